@@ -1,0 +1,18 @@
+/* The example jobs shipped in cbatch-examples. */
+#ifndef CB_EXAMPLES_H
+#define CB_EXAMPLES_H
+
+#include <cbatch.h>
+#include "schema_sql.h"
+
+/* examples/<name>/schema.sql, embedded at build time (name "ledger/schema.sql"). */
+extern const struct cb__migration cb_example_schemas[];
+extern const size_t cb_example_schemas_count;
+
+/* Register the `ledger` job. */
+int ledger_register(cb_registry *reg, cb_error *err);
+
+/* `example-setup`: create an example's tables and demo data. */
+int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv);
+
+#endif

@@ -1,0 +1,51 @@
+/* The job engine's internals: job definitions and one running execution. */
+#ifndef CB_FRAMEWORK_ENGINE_H
+#define CB_FRAMEWORK_ENGINE_H
+
+#include <signal.h>
+#include "cbatch/job.h"
+
+struct cb_job {
+	char *name;
+	char *description;
+	int restartable;
+	cb_incrementer_fn incrementer;
+	void *incrementer_ctx;
+	cb_step_def *steps; /* names are owned copies */
+	size_t nsteps;
+};
+
+/* One execution being run by this process. */
+typedef struct cb__run {
+	PGconn *conn;
+	const cb_job *job;
+	const cb_launch_options *opts;
+	const cb_params *params;
+	long long job_instance_id;
+	long long job_execution_id;
+	json_t *job_context; /* owned */
+	double started;      /* monotonic seconds */
+} cb__run;
+
+/* What a step ended with. */
+typedef struct cb__step_outcome {
+	cb_status status;   /* COMPLETED, FAILED or STOPPED */
+	long long rollbacks; /* not yet recorded in the repository */
+	cb_error error;     /* why, when FAILED */
+} cb__step_outcome;
+
+int cb__step_chunk_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+		       json_t *context, cb__step_outcome *out);
+int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+			 json_t *context, cb__step_outcome *out);
+
+/* Signals: SIGINT/SIGTERM ask for a stop after the current chunk; a second
+ * SIGINT/SIGTERM gets the default action (the open chunk rolls back). */
+void cb__signals_install(void);
+void cb__signals_restore(void);
+int cb__stop_signalled(void);
+
+/* Monotonic clock in seconds. */
+double cb__now(void);
+
+#endif

@@ -1,0 +1,208 @@
+/* Launch and restart: from parameters to a finished job execution. */
+#include "engine.h"
+#include "repo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void result_set(cb_job_result *out, cb_status status, const char *exit_code,
+		       const char *message)
+{
+	out->status = status;
+	snprintf(out->exit_code, sizeof(out->exit_code), "%s", exit_code);
+	snprintf(out->exit_message, sizeof(out->exit_message), "%s", message ? message : "");
+}
+
+/*
+ * A lost connection must not leave the execution looking alive when we can
+ * still say otherwise: try one reset before recording the end.
+ */
+static void ensure_connection(PGconn *conn)
+{
+	if (PQstatus(conn) == CONNECTION_BAD)
+		PQreset(conn);
+}
+
+/* Run the steps of an execution the repository has just created. */
+static int run_steps(cb__run *run, cb_job_result *out, cb_error *err)
+{
+	const cb_job *job = run->job;
+	cb_status final = CB_STATUS_COMPLETED;
+	char message[CB_ERROR_MESSAGE_MAX] = "";
+	int rc;
+
+	for (size_t i = 0; i < job->nsteps && final == CB_STATUS_COMPLETED; i++) {
+		const cb_step_def *def = &job->steps[i];
+		cb__step_history hist;
+		cb__step_outcome oc;
+		long long step_id;
+		json_t *context;
+
+		rc = cb__repo_step_history(&hist, run->conn, run->job_instance_id, def->name, err);
+		if (rc < 0)
+			return rc;
+		if (hist.found && hist.status == CB_STATUS_COMPLETED) {
+			/* Completed in an earlier execution of this instance: not rerun. */
+			json_decref(hist.context);
+			continue;
+		}
+		/* Resume from the last committed context of the step's newest execution. */
+		context = hist.found ? hist.context : json_object();
+		if (!context)
+			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name,
+					  context, err);
+		if (rc < 0) {
+			json_decref(context);
+			return rc;
+		}
+		memset(&oc, 0, sizeof(oc));
+		if (def->kind == CB_STEP_TASKLET)
+			cb__step_tasklet_run(run, def, step_id, context, &oc);
+		else
+			cb__step_chunk_run(run, def, step_id, context, &oc);
+		json_decref(context);
+		if (oc.status == CB_STATUS_FAILED) {
+			cb_error_prefix(&oc.error, "step '%s'", def->name);
+			snprintf(message, sizeof(message), "%s", oc.error.message);
+		} else if (oc.status == CB_STATUS_STOPPED) {
+			snprintf(message, sizeof(message), "stopped during step '%s'", def->name);
+		}
+		ensure_connection(run->conn);
+		rc = cb__repo_step_finish(run->conn, step_id, oc.status, cb_status_name(oc.status),
+					  message, oc.rollbacks, err);
+		if (rc < 0)
+			return rc;
+		final = oc.status;
+	}
+	result_set(out, final, cb_status_name(final), message);
+	return 0;
+}
+
+static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
+			 const cb_params *params, long long expect_restart_of,
+			 const cb_launch_options *opts, cb_error *err)
+{
+	char key[CB_JOB_KEY_LEN + 1];
+	cb__launch l;
+	cb__run run;
+	cb_error runerr = CB_ERROR_INIT;
+	int rc;
+
+	rc = cb_params_job_key(key, params, err);
+	if (rc < 0)
+		return rc;
+	rc = cb__repo_launch(&l, conn, job->name, key, params, job->restartable, cb__owner_id(),
+			     expect_restart_of, err);
+	if (rc < 0)
+		return rc;
+	out->job_instance_id = l.job_instance_id;
+	out->job_execution_id = l.job_execution_id;
+	out->restarted = l.restart_of != 0;
+
+	memset(&run, 0, sizeof(run));
+	run.conn = conn;
+	run.job = job;
+	run.opts = opts;
+	run.params = params;
+	run.job_instance_id = l.job_instance_id;
+	run.job_execution_id = l.job_execution_id;
+	run.started = cb__now();
+
+	rc = cb__repo_job_started(conn, l.job_execution_id, &runerr);
+	if (rc == 0)
+		rc = cb__repo_job_context(&run.job_context, conn, l.job_execution_id, &runerr);
+	if (rc == 0) {
+		if (opts->handle_signals)
+			cb__signals_install();
+		rc = run_steps(&run, out, &runerr);
+		if (opts->handle_signals)
+			cb__signals_restore();
+	}
+	json_decref(run.job_context);
+	if (rc < 0) {
+		/* The repository itself failed mid-run: record what we can. */
+		result_set(out, CB_STATUS_FAILED, "FAILED", runerr.message);
+		ensure_connection(conn);
+	}
+	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
+				 out->exit_message, err);
+	if (rc < 0 && runerr.code)
+		cb_error_prefix(err, "%s; then", runerr.message);
+	return rc;
+}
+
+static int check_options(const cb_launch_options *opts, cb_error *err)
+{
+	if (opts && opts->version != CB_LAUNCH_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "launch options of unknown version %u",
+				    opts->version);
+	return 0;
+}
+
+int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_params *given,
+		  const cb_launch_options *opts, cb_error *err)
+{
+	static const cb_launch_options defaults = CB_LAUNCH_OPTIONS_INIT;
+	cb_params *next = NULL, *last = NULL, *empty = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!opts)
+		opts = &defaults;
+	rc = check_options(opts, err);
+	if (rc < 0)
+		return rc;
+	if (!given) {
+		rc = cb_params_new(&empty, err);
+		if (rc < 0)
+			return rc;
+		given = empty;
+	}
+	if (opts->next) {
+		rc = cb__repo_last_instance_params(&last, conn, job->name, err);
+		if (rc == 0)
+			rc = job->incrementer(job->incrementer_ctx, &next, last, given, err);
+		cb_params_free(last);
+		if (rc == 0 && !next)
+			rc = cb_error_set(err, CB_ECALLBACK,
+					  "job '%s': incrementer returned no parameters", job->name);
+		if (rc < 0)
+			goto done;
+		given = next;
+	}
+	rc = run_execution(out, conn, job, given, 0, opts, err);
+done:
+	cb_params_free(next);
+	cb_params_free(empty);
+	return rc;
+}
+
+int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job,
+		   long long job_execution_id, const cb_launch_options *opts, cb_error *err)
+{
+	static const cb_launch_options defaults = CB_LAUNCH_OPTIONS_INIT;
+	char name[128];
+	cb_params *params = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!opts)
+		opts = &defaults;
+	rc = check_options(opts, err);
+	if (rc < 0)
+		return rc;
+	rc = cb_repo_execution_job_name(name, sizeof(name), conn, job_execution_id, err);
+	if (rc < 0)
+		return rc;
+	if (strcmp(name, job->name) != 0)
+		return cb_error_set(err, CB_EINVAL, "job execution %lld belongs to job '%s', not '%s'",
+				    job_execution_id, name, job->name);
+	rc = cb__repo_load_params(&params, conn, job_execution_id, err);
+	if (rc < 0)
+		return rc;
+	rc = run_execution(out, conn, job, params, job_execution_id, opts, err);
+	cb_params_free(params);
+	return rc;
+}

@@ -1,0 +1,47 @@
+/* Accessors of the step context and the chunk arena. */
+#include "step_context.h"
+
+const char *cb_step_context_job_name(const cb_step_context *sc)
+{
+	return sc->job_name;
+}
+
+const char *cb_step_context_step_name(const cb_step_context *sc)
+{
+	return sc->step_name;
+}
+
+long long cb_step_context_job_execution_id(const cb_step_context *sc)
+{
+	return sc->job_execution_id;
+}
+
+long long cb_step_context_step_execution_id(const cb_step_context *sc)
+{
+	return sc->step_execution_id;
+}
+
+const cb_params *cb_step_context_params(const cb_step_context *sc)
+{
+	return sc->params;
+}
+
+size_t cb_step_context_chunk_size(const cb_step_context *sc)
+{
+	return sc->chunk_size;
+}
+
+PGconn *cb_step_context_conn(const cb_step_context *sc)
+{
+	return sc->conn;
+}
+
+void *cb_chunk_alloc(cb_chunk *chunk, size_t size)
+{
+	return cb__arena_alloc(&chunk->arena, size);
+}
+
+const cb_step_context *cb_chunk_step(const cb_chunk *chunk)
+{
+	return chunk->sc;
+}

@@ -1,0 +1,23 @@
+/* The step context handed to readers, writers and tasklets (internal layout). */
+#ifndef CB_FRAMEWORK_STEP_CONTEXT_H
+#define CB_FRAMEWORK_STEP_CONTEXT_H
+
+#include "cbatch/item.h"
+#include "arena.h"
+
+struct cb_step_context {
+	const char *job_name;
+	const char *step_name;
+	long long job_execution_id;
+	long long step_execution_id;
+	const cb_params *params;
+	size_t chunk_size;
+	PGconn *conn;
+};
+
+struct cb_chunk {
+	const cb_step_context *sc;
+	cb_arena arena;
+};
+
+#endif

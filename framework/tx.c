@@ -1,0 +1,410 @@
+/*
+ * The chunk transaction over libpq's pipeline mode.
+ *
+ * Statements are queued with a handler each; a flush sends a sync point and
+ * reads every queued statement's result in order, then the sync. After the
+ * first error the server skips the rest until the sync (PGRES_PIPELINE_ABORTED),
+ * and since we always open an explicit transaction block, the block stays open
+ * in the failed state: commit and rollback both end it with ROLLBACK.
+ */
+#include "tx.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pending {
+	cb_result_fn fn;
+	void *ctx;
+	char *text_out; /* cb__tx_send_text */
+	size_t text_size;
+	const char *what; /* for messages */
+} pending;
+
+struct cb_tx {
+	PGconn *conn;
+	int pipelined;
+	int active;
+	pending *queue;
+	size_t nqueue, capqueue;
+};
+
+static atomic_ulong stmt_counter;
+
+PGconn *cb_tx_conn(cb_tx *tx)
+{
+	return tx->conn;
+}
+
+int cb_tx_pipelined(const cb_tx *tx)
+{
+	return tx->pipelined;
+}
+
+int cb__tx_active(const cb_tx *tx)
+{
+	return tx->active;
+}
+
+int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	int code = CB_EDB;
+
+	if (!msg || !*msg)
+		msg = conn ? PQerrorMessage(conn) : "unknown error";
+	if (!state && conn && PQstatus(conn) == CONNECTION_BAD)
+		state = "08006";
+	if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
+		code = CB_ERETRY;
+	else if (state && strcmp(state, "CB002") == 0)
+		code = CB_EFENCED;
+	else if (state && strcmp(state, "CB001") == 0)
+		code = CB_ESTALE;
+	if (err && err->code == 0) {
+		if (detail && *detail)
+			cb_error_set(err, code, "%s: %s (%s) [SQLSTATE %s]", what, msg, detail,
+				     state ? state : "?????");
+		else
+			cb_error_set(err, code, "%s: %s [SQLSTATE %s]", what, msg,
+				     state ? state : "?????");
+		snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
+	}
+	return code;
+}
+
+int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *sql, int nparams,
+		  cb_error *err)
+{
+	PGresult *res;
+	int rc = 0;
+
+	snprintf(name_out, 64, "cb_%s_%lu", prefix ? prefix : "s",
+		 (unsigned long)atomic_fetch_add(&stmt_counter, 1) + 1);
+	res = PQprepare(conn, name_out, sql, nparams, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = cb_pg_error(err, conn, res, "prepare");
+	PQclear(res);
+	return rc;
+}
+
+int cb_pg_quote_ident(char **out, PGconn *conn, const char *ident, cb_error *err)
+{
+	char *q;
+	size_t n = ident ? strlen(ident) : 0;
+
+	*out = NULL;
+	if (n == 0)
+		return cb_error_set(err, CB_EINVAL, "empty SQL identifier");
+	if (n > 63)
+		return cb_error_set(err, CB_EINVAL,
+				    "SQL identifier '%.80s' is longer than 63 bytes", ident);
+	q = PQescapeIdentifier(conn, ident, n);
+	if (!q)
+		return cb_error_set(err, CB_EINVAL, "cannot quote identifier '%.80s': %s", ident,
+				    PQerrorMessage(conn));
+	*out = strdup(q);
+	PQfreemem(q);
+	if (!*out)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	return 0;
+}
+
+int cb__tx_new(cb_tx **out, PGconn *conn, int pipelined, cb_error *err)
+{
+	cb_tx *tx = calloc(1, sizeof(*tx));
+
+	*out = NULL;
+	if (!tx)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	tx->conn = conn;
+	tx->pipelined = pipelined;
+	*out = tx;
+	return 0;
+}
+
+void cb__tx_free(cb_tx *tx)
+{
+	if (!tx)
+		return;
+	free(tx->queue);
+	free(tx);
+}
+
+static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, char *text_out, size_t text_size,
+		   const char *what, cb_error *err)
+{
+	if (tx->nqueue == tx->capqueue) {
+		size_t cap = tx->capqueue ? tx->capqueue * 2 : 16;
+		pending *q = realloc(tx->queue, cap * sizeof(*q));
+
+		if (!q)
+			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		tx->queue = q;
+		tx->capqueue = cap;
+	}
+	tx->queue[tx->nqueue++] = (pending){ fn, ctx, text_out, text_size, what };
+	return 0;
+}
+
+static int deliver(const pending *p, const PGresult *res, cb_error *err)
+{
+	if (p->text_out) {
+		if (PQntuples(res) < 1 || PQnfields(res) < 1)
+			return cb_error_set(err, CB_EDB, "%s returned no row", p->what);
+		snprintf(p->text_out, p->text_size, "%s", PQgetvalue(res, 0, 0));
+	}
+	return p->fn ? p->fn(p->ctx, res, err) : 0;
+}
+
+/* Plain mode: run now. */
+static int exec_now(cb_tx *tx, const char *stmt, int nparams, const char *const *values,
+		    const int *lengths, const int *formats, const pending *p, cb_error *err)
+{
+	PGresult *res = PQexecPrepared(tx->conn, stmt, nparams, values, lengths, formats, 0);
+	ExecStatusType st = PQresultStatus(res);
+	int rc;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = cb_pg_error(err, tx->conn, res, p->what);
+	else
+		rc = deliver(p, res, err);
+	PQclear(res);
+	return rc;
+}
+
+int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
+	       const int *lengths, const int *formats, cb_result_fn on_result, void *ctx,
+	       cb_error *err)
+{
+	pending p = { on_result, ctx, NULL, 0, stmt_name };
+
+	if (!tx->pipelined)
+		return exec_now(tx, stmt_name, nparams, values, lengths, formats, &p, err);
+	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
+		return cb_pg_error(err, tx->conn, NULL, stmt_name);
+	return enqueue(tx, on_result, ctx, NULL, 0, stmt_name, err);
+}
+
+int cb__tx_send_text(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
+		     char *out, size_t size, cb_error *err)
+{
+	pending p = { NULL, NULL, out, size, stmt_name };
+
+	if (!tx->pipelined)
+		return exec_now(tx, stmt_name, nparams, values, NULL, NULL, &p, err);
+	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, NULL, NULL, 0))
+		return cb_pg_error(err, tx->conn, NULL, stmt_name);
+	return enqueue(tx, NULL, NULL, out, size, stmt_name, err);
+}
+
+static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *err)
+{
+	if (!tx->pipelined) {
+		PGresult *res = PQexec(tx->conn, sql);
+		int rc = 0;
+
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = cb_pg_error(err, tx->conn, res, what);
+		PQclear(res);
+		return rc;
+	}
+	if (!PQsendQueryParams(tx->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+		return cb_pg_error(err, tx->conn, NULL, what);
+	return enqueue(tx, NULL, NULL, NULL, 0, what, err);
+}
+
+/*
+ * Send a sync and read every queued statement's results, then the sync.
+ * When @p last_out is set, the result of the last queued statement is handed
+ * back instead of cleared (cb_tx_query).
+ */
+static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
+{
+	int rc = 0;
+	size_t i;
+
+	if (!PQpipelineSync(tx->conn)) {
+		tx->nqueue = 0;
+		return cb_pg_error(err, tx->conn, NULL, "pipeline sync");
+	}
+	for (i = 0; i < tx->nqueue; i++) {
+		const pending *p = &tx->queue[i];
+		PGresult *res;
+		int got = 0;
+
+		while ((res = PQgetResult(tx->conn)) != NULL) {
+			ExecStatusType st = PQresultStatus(res);
+
+			got = 1;
+			if (st == PGRES_PIPELINE_ABORTED) {
+				/* skipped after an earlier error: already reported */
+				if (rc == 0)
+					rc = cb_error_set(err, CB_EDB, "%s: pipeline aborted",
+							  p->what);
+			} else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+				int e = cb_pg_error(err, tx->conn, res, p->what);
+
+				if (rc == 0)
+					rc = e;
+			} else if (rc == 0) {
+				rc = deliver(p, res, err);
+			}
+			if (last_out && i + 1 == tx->nqueue && rc == 0 && st == PGRES_TUPLES_OK &&
+			    !*last_out)
+				*last_out = res;
+			else
+				PQclear(res);
+		}
+		if (!got && PQstatus(tx->conn) == CONNECTION_BAD) {
+			tx->nqueue = 0;
+			return rc ? rc : cb_pg_error(err, tx->conn, NULL, p->what);
+		}
+	}
+	tx->nqueue = 0;
+	/* The sync point itself. */
+	for (;;) {
+		PGresult *res = PQgetResult(tx->conn);
+		ExecStatusType st;
+
+		if (!res) {
+			if (PQstatus(tx->conn) == CONNECTION_BAD)
+				return rc ? rc : cb_pg_error(err, tx->conn, NULL, "pipeline sync");
+			continue;
+		}
+		st = PQresultStatus(res);
+		PQclear(res);
+		if (st == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	if (rc < 0 && last_out && *last_out) {
+		PQclear(*last_out);
+		*last_out = NULL;
+	}
+	return rc;
+}
+
+int cb_tx_flush(cb_tx *tx, cb_error *err)
+{
+	if (!tx->pipelined || tx->nqueue == 0)
+		return 0;
+	return drain(tx, NULL, err);
+}
+
+int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
+		const char *const *values, const int *lengths, const int *formats, cb_error *err)
+{
+	int rc;
+
+	*out = NULL;
+	if (!tx->pipelined) {
+		PGresult *res = PQexecPrepared(tx->conn, stmt_name, nparams, values, lengths,
+					       formats, 0);
+		ExecStatusType st = PQresultStatus(res);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			rc = cb_pg_error(err, tx->conn, res, stmt_name);
+			PQclear(res);
+			return rc;
+		}
+		*out = res;
+		return 0;
+	}
+	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
+		return cb_pg_error(err, tx->conn, NULL, stmt_name);
+	rc = enqueue(tx, NULL, NULL, NULL, 0, stmt_name, err);
+	if (rc < 0)
+		return rc;
+	rc = drain(tx, out, err);
+	if (rc == 0 && !*out)
+		rc = cb_error_set(err, CB_EDB, "%s returned no result set", stmt_name);
+	return rc;
+}
+
+int cb__tx_begin(cb_tx *tx, cb_error *err)
+{
+	if (tx->active)
+		return cb_error_set(err, CB_ERROR, "transaction already open");
+	if (tx->pipelined && PQpipelineStatus(tx->conn) == PQ_PIPELINE_OFF &&
+	    !PQenterPipelineMode(tx->conn))
+		return cb_pg_error(err, tx->conn, NULL, "enter pipeline mode");
+	tx->active = 1;
+	return send_plain(tx, "BEGIN", "BEGIN", err);
+}
+
+static void leave_pipeline(cb_tx *tx)
+{
+	if (tx->pipelined && PQpipelineStatus(tx->conn) != PQ_PIPELINE_OFF)
+		PQexitPipelineMode(tx->conn);
+}
+
+int cb__tx_rollback(cb_tx *tx, cb_error *err)
+{
+	PGresult *res;
+	int rc = 0;
+
+	tx->nqueue = 0;
+	if (!tx->active)
+		return 0;
+	tx->active = 0;
+	if (PQstatus(tx->conn) == CONNECTION_BAD) {
+		leave_pipeline(tx);
+		return cb_pg_error(err, tx->conn, NULL, "rollback");
+	}
+	if (tx->pipelined && PQpipelineStatus(tx->conn) != PQ_PIPELINE_OFF) {
+		/* Results of an interrupted flush may still be pending: read to idle. */
+		PQpipelineSync(tx->conn);
+		for (;;) {
+			res = PQgetResult(tx->conn);
+			if (!res) {
+				if (PQstatus(tx->conn) == CONNECTION_BAD ||
+				    PQtransactionStatus(tx->conn) != PQTRANS_ACTIVE)
+					break;
+				continue;
+			}
+			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+				PQclear(res);
+				break;
+			}
+			PQclear(res);
+		}
+		leave_pipeline(tx);
+	}
+	if (PQtransactionStatus(tx->conn) == PQTRANS_IDLE)
+		return 0;
+	res = PQexec(tx->conn, "ROLLBACK");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = cb_pg_error(err, tx->conn, res, "rollback");
+	PQclear(res);
+	return rc;
+}
+
+int cb__tx_commit(cb_tx *tx, cb_error *err)
+{
+	int rc;
+
+	if (!tx->active)
+		return cb_error_set(err, CB_ERROR, "no transaction to commit");
+	rc = send_plain(tx, "COMMIT", "COMMIT", err);
+	if (rc == 0 && tx->pipelined)
+		rc = drain(tx, NULL, err);
+	if (rc < 0) {
+		cb_error tmp = CB_ERROR_INIT;
+
+		cb__tx_rollback(tx, &tmp);
+		return rc;
+	}
+	/* A COMMIT of a failed block answers ROLLBACK without an error: check. */
+	if (PQtransactionStatus(tx->conn) != PQTRANS_IDLE) {
+		cb_error tmp = CB_ERROR_INIT;
+
+		cb__tx_rollback(tx, &tmp);
+		return cb_error_set(err, CB_EDB, "commit did not end the transaction");
+	}
+	tx->active = 0;
+	leave_pipeline(tx);
+	return 0;
+}

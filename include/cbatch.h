@@ -1,0 +1,18 @@
+/**
+ * @file cbatch.h
+ * Umbrella header: everything a job author needs.
+ */
+#ifndef CBATCH_H
+#define CBATCH_H
+
+#include "cbatch/error.h"
+#include "cbatch/params.h"
+#include "cbatch/pg.h"
+#include "cbatch/item.h"
+#include "cbatch/repository.h"
+#include "cbatch/job.h"
+#include "cbatch/readers.h"
+#include "cbatch/writers.h"
+#include "cbatch/cli.h"
+
+#endif

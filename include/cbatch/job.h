@@ -1,0 +1,181 @@
+/**
+ * @file job.h
+ * Defining jobs and steps, and launching them.
+ *
+ * A cb_job is a named sequence of steps. It is a definition only: it holds no
+ * connection and no run state, so one definition can be launched many times.
+ *
+ * Lifecycle: cb_job_new, cb_job_add_step for each step in order, optional
+ * setters, then cb_job_launch / cb_job_restart any number of times, then
+ * cb_job_free (or hand it to a registry, which then owns it; see cli.h).
+ */
+#ifndef CBATCH_JOB_H
+#define CBATCH_JOB_H
+
+#include <stddef.h>
+#include <libpq-fe.h>
+#include "error.h"
+#include "item.h"
+#include "params.h"
+#include "repository.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cb_job cb_job;
+
+/** The most writers a chunk step may have; they run in order, in one transaction. */
+#define CB_MAX_WRITERS 8
+/** Commit interval used when a step does not set one. */
+#define CB_DEFAULT_CHUNK_SIZE 1000
+
+/**
+ * What a chunk step's build callback fills in. The step owns what is put
+ * here from the moment build returns (even if it returns an error): it calls
+ * each component's `free`.
+ */
+typedef struct cb_chunk_parts {
+	cb_reader reader;
+	cb_processor processor;          /**< optional: zeroed means pass-through */
+	cb_writer writers[CB_MAX_WRITERS];
+	size_t nwriters;
+} cb_chunk_parts;
+
+typedef enum cb_step_kind { CB_STEP_CHUNK = 0, CB_STEP_TASKLET = 1 } cb_step_kind;
+
+#define CB_STEP_DEF_VERSION 1
+
+/**
+ * A step definition. Strings are copied by cb_job_add_step; @p user is
+ * borrowed and must outlive the job.
+ */
+typedef struct cb_step_def {
+	unsigned int version; /**< CB_STEP_DEF_VERSION */
+	const char *name;     /**< unique within the job */
+	cb_step_kind kind;
+	/**
+	 * Commit interval of a chunk step; 0 means CB_DEFAULT_CHUNK_SIZE. A long
+	 * parameter `chunk.size` (usually non-identifying: `-chunk.size:long=500`)
+	 * overrides it for one execution.
+	 */
+	size_t chunk_size;
+	/**
+	 * Chunk steps: create the reader, processor and writers for one step
+	 * execution (parameters are in @p sc). Called before anything is read.
+	 */
+	int (*build)(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err);
+	/**
+	 * Tasklet steps: do one unit of work inside @p tx (not pipelined: plain
+	 * libpq calls on cb_tx_conn(tx) are fine). Return CB_DONE when finished,
+	 * 0 to be called again in a new transaction, or a negative code to fail.
+	 * @p context is the step's execution context (a JSON object, borrowed):
+	 * changes to it are saved in the same transaction.
+	 */
+	int (*tasklet)(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
+		       cb_error *err);
+	void *user;
+	/** Non-zero: a restart of the job does not run this step. Reserved, must be 0. */
+	int reserved;
+} cb_step_def;
+
+#define CB_STEP_DEF_INIT { CB_STEP_DEF_VERSION, NULL, CB_STEP_CHUNK, 0, NULL, NULL, NULL, 0 }
+
+/**
+ * Computes the parameters of the next instance for `--next`.
+ * @param out   receives a new cb_params (the engine frees it)
+ * @param last  the identifying+non-identifying parameters of the job's newest
+ *              instance's first execution, or NULL when the job never ran
+ * @param given the parameters given on this launch (borrowed)
+ */
+typedef int (*cb_incrementer_fn)(void *ctx, cb_params **out, const cb_params *last,
+				 const cb_params *given, cb_error *err);
+
+/**
+ * Create a job definition. @p name: 1..100 characters of [A-Za-z0-9_.-].
+ * @p out receives a new object. @return 0, CB_EINVAL, CB_ENOMEM.
+ */
+int cb_job_new(cb_job **out, const char *name, cb_error *err);
+
+/** Free a job definition. NULL-safe. */
+void cb_job_free(cb_job *job);
+
+/** The job's name (borrowed). */
+const char *cb_job_name(const cb_job *job);
+
+/** Append a step. @return 0, CB_EINVAL (bad or duplicate name, missing callback), CB_ENOMEM. */
+int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err);
+
+/** Declare whether a FAILED or STOPPED instance may be restarted (default: yes). */
+void cb_job_set_restartable(cb_job *job, int restartable);
+
+/** Replace the incrementer used by `--next` (default: run.id, see cb_incrementer_run_id). */
+void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);
+
+/**
+ * The default incrementer: copies @p given and sets the identifying long
+ * parameter `run.id` to one more than the newest instance's run.id (1 when
+ * the job never ran or its newest instance has none).
+ */
+int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last,
+			  const cb_params *given, cb_error *err);
+
+/** Optional one-line description shown by `cbatch jobs`. Copied. */
+int cb_job_set_description(cb_job *job, const char *text, cb_error *err);
+/** The description, or "". */
+const char *cb_job_description(const cb_job *job);
+
+/** Progress callback: called after every committed chunk. */
+typedef void (*cb_progress_fn)(void *ctx, const char *step_name, long long read_count,
+			       long long write_count, double elapsed_seconds);
+
+#define CB_LAUNCH_OPTIONS_VERSION 1
+
+/** Options of one launch. Initialise with CB_LAUNCH_OPTIONS_INIT. */
+typedef struct cb_launch_options {
+	unsigned int version;   /**< CB_LAUNCH_OPTIONS_VERSION */
+	int next;               /**< non-zero: apply the incrementer (a new instance on purpose) */
+	cb_progress_fn progress; /**< may be NULL */
+	void *progress_ctx;
+	/** Non-zero: install SIGINT/SIGTERM handlers that stop after the current chunk. */
+	int handle_signals;
+} cb_launch_options;
+
+#define CB_LAUNCH_OPTIONS_INIT { CB_LAUNCH_OPTIONS_VERSION, 0, NULL, NULL, 0 }
+
+/** The outcome of an execution that ran. */
+typedef struct cb_job_result {
+	long long job_instance_id;
+	long long job_execution_id;
+	cb_status status;       /**< COMPLETED, FAILED or STOPPED */
+	char exit_code[32];
+	char exit_message[CB_ERROR_MESSAGE_MAX];
+	int restarted;          /**< non-zero: this execution restarted a failed/stopped one */
+} cb_job_result;
+
+/**
+ * Launch @p job with @p params on @p conn (borrowed; must not be in a
+ * transaction). Creates the instance if needed, refuses completed, abandoned
+ * and running instances, restarts a FAILED/STOPPED one, then runs the steps.
+ *
+ * @return 0 when an execution ran to an end state (see out->status, which may
+ *         be FAILED or STOPPED), or an error that prevented the run:
+ *         CB_EINVAL (bad parameters; nothing written), CB_ECOMPLETE,
+ *         CB_ERUNNING, CB_ENORESTART, CB_EDB.
+ */
+int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_params *params,
+		  const cb_launch_options *opts, cb_error *err);
+
+/**
+ * Restart the FAILED or STOPPED execution @p job_execution_id of @p job (its
+ * instance's newest execution): a new execution of the same instance, with
+ * completed steps skipped and the failed step resumed from its last committed
+ * context. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
+ */
+int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job,
+		   long long job_execution_id, const cb_launch_options *opts, cb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/**
+ * @file repository.h
+ * The PostgreSQL job repository: schema, statuses, and the operator's view.
+ *
+ * All SQL that touches the batch_* tables lives behind this header and the
+ * engine's internal calls. Functions take a borrowed PGconn that must not be
+ * inside a transaction or in pipeline mode.
+ */
+#ifndef CBATCH_REPOSITORY_H
+#define CBATCH_REPOSITORY_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Job and step execution statuses, as stored (by name) in the repository. */
+typedef enum cb_status {
+	CB_STATUS_STARTING = 0,
+	CB_STATUS_STARTED,
+	CB_STATUS_STOPPING,
+	CB_STATUS_STOPPED,
+	CB_STATUS_COMPLETED,
+	CB_STATUS_FAILED,
+	CB_STATUS_ABANDONED,
+	CB_STATUS_UNKNOWN
+} cb_status;
+
+/** The status's name ("COMPLETED"). */
+const char *cb_status_name(cb_status s);
+/** Parse a status name; unknown names give CB_STATUS_UNKNOWN. */
+cb_status cb_status_parse(const char *name);
+/** Non-zero for STARTING, STARTED and STOPPING: an execution that is (or claims to be) live. */
+int cb_status_is_running(cb_status s);
+
+/** The schema version this library creates and expects. */
+int cb_repo_schema_target(void);
+
+/**
+ * Create or upgrade the repository schema to cb_repo_schema_target().
+ * Safe to run any number of times, also concurrently (an advisory lock
+ * serialises it; each migration commits with its version row).
+ * @p from and @p to (may be NULL) receive the versions before and after.
+ * @return 0, CB_EDB, CB_EINVAL (the database has a newer schema than this library).
+ */
+int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err);
+
+/**
+ * Check that the schema is present at this library's version.
+ * @return 0, CB_EINVAL (absent or at another version: the message says to
+ *         run `cbatch schema init`), CB_EDB.
+ */
+int cb_repo_schema_check(PGconn *conn, cb_error *err);
+
+/**
+ * List job executions, newest first. @p job_name NULL lists all jobs.
+ * @p out receives a new JSON array of execution objects with the keys
+ * job_execution_id, job_instance_id, job_name, job_key, status, exit_code,
+ * exit_message, create_time, start_time, end_time, parameters (object).
+ * @return 0 or CB_EDB.
+ */
+int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, int limit,
+			    cb_error *err);
+
+/**
+ * One job execution with its step executions (key "steps": an array with
+ * step_execution_id, step_name, status, read_count, write_count,
+ * filter_count, commit_count, rollback_count, skip counts, times, exit code
+ * and message, and "context"). @p out receives a new JSON object.
+ * @return 0, CB_ENOTFOUND, CB_EDB.
+ */
+int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id,
+			   cb_error *err);
+
+/**
+ * Ask a running execution to stop: STARTED becomes STOPPING; the running
+ * process notices at its next chunk commit and ends as STOPPED.
+ * @return 0, CB_ENOTFOUND, CB_EINVAL (not running: message says its status), CB_EDB.
+ */
+int cb_repo_request_stop(PGconn *conn, long long job_execution_id, cb_error *err);
+
+/**
+ * Mark a FAILED or STOPPED execution ABANDONED; its instance can no longer
+ * be restarted. @return 0, CB_ENOTFOUND, CB_EINVAL (wrong status), CB_EDB.
+ */
+int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err);
+
+/**
+ * The job name of an execution, for the CLI's restart. @p out (at least
+ * 101 bytes) receives it. @return 0, CB_ENOTFOUND, CB_EDB.
+ */
+int cb_repo_execution_job_name(char *out, size_t size, PGconn *conn, long long job_execution_id,
+			       cb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

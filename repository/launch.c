@@ -1,0 +1,380 @@
+/* Job instances and executions: launch, state changes, parameters, contexts. */
+#include "repo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbatch/pg.h"
+
+static char owner_buf[200];
+
+const char *cb__owner_id(void)
+{
+	/* host:pid:random — a host name alone is not unique (containers). */
+	if (!owner_buf[0]) {
+		char host[96] = "unknown";
+		unsigned long long r = 0;
+		FILE *f = fopen("/dev/urandom", "rb");
+
+		if (!f || fread(&r, sizeof(r), 1, f) != 1)
+			r = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
+		if (f)
+			fclose(f);
+		gethostname(host, sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		snprintf(owner_buf, sizeof(owner_buf), "%s:%ld:%016llx", host, (long)getpid(), r);
+	}
+	return owner_buf;
+}
+
+static int params_json(char **out, const cb_params *params, cb_error *err)
+{
+	json_t *arr = json_array();
+	size_t n = cb_params_count(params);
+
+	*out = NULL;
+	if (!arr)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const char *name, *value;
+		cb_param_type type;
+		int ident;
+
+		cb_params_at(params, i, &name, &type, &value, &ident);
+		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b}", "name", name,
+							 "type", cb_param_type_name(type),
+							 "value", value, "identifying", ident)) < 0) {
+			json_decref(arr);
+			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		}
+	}
+	*out = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	return *out ? 0 : cb_error_set(err, CB_ENOMEM, "out of memory");
+}
+
+static void rollback_quietly(PGconn *conn)
+{
+	PGresult *res = PQexec(conn, "ROLLBACK");
+
+	PQclear(res);
+}
+
+int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
+		    const cb_params *params, int restartable, const char *owner_id,
+		    long long expect_restart_of, cb_error *err)
+{
+	char inst[24], prev[24] = "", exec[24], *pjson = NULL;
+	PGresult *res = NULL;
+	cb_status last = CB_STATUS_UNKNOWN;
+	long long last_id = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = params_json(&pjson, params, err);
+	if (rc < 0)
+		return rc;
+	rc = cb__repo_command(conn, "begin launch", "BEGIN", 0, NULL, err);
+	if (rc < 0)
+		goto done;
+
+	/* The DO UPDATE locks the instance row, so launches of one instance
+	 * queue up here and each sees the executions the previous one made. */
+	{
+		const char *p[2] = { job_name, job_key };
+
+		res = cb__repo_exec(conn, "create job instance",
+				    "INSERT INTO batch_job_instance (job_name, job_key) VALUES ($1, $2) "
+				    "ON CONFLICT (job_name, job_key) DO UPDATE "
+				    "SET version = batch_job_instance.version + 1 "
+				    "RETURNING job_instance_id, (xmax = 0)",
+				    2, p, err);
+		if (!res) {
+			rc = CB_EDB;
+			goto fail;
+		}
+		out->job_instance_id = atoll(PQgetvalue(res, 0, 0));
+		out->instance_created = PQgetvalue(res, 0, 1)[0] == 't';
+		PQclear(res);
+		snprintf(inst, sizeof(inst), "%lld", out->job_instance_id);
+	}
+	{
+		const char *p[1] = { inst };
+
+		res = cb__repo_exec(conn, "find last execution",
+				    "SELECT job_execution_id, status FROM batch_job_execution "
+				    "WHERE job_instance_id = $1 ORDER BY job_execution_id DESC LIMIT 1",
+				    1, p, err);
+		if (!res) {
+			rc = CB_EDB;
+			goto fail;
+		}
+		if (PQntuples(res) == 1) {
+			last_id = atoll(PQgetvalue(res, 0, 0));
+			last = cb_status_parse(PQgetvalue(res, 0, 1));
+		}
+		PQclear(res);
+		res = NULL;
+	}
+	if (expect_restart_of > 0 && last_id != expect_restart_of) {
+		rc = cb_error_set(err, CB_EINVAL,
+				  "execution %lld is not the newest execution of its instance "
+				  "(that is %lld): restart the newest one", expect_restart_of, last_id);
+		goto fail;
+	}
+	if (last_id) {
+		switch (last) {
+		case CB_STATUS_COMPLETED:
+			rc = cb_error_set(err, CB_ECOMPLETE,
+					  "job '%s' instance %lld is already complete (execution %lld); "
+					  "use --next for a new instance", job_name,
+					  out->job_instance_id, last_id);
+			goto fail;
+		case CB_STATUS_ABANDONED:
+			rc = cb_error_set(err, CB_ENORESTART,
+					  "job '%s' instance %lld was abandoned (execution %lld) and "
+					  "cannot be restarted", job_name, out->job_instance_id, last_id);
+			goto fail;
+		case CB_STATUS_STARTING:
+		case CB_STATUS_STARTED:
+		case CB_STATUS_STOPPING:
+			rc = cb_error_set(err, CB_ERUNNING,
+					  "job '%s' instance %lld is already running (execution %lld, %s)",
+					  job_name, out->job_instance_id, last_id, cb_status_name(last));
+			goto fail;
+		case CB_STATUS_FAILED:
+		case CB_STATUS_STOPPED:
+			if (!restartable) {
+				rc = cb_error_set(err, CB_ENORESTART,
+						  "job '%s' is not restartable and instance %lld "
+						  "already ran (execution %lld, %s)", job_name,
+						  out->job_instance_id, last_id, cb_status_name(last));
+				goto fail;
+			}
+			out->restart_of = last_id;
+			snprintf(prev, sizeof(prev), "%lld", last_id);
+			break;
+		default:
+			rc = cb_error_set(err, CB_ENORESTART,
+					  "job '%s' instance %lld: last execution %lld is in status %s; "
+					  "abandon it first", job_name, out->job_instance_id, last_id,
+					  cb_status_name(last));
+			goto fail;
+		}
+	}
+	{
+		const char *p[3] = { inst, owner_id, prev[0] ? prev : NULL };
+
+		res = cb__repo_exec(conn, "create job execution",
+				    "INSERT INTO batch_job_execution "
+				    "(job_instance_id, status, owner_id, restart_of, heartbeat_time) "
+				    "VALUES ($1, 'STARTING', $2, $3, clock_timestamp()) "
+				    "RETURNING job_execution_id",
+				    3, p, err);
+		if (!res) {
+			/* The partial unique index is the backstop against a racing launch. */
+			if (strcmp(err->sqlstate, "23505") == 0) {
+				cb_error_clear(err);
+				rc = cb_error_set(err, CB_ERUNNING,
+						  "job '%s' instance %lld is already running", job_name,
+						  out->job_instance_id);
+			} else {
+				rc = CB_EDB;
+			}
+			goto fail;
+		}
+		out->job_execution_id = atoll(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		res = NULL;
+		snprintf(exec, sizeof(exec), "%lld", out->job_execution_id);
+	}
+	{
+		const char *p[2] = { exec, pjson };
+
+		rc = cb__repo_command(conn, "store job parameters",
+				      "INSERT INTO batch_job_execution_params (job_execution_id, "
+				      "parameter_name, parameter_type, parameter_value, identifying) "
+				      "SELECT $1, x.name, x.type, x.value, x.identifying "
+				      "FROM jsonb_to_recordset($2::jsonb) AS "
+				      "x(name text, type text, value text, identifying boolean)",
+				      2, p, err);
+		if (rc < 0)
+			goto fail;
+	}
+	{
+		const char *p[2] = { exec, prev[0] ? prev : NULL };
+
+		rc = cb__repo_command(conn, "create job execution context",
+				      "INSERT INTO batch_job_execution_context "
+				      "(job_execution_id, serialized_context) SELECT $1, coalesce(("
+				      "SELECT serialized_context FROM batch_job_execution_context "
+				      "WHERE job_execution_id = $2), '{}')",
+				      2, p, err);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = cb__repo_command(conn, "commit launch", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		goto fail;
+	goto done;
+fail:
+	rollback_quietly(conn);
+	out->job_execution_id = 0;
+done:
+	free(pjson);
+	return rc;
+}
+
+static int exec_id_command(PGconn *conn, const char *what, const char *sql,
+			   long long job_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	return cb__repo_command(conn, what, sql, 1, p, err);
+}
+
+int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	return exec_id_command(conn, "mark job execution started",
+			       "UPDATE batch_job_execution SET status = 'STARTED', "
+			       "start_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			       "version = version + 1 WHERE job_execution_id = $1",
+			       job_execution_id, err);
+}
+
+int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
+			const char *exit_code, const char *exit_message, cb_error *err)
+{
+	char id[24];
+	const char *p[4] = { id, cb_status_name(status), exit_code, exit_message ? exit_message : "" };
+
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	return cb__repo_command(conn, "finish job execution",
+				"UPDATE batch_job_execution SET status = $2, exit_code = $3, "
+				"exit_message = left($4, 2500), end_time = clock_timestamp(), "
+				"last_updated = clock_timestamp(), version = version + 1 "
+				"WHERE job_execution_id = $1",
+				4, p, err);
+}
+
+int cb__repo_job_status(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	PGresult *res;
+
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	res = cb__repo_exec(conn, "read job status",
+			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1", 1,
+			    p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
+	}
+	*out = cb_status_parse(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+static int params_from_result(cb_params **out, const PGresult *res, cb_error *err)
+{
+	cb_params *p;
+	int rc = cb_params_new(&p, err);
+
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+		cb_param_type type;
+
+		rc = cb_param_type_parse(&type, PQgetvalue(res, i, 1));
+		if (rc < 0) {
+			rc = cb_error_set(err, CB_EINVAL, "stored parameter '%s' has unknown type '%s'",
+					  PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+			break;
+		}
+		rc = cb_params_add(p, PQgetvalue(res, i, 0), type, PQgetvalue(res, i, 2),
+				   PQgetvalue(res, i, 3)[0] == 't', err);
+	}
+	if (rc < 0) {
+		cb_params_free(p);
+		*out = NULL;
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
+			 cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	PGresult *res;
+	int rc;
+
+	*out = NULL;
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	res = cb__repo_exec(conn, "load job parameters",
+			    "SELECT parameter_name, parameter_type, parameter_value, identifying "
+			    "FROM batch_job_execution_params WHERE job_execution_id = $1 "
+			    "ORDER BY parameter_name",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	rc = params_from_result(out, res, err);
+	PQclear(res);
+	return rc;
+}
+
+int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job_name,
+				  cb_error *err)
+{
+	const char *p[1] = { job_name };
+	PGresult *res;
+	int rc;
+
+	*out = NULL;
+	res = cb__repo_exec(conn, "load last instance parameters",
+			    "SELECT parameter_name, parameter_type, parameter_value, identifying "
+			    "FROM batch_job_execution_params WHERE job_execution_id = ("
+			    " SELECT min(e.job_execution_id) FROM batch_job_execution e WHERE "
+			    " e.job_instance_id = (SELECT max(job_instance_id) FROM batch_job_instance"
+			    "  WHERE job_name = $1)) ORDER BY parameter_name",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return 0;
+	}
+	rc = params_from_result(out, res, err);
+	PQclear(res);
+	return rc;
+}
+
+int cb__repo_job_context(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	json_error_t jerr;
+	PGresult *res;
+
+	*out = NULL;
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	res = cb__repo_exec(conn, "load job context",
+			    "SELECT serialized_context FROM batch_job_execution_context "
+			    "WHERE job_execution_id = $1", 1, p, err);
+	if (!res)
+		return CB_EDB;
+	*out = PQntuples(res) ? json_loads(PQgetvalue(res, 0, 0), 0, &jerr) : json_object();
+	PQclear(res);
+	if (!*out)
+		return cb_error_set(err, CB_EINVAL, "job execution %lld: unreadable context: %s",
+				    job_execution_id, jerr.text);
+	return 0;
+}

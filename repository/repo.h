@@ -1,0 +1,93 @@
+/*
+ * The engine's side of the job repository (internal). All SQL that touches
+ * batch_* tables lives in repository/. Connections are borrowed, not in a
+ * transaction and not in pipeline mode, unless a function says otherwise.
+ */
+#ifndef CB_REPOSITORY_REPO_H
+#define CB_REPOSITORY_REPO_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include "cbatch/params.h"
+#include "cbatch/repository.h"
+
+/* Run a parameterised statement; on failure record it in err. The result is
+ * returned for the caller to PQclear (NULL on failure). */
+PGresult *cb__repo_exec(PGconn *conn, const char *what, const char *sql, int nparams,
+			const char *const *values, cb_error *err);
+
+/* Run a statement for its effect only. */
+int cb__repo_command(PGconn *conn, const char *what, const char *sql, int nparams,
+		     const char *const *values, cb_error *err);
+
+/* What a launch decided and made. */
+typedef struct cb__launch {
+	long long job_instance_id;
+	long long job_execution_id;
+	long long restart_of;   /* the previous execution restarted, 0 if none */
+	int instance_created;
+} cb__launch;
+
+/*
+ * Create (or find) the instance of job_name/job_key and a new STARTING
+ * execution of it with @p params, in one transaction. A completed instance
+ * gives CB_ECOMPLETE, an abandoned one (or a failed one when !restartable)
+ * CB_ENORESTART, a live execution CB_ERUNNING. The new execution's context
+ * is copied from the restarted execution.
+ * @p expect_restart_of: when > 0, the newest execution must be this one
+ * (`restart ID`), else CB_EINVAL.
+ */
+int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
+		    const cb_params *params, int restartable, const char *owner_id,
+		    long long expect_restart_of, cb_error *err);
+
+/* STARTING -> STARTED, start_time = now. */
+int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err);
+
+/* End the job execution: status, exit code/message, end_time. */
+int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
+			const char *exit_code, const char *exit_message, cb_error *err);
+
+/* Current status of a job execution (e.g. STOPPING after a stop request). */
+int cb__repo_job_status(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err);
+
+/* Load the parameters of an execution. @p out receives a new cb_params. */
+int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
+			 cb_error *err);
+
+/* Parameters of the newest instance of a job (first execution), or *out = NULL. */
+int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job_name,
+				  cb_error *err);
+
+/* The job execution's context (new JSON object). */
+int cb__repo_job_context(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
+
+/* The newest execution of @p step_name within the instance, if any. */
+typedef struct cb__step_history {
+	int found;
+	long long step_execution_id;
+	cb_status status;
+	json_t *context; /* new reference, or NULL when !found */
+	long long start_count; /* executions of this step in the instance */
+} cb__step_history;
+
+int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_instance_id,
+			  const char *step_name, cb_error *err);
+
+/* Create a STARTED step execution with @p context (borrowed). */
+int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
+			 const char *step_name, const json_t *context, cb_error *err);
+
+/* End a step execution: status, exit code/message, extra rollbacks, end_time. */
+int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status status,
+			 const char *exit_code, const char *exit_message, long long rollbacks,
+			 cb_error *err);
+
+/* SQL of the checkpoint statement that the chunk engine prepares. 16 parameters. */
+extern const char cb__repo_checkpoint_sql[];
+#define CB__CHECKPOINT_NPARAMS 16
+
+/* A per-process owner identity: host:pid:random. */
+const char *cb__owner_id(void);
+
+#endif

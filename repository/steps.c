@@ -1,0 +1,95 @@
+/* Step executions: history across an instance, creation, end, checkpoint. */
+#include "repo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cb__repo_checkpoint_sql[] =
+	"SELECT batch_chunk_checkpoint($1::bigint, $2::bigint, $3::bigint, $4::bigint, "
+	"$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::jsonb, "
+	"$12::bigint, $13::jsonb, $14::varchar, $15::bigint, $16::float8)";
+
+int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_instance_id,
+			  const char *step_name, cb_error *err)
+{
+	char inst[24];
+	const char *p[2] = { inst, step_name };
+	json_error_t jerr;
+	PGresult *res;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(inst, sizeof(inst), "%lld", job_instance_id);
+	res = cb__repo_exec(conn, "find step history",
+			    "SELECT s.step_execution_id, s.status, c.serialized_context, "
+			    " count(*) OVER () "
+			    "FROM batch_step_execution s "
+			    "JOIN batch_job_execution e USING (job_execution_id) "
+			    "LEFT JOIN batch_step_execution_context c USING (step_execution_id) "
+			    "WHERE e.job_instance_id = $1 AND s.step_name = $2 "
+			    "ORDER BY s.step_execution_id DESC LIMIT 1",
+			    2, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		out->found = 1;
+		out->step_execution_id = atoll(PQgetvalue(res, 0, 0));
+		out->status = cb_status_parse(PQgetvalue(res, 0, 1));
+		out->start_count = atoll(PQgetvalue(res, 0, 3));
+		out->context = PQgetisnull(res, 0, 2) ? json_object()
+						      : json_loads(PQgetvalue(res, 0, 2), 0, &jerr);
+		if (!out->context) {
+			PQclear(res);
+			return cb_error_set(err, CB_EINVAL,
+					    "step execution %lld: unreadable context: %s",
+					    out->step_execution_id, jerr.text);
+		}
+	}
+	PQclear(res);
+	return 0;
+}
+
+int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
+			 const char *step_name, const json_t *context, cb_error *err)
+{
+	char exec[24], *ctx = json_dumps(context, JSON_COMPACT);
+	const char *p[3] = { exec, step_name, ctx };
+	PGresult *res;
+
+	*out_id = 0;
+	if (!ctx)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
+	/* One statement: the step row and its context appear together. */
+	res = cb__repo_exec(conn, "create step execution",
+			    "WITH s AS (INSERT INTO batch_step_execution "
+			    " (job_execution_id, step_name, status, start_time) "
+			    " VALUES ($1, $2, 'STARTED', clock_timestamp()) RETURNING step_execution_id) "
+			    "INSERT INTO batch_step_execution_context (step_execution_id, serialized_context) "
+			    "SELECT step_execution_id, $3::jsonb FROM s RETURNING step_execution_id",
+			    3, p, err);
+	free(ctx);
+	if (!res)
+		return CB_EDB;
+	*out_id = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status status,
+			 const char *exit_code, const char *exit_message, long long rollbacks,
+			 cb_error *err)
+{
+	char id[24], rb[24];
+	const char *p[5] = { id, cb_status_name(status), exit_code,
+			     exit_message ? exit_message : "", rb };
+
+	snprintf(id, sizeof(id), "%lld", step_execution_id);
+	snprintf(rb, sizeof(rb), "%lld", rollbacks);
+	return cb__repo_command(conn, "finish step execution",
+				"UPDATE batch_step_execution SET status = $2, exit_code = $3, "
+				"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
+				"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+				"version = version + 1 WHERE step_execution_id = $1",
+				5, p, err);
+}
