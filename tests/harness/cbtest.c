@@ -1,0 +1,839 @@
+/* The test harness: runner, assertions, database and process helpers. */
+#include "cbtest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/TestRun.h>
+
+#define RUN_HINT                                                                                   \
+	"run the tests through ctest (e.g. `bash scripts/test.sh`, or `ctest -R integration` in "  \
+	"the build directory), which starts the throwaway cluster (scripts/pg-cluster.sh) and "    \
+	"sets the CBATCH_TEST_* variables"
+
+/* ---- failures ------------------------------------------------------------ */
+
+/* Copy @src to @dst as one line: newlines and tabs become spaces, trailing ones go. */
+static void one_line(char *dst, size_t dstsz, const char *src)
+{
+	size_t n = 0;
+
+	if (dstsz == 0)
+		return;
+	for (; src && *src && n + 1 < dstsz; src++)
+		dst[n++] = (*src == '\n' || *src == '\r' || *src == '\t') ? ' ' : *src;
+	while (n > 0 && dst[n - 1] == ' ')
+		n--;
+	dst[n] = '\0';
+}
+
+static void vfailf(const char *file, int line, int fatal, const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fflush(stdout);
+	fprintf(stderr, "\n%s:%d: %s\n", file, line, msg);
+	fflush(stderr);
+	/*
+	 * CUnit can record a failure only inside a test (it asserts that one is
+	 * running). Elsewhere, as in suite init or cleanup, the message above is
+	 * all there is, and the caller's error return fails the suite. CUnit
+	 * copies the message, so a stack buffer is fine.
+	 */
+	if (CU_get_current_test() == NULL)
+		return;
+	CU_assertImplementation(CU_FALSE, (unsigned int)line, msg, file, "",
+				fatal ? CU_TRUE : CU_FALSE);
+}
+
+void cbt__failf(const char *file, int line, int fatal, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfailf(file, line, fatal, fmt, ap);
+	va_end(ap);
+}
+
+static void passf(const char *file, int line, const char *what)
+{
+	if (CU_get_current_test() != NULL)
+		CU_assertImplementation(CU_TRUE, (unsigned int)line, what, file, "", CU_FALSE);
+}
+
+/* ---- runner -------------------------------------------------------------- */
+
+/* Run what is registered, report, clean up. @name labels the final line. */
+static int run_registered(const char *name)
+{
+	unsigned int suites_failed, tests_run, tests_failed, failures, records;
+	int ok;
+
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	if (CU_basic_run_tests() != CUE_SUCCESS)
+		fprintf(stderr, "%s: CUnit: %s\n", name, CU_get_error_msg());
+
+	/* CUnit counts failed suite init/cleanup apart from failed tests. */
+	suites_failed = CU_get_number_of_suites_failed();
+	tests_run = CU_get_number_of_tests_run();
+	tests_failed = CU_get_number_of_tests_failed();
+	failures = CU_get_number_of_failures();
+	records = CU_get_number_of_failure_records();
+	ok = suites_failed == 0 && tests_failed == 0 && failures == 0 && records == 0 &&
+	     CU_get_error() == CUE_SUCCESS;
+	printf("\n%s: %s: %u test(s) run, %u failed, %u failed assertion(s), "
+	       "%u suite init/cleanup failure(s)\n",
+	       name, ok ? "PASS" : "FAIL", tests_run, tests_failed, failures, suites_failed);
+	fflush(stdout);
+	CU_cleanup_registry();
+	return ok ? 0 : 1;
+}
+
+static int add_tests(CU_pSuite suite, const char *suite_name, const CU_TestInfo *tests)
+{
+	for (const CU_TestInfo *t = tests; t && t->pName; t++) {
+		if (!CU_add_test(suite, t->pName, t->pTestFunc)) {
+			fprintf(stderr, "%s: cannot add test '%s': %s\n", suite_name, t->pName,
+				CU_get_error_msg());
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int start_registry(const char *name)
+{
+	/* Line-buffered, so that child processes' output interleaves sensibly. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (CU_initialize_registry() != CUE_SUCCESS) {
+		fprintf(stderr, "%s: cannot initialise CUnit: %s\n", name, CU_get_error_msg());
+		return -1;
+	}
+	return 0;
+}
+
+int cbt_main(const char *suite_name, CU_InitializeFunc init, CU_CleanupFunc clean,
+	     const CU_TestInfo *tests)
+{
+	CU_pSuite suite;
+
+	if (start_registry(suite_name) < 0)
+		return 1;
+	suite = CU_add_suite(suite_name, init, clean);
+	if (!suite) {
+		fprintf(stderr, "%s: cannot add the suite: %s\n", suite_name, CU_get_error_msg());
+		CU_cleanup_registry();
+		return 1;
+	}
+	if (add_tests(suite, suite_name, tests) < 0) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	return run_registered(suite_name);
+}
+
+int cbt_main_suites(const char *name, const CU_SuiteInfo *suites)
+{
+	if (start_registry(name) < 0)
+		return 1;
+	for (const CU_SuiteInfo *s = suites; s && s->pName; s++) {
+		CU_pSuite suite = CU_add_suite_with_setup_and_teardown(
+			s->pName, s->pInitFunc, s->pCleanupFunc, s->pSetUpFunc, s->pTearDownFunc);
+
+		if (!suite) {
+			fprintf(stderr, "%s: cannot add suite '%s': %s\n", name, s->pName,
+				CU_get_error_msg());
+			CU_cleanup_registry();
+			return 1;
+		}
+		if (add_tests(suite, s->pName, s->pTests) < 0) {
+			CU_cleanup_registry();
+			return 1;
+		}
+	}
+	return run_registered(name);
+}
+
+/* ---- assertions ---------------------------------------------------------- */
+
+static const char *errmsg(const cb_error *err)
+{
+	return (err && err->message[0]) ? err->message : "(no message in the cb_error)";
+}
+
+void cbt__pass(int rc, const cb_error *err, const char *expr, const char *file, int line, int fatal)
+{
+	if (rc >= 0) {
+		passf(file, line, expr);
+		return;
+	}
+	cbt__failf(file, line, fatal, "%s returned %d (%s)%s%s: %s", expr, rc, cb_strcode(rc),
+		   (err && err->sqlstate[0]) ? " SQLSTATE " : "",
+		   (err && err->sqlstate[0]) ? err->sqlstate : "", errmsg(err));
+}
+
+void cbt__fails_with(int want, int rc, const cb_error *err, const char *expr, const char *file,
+		     int line)
+{
+	if (rc == want) {
+		passf(file, line, expr);
+		return;
+	}
+	cbt__failf(file, line, 0, "%s returned %d (%s), expected %d (%s): %s", expr, rc,
+		   cb_strcode(rc), want, cb_strcode(want), rc < 0 ? errmsg(err) : "(no error)");
+}
+
+void cbt__eq_ll(long long a, long long b, const char *as, const char *bs, const char *file,
+		int line)
+{
+	if (a == b) {
+		passf(file, line, as);
+		return;
+	}
+	cbt__failf(file, line, 0, "%s == %s: %lld != %lld", as, bs, a, b);
+}
+
+void cbt__eq_str(const char *a, const char *b, const char *as, const char *bs, const char *file,
+		 int line)
+{
+	if ((a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0)) {
+		passf(file, line, as);
+		return;
+	}
+	cbt__failf(file, line, 0, "%s == %s: \"%s\" != \"%s\"", as, bs, a ? a : "(null)",
+		   b ? b : "(null)");
+}
+
+void cbt__contains(const char *hay, const char *needle, const char *hays, const char *file,
+		   int line)
+{
+	if (hay && needle && strstr(hay, needle)) {
+		passf(file, line, hays);
+		return;
+	}
+	cbt__failf(file, line, 0, "%s does not contain \"%s\": \"%s\"", hays,
+		   needle ? needle : "(null)", hay ? hay : "(null)");
+}
+
+/* ---- environment --------------------------------------------------------- */
+
+static const char *env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+
+	return (v && *v) ? v : fallback;
+}
+
+static const char *required_bin(const char *var, const char *missing)
+{
+	const char *v = getenv(var);
+
+	if (v && *v)
+		return v;
+	cbt__failf(__FILE__, __LINE__, 0, "%s is not set: %s", var, RUN_HINT);
+	return missing;
+}
+
+const char *cbt_examples_bin(void)
+{
+	return required_bin("CBATCH_TEST_EXAMPLES", "/nonexistent/CBATCH_TEST_EXAMPLES-is-unset");
+}
+
+const char *cbt_cli_bin(void)
+{
+	return required_bin("CBATCH_TEST_CLI", "/nonexistent/CBATCH_TEST_CLI-is-unset");
+}
+
+const char *cbt_source_dir(void)
+{
+	return env_or("CBATCH_TEST_SOURCE_DIR", ".");
+}
+
+const char *cbt_tmpdir(void)
+{
+	return env_or("CBATCH_TEST_TMPDIR", env_or("TMPDIR", "/tmp"));
+}
+
+/* ---- database ------------------------------------------------------------ */
+
+/* Append ` key=value` to a conninfo, quoting the value when it needs it. */
+static int append_kv(char *out, size_t outsz, size_t *len, const char *key, const char *val)
+{
+	int quote = *val == '\0';
+	size_t n = *len;
+
+	for (const char *p = val; *p; p++)
+		if (*p == ' ' || *p == '\'' || *p == '\\' || *p == '\t' || *p == '\n')
+			quote = 1;
+	n += (size_t)snprintf(out + n, n < outsz ? outsz - n : 0, "%s%s=%s", n ? " " : "", key,
+			      quote ? "'" : "");
+	for (const char *p = val; *p; p++) {
+		if (quote && (*p == '\'' || *p == '\\')) {
+			if (n + 1 < outsz)
+				out[n] = '\\';
+			n++;
+		}
+		if (n + 1 < outsz)
+			out[n] = *p;
+		n++;
+	}
+	if (quote) {
+		if (n + 1 < outsz)
+			out[n] = '\'';
+		n++;
+	}
+	if (n >= outsz) {
+		if (outsz)
+			out[outsz - 1] = '\0';
+		return -1;
+	}
+	out[n] = '\0';
+	*len = n;
+	return 0;
+}
+
+/* The test cluster's conninfo for @dbname, from the CBATCH_TEST_PG* variables. */
+static int test_conninfo(const char *file, int line, char *out, size_t outsz, const char *dbname)
+{
+	const char *host = getenv("CBATCH_TEST_PGHOST");
+	size_t len = 0;
+
+	if (outsz)
+		out[0] = '\0';
+	if (!host || !*host) {
+		cbt__failf(file, line, 0, "CBATCH_TEST_PGHOST is not set: %s", RUN_HINT);
+		return -1;
+	}
+	if (append_kv(out, outsz, &len, "host", host) < 0 ||
+	    append_kv(out, outsz, &len, "port", env_or("CBATCH_TEST_PGPORT", "5432")) < 0 ||
+	    append_kv(out, outsz, &len, "user", env_or("CBATCH_TEST_PGUSER", "postgres")) < 0 ||
+	    append_kv(out, outsz, &len, "dbname", dbname) < 0) {
+		cbt__failf(file, line, 0, "conninfo buffer of %zu bytes is too small", outsz);
+		return -1;
+	}
+	return 0;
+}
+
+/* A result's error as one line: "SQLSTATE message (detail)". */
+static void result_error(char *why, size_t whysz, const PGresult *res, const PGconn *conn)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	char buf[1024];
+
+	if (state && primary) {
+		snprintf(buf, sizeof(buf), "%s %s%s%s%s", state, primary, detail ? " (" : "",
+			 detail ? detail : "", detail ? ")" : "");
+		one_line(why, whysz, buf);
+		return;
+	}
+	one_line(why, whysz, res ? PQresultErrorMessage(res) : "");
+	if (!why[0])
+		one_line(why, whysz, PQerrorMessage(conn));
+	if (!why[0])
+		one_line(why, whysz, "unexpected result status");
+}
+
+/* Connect without recording anything; the caller reports. */
+static PGconn *try_connect(const char *conninfo, char *why, size_t whysz)
+{
+	PGconn *conn = PQconnectdb(conninfo);
+
+	if (conn && PQstatus(conn) == CONNECTION_OK)
+		return conn;
+	one_line(why, whysz, conn ? PQerrorMessage(conn) : "out of memory");
+	PQfinish(conn);
+	return NULL;
+}
+
+PGconn *cbt__connect(const char *file, int line, const char *conninfo)
+{
+	char why[1024];
+	PGconn *conn;
+
+	if (!conninfo || !*conninfo) {
+		cbt__failf(file, line, 1, "cbt_connect: empty conninfo (did cbt_db_create fail?)");
+		return NULL;
+	}
+	conn = try_connect(conninfo, why, sizeof(why));
+	if (!conn)
+		cbt__failf(file, line, 1, "cannot connect to \"%s\": %s", conninfo, why);
+	return conn;
+}
+
+/* Run @sql; on failure copy the server's message to @why. */
+static int run_sql(PGconn *conn, const char *sql, int nparams, const char *const *params, char *why,
+		   size_t whysz)
+{
+	PGresult *res;
+	int rc = 0;
+
+	res = nparams ? PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0) :
+			PQexec(conn, sql);
+	switch (PQresultStatus(res)) {
+	case PGRES_COMMAND_OK:
+	case PGRES_TUPLES_OK:
+	case PGRES_EMPTY_QUERY:
+		break;
+	default:
+		result_error(why, whysz, res, conn);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cbt__db_create(const char *file, int line, char *out, size_t outsz, const char *prefix)
+{
+	static unsigned counter;
+	char admin[CBT_CONNINFO_MAX], name[64], sql[128], why[1024];
+	unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST);
+	PGconn *conn;
+	size_t i;
+	int rc;
+
+	if (outsz)
+		out[0] = '\0';
+	/* Identifiers are at most 63 bytes: keep the prefix to 40. */
+	for (i = 0; prefix && prefix[i] && i < 40; i++) {
+		char c = prefix[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		name[i] = ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') ? c : '_';
+	}
+	if (i == 0)
+		name[i++] = 't';
+	snprintf(name + i, sizeof(name) - i, "_%ld_%u", (long)getpid(), n);
+
+	if (test_conninfo(file, line, admin, sizeof(admin), "postgres") < 0 ||
+	    test_conninfo(file, line, out, outsz, name) < 0)
+		return -1;
+	conn = try_connect(admin, why, sizeof(why));
+	if (!conn) {
+		cbt__failf(file, line, 0, "cannot connect to the test cluster (\"%s\"): %s; %s",
+			   admin, why, RUN_HINT);
+		if (outsz)
+			out[0] = '\0';
+		return -1;
+	}
+	snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\"", name);
+	rc = run_sql(conn, sql, 0, NULL, why, sizeof(why));
+	PQfinish(conn);
+	if (rc < 0) {
+		cbt__failf(file, line, 0, "%s: %s", sql, why);
+		if (outsz)
+			out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+void cbt__db_drop(const char *file, int line, const char *conninfo)
+{
+	PQconninfoOption *opts, *o;
+	const char *keys[40], *vals[40];
+	const char *dbname = NULL;
+	char why[1024], sql[160];
+	PGconn *conn;
+	int n = 0;
+
+	if (!conninfo || !*conninfo)
+		return;
+	opts = PQconninfoParse(conninfo, NULL);
+	if (!opts) {
+		cbt__failf(file, line, 0, "cbt_db_drop: cannot parse conninfo \"%s\"", conninfo);
+		return;
+	}
+	/* The same server and user, but the maintenance database. */
+	for (o = opts; o->keyword && n < 38; o++) {
+		if (!o->val)
+			continue;
+		if (strcmp(o->keyword, "dbname") == 0) {
+			dbname = o->val;
+			continue;
+		}
+		keys[n] = o->keyword;
+		vals[n++] = o->val;
+	}
+	keys[n] = "dbname";
+	vals[n++] = "postgres";
+	keys[n] = NULL;
+	vals[n] = NULL;
+
+	if (!dbname || !strcmp(dbname, "postgres") || !strcmp(dbname, "template0") ||
+	    !strcmp(dbname, "template1") || strlen(dbname) > 63 || strchr(dbname, '"')) {
+		cbt__failf(file, line, 0, "cbt_db_drop: refusing to drop database \"%s\"",
+			   dbname ? dbname : "(none)");
+		PQconninfoFree(opts);
+		return;
+	}
+	conn = PQconnectdbParams(keys, vals, 0);
+	if (!conn || PQstatus(conn) != CONNECTION_OK) {
+		one_line(why, sizeof(why), conn ? PQerrorMessage(conn) : "out of memory");
+		cbt__failf(file, line, 0, "cbt_db_drop: cannot connect to drop \"%s\": %s", dbname,
+			   why);
+		goto done;
+	}
+	/* Sessions left by killed children would block the drop. */
+	if (run_sql(conn,
+		    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+		    "WHERE datname = $1 AND pid <> pg_backend_pid()",
+		    1, &dbname, why, sizeof(why)) < 0)
+		cbt__failf(file, line, 0, "cbt_db_drop: terminating sessions on \"%s\": %s", dbname,
+			   why);
+	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", dbname);
+	if (run_sql(conn, sql, 0, NULL, why, sizeof(why)) < 0)
+		cbt__failf(file, line, 0, "%s: %s", sql, why);
+done:
+	PQfinish(conn);
+	PQconninfoFree(opts);
+}
+
+int cbt__exec(const char *file, int line, PGconn *conn, const char *sql)
+{
+	char why[1024];
+
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_exec without a connection: %s", sql);
+		return -1;
+	}
+	if (run_sql(conn, sql, 0, NULL, why, sizeof(why)) < 0) {
+		cbt__failf(file, line, 0, "SQL failed: %s -- in: %s", why, sql);
+		return -1;
+	}
+	return 0;
+}
+
+/* The first row's first column, borrowed from @res; NULL after recording why not. */
+static const char *first_value(const char *file, int line, PGconn *conn, PGresult *res,
+			       const char *sql)
+{
+	char why[1024];
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		result_error(why, sizeof(why), res, conn);
+		cbt__failf(file, line, 0, "query failed: %s -- in: %s", why, sql);
+		return NULL;
+	}
+	if (PQntuples(res) < 1 || PQnfields(res) < 1) {
+		cbt__failf(file, line, 0, "query returned no row: %s", sql);
+		return NULL;
+	}
+	if (PQgetisnull(res, 0, 0)) {
+		cbt__failf(file, line, 0, "query returned NULL: %s", sql);
+		return NULL;
+	}
+	return PQgetvalue(res, 0, 0);
+}
+
+long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql)
+{
+	PGresult *res;
+	const char *v;
+	long long out = -1;
+	char *end;
+
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_query_ll without a connection: %s", sql);
+		return -1;
+	}
+	res = PQexec(conn, sql);
+	v = first_value(file, line, conn, res, sql);
+	if (v) {
+		errno = 0;
+		out = strtoll(v, &end, 10);
+		if (errno || end == v || *end) {
+			cbt__failf(file, line, 0, "query returned \"%s\", not an integer: %s", v,
+				   sql);
+			out = -1;
+		}
+	}
+	PQclear(res);
+	return out;
+}
+
+int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, char *out,
+		   size_t outsz)
+{
+	PGresult *res;
+	const char *v;
+	int rc = -1;
+
+	if (outsz)
+		out[0] = '\0';
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_query_str without a connection: %s", sql);
+		return -1;
+	}
+	res = PQexec(conn, sql);
+	v = first_value(file, line, conn, res, sql);
+	if (v) {
+		if (strlen(v) < outsz) {
+			memcpy(out, v, strlen(v) + 1);
+			rc = 0;
+		} else {
+			cbt__failf(file, line, 0,
+				   "query result of %zu bytes does not fit in %zu: %s", strlen(v),
+				   outsz, sql);
+		}
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+static int decode_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+int cbt_wait(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			cbt__failf(__FILE__, __LINE__, 0, "waitpid(%ld): %s", (long)pid,
+				   strerror(errno));
+			return -1;
+		}
+	}
+	return decode_status(status);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cbt_wait_timeout(pid_t pid, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int status;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return decode_status(status);
+		if (r < 0 && errno != EINTR) {
+			cbt__failf(__FILE__, __LINE__, 0, "waitpid(%ld): %s", (long)pid,
+				   strerror(errno));
+			return -1;
+		}
+		if (now_ms() >= deadline)
+			break;
+		cbt_sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	cbt_wait(pid);
+	cbt__failf(__FILE__, __LINE__, 0, "process %ld still running after %d ms; killed",
+		   (long)pid, timeout_ms);
+	return -1;
+}
+
+/* In the child: report and leave without running the parent's atexit handlers. */
+static void exec_or_die(const char *const argv[])
+{
+	char msg[512];
+	int n;
+
+	execvp(argv[0], (char *const *)argv);
+	n = snprintf(msg, sizeof(msg), "cbtest: cannot execute %s: %s\n", argv[0], strerror(errno));
+	if (n > 0) {
+		ssize_t w = write(STDERR_FILENO, msg,
+				  (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		(void)w;
+	}
+	_exit(127);
+}
+
+static void stdin_devnull(void)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	if (fd >= 0 && fd != STDIN_FILENO) {
+		dup2(fd, STDIN_FILENO);
+		close(fd);
+	}
+}
+
+static int cloexec_pipe(int fds[2])
+{
+	if (pipe(fds) < 0)
+		return -1;
+	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+struct sink {
+	int fd;
+	char *buf;
+	size_t size, len;
+};
+
+/* Read what is there; keep what fits, drop the rest (the child must not block). */
+static void drain(struct sink *s)
+{
+	char tmp[4096];
+	ssize_t r = read(s->fd, tmp, sizeof(tmp));
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (r <= 0) {
+		close(s->fd);
+		s->fd = -1;
+		return;
+	}
+	if (s->buf && s->size > 0 && s->len + 1 < s->size) {
+		size_t room = s->size - 1 - s->len;
+		size_t take = (size_t)r < room ? (size_t)r : room;
+
+		memcpy(s->buf + s->len, tmp, take);
+		s->len += take;
+		s->buf[s->len] = '\0';
+	}
+}
+
+int cbt_run(const char *const argv[], char *out, size_t outsz, char *errout, size_t errsz)
+{
+	struct sink sinks[2] = { { -1, out, outsz, 0 }, { -1, errout, errsz, 0 } };
+	int pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out && outsz)
+		out[0] = '\0';
+	if (errout && errsz)
+		errout[0] = '\0';
+	if (!argv || !argv[0]) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_run: empty argv");
+		return -1;
+	}
+	if ((out && cloexec_pipe(pout) < 0) || (errout && cloexec_pipe(perr) < 0)) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_run: pipe: %s", strerror(errno));
+		goto fail;
+	}
+	fflush(NULL); /* or the child inherits unwritten stdio buffers */
+	pid = fork();
+	if (pid < 0) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_run: fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		stdin_devnull();
+		if (out)
+			dup2(pout[1], STDOUT_FILENO);
+		if (errout)
+			dup2(perr[1], STDERR_FILENO);
+		exec_or_die(argv);
+	}
+	if (out) {
+		close(pout[1]);
+		sinks[0].fd = pout[0];
+	}
+	if (errout) {
+		close(perr[1]);
+		sinks[1].fd = perr[0];
+	}
+	while (sinks[0].fd >= 0 || sinks[1].fd >= 0) {
+		struct pollfd pfd[2];
+		int n = 0, map[2];
+
+		for (int i = 0; i < 2; i++) {
+			if (sinks[i].fd < 0)
+				continue;
+			pfd[n].fd = sinks[i].fd;
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			map[n++] = i;
+		}
+		if (poll(pfd, (nfds_t)n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			cbt__failf(__FILE__, __LINE__, 0, "cbt_run: poll: %s", strerror(errno));
+			for (int i = 0; i < 2; i++)
+				if (sinks[i].fd >= 0)
+					close(sinks[i].fd);
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents)
+				drain(&sinks[map[i]]);
+	}
+	return cbt_wait(pid);
+
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (pout[i] >= 0)
+			close(pout[i]);
+		if (perr[i] >= 0)
+			close(perr[i]);
+	}
+	return -1;
+}
+
+pid_t cbt_spawn(const char *const argv[], const char *stdout_path)
+{
+	const char *path = stdout_path ? stdout_path : "/dev/null";
+	pid_t pid;
+	int fd;
+
+	if (!argv || !argv[0]) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_spawn: empty argv");
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_spawn: cannot open %s: %s", path,
+			   strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		cbt__failf(__FILE__, __LINE__, 0, "cbt_spawn: fork: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (pid == 0) {
+		stdin_devnull();
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		exec_or_die(argv);
+	}
+	close(fd);
+	return pid;
+}
+
+void cbt_sleep_ms(int ms)
+{
+	struct timespec ts, rem;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &rem) < 0 && errno == EINTR)
+		ts = rem;
+}

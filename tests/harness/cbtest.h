@@ -1,0 +1,203 @@
+/**
+ * @file cbtest.h
+ * The test harness: a CUnit runner, assertions that print cbatch's own error,
+ * and helpers for databases (libpq) and child processes.
+ *
+ * A test program is one suite:
+ *
+ *     static char db[CBT_CONNINFO_MAX];
+ *     static int init(void) { return cbt_db_create(db, sizeof(db), "mytest"); }
+ *     static int clean(void) { cbt_db_drop(db); return 0; }
+ *     static void test_x(void) { cb_error err = CB_ERROR_INIT; CBT_PASS(cb_x(..., &err), &err); }
+ *     static const CU_TestInfo tests[] = { { "x", test_x }, CU_TEST_INFO_NULL };
+ *     int main(void) { return cbt_main("mytest", init, clean, tests); }
+ *
+ * Integration tests get the throwaway cluster from ctest through the environment:
+ * CBATCH_TEST_PGHOST (socket directory), CBATCH_TEST_PGPORT, CBATCH_TEST_PGUSER,
+ * and the binaries under test from CBATCH_TEST_EXAMPLES and CBATCH_TEST_CLI;
+ * CBATCH_TEST_SOURCE_DIR is the source tree (for test data) and CBATCH_TEST_TMPDIR
+ * a scratch directory. Run them through ctest, which starts the cluster.
+ *
+ * Helpers that take a file and line (through the macros of the same name) report
+ * failures at the caller's line: they print the reason to stderr and, inside a
+ * test, record a CUnit failure; they never exit. "Fatal" ones also end the
+ * current test (CUnit longjmps out of it). CUnit cannot record a failure outside
+ * a test, so in suite init and cleanup the helpers only print, and init must
+ * return non-zero when one fails (cbt_db_create returns -1 for that).
+ */
+#ifndef CBTEST_H
+#define CBTEST_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <CUnit/CUnit.h>
+#include <CUnit/Basic.h>
+#include <libpq-fe.h>
+
+#include "cbatch/error.h"
+
+/** Enough for any conninfo the harness writes. */
+#define CBT_CONNINFO_MAX 1024
+
+/**
+ * Run one suite and report. Initialises the CUnit registry, adds the suite
+ * (@p init and @p clean may be NULL) and the @p tests (terminated by
+ * CU_TEST_INFO_NULL), runs them in verbose basic mode and prints a final line.
+ * @return 0 only if every test passed and the suite's init and cleanup succeeded;
+ *         1 otherwise (including CUnit's own errors). Use it as main's return.
+ */
+int cbt_main(const char *suite_name, CU_InitializeFunc init, CU_CleanupFunc clean,
+	     const CU_TestInfo *tests);
+
+/**
+ * As cbt_main, for several suites: @p suites is an array of CU_SuiteInfo
+ * ({ name, init, cleanup, setup, teardown, tests }) terminated by
+ * CU_SUITE_INFO_NULL. @p name labels the final line.
+ */
+int cbt_main_suites(const char *name, const CU_SuiteInfo *suites);
+
+/* ---- assertions ---------------------------------------------------------- */
+
+/**
+ * Assert that an int-returning cbatch call succeeded (returned >= 0). On failure
+ * prints the expression, the code and its name (cb_strcode), and the message of
+ * the cb_error @p errptr (may be NULL), and records a CUnit failure. The
+ * expression is evaluated once; @p errptr only on failure.
+ */
+#define CBT_PASS(expr, errptr) cbt__pass((expr), (errptr), #expr, __FILE__, __LINE__, 0)
+/** As CBT_PASS, but a failure also ends the current test. */
+#define CBT_PASS_FATAL(expr, errptr) cbt__pass((expr), (errptr), #expr, __FILE__, __LINE__, 1)
+
+/**
+ * Assert that a call failed with exactly @p code (e.g. CB_EINVAL), printing the
+ * actual code and message otherwise.
+ */
+#define CBT_FAILS_WITH(code, expr, errptr)                                                         \
+	cbt__fails_with((code), (expr), (errptr), #expr, __FILE__, __LINE__)
+
+/** Assert two long long values are equal; prints both on failure. */
+#define CBT_EQ_LL(a, b) cbt__eq_ll((long long)(a), (long long)(b), #a, #b, __FILE__, __LINE__)
+
+/** Assert two strings are equal (NULL equals only NULL); prints both on failure. */
+#define CBT_EQ_STR(a, b) cbt__eq_str((a), (b), #a, #b, __FILE__, __LINE__)
+
+/** Assert that string @p hay contains @p needle; prints both on failure. */
+#define CBT_CONTAINS(hay, needle) cbt__contains((hay), (needle), #hay, __FILE__, __LINE__)
+
+/** Record a failure with a printf-style message at the caller's line. */
+#define CBT_FAILF(...) cbt__failf(__FILE__, __LINE__, 0, __VA_ARGS__)
+
+/* ---- database (libpq) ---------------------------------------------------- */
+
+/**
+ * Create a fresh, empty database named `<prefix>_<pid>_<counter>` on the test
+ * cluster (prefix lower-cased, other characters than [a-z0-9_] replaced by '_')
+ * and write its conninfo ("host=... port=... user=... dbname=...") to @p out.
+ * The conninfo is one argv element, usable as `--db` for child processes.
+ * @return 0, or -1 after recording a failure (cluster missing, environment not
+ *         set, or @p outsz too small). Safe in suite init.
+ */
+#define cbt_db_create(out, outsz, prefix)                                                          \
+	cbt__db_create(__FILE__, __LINE__, (out), (outsz), (prefix))
+
+/**
+ * Drop the database named in @p conninfo: terminate its other sessions, then
+ * DROP DATABASE ... WITH (FORCE). Does nothing for NULL or "". Refuses the
+ * postgres and template databases. Safe in suite cleanup.
+ */
+#define cbt_db_drop(conninfo) cbt__db_drop(__FILE__, __LINE__, (conninfo))
+
+/**
+ * Connect, or fail loudly (fatal inside a test) and return NULL.
+ * @return a new connection; the caller frees it with PQfinish.
+ */
+#define cbt_connect(conninfo) cbt__connect(__FILE__, __LINE__, (conninfo))
+
+/**
+ * Run @p sql (one or more statements, simple query protocol). On error records a
+ * failure with the server's message. @return 0 or -1.
+ */
+#define cbt_exec(conn, sql) cbt__exec(__FILE__, __LINE__, (conn), (sql))
+
+/**
+ * Run a query and return its first row's first column as a long long.
+ * @return the value, or -1 after recording a failure (error, no row, NULL or
+ *         not an integer).
+ */
+#define cbt_query_ll(conn, sql) cbt__query_ll(__FILE__, __LINE__, (conn), (sql))
+
+/**
+ * Run a query and copy its first row's first column, as text, to @p out.
+ * @return 0, or -1 after recording a failure (error, no row, NULL, too long);
+ *         @p out is then "".
+ */
+#define cbt_query_str(conn, sql, out, outsz)                                                       \
+	cbt__query_str(__FILE__, __LINE__, (conn), (sql), (out), (outsz))
+
+/* ---- processes ----------------------------------------------------------- */
+
+/**
+ * Run a program to completion: fork, execvp(argv[0], argv), wait. stdin is
+ * /dev/null. If @p out (or @p errout) is not NULL the child's stdout (stderr) is
+ * captured into it, NUL-terminated and truncated to fit; if NULL it goes to the
+ * test's own stdout (stderr). @p argv is NULL-terminated.
+ * @return the exit status, 128 + signal if it was killed, 127 if it could not
+ *         be executed, or -1 if it could not be started (failure recorded).
+ */
+int cbt_run(const char *const argv[], char *out, size_t outsz, char *errout, size_t errsz);
+
+/**
+ * Start a program in the background (stdin /dev/null; stdout and stderr to
+ * @p stdout_path, truncated, or to /dev/null if NULL).
+ * @return its pid, or -1 after recording a failure.
+ */
+pid_t cbt_spawn(const char *const argv[], const char *stdout_path);
+
+/** Wait for @p pid. @return its exit status, 128 + signal, or -1 on error. */
+int cbt_wait(pid_t pid);
+
+/**
+ * Wait for @p pid at most @p timeout_ms; on timeout SIGKILL it, reap it, record
+ * a failure and return -1. @return as cbt_wait.
+ */
+int cbt_wait_timeout(pid_t pid, int timeout_ms);
+
+/** The cbatch-examples binary ($CBATCH_TEST_EXAMPLES). Never NULL. */
+const char *cbt_examples_bin(void);
+/** The admin CLI binary ($CBATCH_TEST_CLI). Never NULL. */
+const char *cbt_cli_bin(void);
+/** The source tree ($CBATCH_TEST_SOURCE_DIR, else "."). */
+const char *cbt_source_dir(void);
+/** A scratch directory ($CBATCH_TEST_TMPDIR, else $TMPDIR, else /tmp). */
+const char *cbt_tmpdir(void);
+
+/** Sleep @p ms milliseconds (restarted after signals). */
+void cbt_sleep_ms(int ms);
+
+/* ---- internals behind the macros ----------------------------------------- */
+
+void cbt__failf(const char *file, int line, int fatal, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 4, 5)))
+#endif
+	;
+void cbt__pass(int rc, const cb_error *err, const char *expr, const char *file, int line,
+	       int fatal);
+void cbt__fails_with(int want, int rc, const cb_error *err, const char *expr, const char *file,
+		     int line);
+void cbt__eq_ll(long long a, long long b, const char *as, const char *bs, const char *file,
+		int line);
+void cbt__eq_str(const char *a, const char *b, const char *as, const char *bs, const char *file,
+		 int line);
+void cbt__contains(const char *hay, const char *needle, const char *hays, const char *file,
+		   int line);
+int cbt__db_create(const char *file, int line, char *out, size_t outsz, const char *prefix);
+void cbt__db_drop(const char *file, int line, const char *conninfo);
+PGconn *cbt__connect(const char *file, int line, const char *conninfo);
+int cbt__exec(const char *file, int line, PGconn *conn, const char *sql);
+long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql);
+int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, char *out,
+		   size_t outsz);
+
+#endif

@@ -1,0 +1,499 @@
+/*
+ * The engine through the C API, with jobs defined here: tasklets, restart
+ * of multi-step jobs, filtering, writer failures, stop requests, restartability
+ * and the schema's own guarantees.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbatch.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+
+static int init(void)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	if (cbt_db_create(db, sizeof(db), "engine") < 0)
+		return -1;
+	conn = PQconnectdb(db);
+	if (PQstatus(conn) != CONNECTION_OK || cb_repo_schema_init(conn, NULL, NULL, &err) < 0) {
+		fprintf(stderr, "init: %s %s\n", PQerrorMessage(conn), err.message);
+		return -1;
+	}
+	return 0;
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+/* ---- tasklets -------------------------------------------------------------- */
+
+typedef struct counter {
+	int calls;    /* calls in this process */
+	int fail_at;  /* fail when the context's count reaches this (0: never) */
+	int done_at;  /* say CB_DONE at this count */
+} counter;
+
+static int count_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
+			 cb_error *err)
+{
+	counter *c = user;
+	long long n = json_integer_value(json_object_get(context, "count")) + 1;
+
+	(void)sc;
+	(void)tx;
+	c->calls++;
+	if (c->fail_at && n == c->fail_at)
+		return cb_error_set(err, CB_EINVAL, "tasklet refuses count %lld", n);
+	json_object_set_new(context, "count", json_integer(n));
+	return n >= c->done_at ? CB_DONE : 0;
+}
+
+static cb_job *tasklet_job(const char *name, counter *a, counter *b)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+
+	CBT_PASS_FATAL(cb_job_new(&job, name, &err), &err);
+	s.kind = CB_STEP_TASKLET;
+	s.tasklet = count_tasklet;
+	s.name = "first";
+	s.user = a;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	if (b) {
+		s.name = "second";
+		s.user = b;
+		CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	}
+	return job;
+}
+
+static void test_tasklet_repeats_until_done_and_commits_each_call(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	counter a = { 0, 0, 5 };
+	cb_job *job = tasklet_job("tasklet_done", &a, NULL);
+	cb_job_result r;
+
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(a.calls, 5);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) "
+				     "WHERE i.job_name = 'tasklet_done'"),
+		  5);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (c.serialized_context->>'count')::int FROM "
+				     "batch_step_execution_context c JOIN batch_step_execution s "
+				     "USING (step_execution_id) JOIN batch_job_execution e USING "
+				     "(job_execution_id) JOIN batch_job_instance i USING "
+				     "(job_instance_id) WHERE i.job_name = 'tasklet_done'"),
+		  5);
+	cb_job_free(job);
+}
+
+static void test_restart_skips_completed_steps_and_resumes_the_failed_one(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	counter a = { 0, 0, 2 }, b = { 0, 4, 6 };
+	cb_job *job = tasklet_job("two_steps", &a, &b);
+	cb_job_result r;
+	long long failed;
+
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "step 'second'");
+	CBT_CONTAINS(r.exit_message, "tasklet refuses count 4");
+	CBT_EQ_LL(a.calls, 2);
+	CBT_EQ_LL(b.calls, 4); /* counts 1..3 committed, the 4th failed */
+	failed = r.job_execution_id;
+
+	b.fail_at = 0;
+	CBT_PASS(cb_job_restart(&r, conn, job, failed, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(r.restarted, 1);
+	CBT_EQ_LL(a.calls, 2);     /* the completed step was not run again */
+	CBT_EQ_LL(b.calls, 4 + 3); /* resumed at count 4 from the committed context */
+	cb_job_free(job);
+}
+
+static void test_job_not_restartable_is_refused_after_failure(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	counter a = { 0, 1, 5 };
+	cb_job *job = tasklet_job("no_restart", &a, NULL);
+	cb_job_result r;
+
+	cb_job_set_restartable(job, 0);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	a.fail_at = 0;
+	CBT_FAILS_WITH(CB_ENORESTART, cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_CONTAINS(err.message, "not restartable");
+	cb_job_free(job);
+}
+
+static void test_job_key_is_stored_for_the_instance(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	counter a = { 0, 0, 1 };
+	cb_job *job = tasklet_job("keyed", &a, NULL);
+	cb_params *p = NULL;
+	cb_job_result r;
+	char key[CB_JOB_KEY_LEN + 1], stored[64];
+
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, "targetDate:date=2026-06-30", &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, "-verbose:long=1", &err), &err);
+	CBT_PASS(cb_params_job_key(key, p, &err), &err);
+	CBT_PASS(cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	cbt_query_str(conn, "SELECT job_key FROM batch_job_instance WHERE job_name = 'keyed'",
+		      stored, sizeof(stored));
+	CBT_EQ_STR(stored, key);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params p JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'keyed' AND ((p.parameter_name = 'targetDate' AND "
+				     "p.parameter_type = 'date' AND p.identifying) OR "
+				     "(p.parameter_name = 'verbose' AND NOT p.identifying))"),
+		  2);
+	cb_params_free(p);
+	cb_job_free(job);
+}
+
+/* ---- chunk steps with a reader and writer of our own ------------------------ */
+
+typedef struct numbers {
+	long long next, last, committed;
+	long long values[1]; /* storage for one item at a time is not enough: see read */
+	long long *buf;
+	size_t cap, used;
+} numbers;
+
+static int numbers_open(void *state, const cb_step_context *sc, const json_t *saved,
+			cb_error *err)
+{
+	numbers *n = state;
+
+	(void)err;
+	n->cap = cb_step_context_chunk_size(sc);
+	n->buf = calloc(n->cap, sizeof(long long));
+	n->committed = saved ? json_integer_value(json_object_get(saved, "next")) : 1;
+	n->next = n->committed;
+	return n->buf ? 0 : CB_ENOMEM;
+}
+
+static int numbers_read(void *state, cb_tx *tx, void **item, cb_error *err)
+{
+	numbers *n = state;
+
+	(void)tx;
+	(void)err;
+	if (n->next > n->last)
+		return CB_DONE;
+	if (n->used == n->cap)
+		n->used = 0; /* items live until the chunk ends; a chunk holds at most cap */
+	n->buf[n->used] = n->next++;
+	*item = &n->buf[n->used++];
+	return 0;
+}
+
+static int numbers_update(void *state, json_t *out, cb_error *err)
+{
+	numbers *n = state;
+
+	(void)err;
+	n->committed = n->next;
+	n->used = 0;
+	return json_object_set_new(out, "next", json_integer(n->next));
+}
+
+static void numbers_rollback(void *state)
+{
+	numbers *n = state;
+
+	n->next = n->committed;
+	n->used = 0;
+}
+
+static void numbers_describe(void *state, const void *item, char *buf, size_t size)
+{
+	(void)state;
+	snprintf(buf, size, "n=%lld", *(const long long *)item);
+}
+
+static void numbers_close(void *state)
+{
+	numbers *n = state;
+
+	free(n->buf);
+	n->buf = NULL;
+}
+
+static int drop_odd(void *state, cb_chunk *chunk, void *item, void **out, cb_error *err)
+{
+	(void)state;
+	(void)chunk;
+	(void)err;
+	*out = (*(long long *)item % 2) ? NULL : item;
+	return 0;
+}
+
+typedef struct sink {
+	char stmt[64];
+	int stop_after_chunks; /* request a stop from another connection */
+	int chunks;
+	long long job_execution_id;
+} sink;
+
+static int sink_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
+{
+	sink *s = state;
+
+	(void)saved;
+	s->job_execution_id = cb_step_context_job_execution_id(sc);
+	return cb_pg_prepare(cb_step_context_conn(sc), s->stmt, "sink",
+			     "INSERT INTO sink (n) SELECT unnest($1::bigint[])", 1, err);
+}
+
+static int sink_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
+{
+	sink *s = state;
+	char *arr = malloc(n * 24 + 3), *p = arr;
+	const char *values[1];
+	int rc;
+
+	if (!arr)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	*p++ = '{';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%lld", i ? "," : "", *(const long long *)items[i]);
+	*p++ = '}';
+	*p = '\0';
+	values[0] = arr;
+	rc = cb_tx_send(tx, s->stmt, 1, values, NULL, NULL, NULL, NULL, err);
+	free(arr);
+	if (++s->chunks == s->stop_after_chunks) {
+		cb_error e2 = CB_ERROR_INIT;
+		PGconn *other = cbt_connect(db);
+
+		CBT_PASS(cb_repo_request_stop(other, s->job_execution_id, &e2), &e2);
+		PQfinish(other);
+	}
+	return rc;
+}
+
+typedef struct chunk_setup {
+	numbers src;
+	sink dst;
+} chunk_setup;
+
+static int build_numbers(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			 cb_error *err)
+{
+	chunk_setup *cs = user;
+
+	(void)sc;
+	(void)err;
+	cs->src.next = 1;
+	cs->src.used = 0;
+	parts->reader = (cb_reader){ CB_READER_VERSION, &cs->src, numbers_open, numbers_read,
+				     numbers_update, numbers_describe, numbers_rollback,
+				     numbers_close, NULL };
+	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, NULL, drop_odd, NULL };
+	parts->writers[0] = (cb_writer){ CB_WRITER_VERSION, &cs->dst, sink_open, sink_write,
+					 NULL, NULL, NULL };
+	parts->nwriters = 1;
+	return 0;
+}
+
+static cb_job *numbers_job(const char *name, chunk_setup *cs, size_t chunk)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+
+	CBT_PASS_FATAL(cb_job_new(&job, name, &err), &err);
+	s.name = "numbers";
+	s.build = build_numbers;
+	s.user = cs;
+	s.chunk_size = chunk;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	return job;
+}
+
+static void test_chunk_counts_filtered_items_and_commits(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	chunk_setup cs;
+	cb_job *job;
+	cb_job_result r;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.src.last = 95;
+	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY)");
+	job = numbers_job("filtering", &cs, 10);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 47);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink WHERE n % 2 = 1"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count * 1000000 + write_count * 1000 + "
+				     "filter_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering'"),
+		  95LL * 1000000 + 47 * 1000 + 48);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering'"),
+		  10);
+	cb_job_free(job);
+}
+
+static void test_writer_sql_error_rolls_back_the_chunk_and_restart_finishes(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	chunk_setup cs;
+	cb_job *job;
+	cb_job_result r;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.src.last = 100;
+	/* 56 is already there: the chunk 51..60 fails on the primary key. */
+	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY); "
+		       "INSERT INTO sink VALUES (56)");
+	job = numbers_job("writer_fails", &cs, 10);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "23505");
+	CBT_CONTAINS(r.exit_message, "chunk 6");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 25 + 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(n) FROM sink WHERE n <> 56"), 50);
+
+	cbt_exec(conn, "DELETE FROM sink WHERE n = 56");
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 50);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT sum(n) FROM sink"), 2550);
+	cb_job_free(job);
+}
+
+static void test_stop_request_ends_after_the_current_chunk(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	chunk_setup cs;
+	cb_job *job;
+	cb_job_result r;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.src.last = 100;
+	cs.dst.stop_after_chunks = 3;
+	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY)");
+	job = numbers_job("stoppable", &cs, 10);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "STOPPED");
+	/* The chunk that saw the request committed; nothing after it ran. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 15);
+	cs.dst.stop_after_chunks = 0;
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 50);
+	cb_job_free(job);
+}
+
+/* ---- the schema's own guarantees ------------------------------------------- */
+
+static void test_database_forbids_two_live_executions_of_one_instance(void)
+{
+	cbt_exec(conn, "INSERT INTO batch_job_instance (job_name, job_key) "
+		       "VALUES ('live', repeat('a', 32))");
+	cbt_exec(conn, "INSERT INTO batch_job_execution (job_instance_id, status) "
+		       "SELECT job_instance_id, 'STARTED' FROM batch_job_instance "
+		       "WHERE job_name = 'live'");
+	{
+		PGresult *res = PQexec(conn, "INSERT INTO batch_job_execution (job_instance_id, "
+					     "status) SELECT job_instance_id, 'STARTING' FROM "
+					     "batch_job_instance WHERE job_name = 'live'");
+
+		CBT_EQ_STR(PQresultErrorField(res, PG_DIAG_SQLSTATE), "23505");
+		PQclear(res);
+	}
+	/* Ended executions are not limited. */
+	cbt_exec(conn, "INSERT INTO batch_job_execution (job_instance_id, status) "
+		       "SELECT job_instance_id, 'FAILED' FROM batch_job_instance "
+		       "WHERE job_name = 'live' UNION ALL SELECT job_instance_id, 'FAILED' "
+		       "FROM batch_job_instance WHERE job_name = 'live'");
+}
+
+static void test_schema_init_is_idempotent_and_safe_concurrently(void)
+{
+	char fresh[CBT_CONNINFO_MAX];
+	pid_t pids[4];
+
+	if (cbt_db_create(fresh, sizeof(fresh), "schema") < 0)
+		return;
+	for (int i = 0; i < 4; i++) {
+		const char *argv[] = { cbt_cli_bin(), "--db", fresh, "schema", "init", NULL };
+
+		pids[i] = cbt_spawn(argv, NULL);
+	}
+	for (int i = 0; i < 4; i++)
+		CBT_EQ_LL(cbt_wait_timeout(pids[i], 60000), 0);
+	{
+		PGconn *c = cbt_connect(fresh);
+		cb_error err = CB_ERROR_INIT;
+		int from = -2, to = -2;
+
+		CBT_PASS(cb_repo_schema_check(c, &err), &err);
+		CBT_PASS(cb_repo_schema_init(c, &from, &to, &err), &err);
+		CBT_EQ_LL(from, cb_repo_schema_target());
+		CBT_EQ_LL(to, cb_repo_schema_target());
+		CBT_EQ_LL(cbt_query_ll(c, "SELECT count(*) FROM batch_schema_version"),
+			  cb_repo_schema_target());
+		/* Every foreign key column leads some index (Spring Batch ships none). */
+		CBT_EQ_LL(cbt_query_ll(c,
+				       "SELECT count(*) FROM pg_constraint c WHERE c.contype = 'f' "
+				       "AND c.conrelid::regclass::text LIKE 'batch_%' AND NOT EXISTS "
+				       "(SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid "
+				       "AND i.indkey[0] = c.conkey[1])"),
+			  0);
+		PQfinish(c);
+	}
+	cbt_db_drop(fresh);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "tasklet repeats until done and commits each call",
+	  test_tasklet_repeats_until_done_and_commits_each_call },
+	{ "restart skips completed steps and resumes the failed one",
+	  test_restart_skips_completed_steps_and_resumes_the_failed_one },
+	{ "job not restartable is refused after failure",
+	  test_job_not_restartable_is_refused_after_failure },
+	{ "job key is stored for the instance", test_job_key_is_stored_for_the_instance },
+	{ "chunk counts filtered items and commits", test_chunk_counts_filtered_items_and_commits },
+	{ "writer SQL error rolls back the chunk; restart finishes",
+	  test_writer_sql_error_rolls_back_the_chunk_and_restart_finishes },
+	{ "stop request ends after the current chunk",
+	  test_stop_request_ends_after_the_current_chunk },
+	{ "database forbids two live executions of one instance",
+	  test_database_forbids_two_live_executions_of_one_instance },
+	{ "schema init is idempotent and safe concurrently",
+	  test_schema_init_is_idempotent_and_safe_concurrently },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("engine", init, clean, tests);
+}
