@@ -13,7 +13,12 @@ struct cb_job {
 	void *incrementer_ctx;
 	cb_step_def *steps; /* names are owned copies */
 	size_t nsteps;
+	char *lock_template;  /* NULL: job name + identifying parameters */
+	double lease_seconds; /* lock at most for */
+	double lock_at_least_seconds;
 };
+
+struct cb__heartbeat;
 
 /* One execution being run by this process. */
 typedef struct cb__run {
@@ -25,7 +30,18 @@ typedef struct cb__run {
 	long long job_execution_id;
 	json_t *job_context; /* owned */
 	double started;      /* monotonic seconds */
+	const char *lock_name;
+	long long fencing_token;
+	double lease_seconds;
+	struct cb__heartbeat *heartbeat;
 } cb__run;
+
+/* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
+int cb__run_check_lock(const cb__run *run, cb_error *err);
+
+/* The last four checkpoint parameters: job context, lock name, token, lease. */
+void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
+			  char *lease_buf);
 
 /* What a step ended with. */
 typedef struct cb__step_outcome {

@@ -1,6 +1,8 @@
 /* Job definitions and the default run.id incrementer. */
 #include "engine.h"
 
+#include "cbatch/lock.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@ int cb_job_new(cb_job **out, const char *name, cb_error *err)
 	}
 	job->restartable = 1;
 	job->incrementer = cb_incrementer_run_id;
+	job->lease_seconds = CB_DEFAULT_LEASE_SECONDS;
 	*out = job;
 	return 0;
 }
@@ -46,6 +49,7 @@ void cb_job_free(cb_job *job)
 		free((char *)job->steps[i].name);
 	free(job->steps);
 	free(job->description);
+	free(job->lock_template);
 	free(job->name);
 	free(job);
 }

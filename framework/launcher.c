@@ -1,6 +1,9 @@
 /* Launch and restart: from parameters to a finished job execution. */
 #include "engine.h"
+#include "heartbeat.h"
 #include "repo.h"
+
+#include "cbatch/lock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,26 +83,80 @@ static int run_steps(cb__run *run, cb_job_result *out, cb_error *err)
 	return 0;
 }
 
+int cb__run_check_lock(const cb__run *run, cb_error *err)
+{
+	char why[CB_ERROR_MESSAGE_MAX];
+
+	if (!cb__heartbeat_lost(run->heartbeat, why, sizeof(why)))
+		return 0;
+	return cb_error_set(err, CB_EFENCED, "heartbeat failed, stopped writing: %s", why);
+}
+
+void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
+			  char *lease_buf)
+{
+	snprintf(token_buf, 24, "%lld", run->fencing_token);
+	snprintf(lease_buf, 32, "%.6f", run->lease_seconds);
+	params[0] = NULL; /* job context: saved by the engine between steps */
+	params[1] = run->lock_name;
+	params[2] = run->lock_name ? token_buf : NULL;
+	params[3] = run->lock_name ? lease_buf : NULL;
+}
+
+/* Take the lock; a held lock is a skip (CB_ERUNNING), already audited. */
+static int take_lock(cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
+		     cb_error *err)
+{
+	int rc = cb__lock_acquire(g, conn, lock_name, cb__owner_id(), lease, err);
+
+	if (rc < 0)
+		return rc;
+	if (g->outcome == CB__LOCK_HELD)
+		return cb_error_set(err, CB_ERUNNING,
+				    "lock '%s' is held by %s until %s: skipped", lock_name,
+				    g->holder, g->held_until);
+	return 0;
+}
+
 static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 			 const cb_params *params, long long expect_restart_of,
 			 const cb_launch_options *opts, cb_error *err)
 {
-	char key[CB_JOB_KEY_LEN + 1];
+	char key[CB_JOB_KEY_LEN + 1], dead_why[512] = "", *lock_name = NULL;
+	double lease = opts->lease_seconds > 0 ? opts->lease_seconds : job->lease_seconds;
+	cb__lock_grant grant;
 	cb__launch l;
 	cb__run run;
 	cb_error runerr = CB_ERROR_INIT;
 	int rc;
 
 	rc = cb_params_job_key(key, params, err);
+	if (rc == 0)
+		rc = cb_job_lock_name(&lock_name, job, params, err);
+	if (rc == 0)
+		rc = take_lock(&grant, conn, lock_name, lease, err);
 	if (rc < 0)
-		return rc;
+		goto out;
+	if (grant.outcome == CB__LOCK_TAKEOVER)
+		snprintf(dead_why, sizeof(dead_why), "owner %s lost: lease expired at %s",
+			 grant.holder, grant.held_until);
 	rc = cb__repo_launch(&l, conn, job->name, key, params, job->restartable, cb__owner_id(),
-			     expect_restart_of, err);
-	if (rc < 0)
-		return rc;
+			     expect_restart_of, lock_name, grant.fencing_token,
+			     dead_why[0] ? dead_why : NULL, err);
+	if (rc < 0) {
+		cb_error ignored = CB_ERROR_INIT;
+
+		/* Nothing ran: give the lock back at once. */
+		cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token, 0, 0,
+				 &ignored);
+		goto out;
+	}
 	out->job_instance_id = l.job_instance_id;
 	out->job_execution_id = l.job_execution_id;
 	out->restarted = l.restart_of != 0;
+	out->dead_owner = l.dead_owner;
+	out->fencing_token = grant.fencing_token;
+	snprintf(out->lock_name, sizeof(out->lock_name), "%s", lock_name);
 
 	memset(&run, 0, sizeof(run));
 	run.conn = conn;
@@ -109,10 +166,16 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	run.job_instance_id = l.job_instance_id;
 	run.job_execution_id = l.job_execution_id;
 	run.started = cb__now();
+	run.lock_name = lock_name;
+	run.fencing_token = grant.fencing_token;
+	run.lease_seconds = lease;
 
 	rc = cb__repo_job_started(conn, l.job_execution_id, &runerr);
 	if (rc == 0)
 		rc = cb__repo_job_context(&run.job_context, conn, l.job_execution_id, &runerr);
+	if (rc == 0)
+		rc = cb__heartbeat_start(&run.heartbeat, conn, lock_name, cb__owner_id(),
+					 grant.fencing_token, lease, l.job_execution_id, &runerr);
 	if (rc == 0) {
 		if (opts->handle_signals)
 			cb__signals_install();
@@ -126,10 +189,33 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		result_set(out, CB_STATUS_FAILED, "FAILED", runerr.message);
 		ensure_connection(conn);
 	}
+	{
+		char why[CB_ERROR_MESSAGE_MAX];
+		int lost = cb__heartbeat_lost(run.heartbeat, why, sizeof(why));
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__heartbeat_stop(run.heartbeat);
+		if (lost)
+			cb__lock_audit(conn, lock_name, cb__owner_id(), "HEARTBEAT_FAILED",
+				       grant.fencing_token, l.job_execution_id, why, &ignored);
+		else if (strstr(out->exit_message, "fenced off"))
+			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
+				       grant.fencing_token, l.job_execution_id, out->exit_message,
+				       &ignored);
+	}
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
 				 out->exit_message, err);
 	if (rc < 0 && runerr.code)
 		cb_error_prefix(err, "%s; then", runerr.message);
+	{
+		cb_error ignored = CB_ERROR_INIT;
+
+		/* Only releases if the lock is still ours (owner and token). */
+		cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token,
+				 job->lock_at_least_seconds, l.job_execution_id, &ignored);
+	}
+out:
+	free(lock_name);
 	return rc;
 }
 

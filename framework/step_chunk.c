@@ -186,7 +186,7 @@ static int fill_chunk(chunk_step *cs, json_t *context, chunk_counts *cc, char *s
 	cb_chunk_parts *p = &cs->parts;
 	size_t n = 0, w = 0, limit = cs->sc.chunk_size;
 	char *ctx_text = NULL;
-	char ids[4][24], counts[10][24];
+	char ids[4][24], counts[10][24], token[24], lease[32];
 	int rc;
 
 	memset(cc, 0, sizeof(*cc));
@@ -243,6 +243,7 @@ static int fill_chunk(chunk_step *cs, json_t *context, chunk_counts *cc, char *s
 			ctx_text, ids[2], NULL, NULL, NULL, NULL
 		};
 
+		cb__run_fence_params(cs->run, &params[12], token, lease);
 		rc = cb__tx_send_text(cs->tx, cs->checkpoint_stmt, CB__CHECKPOINT_NPARAMS, params,
 				      status, status_size, err);
 	}
@@ -304,6 +305,8 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, long long step_exec
 			out->status = CB_STATUS_STOPPED;
 			break;
 		}
+		if (cb__run_check_lock(run, err) < 0)
+			break;
 		cb__arena_reset(&cs.chunk.arena);
 		rc = cb__tx_begin(cs.tx, err);
 		if (rc == 0)

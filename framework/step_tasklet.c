@@ -37,13 +37,15 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 	    cb__tx_new(&tx, run->conn, 0, err) < 0)
 		goto done;
 	for (;;) {
-		char ids[3][24], status[16] = "", *ctx_text;
+		char ids[3][24], status[16] = "", *ctx_text, token[24], lease[32];
 		int result;
 
 		if (cb__stop_signalled()) {
 			out->status = CB_STATUS_STOPPED;
 			break;
 		}
+		if (cb__run_check_lock(run, err) < 0)
+			break;
 		rc = cb__tx_begin(tx, err);
 		if (rc < 0)
 			break;
@@ -69,6 +71,7 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 				ctx_text, ids[2], NULL, NULL, NULL, NULL
 			};
 
+			cb__run_fence_params(run, &params[12], token, lease);
 			rc = cb__tx_send_text(tx, stmt, CB__CHECKPOINT_NPARAMS, params, status,
 					      sizeof(status), err);
 		}

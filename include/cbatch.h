@@ -11,6 +11,7 @@
 #include "cbatch/item.h"
 #include "cbatch/repository.h"
 #include "cbatch/job.h"
+#include "cbatch/lock.h"
 #include "cbatch/readers.h"
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"

@@ -63,10 +63,53 @@ static void rollback_quietly(PGconn *conn)
 	PQclear(res);
 }
 
+/*
+ * The newest execution claims to run. It is dead when the lock it ran under
+ * (name, token) is no longer held by it: then mark it and its running steps
+ * FAILED, saying why. *dead = 0 when its owner still holds its lock.
+ */
+static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *why,
+			cb_error *err)
+{
+	char id[24];
+	const char *p[2] = { id, why };
+	PGresult *res;
+
+	*dead = 0;
+	snprintf(id, sizeof(id), "%lld", exec_id);
+	res = cb__repo_exec(conn, "check owner of running execution",
+			    "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time "
+			    " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
+			    " AND e.lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "
+			    "  WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
+			    "  AND NOT l.released AND l.locked_until >= clock_timestamp())), "
+			    "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
+			    " exit_code = 'FAILED', exit_message = 'owner lost', "
+			    " end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    " version = s.version + 1 FROM d "
+			    " WHERE s.job_execution_id = d.job_execution_id "
+			    " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
+			    "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
+			    " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
+			    "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
+			    " end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    " version = e.version + 1 FROM d "
+			    "WHERE e.job_execution_id = d.job_execution_id "
+			    "RETURNING (SELECT count(*) FROM s)",
+			    2, p, err);
+	if (!res)
+		return CB_EDB;
+	*dead = PQntuples(res) == 1;
+	PQclear(res);
+	return 0;
+}
+
 int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
 		    const cb_params *params, int restartable, const char *owner_id,
-		    long long expect_restart_of, cb_error *err)
+		    long long expect_restart_of, const char *lock_name, long long fencing_token,
+		    const char *dead_why, cb_error *err)
 {
+	char token[24];
 	char inst[24], prev[24] = "", exec[24], *pjson = NULL;
 	PGresult *res = NULL;
 	cb_status last = CB_STATUS_UNKNOWN;
@@ -140,11 +183,33 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 			goto fail;
 		case CB_STATUS_STARTING:
 		case CB_STATUS_STARTED:
-		case CB_STATUS_STOPPING:
+		case CB_STATUS_STOPPING: {
+			int dead = 0;
+
+			rc = bury_if_dead(&dead, conn, last_id, dead_why, err);
+			if (rc < 0)
+				goto fail;
+			if (dead) {
+				out->dead_owner = 1;
+				if (!restartable) {
+					rc = cb_error_set(err, CB_ENORESTART,
+							  "job '%s' is not restartable: execution %lld "
+							  "of instance %lld lost its owner and was marked "
+							  "FAILED", job_name, last_id,
+							  out->job_instance_id);
+					/* Keep the burial: the execution is dead either way. */
+					cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
+					goto done;
+				}
+				out->restart_of = last_id;
+				snprintf(prev, sizeof(prev), "%lld", last_id);
+				break;
+			}
 			rc = cb_error_set(err, CB_ERUNNING,
 					  "job '%s' instance %lld is already running (execution %lld, %s)",
 					  job_name, out->job_instance_id, last_id, cb_status_name(last));
 			goto fail;
+		}
 		case CB_STATUS_FAILED:
 		case CB_STATUS_STOPPED:
 			if (!restartable) {
@@ -165,15 +230,17 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 			goto fail;
 		}
 	}
+	snprintf(token, sizeof(token), "%lld", fencing_token);
 	{
-		const char *p[3] = { inst, owner_id, prev[0] ? prev : NULL };
+		const char *p[5] = { inst, owner_id, prev[0] ? prev : NULL, lock_name,
+				     lock_name ? token : NULL };
 
 		res = cb__repo_exec(conn, "create job execution",
-				    "INSERT INTO batch_job_execution "
-				    "(job_instance_id, status, owner_id, restart_of, heartbeat_time) "
-				    "VALUES ($1, 'STARTING', $2, $3, clock_timestamp()) "
+				    "INSERT INTO batch_job_execution (job_instance_id, status, owner_id, "
+				    "restart_of, heartbeat_time, lock_name, fencing_token) "
+				    "VALUES ($1, 'STARTING', $2, $3, clock_timestamp(), $4, $5::bigint) "
 				    "RETURNING job_execution_id",
-				    3, p, err);
+				    5, p, err);
 		if (!res) {
 			/* The partial unique index is the backstop against a racing launch. */
 			if (strcmp(err->sqlstate, "23505") == 0) {
@@ -213,6 +280,16 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 				      "SELECT serialized_context FROM batch_job_execution_context "
 				      "WHERE job_execution_id = $2), '{}')",
 				      2, p, err);
+		if (rc < 0)
+			goto fail;
+	}
+	if (lock_name) {
+		const char *p[3] = { lock_name, token, exec };
+
+		rc = cb__repo_command(conn, "tag lock with execution",
+				      "UPDATE batch_lock SET job_execution_id = $3::bigint "
+				      "WHERE lock_name = $1 AND fencing_token = $2::bigint",
+				      3, p, err);
 		if (rc < 0)
 			goto fail;
 	}

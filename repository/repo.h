@@ -26,6 +26,7 @@ typedef struct cb__launch {
 	long long job_execution_id;
 	long long restart_of;   /* the previous execution restarted, 0 if none */
 	int instance_created;
+	int dead_owner;         /* the restarted execution's owner was dead */
 } cb__launch;
 
 /*
@@ -34,12 +35,17 @@ typedef struct cb__launch {
  * gives CB_ECOMPLETE, an abandoned one (or a failed one when !restartable)
  * CB_ENORESTART, a live execution CB_ERUNNING. The new execution's context
  * is copied from the restarted execution.
+ * The caller holds the lock @p lock_name with @p fencing_token: a newest
+ * execution that still claims to run but whose own lock (name, token) is no
+ * longer held is dead. It is marked FAILED ("owner lost") with its running
+ * steps, and the launch proceeds as its restart (out->dead_owner set).
  * @p expect_restart_of: when > 0, the newest execution must be this one
  * (`restart ID`), else CB_EINVAL.
  */
 int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
 		    const cb_params *params, int restartable, const char *owner_id,
-		    long long expect_restart_of, cb_error *err);
+		    long long expect_restart_of, const char *lock_name, long long fencing_token,
+		    const char *dead_why, cb_error *err);
 
 /* STARTING -> STARTED, start_time = now. */
 int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err);
@@ -86,6 +92,38 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 /* SQL of the checkpoint statement that the chunk engine prepares. 16 parameters. */
 extern const char cb__repo_checkpoint_sql[];
 #define CB__CHECKPOINT_NPARAMS 16
+
+/* ---- locks (repository/lock.c) ---- */
+
+typedef enum cb__lock_outcome {
+	CB__LOCK_ACQUIRED,
+	CB__LOCK_TAKEOVER,   /* the previous owner's lease had expired */
+	CB__LOCK_HELD        /* someone else holds it: a skip */
+} cb__lock_outcome;
+
+typedef struct cb__lock_grant {
+	cb__lock_outcome outcome;
+	long long fencing_token;  /* 0 when held */
+	char holder[200];         /* previous or current holder */
+	char held_until[64];      /* its lease end, as text */
+} cb__lock_grant;
+
+/* Acquire or take over; records the outcome in batch_lock_audit. */
+int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
+		     const char *owner_id, double lease_seconds, cb_error *err);
+
+/* Extend the lease. *alive = 0 when the lock is no longer ours. */
+int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const char *owner_id,
+		       long long token, double lease_seconds, long long job_execution_id,
+		       cb_error *err);
+
+/* Release (respecting lock-at-least-for). */
+int cb__lock_release(PGconn *conn, const char *lock_name, const char *owner_id, long long token,
+		     double at_least_seconds, long long job_execution_id, cb_error *err);
+
+/* Record an outcome that happens outside the lock functions (HEARTBEAT_FAILED, FENCED, ERROR). */
+int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, const char *outcome,
+		   long long token, long long job_execution_id, const char *detail, cb_error *err);
 
 /* A per-process owner identity: host:pid:random. */
 const char *cb__owner_id(void);

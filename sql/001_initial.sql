@@ -94,6 +94,8 @@ CREATE TABLE batch_lock (
     locked_until  timestamptz  NOT NULL,
     locked_at     timestamptz  NOT NULL,
     updated_at    timestamptz  NOT NULL,
+    -- Released by its owner (or forced): a later taker is not a lease takeover.
+    released      boolean      NOT NULL DEFAULT false,
     job_execution_id bigint
 );
 
@@ -173,5 +175,91 @@ BEGIN
      WHERE job_execution_id = p_job_execution_id
      RETURNING status INTO v_status;
     RETURN v_status;
+END
+$$;
+
+-- Take the lock, or take it over when its lease has expired, in one statement
+-- with its audit row. The fencing token grows on every new owner, never resets.
+-- All times are the database's: client clocks play no part.
+CREATE FUNCTION batch_lock_acquire(p_lock_name varchar, p_owner_id varchar,
+    p_lease_seconds double precision, OUT fencing_token bigint, OUT outcome varchar,
+    OUT holder varchar, OUT held_until timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    l batch_lock%ROWTYPE;
+    v_until timestamptz := clock_timestamp() + make_interval(secs => p_lease_seconds);
+BEGIN
+    INSERT INTO batch_lock AS b (lock_name, owner_id, fencing_token, locked_until, locked_at,
+                                 updated_at)
+    VALUES (p_lock_name, p_owner_id, 1, v_until, clock_timestamp(), clock_timestamp())
+    ON CONFLICT (lock_name) DO NOTHING
+    RETURNING b.fencing_token INTO fencing_token;
+    IF FOUND THEN
+        outcome := 'ACQUIRED';
+    ELSE
+        SELECT * INTO l FROM batch_lock b WHERE b.lock_name = p_lock_name FOR UPDATE;
+        holder := l.owner_id;
+        held_until := l.locked_until;
+        IF l.locked_until < clock_timestamp() THEN
+            UPDATE batch_lock b SET owner_id = p_owner_id, fencing_token = l.fencing_token + 1,
+                   locked_until = v_until, locked_at = clock_timestamp(),
+                   updated_at = clock_timestamp(), released = false, job_execution_id = NULL
+             WHERE b.lock_name = p_lock_name;
+            fencing_token := l.fencing_token + 1;
+            outcome := CASE WHEN l.released THEN 'ACQUIRED' ELSE 'LEASE_EXPIRED_TAKEOVER' END;
+        ELSE
+            fencing_token := NULL;
+            outcome := 'SKIPPED_HELD';
+        END IF;
+    END IF;
+    INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, detail)
+    VALUES (p_lock_name, p_owner_id, outcome, coalesce(fencing_token, l.fencing_token),
+            CASE outcome
+              WHEN 'SKIPPED_HELD' THEN format('held by %s until %s', l.owner_id, l.locked_until)
+              WHEN 'LEASE_EXPIRED_TAKEOVER' THEN
+                format('lease of %s expired at %s', l.owner_id, l.locked_until)
+              ELSE '' END);
+END
+$$;
+
+-- Extend the lease if we still own it (owner and token). False: the lock is lost.
+CREATE FUNCTION batch_lock_heartbeat(p_lock_name varchar, p_owner_id varchar,
+    p_fencing_token bigint, p_lease_seconds double precision, p_job_execution_id bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE batch_lock
+       SET locked_until = greatest(locked_until,
+               clock_timestamp() + make_interval(secs => p_lease_seconds)),
+           updated_at = clock_timestamp()
+     WHERE lock_name = p_lock_name AND owner_id = p_owner_id
+       AND fencing_token = p_fencing_token AND NOT released;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    UPDATE batch_job_execution SET heartbeat_time = clock_timestamp()
+     WHERE job_execution_id = p_job_execution_id;
+    RETURN true;
+END
+$$;
+
+-- Release by the owner, keeping the lock until at least p_at_least_seconds
+-- after it was taken (lock-at-least-for). The row stays: its token must grow.
+CREATE FUNCTION batch_lock_release(p_lock_name varchar, p_owner_id varchar,
+    p_fencing_token bigint, p_at_least_seconds double precision, p_job_execution_id bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE batch_lock
+       SET locked_until = greatest(locked_at + make_interval(secs => p_at_least_seconds),
+                                   clock_timestamp()),
+           updated_at = clock_timestamp(), released = true
+     WHERE lock_name = p_lock_name AND owner_id = p_owner_id
+       AND fencing_token = p_fencing_token;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, job_execution_id)
+    VALUES (p_lock_name, p_owner_id, 'RELEASED', p_fencing_token, p_job_execution_id);
+    RETURN true;
 END
 $$;

@@ -113,6 +113,10 @@ int ledger_register(cb_registry *reg, cb_error *err)
 	if (rc == 0)
 		rc = cb_job_set_description(job, "post unprocessed accounts into the ledger, "
 					    "exactly once", err);
+	/* Every instance works on the same account table: one lock for the job,
+	 * whatever its parameters, so that two instances never overlap. */
+	if (rc == 0)
+		rc = cb_job_set_lock(job, "{job}", CB_DEFAULT_LEASE_SECONDS, 0, err);
 	if (rc < 0) {
 		cb_job_free(job);
 		return rc;

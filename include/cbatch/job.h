@@ -139,9 +139,11 @@ typedef struct cb_launch_options {
 	void *progress_ctx;
 	/** Non-zero: install SIGINT/SIGTERM handlers that stop after the current chunk. */
 	int handle_signals;
+	/** Lease of the execution lock for this launch, seconds; 0: the job's (see lock.h). */
+	double lease_seconds;
 } cb_launch_options;
 
-#define CB_LAUNCH_OPTIONS_INIT { CB_LAUNCH_OPTIONS_VERSION, 0, NULL, NULL, 0 }
+#define CB_LAUNCH_OPTIONS_INIT { CB_LAUNCH_OPTIONS_VERSION, 0, NULL, NULL, 0, 0.0 }
 
 /** The outcome of an execution that ran. */
 typedef struct cb_job_result {
@@ -151,6 +153,9 @@ typedef struct cb_job_result {
 	char exit_code[32];
 	char exit_message[CB_ERROR_MESSAGE_MAX];
 	int restarted;          /**< non-zero: this execution restarted a failed/stopped one */
+	int dead_owner;         /**< non-zero: the restarted execution's owner had died */
+	long long fencing_token; /**< the token this execution held its lock with */
+	char lock_name[401];    /**< the lock it ran under */
 } cb_job_result;
 
 /**
@@ -158,10 +163,15 @@ typedef struct cb_job_result {
  * transaction). Creates the instance if needed, refuses completed, abandoned
  * and running instances, restarts a FAILED/STOPPED one, then runs the steps.
  *
+ * The launch first takes the job's execution lock (lock.h); a lock held by
+ * someone else is CB_ERUNNING (a skip, recorded in batch_lock_audit). A
+ * newest execution that still claims to run but whose owner lost its lease
+ * is marked FAILED ("owner lost") and restarted.
+ *
  * @return 0 when an execution ran to an end state (see out->status, which may
  *         be FAILED or STOPPED), or an error that prevented the run:
  *         CB_EINVAL (bad parameters; nothing written), CB_ECOMPLETE,
- *         CB_ERUNNING, CB_ENORESTART, CB_EDB.
+ *         CB_ERUNNING (instance running or lock held), CB_ENORESTART, CB_EDB.
  */
 int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_params *params,
 		  const cb_launch_options *opts, cb_error *err);

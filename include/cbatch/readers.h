@@ -32,7 +32,27 @@ extern "C" {
  * PQescapeIdentifier; @p where is SQL text written by the job author (code,
  * not input) and must not contain user values: values travel as parameters.
  *
- * Items are `cb_row *` views into the page's result, valid until the chunk ends.
+ * The page query is prepared in `open` (two statements: the first page, and
+ * the pages after a key) and run with cb_tx_query when the current page is
+ * used up and was full; a short page is the last one, so an input of exactly
+ * k full pages costs one more query that returns no rows.
+ *
+ * Items are `cb_row *` views into a page's result (the cb_row structs are
+ * the reader's, allocated once per page slot: nothing is allocated per row).
+ * An item stays valid until its chunk ends: a page is released only at the
+ * first page fetch after a chunk boundary (`update` or `rollback`), and only
+ * when no item of the running chunk points into it. So @p page_size need not
+ * equal the chunk size: a smaller page costs more queries per chunk and
+ * keeps more pages alive, a larger one serves several chunks per query (with
+ * the default, one page is alive between chunks). All pages are released by
+ * `close`. An `update` that is never called (driving the reader by hand)
+ * keeps every page alive until `close`.
+ *
+ * Position and rollback: `update` stores the key of the last item read; the
+ * next `read` takes it as committed. `rollback` rewinds to the committed
+ * position and drops the buffered page, so the next `read` queries again:
+ * an `update` not followed by a `read` belongs to the chunk rolled back (its
+ * COMMIT failed), and is forgotten.
  */
 typedef struct cb_pg_keyset_options {
 	unsigned int version;        /**< CB_PG_KEYSET_OPTIONS_VERSION */

@@ -61,6 +61,8 @@ int cb_bind_row_by_name(void *ctx, const cb_step_context *sc, const void *item, 
  *     ON CONFLICT (k1, ...) DO UPDATE SET u1 = EXCLUDED.u1, ...   (or DO NOTHING)
  *
  * The chunk's items must have distinct keys (one row per key per chunk).
+ * Target columns of array types are refused by `open` (unnest would flatten
+ * them).
  */
 typedef struct cb_pg_upsert_options {
 	unsigned int version;          /**< CB_PG_UPSERT_OPTIONS_VERSION */
@@ -101,7 +103,8 @@ typedef struct cb_pg_status_options {
 	const char *const *key_columns; /**< required */
 	size_t nkeys;
 	const char *set_column;        /**< required, e.g. "processed" */
-	const char *set_value;         /**< text of the new value, e.g. "true"; sent as a parameter */
+	const char *set_value;         /**< text of the new value, e.g. "true"; sent as a
+					    parameter; NULL: SQL NULL */
 	cb_bind_fn bind;               /**< NULL: cb_bind_row_by_name over the key columns */
 	void *bind_ctx;
 } cb_pg_status_options;

@@ -1,0 +1,194 @@
+/*
+ * The lease heartbeat. It runs on its own connection so that a chunk that
+ * takes longer than the lease (one long statement on the job's connection)
+ * does not lose the lock. It stops the job when the lock is no longer ours,
+ * or when it could not extend the lease for longer than the lease: past that
+ * point another process may legitimately have taken over.
+ */
+#include "heartbeat.h"
+#include "engine.h"
+#include "repo.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct cb__heartbeat {
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	atomic_int lost;
+	char why[CB_ERROR_MESSAGE_MAX];
+	PGconn *conn;
+	PGconn *like;
+	char *lock_name, *owner_id;
+	long long token, job_execution_id;
+	double lease;
+};
+
+PGconn *cb__connect_like(PGconn *like)
+{
+	PQconninfoOption *opts = PQconninfo(like), *o;
+	const char *keys[64], *vals[64];
+	int n = 0;
+	PGconn *c;
+
+	for (o = opts; o && o->keyword && n < 63; o++) {
+		if (!o->val || !*o->val)
+			continue;
+		keys[n] = o->keyword;
+		vals[n] = o->val;
+		n++;
+	}
+	keys[n] = NULL;
+	vals[n] = NULL;
+	c = PQconnectdbParams(keys, vals, 0);
+	PQconninfoFree(opts);
+	return c;
+}
+
+static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
+{
+	pthread_mutex_lock(&hb->mu);
+	if (!atomic_load(&hb->lost)) {
+		snprintf(hb->why, sizeof(hb->why), fmt, hb->lock_name, detail);
+		atomic_store(&hb->lost, 1);
+	}
+	pthread_mutex_unlock(&hb->mu);
+}
+
+/* Wait up to @p seconds or until stopped. Returns non-zero when stopped. */
+static int pause_for(cb__heartbeat *hb, double seconds)
+{
+	struct timespec until;
+	int stopped;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)seconds;
+	until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&hb->mu);
+	while (!hb->stop) {
+		if (pthread_cond_timedwait(&hb->cv, &hb->mu, &until) == ETIMEDOUT)
+			break;
+	}
+	stopped = hb->stop;
+	pthread_mutex_unlock(&hb->mu);
+	return stopped;
+}
+
+static void *beat(void *arg)
+{
+	cb__heartbeat *hb = arg;
+	double interval = hb->lease / 3.0, last_ok = cb__now();
+
+	if (interval < 0.05)
+		interval = 0.05;
+	while (!pause_for(hb, interval)) {
+		cb_error err = CB_ERROR_INIT;
+		int alive = 0, rc;
+
+		if (!hb->conn || PQstatus(hb->conn) != CONNECTION_OK) {
+			PQfinish(hb->conn);
+			hb->conn = cb__connect_like(hb->like);
+		}
+		rc = PQstatus(hb->conn) == CONNECTION_OK
+			     ? cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
+						  hb->token, hb->lease, hb->job_execution_id, &err)
+			     : cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
+		if (rc == 0 && alive) {
+			last_ok = cb__now();
+			continue;
+		}
+		if (rc == 0) {
+			mark_lost(hb, "lock '%s' was taken over or released (%s)",
+				  "its fencing token is no longer current");
+			break;
+		}
+		if (cb__now() - last_ok > hb->lease) {
+			mark_lost(hb, "lock '%s': could not extend the lease for longer than the "
+				  "lease: %s", err.message);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name,
+			const char *owner_id, long long token, double lease_seconds,
+			long long job_execution_id, cb_error *err)
+{
+	cb__heartbeat *hb = calloc(1, sizeof(*hb));
+
+	*out = NULL;
+	if (!hb)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	hb->lock_name = strdup(lock_name);
+	hb->owner_id = strdup(owner_id);
+	if (!hb->lock_name || !hb->owner_id) {
+		free(hb->lock_name);
+		free(hb->owner_id);
+		free(hb);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	hb->like = like;
+	hb->token = token;
+	hb->lease = lease_seconds;
+	hb->job_execution_id = job_execution_id;
+	pthread_mutex_init(&hb->mu, NULL);
+	pthread_cond_init(&hb->cv, NULL);
+	/* Connect here, in the caller's thread: a job that cannot open its
+	 * heartbeat connection should not start. */
+	hb->conn = cb__connect_like(like);
+	if (PQstatus(hb->conn) != CONNECTION_OK) {
+		cb_error_set(err, CB_EDB, "heartbeat connection: %s", PQerrorMessage(hb->conn));
+		cb__heartbeat_stop(hb);
+		return CB_EDB;
+	}
+	if (pthread_create(&hb->thread, NULL, beat, hb) != 0) {
+		cb__heartbeat_stop(hb);
+		return cb_error_set(err, CB_ERROR, "cannot start the heartbeat thread");
+	}
+	hb->started = 1;
+	*out = hb;
+	return 0;
+}
+
+int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size)
+{
+	if (!hb || !atomic_load(&hb->lost))
+		return 0;
+	if (why) {
+		pthread_mutex_lock(&hb->mu);
+		snprintf(why, size, "%s", hb->why);
+		pthread_mutex_unlock(&hb->mu);
+	}
+	return 1;
+}
+
+void cb__heartbeat_stop(cb__heartbeat *hb)
+{
+	if (!hb)
+		return;
+	pthread_mutex_lock(&hb->mu);
+	hb->stop = 1;
+	pthread_cond_signal(&hb->cv);
+	pthread_mutex_unlock(&hb->mu);
+	if (hb->started)
+		pthread_join(hb->thread, NULL);
+	PQfinish(hb->conn);
+	pthread_cond_destroy(&hb->cv);
+	pthread_mutex_destroy(&hb->mu);
+	free(hb->lock_name);
+	free(hb->owner_id);
+	free(hb);
+}

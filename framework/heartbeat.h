@@ -1,0 +1,28 @@
+/* The lease heartbeat: a thread with its own connection that extends the
+ * execution lock while the job runs, and says when the lock is lost. */
+#ifndef CB_FRAMEWORK_HEARTBEAT_H
+#define CB_FRAMEWORK_HEARTBEAT_H
+
+#include <libpq-fe.h>
+#include "cbatch/error.h"
+
+typedef struct cb__heartbeat cb__heartbeat;
+
+/*
+ * Start beating every lease/3 seconds on a new connection made with the
+ * parameters of @p like (borrowed). Strings are copied.
+ */
+int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name,
+			const char *owner_id, long long token, double lease_seconds,
+			long long job_execution_id, cb_error *err);
+
+/* Non-zero once the lock is lost; @p why (may be NULL) receives the reason. */
+int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size);
+
+/* Stop the thread, close its connection, free. NULL-safe. */
+void cb__heartbeat_stop(cb__heartbeat *hb);
+
+/* A connection with the same parameters as @p like. New; PQfinish it. */
+PGconn *cb__connect_like(PGconn *like);
+
+#endif

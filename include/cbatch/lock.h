@@ -1,0 +1,91 @@
+/**
+ * @file lock.h
+ * The execution lock: lease, heartbeat and fencing token.
+ *
+ * Every launch (run, restart, --next, scheduler) takes the job's lock before
+ * it creates an execution, and there is no way to run a job without it. The
+ * lock is a row of batch_lock named after the job and its target range:
+ *
+ *  - Acquire is one statement: insert the row, or take it over only when its
+ *    lease has expired (database time, never the client's clock), bumping the
+ *    fencing token. A held lock is a skip (exit 4), recorded in
+ *    batch_lock_audit as SKIPPED_HELD, not a failure.
+ *  - While the job runs, a heartbeat thread on its own connection extends
+ *    the lease every third of its length, and every chunk commit extends it
+ *    too. A heartbeat that finds the lock gone, or cannot reach the database
+ *    for longer than the lease, stops the job before its next chunk.
+ *  - Every chunk transaction checks, in the same transaction and under a row
+ *    lock on the lock row, that the row still carries this execution's token;
+ *    a late write of an owner that lost its lease rolls back (fenced off).
+ *  - On completion the lock is released, but kept until at least
+ *    `lock at least for` after it was taken.
+ *
+ * The owner is a per-process identity (host:pid:random).
+ */
+#ifndef CBATCH_LOCK_H
+#define CBATCH_LOCK_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include "error.h"
+#include "job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Default lease (lock at most for), in seconds. */
+#define CB_DEFAULT_LEASE_SECONDS 60.0
+
+/**
+ * Configure the job's lock.
+ * @param name_template NULL for the default: the job name followed by the
+ *        identifying parameters, `job:name=value,name=value` (sorted by name;
+ *        just `job` when there are none). Otherwise a template in which
+ *        `{job}` is the job name and `{NAME}` the value of parameter NAME,
+ *        e.g. "settlement:{targetDate}". A name longer than 400 bytes is
+ *        replaced by `job:key=<job key>`. Copied.
+ * @param at_most_seconds the lease (> 0; 0 keeps the default)
+ * @param at_least_seconds how long after it was taken the lock stays held
+ *        even if the job finished sooner (>= 0)
+ * @return 0, CB_EINVAL (bad template or values), CB_ENOMEM
+ */
+int cb_job_set_lock(cb_job *job, const char *name_template, double at_most_seconds,
+		    double at_least_seconds, cb_error *err);
+
+/**
+ * The lock name a launch of @p job with @p params would take.
+ * @p out receives a new string (free()). @return 0, CB_EINVAL (a template
+ * names a parameter that is absent), CB_ENOMEM.
+ */
+int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_error *err);
+
+/**
+ * List the locks: a new JSON array of objects with lock_name, owner_id,
+ * fencing_token, locked_at, locked_until, lease_left_seconds (negative when
+ * expired), released, job_execution_id. @return 0 or CB_EDB.
+ */
+int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
+
+/**
+ * Release a lock by hand, whoever holds it, and record who (@p who, e.g.
+ * "user@host") and why in batch_lock_audit as FORCE_UNLOCKED. Its holder,
+ * if alive, is fenced off at its next chunk. @return 0, CB_ENOTFOUND, CB_EDB.
+ */
+int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
+			 const char *reason, cb_error *err);
+
+/**
+ * Repository metrics in Prometheus text exposition format: lock outcomes
+ * (lock_acquire_success_count, lock_acquire_failed_count,
+ * lock_lease_expired_count, heartbeat_failure_count,
+ * manual_rerun_lock_bypass_count), duplicate_target_write_count, and items
+ * read/written/skipped per job. @p out receives a new string (free()).
+ * @return 0, CB_EDB, CB_ENOMEM.
+ */
+int cb_metrics_text(char **out, PGconn *conn, cb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

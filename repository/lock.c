@@ -1,0 +1,207 @@
+/* The execution lock's SQL: acquire, heartbeat, release, audit, listing, metrics. */
+#include "repo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbatch/lock.h"
+
+static void fmt_double(char *buf, size_t size, double v)
+{
+	snprintf(buf, size, "%.6f", v);
+}
+
+int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
+		     const char *owner_id, double lease_seconds, cb_error *err)
+{
+	char lease[32];
+	const char *p[3] = { lock_name, owner_id, lease };
+	PGresult *res;
+	const char *outcome;
+
+	memset(out, 0, sizeof(*out));
+	fmt_double(lease, sizeof(lease), lease_seconds);
+	res = cb__repo_exec(conn, "acquire lock",
+			    "SELECT fencing_token, outcome, holder, held_until "
+			    "FROM batch_lock_acquire($1, $2, $3::float8)",
+			    3, p, err);
+	if (!res)
+		return CB_EDB;
+	outcome = PQgetvalue(res, 0, 1);
+	out->outcome = strcmp(outcome, "SKIPPED_HELD") == 0		 ? CB__LOCK_HELD
+		       : strcmp(outcome, "LEASE_EXPIRED_TAKEOVER") == 0 ? CB__LOCK_TAKEOVER
+									 : CB__LOCK_ACQUIRED;
+	out->fencing_token = PQgetisnull(res, 0, 0) ? 0 : atoll(PQgetvalue(res, 0, 0));
+	snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(res, 0, 2));
+	snprintf(out->held_until, sizeof(out->held_until), "%s", PQgetvalue(res, 0, 3));
+	PQclear(res);
+	return 0;
+}
+
+int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const char *owner_id,
+		       long long token, double lease_seconds, long long job_execution_id,
+		       cb_error *err)
+{
+	char tok[24], lease[32], exec[24];
+	const char *p[5] = { lock_name, owner_id, tok, lease, exec };
+	PGresult *res;
+
+	*alive = 0;
+	snprintf(tok, sizeof(tok), "%lld", token);
+	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
+	fmt_double(lease, sizeof(lease), lease_seconds);
+	res = cb__repo_exec(conn, "heartbeat",
+			    "SELECT batch_lock_heartbeat($1, $2, $3::bigint, $4::float8, $5::bigint)",
+			    5, p, err);
+	if (!res)
+		return err->code ? err->code : CB_EDB;
+	*alive = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return 0;
+}
+
+int cb__lock_release(PGconn *conn, const char *lock_name, const char *owner_id, long long token,
+		     double at_least_seconds, long long job_execution_id, cb_error *err)
+{
+	char tok[24], least[32], exec[24];
+	const char *p[5] = { lock_name, owner_id, tok, least, exec };
+
+	snprintf(tok, sizeof(tok), "%lld", token);
+	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
+	fmt_double(least, sizeof(least), at_least_seconds);
+	return cb__repo_command(conn, "release lock",
+				"SELECT batch_lock_release($1, $2, $3::bigint, $4::float8, $5::bigint)",
+				5, p, err);
+}
+
+int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, const char *outcome,
+		   long long token, long long job_execution_id, const char *detail, cb_error *err)
+{
+	char tok[24], exec[24];
+	const char *p[6] = { lock_name, owner_id, outcome, token ? tok : NULL,
+			     job_execution_id ? exec : NULL, detail ? detail : "" };
+
+	snprintf(tok, sizeof(tok), "%lld", token);
+	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
+	return cb__repo_command(conn, "record lock outcome",
+				"INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, "
+				"fencing_token, job_execution_id, detail) "
+				"VALUES ($1, $2, $3, $4::bigint, $5::bigint, left($6, 2000))",
+				6, p, err);
+}
+
+int cb_lock_list(json_t **out, PGconn *conn, cb_error *err)
+{
+	json_error_t jerr;
+	PGresult *res;
+
+	*out = NULL;
+	res = cb__repo_exec(conn, "list locks",
+			    "SELECT coalesce(jsonb_agg(jsonb_build_object("
+			    " 'lock_name', lock_name, 'owner_id', owner_id,"
+			    " 'fencing_token', fencing_token, 'locked_at', locked_at,"
+			    " 'locked_until', locked_until, 'released', released,"
+			    " 'lease_left_seconds', round(extract(epoch FROM locked_until - "
+			    "   clock_timestamp())::numeric, 3),"
+			    " 'job_execution_id', job_execution_id) ORDER BY lock_name), '[]') "
+			    "FROM batch_lock",
+			    0, NULL, err);
+	if (!res)
+		return CB_EDB;
+	*out = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
+	PQclear(res);
+	if (!*out)
+		return cb_error_set(err, CB_EDB, "list locks: unreadable JSON: %s", jerr.text);
+	return 0;
+}
+
+int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
+			 const char *reason, cb_error *err)
+{
+	char detail[1024];
+	const char *p[3] = { lock_name, who, detail };
+	PGresult *res;
+	int rc = 0;
+
+	snprintf(detail, sizeof(detail), "forced by %s: %s", who, reason && *reason ? reason : "no reason given");
+	/* The row stays so that the next owner's token is higher: the old
+	 * holder, if it still runs, is fenced off at its next chunk. */
+	res = cb__repo_exec(conn, "force unlock",
+			    "WITH u AS (UPDATE batch_lock SET locked_until = clock_timestamp(), "
+			    " released = true, updated_at = clock_timestamp() WHERE lock_name = $1 "
+			    " RETURNING lock_name, owner_id, fencing_token, job_execution_id) "
+			    "INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, "
+			    " job_execution_id, detail) "
+			    "SELECT lock_name, $2, 'FORCE_UNLOCKED', fencing_token, job_execution_id, "
+			    " $3 || ' (holder was ' || owner_id || ')' FROM u RETURNING 1",
+			    3, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 0)
+		rc = cb_error_set(err, CB_ENOTFOUND, "no lock named '%s'", lock_name);
+	PQclear(res);
+	return rc;
+}
+
+int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
+{
+	PGresult *res;
+
+	*out = NULL;
+	/* One query renders the whole exposition; counters come from the audit
+	 * and the step executions, so every process sees the same numbers. */
+	res = cb__repo_exec(
+		conn, "metrics",
+		"WITH a AS (SELECT lock_name, outcome, event_time, "
+		"  lead(outcome) OVER (PARTITION BY lock_name ORDER BY audit_id) AS next_outcome "
+		"  FROM batch_lock_audit), "
+		"c AS (SELECT "
+		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')) AS ok, "
+		"  count(*) FILTER (WHERE outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed, "
+		"  count(*) FILTER (WHERE outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired, "
+		"  count(*) FILTER (WHERE outcome = 'HEARTBEAT_FAILED') AS hb, "
+		"  count(*) FILTER (WHERE outcome = 'FENCED') AS fenced, "
+		"  count(*) FILTER (WHERE outcome = 'FORCE_UNLOCKED' "
+		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')) AS bypass "
+		"  FROM a), "
+		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
+		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
+		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
+		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d "
+		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
+		"  JOIN batch_job_instance i USING (job_instance_id) GROUP BY i.job_name), "
+		"x AS (SELECT 'lock_acquire_success_count' AS m, 'Locks acquired, including lease "
+		"  takeovers.' AS h, NULL::text AS job, ok AS v FROM c "
+		" UNION ALL SELECT 'lock_acquire_failed_count', 'Launches skipped because the lock "
+		"  was held, or lock errors.', NULL, failed FROM c "
+		" UNION ALL SELECT 'lock_lease_expired_count', 'Locks taken over after the owner''s "
+		"  lease expired.', NULL, expired FROM c "
+		" UNION ALL SELECT 'heartbeat_failure_count', 'Heartbeats that found the lock lost "
+		"  or the database unreachable past the lease.', NULL, hb FROM c "
+		" UNION ALL SELECT 'fenced_chunk_count', 'Chunks rolled back because the "
+		"  execution lost its fencing token.', NULL, fenced FROM c "
+		" UNION ALL SELECT 'manual_rerun_lock_bypass_count', 'Force-unlocks followed by a "
+		"  run that took the lock.', NULL, bypass FROM c "
+		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "
+		"  duplicates by idempotent writers.', NULL, coalesce((SELECT sum(d) FROM s), 0) "
+		" UNION ALL SELECT 'items_read_count', 'Items read.', job_name, r FROM s "
+		" UNION ALL SELECT 'items_written_count', 'Items written.', job_name, w FROM s "
+		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', job_name, k FROM s "
+		" UNION ALL SELECT 'items_filtered_count', 'Items filtered by processors.', "
+		"  job_name, f FROM s "
+		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', job_name, cm FROM s "
+		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', job_name, rb "
+		"  FROM s) "
+		"SELECT coalesce(string_agg(line, E'\\n' ORDER BY m, ord), '') || E'\\n' FROM ("
+		" SELECT m, 0 AS ord, '# HELP ' || m || ' ' || regexp_replace(min(h), '\\s+', ' ', "
+		"  'g') || E'\\n# TYPE ' || m || ' counter' AS line FROM x GROUP BY m "
+		" UNION ALL SELECT m, 1, m || coalesce('{job=\"' || replace(replace(job, '\\', "
+		"  '\\\\'), '\"', '\\\"') || '\"}', '') || ' ' || coalesce(v, 0) FROM x) z",
+		0, NULL, err);
+	if (!res)
+		return CB_EDB;
+	*out = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return *out ? 0 : cb_error_set(err, CB_ENOMEM, "out of memory");
+}
