@@ -19,7 +19,9 @@ static const char *find_schema(const char *example)
 static int exec_sql(PGconn *conn, const char *what, const char *sql, int nparams,
 		    const char *const *values)
 {
-	PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	/* Schema files hold several statements: only the simple protocol takes those. */
+	PGresult *res = nparams ? PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0)
+				: PQexec(conn, sql);
 	int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
 
 	if (!ok)

@@ -101,7 +101,7 @@ static int open_parts(chunk_step *cs, json_t *context, cb_error *err)
 	}
 	cs->reader_open = 1;
 	for (size_t i = 0; i < p->nwriters; i++) {
-		char key[16];
+		char key[32];
 
 		snprintf(key, sizeof(key), "writer.%zu", i);
 		if (p->writers[i].open) {
@@ -152,7 +152,7 @@ static int update_context(chunk_step *cs, json_t *context, cb_error *err)
 		json_object_set_new(context, "reader", o);
 	}
 	for (size_t i = 0; i < p->nwriters; i++) {
-		char key[16];
+		char key[32];
 		json_t *o;
 
 		if (!p->writers[i].update)

@@ -27,12 +27,18 @@ static int clean(void)
 
 static char out[65536], errout[65536];
 
-/* Run cbatch-examples with --db and up to 8 more arguments. */
-static int cli(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
+/* Run cbatch-examples with --db and the arguments up to the first NULL. */
+static int cli6(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+		const char *a6)
 {
-	const char *argv[10] = { cbt_examples_bin(), "--db", db, a1, a2, a3, a4, a5, NULL };
+	const char *argv[10] = { cbt_examples_bin(), "--db", db, a1, a2, a3, a4, a5, a6, NULL };
 
 	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+static int cli(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5)
+{
+	return cli6(a1, a2, a3, a4, a5, NULL);
 }
 
 /* Fresh repository and ledger tables with @p rows accounts. */
@@ -40,15 +46,16 @@ static void reset(PGconn *conn, long long rows, long long negative_at)
 {
 	char n[24], neg[24];
 
-	cbt_exec(conn, "DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
 	CBT_EQ_LL(cli("schema", "init", NULL, NULL, NULL), 0);
 	snprintf(n, sizeof(n), "%lld", rows);
 	snprintf(neg, sizeof(neg), "%lld", negative_at);
-	CBT_EQ_LL(cli("example-setup", "ledger", "--rows", n, negative_at ? "--negative-at" : NULL),
+	CBT_EQ_LL(cli6("example-setup", "ledger", "--rows", n,
+		       negative_at ? "--negative-at" : NULL, neg),
 		  0);
 	if (negative_at)
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE amount < 0"), 1);
-	(void)neg;
 }
 
 /* Every account is in the ledger exactly once with its amount, and processed. */
@@ -124,6 +131,7 @@ static void test_failure_names_the_account_and_restart_completes_exactly_once(vo
 	reset(conn, 2500, 1550);
 	CBT_EQ_LL(cli("run", "ledger", "-chunk.size:long=100", NULL, NULL), 1);
 	CBT_CONTAINS(errout, "account 1550");
+	CBT_CONTAINS(errout, "negative amount");
 	failed = last_execution(conn);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
 				     "'FAILED' AND exit_message LIKE '%account 1550%'"),
@@ -178,7 +186,8 @@ static void test_abandoned_instance_cannot_run_again(void)
 static pid_t spawn_run(const char *chunk, const char *logname)
 {
 	char path[512];
-	const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "ledger", chunk, NULL };
+	const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "ledger", chunk, "--lease",
+			       "2", NULL };
 
 	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), logname);
 	return cbt_spawn(argv, path);
@@ -194,6 +203,17 @@ static void wait_for_rows(PGconn *conn, long long rows)
 	CBT_FAILF("the job never wrote %lld rows", rows);
 }
 
+static void wait_for_no_other_sessions(PGconn *conn)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+				       "current_database() AND pid <> pg_backend_pid()") == 0)
+			return;
+		cbt_sleep_ms(10);
+	}
+	CBT_FAILF("the killed job's sessions did not end");
+}
+
 static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 {
 	PGconn *conn = cbt_connect(db);
@@ -205,6 +225,9 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	wait_for_rows(conn, 3000);
 	kill(pid, SIGKILL);
 	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
+	/* A pipeline sent whole before the kill may still commit server-side:
+	 * look only once the dead client's sessions are gone. */
+	wait_for_no_other_sessions(conn);
 
 	written = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
 	if (written >= 100000)
@@ -222,10 +245,33 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	ctx_key = cbt_query_ll(conn, "SELECT (serialized_context->'reader'->'last_key'->>0)::bigint "
 				     "FROM batch_step_execution_context");
 	CBT_EQ_LL(ctx_key, written);
-	/* The killed execution still claims to run: a new launch of the instance is refused. */
+	/* The dead owner's lease (2s) still holds the lock: a launch is a skip. */
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 4);
-	/* A new instance picks up exactly the rest: progress lives in the data. */
-	CBT_EQ_LL(cli("run", "ledger", "--next", NULL, NULL), 0);
+	CBT_CONTAINS(errout, "is held by");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
+				     "WHERE outcome = 'SKIPPED_HELD'"),
+		  1);
+	/* After the lease, the same launch takes over, buries the dead execution
+	 * and restarts it from its last committed chunk. No SQL by hand. */
+	cbt_sleep_ms(2500);
+	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'FAILED' AND exit_message LIKE 'owner % lost: lease expired at %'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE status = "
+				     "'FAILED' AND exit_message = 'owner lost'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
+				     "WHERE outcome = 'LEASE_EXPIRED_TAKEOVER'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution "
+				     "WHERE restart_of IS NOT NULL AND status = 'COMPLETED'"),
+		  1);
+	/* The restart read only what the dead owner had not committed. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution "
+				     "ORDER BY step_execution_id DESC LIMIT 1"),
+		  100000 - written);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(fencing_token) FROM batch_lock"), 2);
 	assert_exactly_once(conn, 100000);
 	PQfinish(conn);
 }
@@ -292,6 +338,7 @@ static void test_concurrent_launches_make_one_instance_and_one_execution(void)
 			const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "ledger", day,
 					       "-chunk.size:long=100", NULL };
 
+
 			pids[i] = cbt_spawn(argv, NULL);
 		}
 		for (int i = 0; i < RACERS; i++) {
@@ -311,6 +358,12 @@ static void test_concurrent_launches_make_one_instance_and_one_execution(void)
 	CBT_EQ_LL(other, 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 3);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 3);
+	/* Every skip is on record as a skip, not a failure. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+				     "'SKIPPED_HELD'") +
+			  cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+					     "'ACQUIRED'"),
+		  3 * RACERS);
 	assert_exactly_once(conn, 20000);
 	PQfinish(conn);
 }

@@ -1,0 +1,91 @@
+/* The command-line interface's internals: registry commands, output helpers
+ * (cli_format.c) and the progress line (cli_progress.c). Not installed. */
+#ifndef CB_FRAMEWORK_CLI_INTERNAL_H
+#define CB_FRAMEWORK_CLI_INTERNAL_H
+
+#include <stdio.h>
+#include <jansson.h>
+
+#include "cbatch/cli.h"
+
+/* ---- registry.c: the program's extra commands ---------------------------- */
+
+/* Number of extra commands, in registration order. */
+size_t cb__registry_command_count(const cb_registry *reg);
+/* The i-th extra command; any out-pointer may be NULL. Strings are borrowed.
+ * @return 0, or CB_ENOTFOUND for a bad index. */
+int cb__registry_command_at(const cb_registry *reg, size_t i, const char **name,
+			    const char **summary, cb_command_fn *fn, void **ctx);
+/* Index of the extra command @p name, or -1. */
+long cb__registry_find_command(const cb_registry *reg, const char *name);
+
+/* ---- cli.c --------------------------------------------------------------- */
+
+/* Non-zero if @p name is a built-in command (an extra command may not take it). */
+int cb__cli_is_builtin(const char *name);
+
+/* ---- cli_format.c: tables, times, JSON ----------------------------------- */
+
+typedef struct cb__cli_table cb__cli_table;
+
+/* A table of @p ncols columns with the given headers (copied). @p align holds
+ * one character per column: 'l' (left) or 'r' (right). */
+int cb__cli_table_new(cb__cli_table **out, size_t ncols, const char *const *headers,
+		      const char *align);
+/* Append a row of ncols cells (copied; NULL prints as "-"). @return 0 or CB_ENOMEM. */
+int cb__cli_table_add(cb__cli_table *t, const char *const *cells);
+/* Print with columns padded to their widest cell, each line prefixed by @p indent. */
+void cb__cli_table_print(const cb__cli_table *t, FILE *f, const char *indent);
+void cb__cli_table_free(cb__cli_table *t);
+
+/* Print @p v as one JSON document and a newline. @return 0, or -1 if it
+ * could not be encoded or written. */
+int cb__cli_json_print(FILE *f, const json_t *v);
+/* A new JSON string of @p s, with invalid UTF-8 bytes replaced by '?'; never
+ * fails except for lack of memory (NULL). */
+json_t *cb__cli_json_text(const char *s);
+
+/* Member @p key of @p obj as text: a string as is, an integer in decimal,
+ * a real as %g, true/false; NULL if absent or null. Written into @p buf. */
+const char *cb__cli_json_get_text(const json_t *obj, const char *key, char *buf, size_t size);
+/* Member @p key as an integer (a JSON integer or a decimal string); 0 if absent. */
+long long cb__cli_json_get_ll(const json_t *obj, const char *key);
+
+/* Parse an ISO-8601 / PostgreSQL timestamp ("2026-06-30T12:34:56.789+02:00",
+ * space or 'T', optional fraction and offset). @p epoch receives seconds since
+ * 1970 (UTC when an offset was given); @p has_offset whether one was.
+ * @return 0 or -1. */
+int cb__cli_parse_time(double *epoch, int *has_offset, const char *s);
+/* Format a timestamp for people: local time "YYYY-MM-DD HH:MM:SS" when it
+ * carried an offset, else its own digits; "-" for NULL; the input as is if it
+ * does not parse. */
+void cb__cli_fmt_time(char *buf, size_t size, const char *s);
+/* "0.42s", "12.34s", "3m05s", "2h03m", "3d04h". */
+void cb__cli_fmt_duration(char *buf, size_t size, double seconds);
+/* Duration between two timestamps, or "-" if either is missing or unparsable. */
+void cb__cli_fmt_duration_between(char *buf, size_t size, const char *start, const char *end);
+/* The parameters object of an execution as "name:type=value" words separated
+ * by spaces (non-identifying ones with a leading '-'). @p out receives a new
+ * malloc'd string ("" when there are none). @return 0 or CB_ENOMEM. */
+int cb__cli_fmt_params(char **out, const json_t *params);
+
+/* ---- cli_progress.c: the live progress line ------------------------------ */
+
+typedef struct cb__cli_progress {
+	FILE *f;
+	const char *job; /* borrowed */
+	char step[128];  /* step of the last update */
+	double last;     /* monotonic time of the last update written */
+	int shown;       /* a line is on the terminal */
+} cb__cli_progress;
+
+/* Monotonic seconds. */
+double cb__cli_now(void);
+void cb__cli_progress_init(cb__cli_progress *p, FILE *f, const char *job);
+/* A cb_progress_fn: @p ctx is a cb__cli_progress. Writes at most ~4 lines/s. */
+void cb__cli_progress_update(void *ctx, const char *step_name, long long read_count,
+			     long long write_count, double elapsed_seconds);
+/* Erase the line if one is shown. */
+void cb__cli_progress_clear(cb__cli_progress *p);
+
+#endif

@@ -1,0 +1,820 @@
+/*
+ * The PostgreSQL keyset paging reader (include/cbatch/readers.h).
+ *
+ * Two prepared statements: the first page (no key condition) and the next
+ * page ("(k1, k2) > ($2, $3)"), both ORDER BY the keys LIMIT $1. A page is
+ * fetched inside the chunk transaction with cb_tx_query when the current one
+ * is used up and was full; a short page is the last one.
+ *
+ * Pages. Items are cb_row views into a page's PGresult, and an item must stay
+ * valid until its chunk ends. So a page is released only at the first fetch
+ * after a chunk boundary (update or rollback), and only if no item of the
+ * chunk now running can point into it. Each page slot owns an array of
+ * page_size cb_rows, allocated once and reused: a steady job allocates
+ * nothing per row or per page. With page_size == chunk size (the default)
+ * one page is alive at a time (more when a chunk spans several pages).
+ *
+ * Positions. The position is the key of the last item handed out: a row of a
+ * live page (last_row) or, once that page may go, a copy (cur). update()
+ * stores it in the execution context and remembers it as pending; the next
+ * read() proves that chunk committed and makes it the committed position
+ * (com). rollback() rewinds to com: the chunk being rolled back may be the
+ * one whose update() already ran (a failed COMMIT).
+ */
+#include "cbatch/readers.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A key's text values, in growable buffers kept for the reader's lifetime. */
+struct keybuf {
+	char **v;
+	size_t *cap;
+	int valid; /* 0: the start of the input */
+};
+
+struct page {
+	PGresult *res; /* NULL in a spare slot */
+	cb_row *rows;  /* page_size entries */
+	int ntuples;
+};
+
+struct keyset {
+	/* options (copies) */
+	char *schema;
+	char *table;
+	char *where;
+	char **columns;
+	size_t ncolumns;
+	char **keys;
+	size_t nkeys;
+	size_t opt_page_size;
+	char what[200];
+	/* from open */
+	int opened;
+	PGconn *conn;
+	size_t page_size;
+	char limit[24];
+	char stmt_first[64];
+	char stmt_next[64];
+	int *keycol;         /* result column of each key */
+	const char **params; /* 1 + nkeys */
+	/* pages: [0, npages) live, the last one current; [npages, cappages) spare */
+	struct page *pages;
+	size_t npages;
+	size_t cappages;
+	size_t pos;       /* next row of the current page */
+	int dropped;      /* current page dropped by rollback: fetch again */
+	int done;         /* the current page was short: nothing after it */
+	int boundary;     /* a chunk ended since the last fetch */
+	size_t keep_from; /* at the next fetch, release pages before this */
+	/* positions */
+	const cb_row *last_row; /* last item handed out, NULL: see at */
+	struct keybuf *at;      /* &cur, &com, or NULL for the start */
+	struct keybuf cur;
+	struct keybuf pend; /* stored by the last update() */
+	struct keybuf com;  /* committed */
+	int pending;
+};
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **strv_dup(const char *const *v, size_t n)
+{
+	char **d;
+	size_t i;
+
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!d)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		d[i] = strdup(v[i]);
+		if (!d[i]) {
+			strv_free(d, i);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+static int keybuf_init(struct keybuf *k, size_t n)
+{
+	k->v = calloc(n, sizeof(*k->v));
+	k->cap = calloc(n, sizeof(*k->cap));
+	k->valid = 0;
+	return k->v && k->cap ? 0 : CB_ENOMEM;
+}
+
+static void keybuf_free(struct keybuf *k, size_t n)
+{
+	size_t i;
+
+	if (k->v)
+		for (i = 0; i < n; i++)
+			free(k->v[i]);
+	free(k->v);
+	free(k->cap);
+	memset(k, 0, sizeof(*k));
+}
+
+/* Copy value @p i (@p len bytes, no NUL inside) into @p k. */
+static int keybuf_set(struct keybuf *k, size_t i, const char *s, size_t len)
+{
+	if (len + 1 > k->cap[i]) {
+		size_t cap = len + 1 < 32 ? 32 : len + 1;
+		char *p = realloc(k->v[i], cap);
+
+		if (!p)
+			return CB_ENOMEM;
+		k->v[i] = p;
+		k->cap[i] = cap;
+	}
+	memcpy(k->v[i], s, len);
+	k->v[i][len] = '\0';
+	return 0;
+}
+
+static int keybuf_copy(struct keybuf *dst, const struct keybuf *src, size_t n)
+{
+	size_t i;
+
+	if (dst == src)
+		return 0;
+	dst->valid = 0;
+	if (!src || !src->valid)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (keybuf_set(dst, i, src->v[i], strlen(src->v[i])) < 0)
+			return CB_ENOMEM;
+	dst->valid = 1;
+	return 0;
+}
+
+/* Key value @p i at the current position, or NULL at the start. */
+static const char *position(const struct keyset *ks, size_t i)
+{
+	if (ks->last_row)
+		return PQgetvalue(ks->last_row->res, ks->last_row->row, ks->keycol[i]);
+	if (ks->at && ks->at->valid)
+		return ks->at->v[i];
+	return NULL;
+}
+
+/* Save the position into @p k. */
+static int save_position(struct keyset *ks, struct keybuf *k)
+{
+	size_t i;
+
+	if (ks->last_row) {
+		for (i = 0; i < ks->nkeys; i++) {
+			const cb_row *r = ks->last_row;
+
+			if (keybuf_set(k, i, PQgetvalue(r->res, r->row, ks->keycol[i]),
+				       (size_t)PQgetlength(r->res, r->row, ks->keycol[i])) < 0) {
+				k->valid = 0;
+				return CB_ENOMEM;
+			}
+		}
+		k->valid = 1;
+		return 0;
+	}
+	return keybuf_copy(k, ks->at, ks->nkeys);
+}
+
+static void release_pages(struct keyset *ks)
+{
+	size_t i;
+
+	for (i = 0; i < ks->npages; i++) {
+		PQclear(ks->pages[i].res);
+		ks->pages[i].res = NULL;
+		ks->pages[i].ntuples = 0;
+	}
+	ks->npages = 0;
+	ks->pos = 0;
+	ks->last_row = NULL;
+}
+
+/* Drop a prepared statement (see cb_pg_prepare's names); best effort. */
+static void deallocate(PGconn *conn, char *name)
+{
+	char sql[96];
+	PGresult *res;
+
+	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
+	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
+		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
+		res = PQexec(conn, sql);
+		PQclear(res);
+	}
+	name[0] = '\0';
+}
+
+static void ks_close(void *state)
+{
+	struct keyset *ks = state;
+	size_t i;
+
+	if (!ks)
+		return;
+	/* a long-lived process (the scheduler) reuses its connection: no leak */
+	deallocate(ks->conn, ks->stmt_first);
+	deallocate(ks->conn, ks->stmt_next);
+	release_pages(ks);
+	for (i = 0; i < ks->cappages; i++)
+		free(ks->pages[i].rows);
+	free(ks->pages);
+	ks->pages = NULL;
+	ks->cappages = 0;
+	free(ks->keycol);
+	ks->keycol = NULL;
+	free(ks->params);
+	ks->params = NULL;
+	keybuf_free(&ks->cur, ks->nkeys);
+	keybuf_free(&ks->pend, ks->nkeys);
+	keybuf_free(&ks->com, ks->nkeys);
+	ks->at = NULL;
+	ks->pending = 0;
+	ks->opened = 0;
+	ks->conn = NULL;
+}
+
+static void ks_free(void *state)
+{
+	struct keyset *ks = state;
+
+	if (!ks)
+		return;
+	ks_close(ks);
+	free(ks->schema);
+	free(ks->table);
+	free(ks->where);
+	strv_free(ks->columns, ks->ncolumns);
+	strv_free(ks->keys, ks->nkeys);
+	free(ks);
+}
+
+/* A growing SQL text; open_memstream records the first failure. */
+static void add(FILE *f, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+static void add(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+static int quote(char **out, struct keyset *ks, const char *ident, cb_error *err)
+{
+	int rc = cb_pg_quote_ident(out, ks->conn, ident, err);
+
+	if (rc)
+		cb_error_prefix(err, "%s", ks->what);
+	return rc;
+}
+
+/*
+ * Build the two statements. @p qkeys: the quoted keys. The select list is the
+ * given columns plus any key not among them (or "*").
+ */
+static int build_sql(struct keyset *ks, char **first, char **next, char *const *qkeys,
+		     cb_error *err)
+{
+	char *text[2] = { NULL, NULL };
+	size_t len, i, j;
+	char *qtable = NULL, *qschema = NULL, *q = NULL;
+	int rc = 0, which;
+
+	*first = *next = NULL;
+	rc = quote(&qtable, ks, ks->table, err);
+	if (!rc && ks->schema)
+		rc = quote(&qschema, ks, ks->schema, err);
+	for (which = 0; which < 2 && !rc; which++) {
+		FILE *f = open_memstream(&text[which], &len);
+
+		if (!f) {
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+			break;
+		}
+		add(f, "SELECT ");
+		if (ks->ncolumns == 0) {
+			add(f, "*");
+		} else {
+			for (i = 0; i < ks->ncolumns && !rc; i++) {
+				rc = quote(&q, ks, ks->columns[i], err);
+				if (!rc)
+					add(f, "%s%s", i ? ", " : "", q);
+				free(q);
+				q = NULL;
+			}
+			for (i = 0; i < ks->nkeys && !rc; i++) {
+				for (j = 0; j < ks->ncolumns; j++)
+					if (strcmp(ks->columns[j], ks->keys[i]) == 0)
+						break;
+				if (j == ks->ncolumns)
+					add(f, ", %s", qkeys[i]);
+			}
+		}
+		if (qschema)
+			add(f, " FROM %s.%s", qschema, qtable);
+		else
+			add(f, " FROM %s", qtable);
+		/* the filter on its own lines, so that a trailing "--" comment is harmless */
+		if (ks->where)
+			add(f, " WHERE (\n%s\n)", ks->where);
+		if (which == 1) {
+			add(f, ks->where ? " AND (" : " WHERE (");
+			for (i = 0; i < ks->nkeys; i++)
+				add(f, "%s%s", i ? ", " : "", qkeys[i]);
+			add(f, ") > (");
+			for (i = 0; i < ks->nkeys; i++)
+				add(f, "%s$%zu", i ? ", " : "", i + 2);
+			add(f, ")");
+		}
+		add(f, " ORDER BY ");
+		for (i = 0; i < ks->nkeys; i++)
+			add(f, "%s%s", i ? ", " : "", qkeys[i]);
+		add(f, " LIMIT $1");
+		if (ferror(f))
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		if (fclose(f) != 0 && !rc)
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	}
+	free(qtable);
+	free(qschema);
+	if (rc) {
+		free(text[0]);
+		free(text[1]);
+		return rc;
+	}
+	*first = text[0];
+	*next = text[1];
+	return 0;
+}
+
+/* Find each key's column in the statement's result (exact, quoted match). */
+static int find_keycols(struct keyset *ks, char *const *qkeys, cb_error *err)
+{
+	PGresult *res = PQdescribePrepared(ks->conn, ks->stmt_first);
+	size_t i;
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, ks->conn, res, "describing the page query");
+		cb_error_prefix(err, "%s", ks->what);
+		goto done;
+	}
+	for (i = 0; i < ks->nkeys; i++) {
+		/* PQfnumber folds unquoted names: the quoted form matches exactly */
+		ks->keycol[i] = PQfnumber(res, qkeys[i]);
+		if (ks->keycol[i] < 0) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: key column \"%s\" is not in the page query's result",
+					  ks->what, ks->keys[i]);
+			goto done;
+		}
+	}
+done:
+	PQclear(res);
+	return rc;
+}
+
+static int restore(struct keyset *ks, const json_t *saved, cb_error *err)
+{
+	const json_t *lk;
+	size_t i;
+
+	if (!saved || !json_is_object(saved))
+		return 0;
+	lk = json_object_get(saved, "last_key");
+	if (!lk || json_is_null(lk))
+		return 0;
+	if (!json_is_array(lk) || json_array_size(lk) != ks->nkeys)
+		return cb_error_set(err, CB_EINVAL,
+				    "%s: saved last_key is not an array of %zu strings", ks->what,
+				    ks->nkeys);
+	for (i = 0; i < ks->nkeys; i++) {
+		const json_t *v = json_array_get(lk, i);
+		const char *s = json_string_value(v);
+		size_t n = json_string_length(v);
+
+		if (!s || memchr(s, '\0', n))
+			return cb_error_set(err, CB_EINVAL,
+					    "%s: saved last_key value %zu is not a NUL-free string",
+					    ks->what, i + 1);
+		if (keybuf_set(&ks->com, i, s, n) < 0)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	}
+	ks->com.valid = 1;
+	ks->at = &ks->com;
+	return 0;
+}
+
+static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
+{
+	struct keyset *ks = state;
+	char **qkeys = NULL;
+	char *first = NULL, *next = NULL;
+	size_t i;
+	int rc = 0;
+
+	ks_close(ks);
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", ks->what);
+	ks->conn = cb_step_context_conn(sc);
+	ks->page_size = ks->opt_page_size ? ks->opt_page_size : cb_step_context_chunk_size(sc);
+	if (ks->page_size == 0 || ks->page_size > INT_MAX / 2 ||
+	    ks->page_size > SIZE_MAX / sizeof(cb_row))
+		return cb_error_set(err, CB_EINVAL, "%s: invalid page size %zu", ks->what,
+				    ks->page_size);
+	snprintf(ks->limit, sizeof(ks->limit), "%zu", ks->page_size);
+
+	ks->keycol = calloc(ks->nkeys, sizeof(*ks->keycol));
+	ks->params = calloc(ks->nkeys + 1, sizeof(*ks->params));
+	qkeys = calloc(ks->nkeys, sizeof(*qkeys));
+	if (!ks->keycol || !ks->params || !qkeys || keybuf_init(&ks->cur, ks->nkeys) ||
+	    keybuf_init(&ks->pend, ks->nkeys) || keybuf_init(&ks->com, ks->nkeys)) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		goto done;
+	}
+	for (i = 0; i < ks->nkeys && !rc; i++)
+		rc = quote(&qkeys[i], ks, ks->keys[i], err);
+	if (rc)
+		goto done;
+	rc = build_sql(ks, &first, &next, qkeys, err);
+	if (rc)
+		goto done;
+	rc = cb_pg_prepare(ks->conn, ks->stmt_first, "ks", first, 1, err);
+	if (!rc)
+		rc = cb_pg_prepare(ks->conn, ks->stmt_next, "ks", next, (int)ks->nkeys + 1, err);
+	if (rc) {
+		cb_error_prefix(err, "%s: preparing the page query", ks->what);
+		goto done;
+	}
+	rc = find_keycols(ks, qkeys, err);
+	if (rc)
+		goto done;
+	rc = restore(ks, saved, err);
+	if (rc)
+		goto done;
+	ks->pos = 0;
+	ks->dropped = 0;
+	ks->done = 0;
+	ks->boundary = 0;
+	ks->keep_from = 0;
+	ks->opened = 1;
+done:
+	if (qkeys)
+		for (i = 0; i < ks->nkeys; i++)
+			free(qkeys[i]);
+	free(qkeys);
+	free(first);
+	free(next);
+	if (rc)
+		ks_close(ks);
+	return rc;
+}
+
+/* Make sure a spare page slot exists. */
+static int reserve_slot(struct keyset *ks, cb_error *err)
+{
+	size_t cap;
+	struct page *p;
+
+	if (ks->npages < ks->cappages)
+		return 0;
+	cap = ks->cappages ? ks->cappages * 2 : 2;
+	p = realloc(ks->pages, cap * sizeof(*p));
+	if (!p)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	ks->pages = p;
+	while (ks->cappages < cap) {
+		p = &ks->pages[ks->cappages];
+		p->res = NULL;
+		p->ntuples = 0;
+		p->rows = malloc(ks->page_size * sizeof(*p->rows));
+		if (!p->rows)
+			return ks->npages < ks->cappages ?
+				       0 :
+				       cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		ks->cappages++;
+	}
+	return 0;
+}
+
+/* Release the pages no running chunk can reach: [0, keep_from). */
+static void retire(struct keyset *ks)
+{
+	size_t i, keep = ks->keep_from;
+	struct page tmp;
+
+	if (!ks->boundary)
+		return;
+	if (keep > ks->npages)
+		keep = ks->npages;
+	for (i = 0; i < keep; i++) {
+		PQclear(ks->pages[i].res);
+		ks->pages[i].res = NULL;
+		ks->pages[i].ntuples = 0;
+	}
+	/* live pages to the front, spare slots (with their row arrays) after */
+	for (i = 0; i < ks->npages - keep; i++) {
+		tmp = ks->pages[i];
+		ks->pages[i] = ks->pages[keep + i];
+		ks->pages[keep + i] = tmp;
+	}
+	ks->npages -= keep;
+	ks->boundary = 0;
+	ks->keep_from = 0;
+}
+
+static int fetch(struct keyset *ks, cb_tx *tx, cb_error *err)
+{
+	PGresult *res = NULL;
+	const char *stmt;
+	struct page *p;
+	size_t i;
+	int rc, nparams, nt, r;
+
+	/* the last item's page may be released below: keep its key */
+	if (ks->last_row) {
+		if (save_position(ks, &ks->cur) < 0)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		ks->last_row = NULL;
+		ks->at = &ks->cur;
+	}
+	/* pages no item of this chunk points into (the query's keys are copies) */
+	retire(ks);
+	rc = reserve_slot(ks, err);
+	if (rc)
+		return rc;
+	ks->params[0] = ks->limit;
+	if (ks->at && ks->at->valid) {
+		for (i = 0; i < ks->nkeys; i++)
+			ks->params[i + 1] = ks->at->v[i];
+		stmt = ks->stmt_next;
+		nparams = (int)ks->nkeys + 1;
+	} else {
+		stmt = ks->stmt_first;
+		nparams = 1;
+	}
+	rc = cb_tx_query(tx, &res, stmt, nparams, ks->params, NULL, NULL, err);
+	if (rc) {
+		PQclear(res);
+		return cb_error_prefix(err, "%s: page query", ks->what);
+	}
+	nt = PQntuples(res);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || nt < 0 || (size_t)nt > ks->page_size) {
+		PQclear(res);
+		return cb_error_set(err, CB_EDB, "%s: unexpected page query result", ks->what);
+	}
+	for (r = 0; r < nt; r++)
+		for (i = 0; i < ks->nkeys; i++)
+			if (PQgetisnull(res, r, ks->keycol[i])) {
+				PQclear(res);
+				return cb_error_set(err, CB_EINVAL,
+						    "%s: key column \"%s\" is NULL in a row; keys "
+						    "must be NOT NULL",
+						    ks->what, ks->keys[i]);
+			}
+	p = &ks->pages[ks->npages++];
+	p->res = res;
+	p->ntuples = nt;
+	for (r = 0; r < nt; r++) {
+		p->rows[r].res = res;
+		p->rows[r].row = r;
+	}
+	ks->pos = 0;
+	ks->dropped = 0;
+	ks->done = (size_t)nt < ks->page_size;
+	return 0;
+}
+
+static int ks_read(void *state, cb_tx *tx, void **item, cb_error *err)
+{
+	struct keyset *ks = state;
+	int rc;
+
+	*item = NULL;
+	if (!ks->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: read before open", ks->what);
+	if (ks->pending) {
+		/* a read after update(): that chunk committed */
+		if (keybuf_copy(&ks->com, &ks->pend, ks->nkeys) < 0)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		ks->pending = 0;
+	}
+	for (;;) {
+		if (ks->npages > 0 && !ks->dropped) {
+			struct page *p = &ks->pages[ks->npages - 1];
+
+			if (ks->pos < (size_t)p->ntuples) {
+				ks->last_row = &p->rows[ks->pos++];
+				*item = (void *)ks->last_row;
+				return 0;
+			}
+			if (ks->done)
+				return CB_DONE;
+		}
+		rc = fetch(ks, tx, err);
+		if (rc)
+			return rc;
+	}
+}
+
+static void set_boundary(struct keyset *ks, size_t keep_from)
+{
+	if (!ks->boundary || keep_from > ks->keep_from)
+		ks->keep_from = keep_from;
+	ks->boundary = 1;
+}
+
+static int ks_update(void *state, json_t *out, cb_error *err)
+{
+	struct keyset *ks = state;
+	json_t *arr = NULL;
+	size_t i;
+
+	if (!ks->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: update before open", ks->what);
+	if (!json_is_object(out))
+		return cb_error_set(err, CB_EINVAL, "%s: update needs a JSON object", ks->what);
+	if (position(ks, 0)) {
+		arr = json_array();
+		if (!arr)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+		for (i = 0; i < ks->nkeys; i++) {
+			json_t *v = json_string(position(ks, i));
+
+			if (!v) {
+				json_decref(arr);
+				return cb_error_set(err, CB_EINVAL,
+						    "%s: value of key column \"%s\" is not valid "
+						    "UTF-8",
+						    ks->what, ks->keys[i]);
+			}
+			if (json_array_append_new(arr, v) < 0) {
+				json_decref(arr);
+				return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+			}
+		}
+		if (json_object_set_new(out, "last_key", arr) < 0)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	}
+	if (save_position(ks, &ks->pend) < 0)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	ks->pending = 1;
+	/* the chunk ends: pages fully read by now are not needed by the next one */
+	if (ks->npages > 0) {
+		int cur_used = ks->dropped || ks->pos >= (size_t)ks->pages[ks->npages - 1].ntuples;
+
+		set_boundary(ks, cur_used ? ks->npages : ks->npages - 1);
+	}
+	return 0;
+}
+
+static void ks_rollback(void *state)
+{
+	struct keyset *ks = state;
+
+	if (!ks || !ks->opened)
+		return;
+	/* an update() not followed by a read belongs to the chunk rolled back */
+	ks->pending = 0;
+	ks->last_row = NULL;
+	ks->at = ks->com.valid ? &ks->com : NULL;
+	ks->done = 0;
+	if (ks->npages > 0) {
+		ks->dropped = 1;
+		set_boundary(ks, ks->npages);
+	}
+}
+
+static void ks_describe(void *state, const void *item, char *buf, size_t size)
+{
+	const struct keyset *ks = state;
+	const cb_row *r = item;
+	size_t i, off = 0;
+	int n;
+
+	if (!buf || size == 0)
+		return;
+	buf[0] = '\0';
+	if (!ks || !r || !r->res || !ks->keycol)
+		return;
+	for (i = 0; i < ks->nkeys && off < size; i++) {
+		n = snprintf(buf + off, size - off, "%s%s=%s", i ? ", " : "", ks->keys[i],
+			     PQgetvalue(r->res, r->row, ks->keycol[i]));
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+static int check_ident(const char *s, const char *what, const char *label, size_t i, cb_error *err)
+{
+	if (!s || !s[0])
+		return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label, i + 1);
+	return 0;
+}
+
+int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err)
+{
+	const char *what = "pg keyset reader";
+	struct keyset *ks;
+	size_t i, j;
+	int rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!out || !opts)
+		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	if (opts->version != CB_PG_KEYSET_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
+				    opts->version);
+	if (!opts->table || !opts->table[0])
+		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
+	if (opts->schema && !opts->schema[0])
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": empty schema name", what,
+				    opts->table);
+	if (!opts->key_columns || opts->nkeys == 0 || opts->nkeys > 100)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns (or too many)",
+				    what, opts->table);
+	if (!opts->columns && opts->ncolumns > 0)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
+				    opts->table);
+	if (opts->page_size > INT_MAX / 2)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": page size too large", what,
+				    opts->table);
+	for (i = 0; i < opts->nkeys; i++) {
+		rc = check_ident(opts->key_columns[i], what, "key column", i, err);
+		if (rc)
+			return rc;
+		for (j = 0; j < i; j++)
+			if (strcmp(opts->key_columns[i], opts->key_columns[j]) == 0)
+				return cb_error_set(err, CB_EINVAL,
+						    "%s on \"%s\": key column \"%s\" given twice",
+						    what, opts->table, opts->key_columns[i]);
+	}
+	for (i = 0; i < opts->ncolumns; i++) {
+		rc = check_ident(opts->columns[i], what, "column", i, err);
+		if (rc)
+			return rc;
+	}
+
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	snprintf(ks->what, sizeof(ks->what), "%s on \"%s%s%s\"", what,
+		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
+	ks->schema = xstrdup(opts->schema);
+	ks->table = xstrdup(opts->table);
+	ks->where = xstrdup(opts->where);
+	ks->keys = strv_dup(opts->key_columns, opts->nkeys);
+	ks->columns = strv_dup(opts->columns, opts->ncolumns);
+	if ((opts->schema && !ks->schema) || !ks->table || (opts->where && !ks->where) ||
+	    !ks->keys || !ks->columns) {
+		strv_free(ks->keys, ks->keys ? opts->nkeys : 0);
+		strv_free(ks->columns, ks->columns ? opts->ncolumns : 0);
+		ks->keys = ks->columns = NULL;
+		ks_free(ks);
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	}
+	ks->nkeys = opts->nkeys;
+	ks->ncolumns = opts->ncolumns;
+	ks->opt_page_size = opts->page_size;
+
+	out->version = CB_READER_VERSION;
+	out->state = ks;
+	out->open = ks_open;
+	out->read = ks_read;
+	out->update = ks_update;
+	out->describe = ks_describe;
+	out->rollback = ks_rollback;
+	out->close = ks_close;
+	out->free = ks_free;
+	return 0;
+}

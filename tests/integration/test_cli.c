@@ -1,0 +1,434 @@
+/*
+ * The command-line interface as an operator meets it: help, usage errors and
+ * their exit codes, parameters rejected before anything is written, schema
+ * init, listings in JSON and as tables, show, stop, abandon and restart.
+ * Runs the real binaries: `cbatch` (no jobs) and `cbatch-examples` (ledger).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+static char out[65536], errout[65536];
+
+static int init(void)
+{
+	return cbt_db_create(db, sizeof(db), "cli");
+}
+
+static int clean(void)
+{
+	cbt_db_drop(db);
+	return 0;
+}
+
+/* Run @p bin with the NULL-terminated arguments (no --db added). */
+static int run_bin(const char *bin, const char *const *args)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	argv[n++] = bin;
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+/* cbatch-examples / cbatch with arguments, without and with --db. */
+#define EX(...)      run_bin(cbt_examples_bin(), (const char *const[]){ __VA_ARGS__, NULL })
+#define ADMIN(...)   run_bin(cbt_cli_bin(), (const char *const[]){ __VA_ARGS__, NULL })
+#define EXDB(...)    EX("--db", db, __VA_ARGS__)
+#define ADMINDB(...) ADMIN("--db", db, __VA_ARGS__)
+
+/* An empty database with the repository schema. */
+static PGconn *fresh(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	cbt_exec(conn, "SET client_min_messages = warning; "
+		       "DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+	CBT_EQ_LL(ADMINDB("schema", "init"), 0);
+	return conn;
+}
+
+/* The ledger example's tables, from its schema file (no demo rows). */
+static void ledger_tables(PGconn *conn)
+{
+	char path[4096], *sql;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/examples/ledger/schema.sql", cbt_source_dir());
+	f = fopen(path, "rb");
+	if (!f) {
+		CBT_FAILF("cannot open %s", path);
+		return;
+	}
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	sql = calloc(1, (size_t)n + 1);
+	if (sql && fread(sql, 1, (size_t)n, f) == (size_t)n)
+		cbt_exec(conn, sql);
+	else
+		CBT_FAILF("cannot read %s", path);
+	free(sql);
+	fclose(f);
+}
+
+/* Parse the captured stdout as exactly one JSON document (new reference). */
+static json_t *stdout_json(void)
+{
+	json_error_t jerr;
+	json_t *v = json_loads(out, 0, &jerr);
+
+	if (!v)
+		CBT_FAILF("stdout is not one JSON document (%s at line %d): %.300s", jerr.text,
+			  jerr.line, out);
+	return v;
+}
+
+static long long newest_execution(PGconn *conn)
+{
+	return cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+}
+
+/* ---- help and usage ------------------------------------------------------ */
+
+static void test_help_for_every_command(void)
+{
+	static const char *const commands[] = { "schema",  "jobs",       "run",  "restart", "stop",
+						"abandon", "executions", "show", "help",    NULL };
+	size_t i;
+
+	CBT_EQ_LL(ADMIN("--help"), 0);
+	for (i = 0; commands[i]; i++)
+		CBT_CONTAINS(out, commands[i]);
+	CBT_EQ_LL(ADMIN("-h"), 0);
+	CBT_CONTAINS(out, "usage:");
+
+	/* The extra commands of a job program are listed, and its jobs. */
+	CBT_EQ_LL(EX("--help"), 0);
+	CBT_CONTAINS(out, "example-setup");
+	CBT_CONTAINS(out, "ledger");
+
+	for (i = 0; commands[i]; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), " %s ", commands[i]);
+		CBT_EQ_LL(ADMIN(commands[i], "--help"), 0);
+		CBT_CONTAINS(out, "usage:");
+		CBT_CONTAINS(out, want);
+		/* Also with --help first, and with a database that does not exist:
+		 * help never connects. */
+		CBT_EQ_LL(ADMIN("--db", "host=/nonexistent", "--help", commands[i]), 0);
+		CBT_CONTAINS(out, want);
+	}
+	CBT_EQ_LL(EX("example-setup", "--help"), 0);
+	CBT_CONTAINS(out, "example-setup");
+	CBT_EQ_LL(ADMIN("help", "run"), 0);
+
+	/* run's help documents the parameter syntax. */
+	CBT_EQ_LL(EX("run", "ledger", "--help"), 0);
+	CBT_CONTAINS(out, "[-]NAME[:TYPE]=VALUE");
+	CBT_CONTAINS(out, "string");
+	CBT_CONTAINS(out, "long");
+	CBT_CONTAINS(out, "double");
+	CBT_CONTAINS(out, "date");
+	CBT_CONTAINS(out, "non-identifying");
+
+	CBT_EQ_LL(ADMIN("--version"), 0);
+	CBT_CONTAINS(out, "cbatch");
+}
+
+static void test_usage_errors_exit_2(void)
+{
+	CBT_EQ_LL(ADMIN("frobnicate"), 2);
+	CBT_CONTAINS(errout, "cbatch: unknown command 'frobnicate'");
+	CBT_EQ_LL(ADMIN("--frobnicate", "jobs"), 2);
+	CBT_CONTAINS(errout, "unknown option '--frobnicate'");
+	CBT_EQ_LL(EX("run", "ledger", "--nxt"), 2);
+	CBT_CONTAINS(errout, "unknown option '--nxt'");
+	CBT_EQ_LL(ADMIN(""), 2);
+	CBT_EQ_LL(run_bin(cbt_cli_bin(), (const char *const[]){ NULL }), 2);
+	CBT_CONTAINS(errout, "usage:");
+	CBT_EQ_LL(ADMIN("--db"), 2);
+	CBT_CONTAINS(errout, "'--db' needs a value");
+	CBT_EQ_LL(ADMIN("run"), 2);
+	CBT_CONTAINS(errout, "missing JOB");
+	CBT_EQ_LL(ADMIN("schema"), 2);
+	CBT_EQ_LL(ADMIN("schema", "drop"), 2);
+	CBT_EQ_LL(ADMIN("show"), 2);
+	CBT_EQ_LL(ADMIN("show", "1", "2"), 2);
+	CBT_EQ_LL(ADMIN("executions", "--limit", "0"), 2);
+	CBT_CONTAINS(errout, "--limit");
+	CBT_EQ_LL(ADMIN("executions", "--limit"), 2);
+
+	/* Execution ids must be positive integers; the message names the argument. */
+	CBT_EQ_LL(ADMINDB("show", "abc"), 2);
+	CBT_CONTAINS(errout, "'abc'");
+	CBT_EQ_LL(ADMINDB("restart", "-3"), 2);
+	CBT_CONTAINS(errout, "'-3'");
+	CBT_EQ_LL(ADMINDB("stop", "12x"), 2);
+	CBT_CONTAINS(errout, "'12x'");
+	CBT_EQ_LL(ADMINDB("abandon", "99999999999999999999999"), 2);
+
+	/* Usage errors in --json mode still give one JSON document. */
+	CBT_EQ_LL(ADMIN("--json", "frobnicate"), 2);
+	{
+		json_t *v = stdout_json();
+
+		CBT_EQ_STR(json_string_value(json_object_get(json_object_get(v, "error"), "code")),
+			   "CB_EINVAL");
+		json_decref(v);
+	}
+}
+
+static void test_unknown_job_exits_2(void)
+{
+	CBT_EQ_LL(EXDB("run", "nope"), 2);
+	CBT_CONTAINS(errout, "cbatch: unknown job 'nope' (known: ledger)");
+	/* The admin binary registers no job. */
+	CBT_EQ_LL(ADMINDB("run", "ledger"), 2);
+	CBT_CONTAINS(errout, "unknown job 'ledger'");
+}
+
+static void test_jobs_lists_registered_jobs(void)
+{
+	json_t *v, *jobs;
+
+	CBT_EQ_LL(EX("jobs"), 0);
+	CBT_CONTAINS(out, "ledger");
+	CBT_EQ_LL(EX("jobs", "--json"), 0);
+	v = stdout_json();
+	jobs = json_object_get(v, "jobs");
+	CBT_EQ_LL(json_array_size(jobs), 1);
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 0), "name")), "ledger");
+	json_decref(v);
+	CBT_EQ_LL(ADMIN("jobs", "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_array_size(json_object_get(v, "jobs")), 0);
+	json_decref(v);
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+static void test_bad_parameter_writes_nothing(void)
+{
+	/* Each with a good parameter first: nothing may be written for either. */
+	static const char *const bad[][2] = {
+		{ "ok=1", "bad:int=3" },         { "ok=1", "noequals" },
+		{ "ok=1", "1name=x" },           { "ok=1", "n:long=12abc" },
+		{ "ok=1", "d:date=2026-02-30" }, { "x=1", "x=2" }, /* duplicate name */
+	};
+	PGconn *conn = fresh();
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = EXDB("run", "ledger", bad[i][0], bad[i][1]);
+
+		if (rc != 2)
+			CBT_FAILF("parameter '%s': exit %d, want 2 (stderr: %s)", bad[i][1], rc,
+				  errout);
+		CBT_CONTAINS(errout, "cbatch: parameter '");
+		CBT_CONTAINS(errout, bad[i][1]);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	/* Parameters are checked before connecting: no database is needed to reject them. */
+	CBT_EQ_LL(EX("--db", "host=/nonexistent", "run", "ledger", "bad:int=3"), 2);
+	CBT_CONTAINS(errout, "unknown type 'int'");
+	/* ... while a good command line against that database fails to connect (1). */
+	CBT_EQ_LL(EX("--db", "host=/nonexistent", "run", "ledger", "n:long=3"), 1);
+	CBT_CONTAINS(errout, "cannot connect");
+	PQfinish(conn);
+}
+
+/* ---- schema -------------------------------------------------------------- */
+
+static void test_schema_init_twice(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char want[64];
+	json_t *v;
+	long long target;
+
+	cbt_exec(conn, "SET client_min_messages = warning; "
+		       "DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+	/* Without a schema, commands that need it say what to do. */
+	CBT_EQ_LL(ADMINDB("executions"), 1);
+	CBT_CONTAINS(errout, "schema init");
+
+	CBT_EQ_LL(ADMINDB("schema", "init"), 0);
+	CBT_CONTAINS(out, "(was 0)");
+	CBT_EQ_LL(ADMINDB("schema", "init", "--json"), 0);
+	v = stdout_json();
+	target = json_integer_value(json_object_get(v, "schema_version"));
+	CBT_EQ_LL(json_integer_value(json_object_get(v, "previous_version")), target);
+	json_decref(v);
+	CBT_EQ_LL(ADMINDB("schema", "init"), 0);
+	snprintf(want, sizeof(want), "schema at version %lld (was %lld)", target, target);
+	CBT_CONTAINS(out, want);
+	CBT_EQ_LL(ADMINDB("schema", "check"), 0);
+	/* CBATCH_DB is not set here, but --db may also come after the command. */
+	CBT_EQ_LL(ADMIN("schema", "check", "--db", db), 0);
+	PQfinish(conn);
+}
+
+/* ---- listings, show, stop, abandon, restart ------------------------------ */
+
+static void test_executions_and_show(void)
+{
+	PGconn *conn = fresh();
+	json_t *v, *list, *e;
+	long long failed, done;
+	char id[32];
+
+	CBT_EQ_LL(ADMINDB("executions", "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_array_size(json_object_get(v, "executions")), 0);
+	json_decref(v);
+	CBT_EQ_LL(ADMINDB("executions"), 0);
+	CBT_CONTAINS(out, "no executions");
+
+	/* Without its tables the ledger job fails: a FAILED execution (exit 1). */
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30", "-chunk.size:long=10"), 1);
+	CBT_CONTAINS(out, "FAILED");
+	failed = newest_execution(conn);
+	/* With its tables (and no rows) a new instance completes. */
+	ledger_tables(conn);
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-07-01", "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_STR(json_string_value(json_object_get(v, "status")), "COMPLETED");
+	CBT_EQ_STR(json_string_value(json_object_get(v, "job_name")), "ledger");
+	CBT_PASS(json_is_integer(json_object_get(v, "job_instance_id")) ? 0 : -1, NULL);
+	CBT_PASS(json_is_boolean(json_object_get(v, "restarted")) ? 0 : -1, NULL);
+	done = json_integer_value(json_object_get(v, "job_execution_id"));
+	CBT_EQ_LL(done, newest_execution(conn));
+	json_decref(v);
+	/* The completed instance does not run again (3). */
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-07-01"), 3);
+
+	CBT_EQ_LL(ADMINDB("executions", "--json"), 0);
+	v = stdout_json();
+	list = json_object_get(v, "executions");
+	CBT_EQ_LL(json_array_size(list), 2);
+	e = json_array_get(list, 0); /* newest first */
+	CBT_EQ_LL(json_integer_value(json_object_get(e, "job_execution_id")), done);
+	json_decref(v);
+	CBT_EQ_LL(ADMINDB("executions", "ledger", "--limit", "1", "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_array_size(json_object_get(v, "executions")), 1);
+	json_decref(v);
+	CBT_EQ_LL(ADMINDB("executions", "other-job", "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_array_size(json_object_get(v, "executions")), 0);
+	json_decref(v);
+	CBT_EQ_LL(ADMINDB("executions"), 0);
+	CBT_CONTAINS(out, "STATUS");
+	CBT_CONTAINS(out, "COMPLETED");
+	CBT_CONTAINS(out, "FAILED");
+
+	snprintf(id, sizeof(id), "%lld", failed);
+	CBT_EQ_LL(ADMINDB("show", id), 0);
+	CBT_CONTAINS(out, "FAILED");
+	CBT_CONTAINS(out, "day:date=2026-06-30");
+	CBT_CONTAINS(out, "-chunk.size:long=10");
+	CBT_CONTAINS(out, "STEP");
+	CBT_CONTAINS(out, "ROLLBACKS");
+	CBT_EQ_LL(ADMINDB("show", id, "--json"), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_integer_value(json_object_get(v, "job_execution_id")), failed);
+	CBT_PASS(json_is_array(json_object_get(v, "steps")) ? 0 : -1, NULL);
+	json_decref(v);
+
+	/* Unknown ids: exit 2, also in JSON mode with an error document. */
+	CBT_EQ_LL(ADMINDB("show", "987654"), 2);
+	CBT_CONTAINS(errout, "cbatch: ");
+	CBT_CONTAINS(errout, "987654");
+	CBT_EQ_LL(ADMINDB("--json", "show", "987654"), 2);
+	v = stdout_json();
+	CBT_EQ_STR(json_string_value(json_object_get(json_object_get(v, "error"), "code")),
+		   "CB_ENOTFOUND");
+	json_decref(v);
+	PQfinish(conn);
+}
+
+static void test_stop_abandon_restart(void)
+{
+	PGconn *conn = fresh();
+	long long failed, done, restarted;
+	char fid[32], did[32], rid[32];
+
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30"), 1);
+	failed = newest_execution(conn);
+	ledger_tables(conn);
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-07-01"), 0);
+	done = newest_execution(conn);
+	snprintf(fid, sizeof(fid), "%lld", failed);
+	snprintf(did, sizeof(did), "%lld", done);
+
+	/* Only running executions can be stopped. */
+	CBT_EQ_LL(ADMINDB("stop", did), 2);
+	CBT_CONTAINS(errout, "cannot stop");
+	CBT_CONTAINS(errout, "COMPLETED");
+	CBT_EQ_LL(ADMINDB("stop", fid), 2);
+	CBT_CONTAINS(errout, "FAILED");
+	CBT_EQ_LL(ADMINDB("stop", "987654"), 2);
+	/* Only failed or stopped executions can be abandoned. */
+	CBT_EQ_LL(ADMINDB("abandon", did), 2);
+	CBT_CONTAINS(errout, "cannot abandon");
+	CBT_CONTAINS(errout, "COMPLETED");
+	CBT_EQ_LL(ADMINDB("abandon", "987654"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution "
+				     "WHERE status IN ('STOPPING', 'ABANDONED')"),
+		  0);
+
+	/* The admin binary cannot restart a job it does not register. */
+	CBT_EQ_LL(ADMINDB("restart", fid), 2);
+	CBT_CONTAINS(errout, "not registered");
+	CBT_EQ_LL(ADMINDB("restart", "987654"), 2);
+	/* The job program can: with the tables there now, the restart completes. */
+	CBT_EQ_LL(EXDB("restart", fid), 0);
+	CBT_CONTAINS(out, "COMPLETED");
+	restarted = newest_execution(conn);
+	CBT_PASS(restarted > done ? 0 : -1, NULL);
+	snprintf(rid, sizeof(rid), "%lld", restarted);
+	/* A completed instance cannot be restarted. */
+	CBT_EQ_LL(EXDB("restart", rid), 3);
+
+	/* A fresh failure, abandoned: its instance can never run again. */
+	cbt_exec(conn, "DROP TABLE ledger");
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-08-01"), 1);
+	failed = newest_execution(conn);
+	snprintf(fid, sizeof(fid), "%lld", failed);
+	CBT_EQ_LL(ADMINDB("abandon", fid), 0);
+	CBT_CONTAINS(out, "ABANDONED");
+	CBT_EQ_LL(ADMINDB("abandon", fid), 2);
+	CBT_CONTAINS(errout, "ABANDONED");
+	CBT_EQ_LL(EXDB("restart", fid), 3);
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-08-01"), 3);
+	PQfinish(conn);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "help for every command", test_help_for_every_command },
+	{ "usage errors exit 2", test_usage_errors_exit_2 },
+	{ "unknown job exits 2", test_unknown_job_exits_2 },
+	{ "jobs lists registered jobs", test_jobs_lists_registered_jobs },
+	{ "bad parameter writes nothing", test_bad_parameter_writes_nothing },
+	{ "schema init twice", test_schema_init_twice },
+	{ "executions and show", test_executions_and_show },
+	{ "stop, abandon, restart", test_stop_abandon_restart },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("cli", init, clean, tests);
+}

@@ -1,0 +1,276 @@
+/*
+ * The PostgreSQL status writer (include/cbatch/writers.h): marks the chunk's
+ * source rows with one UPDATE per chunk, the keys travelling as array
+ * parameters, queued in the chunk's pipeline.
+ */
+#include "cbatch/writers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_values.h"
+
+struct status {
+	/* options (copies) */
+	char *schema;
+	char *table;
+	char **keys;
+	size_t nkeys;
+	char *set_column;
+	char *set_value; /* NULL: SQL NULL */
+	cb_bind_fn bind;
+	void *bind_ctx;
+	char what[200];
+	/* from open */
+	int opened;
+	const cb_step_context *sc;
+	PGconn *conn;
+	char stmt[64];
+	cb_values values;
+	const char **params; /* [0] the value, [1..nkeys] the key arrays */
+};
+
+static void status_close(void *state)
+{
+	struct status *s = state;
+
+	if (!s)
+		return;
+	cb__values_free(&s->values);
+	free(s->params);
+	s->params = NULL;
+	s->opened = 0;
+	cb__pg_deallocate(s->conn, s->stmt);
+}
+
+static void status_free(void *state)
+{
+	struct status *s = state;
+
+	if (!s)
+		return;
+	status_close(s);
+	free(s->schema);
+	free(s->table);
+	cb__strv_free(s->keys, s->nkeys);
+	free(s->set_column);
+	free(s->set_value);
+	free(s);
+}
+
+/* types[0..nkeys-1]: the keys' types, types[nkeys]: the set column's. */
+static int build_sql(struct status *s, char **out, const char *qualified, char *const *types,
+		     cb_error *err)
+{
+	cb__sql b;
+	char **q;
+	char *qset = NULL;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	q = calloc(s->nkeys, sizeof(*q));
+	if (!q)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+	for (i = 0; i < s->nkeys; i++) {
+		rc = cb_pg_quote_ident(&q[i], s->conn, s->keys[i], err);
+		if (rc)
+			goto done;
+	}
+	rc = cb_pg_quote_ident(&qset, s->conn, s->set_column, err);
+	if (rc)
+		goto done;
+	rc = cb__sql_open(&b, err);
+	if (rc)
+		goto done;
+	if (s->nkeys == 1) {
+		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[])", qualified,
+			    qset, types[s->nkeys], q[0], types[0]);
+	} else {
+		cb__sql_add(&b, "UPDATE %s AS _cb_t SET %s = $1::%s FROM unnest(", qualified, qset,
+			    types[s->nkeys]);
+		for (i = 0; i < s->nkeys; i++)
+			cb__sql_add(&b, "%s$%zu::%s[]", i ? ", " : "", i + 2, types[i]);
+		cb__sql_add(&b, ") AS _cb_v(");
+		for (i = 0; i < s->nkeys; i++)
+			cb__sql_add(&b, "%s%s", i ? ", " : "", q[i]);
+		cb__sql_add(&b, ") WHERE (");
+		for (i = 0; i < s->nkeys; i++)
+			cb__sql_add(&b, "%s_cb_t.%s", i ? ", " : "", q[i]);
+		cb__sql_add(&b, ") = (");
+		for (i = 0; i < s->nkeys; i++)
+			cb__sql_add(&b, "%s_cb_v.%s", i ? ", " : "", q[i]);
+		cb__sql_add(&b, ")");
+	}
+	rc = cb__sql_done(&b, out, err);
+done:
+	for (i = 0; i < s->nkeys; i++)
+		free(q[i]);
+	free(q);
+	free(qset);
+	return rc;
+}
+
+static int status_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
+{
+	struct status *s = state;
+	char *qualified = NULL, *sql = NULL;
+	const char **names = NULL;
+	char **types = NULL;
+	char *delims = NULL;
+	size_t i, n = s->nkeys + 1;
+	int rc;
+
+	(void)saved;
+	status_close(s);
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", s->what);
+	s->sc = sc;
+	s->conn = cb_step_context_conn(sc);
+	names = calloc(n, sizeof(*names));
+	types = calloc(n, sizeof(*types));
+	delims = malloc(n);
+	s->params = calloc(n, sizeof(*s->params));
+	if (!names || !types || !delims || !s->params) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+		goto done;
+	}
+	for (i = 0; i < s->nkeys; i++)
+		names[i] = s->keys[i];
+	names[s->nkeys] = s->set_column;
+	rc = cb__pg_qualified_name(&qualified, s->conn, s->schema, s->table, err);
+	if (rc)
+		goto done;
+	rc = cb__pg_column_types(types, delims, s->conn, qualified, names, n, s->what, s->table,
+				 err);
+	if (rc)
+		goto done;
+	rc = build_sql(s, &sql, qualified, types, err);
+	if (rc)
+		goto done;
+	rc = cb_pg_prepare(s->conn, s->stmt, "sts", sql, (int)n, err);
+	if (rc) {
+		cb_error_prefix(err, "%s: preparing the update", s->what);
+		goto done;
+	}
+	rc = cb__values_init(&s->values, s->nkeys, (const char *const *)s->keys, delims, err);
+	if (rc)
+		goto done;
+	s->opened = 1;
+done:
+	if (types)
+		for (i = 0; i < n; i++)
+			free(types[i]);
+	free(types);
+	free(names);
+	free(delims);
+	free(qualified);
+	free(sql);
+	if (rc)
+		status_close(s);
+	return rc;
+}
+
+static int status_result(void *ctx, const PGresult *res, cb_error *err)
+{
+	struct status *s = ctx;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		cb_pg_error(err, s->conn, res, "status update");
+		return cb_error_prefix(err, "%s", s->what);
+	}
+	return 0;
+}
+
+static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
+{
+	struct status *s = state;
+	size_t i;
+	int rc;
+
+	if (!s->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: write before open", s->what);
+	if (n == 0)
+		return 0;
+	cb__values_reset(&s->values);
+	for (i = 0; i < n; i++) {
+		rc = cb__values_bind(&s->values, s->bind, s->bind_ctx, s->sc, items[i], i, s->what,
+				     err);
+		if (rc)
+			return rc;
+	}
+	s->params[0] = s->set_value;
+	rc = cb__values_finish(&s->values, s->params + 1, err);
+	if (rc)
+		return rc;
+	rc = cb_tx_send(tx, s->stmt, (int)(s->nkeys + 1), s->params, NULL, NULL, status_result, s,
+			err);
+	if (rc)
+		cb_error_prefix(err, "%s", s->what);
+	return rc;
+}
+
+int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err)
+{
+	struct status *s;
+	const char *what = "pg status writer";
+	size_t i, j;
+	int rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!out || !opts)
+		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	if (opts->version != CB_PG_STATUS_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
+				    opts->version);
+	if (!opts->table || !opts->table[0])
+		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
+	if (opts->schema && !opts->schema[0])
+		return cb_error_set(err, CB_EINVAL, "%s: empty schema name", what);
+	if (!opts->key_columns || opts->nkeys == 0 || opts->nkeys > 1000)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns (or too many)",
+				    what, opts->table);
+	if (!opts->set_column || !opts->set_column[0])
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no set_column", what,
+				    opts->table);
+	for (i = 0; i < opts->nkeys; i++) {
+		if (!opts->key_columns[i] || !opts->key_columns[i][0])
+			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": key column %zu is empty",
+					    what, opts->table, i + 1);
+		for (j = 0; j < i; j++)
+			if (strcmp(opts->key_columns[i], opts->key_columns[j]) == 0)
+				return cb_error_set(err, CB_EINVAL,
+						    "%s on \"%s\": key column \"%s\" given twice",
+						    what, opts->table, opts->key_columns[i]);
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	snprintf(s->what, sizeof(s->what), "%s on \"%s%s%s\"", what,
+		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
+	s->schema = opts->schema ? strdup(opts->schema) : NULL;
+	s->table = strdup(opts->table);
+	s->set_column = strdup(opts->set_column);
+	s->set_value = opts->set_value ? strdup(opts->set_value) : NULL;
+	if ((opts->schema && !s->schema) || !s->table || !s->set_column ||
+	    (opts->set_value && !s->set_value) ||
+	    cb__strv_dup(&s->keys, opts->key_columns, opts->nkeys) < 0) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+		status_free(s);
+		return rc;
+	}
+	s->nkeys = opts->nkeys;
+	s->bind = opts->bind;
+	s->bind_ctx = opts->bind_ctx;
+
+	out->version = CB_WRITER_VERSION;
+	out->state = s;
+	out->open = status_open;
+	out->write = status_write;
+	out->update = NULL;
+	out->close = status_close;
+	out->free = status_free;
+	return 0;
+}

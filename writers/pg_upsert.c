@@ -1,0 +1,338 @@
+/*
+ * The PostgreSQL upsert writer (include/cbatch/writers.h): one
+ * INSERT ... SELECT * FROM unnest(<array parameters>) ON CONFLICT statement
+ * per chunk, queued in the chunk's pipeline.
+ */
+#include "cbatch/writers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_values.h"
+
+struct upsert {
+	/* options (copies) */
+	char *schema;
+	char *table;
+	char **columns;
+	size_t ncolumns;
+	char **keys;
+	size_t nkeys;
+	char **update; /* columns set on conflict; none: DO NOTHING */
+	size_t nupdate;
+	cb_bind_fn bind;
+	void *bind_ctx;
+	char what[200]; /* names the writer in messages */
+	/* from open */
+	int opened;
+	const cb_step_context *sc;
+	PGconn *conn;
+	char stmt[64];
+	cb_values values;
+	const char **params;
+};
+
+static int find(char *const *v, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void upsert_close(void *state)
+{
+	struct upsert *u = state;
+
+	if (!u)
+		return;
+	cb__values_free(&u->values);
+	free(u->params);
+	u->params = NULL;
+	u->opened = 0;
+	cb__pg_deallocate(u->conn, u->stmt);
+}
+
+static void upsert_free(void *state)
+{
+	struct upsert *u = state;
+
+	if (!u)
+		return;
+	upsert_close(u);
+	free(u->schema);
+	free(u->table);
+	cb__strv_free(u->columns, u->ncolumns);
+	cb__strv_free(u->keys, u->nkeys);
+	cb__strv_free(u->update, u->nupdate);
+	free(u);
+}
+
+static int build_sql(struct upsert *u, char **out, const char *qualified, char *const *types,
+		     cb_error *err)
+{
+	cb__sql s;
+	char *q = NULL;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	rc = cb__sql_open(&s, err);
+	if (rc)
+		return rc;
+	cb__sql_add(&s, "INSERT INTO %s (", qualified);
+	for (i = 0; i < u->ncolumns; i++) {
+		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
+		if (rc)
+			goto fail;
+		cb__sql_add(&s, "%s%s", i ? ", " : "", q);
+		free(q);
+	}
+	cb__sql_add(&s, ") SELECT * FROM unnest(");
+	for (i = 0; i < u->ncolumns; i++)
+		cb__sql_add(&s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
+	cb__sql_add(&s, ") ON CONFLICT (");
+	for (i = 0; i < u->nkeys; i++) {
+		rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
+		if (rc)
+			goto fail;
+		cb__sql_add(&s, "%s%s", i ? ", " : "", q);
+		free(q);
+	}
+	if (u->nupdate == 0) {
+		cb__sql_add(&s, ") DO NOTHING");
+	} else {
+		cb__sql_add(&s, ") DO UPDATE SET ");
+		for (i = 0; i < u->nupdate; i++) {
+			rc = cb_pg_quote_ident(&q, u->conn, u->update[i], err);
+			if (rc)
+				goto fail;
+			cb__sql_add(&s, "%s%s = EXCLUDED.%s", i ? ", " : "", q, q);
+			free(q);
+		}
+	}
+	return cb__sql_done(&s, out, err);
+fail:
+	cb__sql_done(&s, out, NULL);
+	free(*out);
+	*out = NULL;
+	return rc;
+}
+
+static int upsert_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
+{
+	struct upsert *u = state;
+	char *qualified = NULL, *sql = NULL;
+	char **types = NULL;
+	char *delims = NULL;
+	size_t i;
+	int rc;
+
+	(void)saved;
+	upsert_close(u);
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", u->what);
+	u->sc = sc;
+	u->conn = cb_step_context_conn(sc);
+	types = calloc(u->ncolumns, sizeof(*types));
+	delims = malloc(u->ncolumns);
+	u->params = calloc(u->ncolumns, sizeof(*u->params));
+	if (!types || !delims || !u->params) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
+		goto done;
+	}
+	rc = cb__pg_qualified_name(&qualified, u->conn, u->schema, u->table, err);
+	if (rc)
+		goto done;
+	rc = cb__pg_column_types(types, delims, u->conn, qualified, (const char *const *)u->columns,
+				 u->ncolumns, u->what, u->table, err);
+	if (rc)
+		goto done;
+	rc = build_sql(u, &sql, qualified, types, err);
+	if (rc)
+		goto done;
+	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql, (int)u->ncolumns, err);
+	if (rc) {
+		cb_error_prefix(err, "%s: preparing the upsert", u->what);
+		goto done;
+	}
+	rc = cb__values_init(&u->values, u->ncolumns, (const char *const *)u->columns, delims, err);
+	if (rc)
+		goto done;
+	u->opened = 1;
+done:
+	if (types)
+		for (i = 0; i < u->ncolumns; i++)
+			free(types[i]);
+	free(types);
+	free(delims);
+	free(qualified);
+	free(sql);
+	if (rc)
+		upsert_close(u);
+	return rc;
+}
+
+static int upsert_result(void *ctx, const PGresult *res, cb_error *err)
+{
+	struct upsert *u = ctx;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		cb_pg_error(err, u->conn, res, "upsert");
+		return cb_error_prefix(err, "%s", u->what);
+	}
+	return 0;
+}
+
+static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
+{
+	struct upsert *u = state;
+	size_t i;
+	int rc;
+
+	if (!u->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: write before open", u->what);
+	if (n == 0)
+		return 0;
+	cb__values_reset(&u->values);
+	for (i = 0; i < n; i++) {
+		rc = cb__values_bind(&u->values, u->bind, u->bind_ctx, u->sc, items[i], i, u->what,
+				     err);
+		if (rc)
+			return rc;
+	}
+	rc = cb__values_finish(&u->values, u->params, err);
+	if (rc)
+		return rc;
+	rc = cb_tx_send(tx, u->stmt, (int)u->ncolumns, u->params, NULL, NULL, upsert_result, u,
+			err);
+	if (rc)
+		cb_error_prefix(err, "%s", u->what);
+	return rc;
+}
+
+static int check_names(const char *const *v, size_t n, const char *what, const char *label,
+		       cb_error *err)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		if (!v[i] || !v[i][0])
+			return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label,
+					    i + 1);
+		for (j = 0; j < i; j++)
+			if (strcmp(v[i], v[j]) == 0)
+				return cb_error_set(err, CB_EINVAL, "%s: %s \"%s\" given twice",
+						    what, label, v[i]);
+	}
+	return 0;
+}
+
+int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err)
+{
+	struct upsert *u = NULL;
+	const char *what = "pg upsert writer";
+	size_t i, k;
+	int rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!out || !opts)
+		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	if (opts->version != CB_PG_UPSERT_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
+				    opts->version);
+	if (!opts->table || !opts->table[0])
+		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
+	if (opts->schema && !opts->schema[0])
+		return cb_error_set(err, CB_EINVAL, "%s: empty schema name", what);
+	if (!opts->columns || opts->ncolumns == 0)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no columns", what, opts->table);
+	if (!opts->key_columns || opts->nkeys == 0)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns", what,
+				    opts->table);
+	if (opts->nupdate > 0 && !opts->update_columns)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": nupdate without update_columns",
+				    what, opts->table);
+	if (opts->ncolumns > 1000)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": too many columns", what,
+				    opts->table);
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	snprintf(u->what, sizeof(u->what), "%s on \"%s%s%s\"", what,
+		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
+	rc = check_names(opts->columns, opts->ncolumns, u->what, "column", err);
+	if (!rc)
+		rc = check_names(opts->key_columns, opts->nkeys, u->what, "key column", err);
+	if (!rc && opts->update_columns)
+		rc = check_names(opts->update_columns, opts->nupdate, u->what, "update column",
+				 err);
+	if (rc)
+		goto fail;
+
+	u->schema = opts->schema ? strdup(opts->schema) : NULL;
+	u->table = strdup(opts->table);
+	if ((opts->schema && !u->schema) || !u->table ||
+	    cb__strv_dup(&u->columns, opts->columns, opts->ncolumns) < 0)
+		goto nomem;
+	u->ncolumns = opts->ncolumns;
+	if (cb__strv_dup(&u->keys, opts->key_columns, opts->nkeys) < 0)
+		goto nomem;
+	u->nkeys = opts->nkeys;
+	for (i = 0; i < u->nkeys; i++)
+		if (find(u->columns, u->ncolumns, u->keys[i]) < 0) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: key column \"%s\" is not among the columns", u->what,
+					  u->keys[i]);
+			goto fail;
+		}
+
+	if (opts->update_columns) {
+		/* listed columns; none listed: DO NOTHING */
+		if (cb__strv_dup(&u->update, opts->update_columns, opts->nupdate) < 0)
+			goto nomem;
+		u->nupdate = opts->nupdate;
+		for (i = 0; i < u->nupdate; i++)
+			if (find(u->columns, u->ncolumns, u->update[i]) < 0) {
+				rc = cb_error_set(
+					err, CB_EINVAL,
+					"%s: update column \"%s\" is not among the columns",
+					u->what, u->update[i]);
+				goto fail;
+			}
+	} else {
+		/* every non-key column; a table of keys only: DO NOTHING */
+		const char **v = calloc(u->ncolumns, sizeof(*v));
+
+		if (!v)
+			goto nomem;
+		for (i = 0, k = 0; i < u->ncolumns; i++)
+			if (find(u->keys, u->nkeys, u->columns[i]) < 0)
+				v[k++] = u->columns[i];
+		rc = cb__strv_dup(&u->update, v, k);
+		free(v);
+		if (rc < 0)
+			goto nomem;
+		u->nupdate = k;
+	}
+	u->bind = opts->bind;
+	u->bind_ctx = opts->bind_ctx;
+
+	out->version = CB_WRITER_VERSION;
+	out->state = u;
+	out->open = upsert_open;
+	out->write = upsert_write;
+	out->update = NULL;
+	out->close = upsert_close;
+	out->free = upsert_free;
+	return 0;
+nomem:
+	rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
+fail:
+	upsert_free(u);
+	return rc;
+}

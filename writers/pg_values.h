@@ -1,0 +1,116 @@
+/*
+ * Internal side of cb_values (include/cbatch/writers.h) and what the
+ * PostgreSQL writers share: per-column text buffers that accumulate one
+ * PostgreSQL array literal per column for a whole chunk, the column type
+ * lookup, and SQL text building.
+ *
+ * A cb_values lives in its writer for the writer's lifetime. Per chunk:
+ * cb__values_reset, then cb__values_bind for each item, then
+ * cb__values_finish, whose strings (borrowed, valid until the next reset)
+ * are the statement's parameters. The buffers only grow: a steady job
+ * allocates nothing per chunk or per field.
+ */
+#ifndef CB_WRITERS_PG_VALUES_H
+#define CB_WRITERS_PG_VALUES_H
+
+#include <stdio.h>
+
+#include "cbatch/writers.h"
+
+/* One column's array literal being built: "{"a","b",NULL" then "}". */
+struct cb_values_col {
+	char *buf;
+	size_t len;
+	size_t cap;
+	char delim;        /* element delimiter of the column's type (',' but ';' for box) */
+	unsigned char set; /* set for the current item */
+};
+
+struct cb_values {
+	size_t ncols;
+	const char *const *names; /* borrowed from the writer */
+	struct cb_values_col *cols;
+	size_t nitems; /* items bound since the last reset */
+	int error;     /* first failure of a cb_values_set* call, 0 if none */
+	char error_msg[160];
+	/* cb_bind_row_by_name's column map, cached per page result. */
+	const PGresult *map_res;
+	int map_nfields;
+	int *map; /* row column per writer column, -1: job_execution_id */
+};
+
+/*
+ * Initialise @p v for @p ncols columns named @p names (borrowed; must outlive
+ * @p v). @p delims: each column's element delimiter, NULL for all ','.
+ * @return 0 or CB_ENOMEM.
+ */
+int cb__values_init(cb_values *v, size_t ncols, const char *const *names, const char *delims,
+		    cb_error *err);
+/* Release the buffers. NULL-safe; @p v itself is not freed. */
+void cb__values_free(cb_values *v);
+/* Start a new chunk: empty every array (buffers are kept). */
+void cb__values_reset(cb_values *v);
+/*
+ * Bind item number @p index of the chunk: call @p bind (NULL:
+ * cb_bind_row_by_name) and check that it set every column exactly once.
+ * @p what names the writer in messages. @return 0 or a negative code.
+ */
+int cb__values_bind(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_context *sc,
+		    const void *item, size_t index, const char *what, cb_error *err);
+/*
+ * Close every array and store the literals in @p params[0..ncols-1]
+ * (borrowed, valid until the next reset). @return 0 or CB_ENOMEM.
+ */
+int cb__values_finish(cb_values *v, const char **params, cb_error *err);
+
+/*
+ * Quote "schema"."table" (or "table" when @p schema is NULL) for SQL text.
+ * @p out receives a new string (free). @return 0, CB_EINVAL, CB_ENOMEM.
+ */
+int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const char *table,
+			  cb_error *err);
+
+/*
+ * Look up the types of columns @p names[0..n-1] of the table @p qualified
+ * (quoted SQL text, from cb__pg_qualified_name). @p types receives n new
+ * strings (format_type, ready for SQL text: free each), @p delims n element
+ * delimiters. @p what and @p table name the writer and table in messages.
+ * Array-typed columns are refused (unnest would flatten them).
+ * @return 0, CB_EINVAL (no such column), CB_EDB (no such table), CB_ENOMEM.
+ */
+int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
+			const char *const *names, size_t n, const char *what, const char *table,
+			cb_error *err);
+
+/*
+ * Drop the prepared statement @p name (from cb_pg_prepare; "" is ignored) on
+ * @p conn, when the connection is usable and not in pipeline mode: a
+ * long-lived process (the scheduler) reuses its connection for many runs.
+ * Best effort; @p name is set to "".
+ */
+void cb__pg_deallocate(PGconn *conn, char *name);
+
+/* A growing SQL text; the first failure sticks and is reported by _done. */
+typedef struct cb__sql {
+	FILE *f;
+	char *text;
+	size_t len;
+} cb__sql;
+
+/* Open a builder. @return 0 or CB_ENOMEM. */
+int cb__sql_open(cb__sql *s, cb_error *err);
+/* Append printf-formatted text (identifiers must be quoted already). */
+void cb__sql_add(cb__sql *s, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+/* Finish: @p out receives the new text (free). @return 0 or CB_ENOMEM. */
+int cb__sql_done(cb__sql *s, char **out, cb_error *err);
+
+/* Duplicate a string array (each entry and the array). NULL when n == 0. */
+int cb__strv_dup(char ***out, const char *const *v, size_t n);
+/* Free an array made by cb__strv_dup. NULL-safe. */
+void cb__strv_free(char **v, size_t n);
+
+#endif
