@@ -39,13 +39,17 @@ PGconn *cb__connect_like(PGconn *like)
 	int n = 0;
 	PGconn *c;
 
-	for (o = opts; o && o->keyword && n < 63; o++) {
-		if (!o->val || !*o->val)
+	for (o = opts; o && o->keyword && n < 62; o++) {
+		if (!o->val || !*o->val || strcmp(o->keyword, "application_name") == 0)
 			continue;
 		keys[n] = o->keyword;
 		vals[n] = o->val;
 		n++;
 	}
+	/* Operators (and tests) can tell the heartbeat's session from the job's. */
+	keys[n] = "application_name";
+	vals[n] = "cbatch-heartbeat";
+	n++;
 	keys[n] = NULL;
 	vals[n] = NULL;
 	c = PQconnectdbParams(keys, vals, 0);

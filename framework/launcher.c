@@ -205,6 +205,18 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	}
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
 				 out->exit_message, err);
+	if (rc == CB_EFENCED) {
+		/* Another process declared this execution dead and took over: this
+		 * process's outcome is FAILED whatever its steps did, and says why. */
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		if (snprintf(msg, sizeof(msg), "%s%s%s", err->message,
+			     out->exit_message[0] ? "; this process: " : "", out->exit_message) < 0)
+			msg[0] = '\0';
+		result_set(out, CB_STATUS_FAILED, "FAILED", msg);
+		cb_error_clear(err);
+		rc = 0;
+	}
 	if (rc < 0 && runerr.code)
 		cb_error_prefix(err, "%s; then", runerr.message);
 	{

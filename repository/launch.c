@@ -331,12 +331,27 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	const char *p[4] = { id, cb_status_name(status), exit_code, exit_message ? exit_message : "" };
 
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
-	return cb__repo_command(conn, "finish job execution",
-				"UPDATE batch_job_execution SET status = $2, exit_code = $3, "
-				"exit_message = left($4, 2500), end_time = clock_timestamp(), "
-				"last_updated = clock_timestamp(), version = version + 1 "
-				"WHERE job_execution_id = $1",
-				4, p, err);
+	PGresult *res;
+	int rc = 0;
+
+	/* Only an execution that is still live is ours to end: one that another
+	 * process buried as dead (owner lost) keeps that verdict, even if this
+	 * process wakes up later and finishes its step. */
+	res = cb__repo_exec(conn, "finish job execution",
+			    "UPDATE batch_job_execution SET status = $2, exit_code = $3, "
+			    "exit_message = left($4, 2500), end_time = clock_timestamp(), "
+			    "last_updated = clock_timestamp(), version = version + 1 "
+			    "WHERE job_execution_id = $1 "
+			    "AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+			    4, p, err);
+	if (!res)
+		return CB_EDB;
+	if (atoll(PQcmdTuples(res)) == 0)
+		rc = cb_error_set(err, CB_EFENCED,
+				  "job execution %lld was ended by another process (owner lost); "
+				  "its outcome stands", job_execution_id);
+	PQclear(res);
+	return rc;
 }
 
 int cb__repo_job_status(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
