@@ -16,7 +16,35 @@ struct cb_job {
 	char *lock_template;  /* NULL: job name + identifying parameters */
 	double lease_seconds; /* lock at most for */
 	double lock_at_least_seconds;
+	cb_listener *listeners;
+	size_t nlisteners;
+	struct cb__transition *transitions;
+	size_t ntransitions;
+	struct cb__param_spec *param_specs;
+	size_t nparam_specs;
 };
+
+struct cb__transition {
+	char *from, *pattern, *to;
+};
+
+struct cb__param_spec {
+	char *name;
+	cb_param_type type;
+	int required;
+};
+
+/* Call listener member @p fn with the given arguments on each of the job's listeners. */
+#define CB__NOTIFY(job, fn, ...)                                                   \
+	do {                                                                       \
+		for (size_t cb__i = 0; cb__i < (job)->nlisteners; cb__i++)         \
+			if ((job)->listeners[cb__i].fn)                            \
+				(job)->listeners[cb__i].fn((job)->listeners[cb__i].ctx, \
+							   __VA_ARGS__);           \
+	} while (0)
+
+/* Does @p status match the transition pattern (`*`, `?`)? */
+int cb__pattern_match(const char *pattern, const char *status);
 
 struct cb__heartbeat;
 
@@ -45,15 +73,21 @@ void cb__run_fence_params(const cb__run *run, const char **params, char *token_b
 
 /* What a step ended with. */
 typedef struct cb__step_outcome {
-	cb_status status;   /* COMPLETED, FAILED or STOPPED */
+	cb_status status;    /* COMPLETED, FAILED or STOPPED */
 	long long rollbacks; /* not yet recorded in the repository */
-	cb_error error;     /* why, when FAILED */
+	cb_error error;      /* why, when FAILED */
+	char exit_status[32]; /* set by the step or a listener; "" means the status */
 } cb__step_outcome;
 
-int cb__step_chunk_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+/* Run one step execution. @p sc is filled by the flow (ids, params, job
+ * context); the step may set sc->exit_status. @p context: the step's. */
+int cb__step_chunk_run(cb__run *run, const cb_step_def *def, struct cb_step_context *sc,
 		       json_t *context, cb__step_outcome *out);
-int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, struct cb_step_context *sc,
 			 json_t *context, cb__step_outcome *out);
+
+/* Run the job's flow for an execution the repository has just created. */
+int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err);
 
 /* Signals: SIGINT/SIGTERM ask for a stop after the current chunk; a second
  * SIGINT/SIGTERM gets the default action (the open chunk rolls back). */

@@ -50,6 +50,16 @@ void cb_job_free(cb_job *job)
 	free(job->steps);
 	free(job->description);
 	free(job->lock_template);
+	for (size_t i = 0; i < job->ntransitions; i++) {
+		free(job->transitions[i].from);
+		free(job->transitions[i].pattern);
+		free(job->transitions[i].to);
+	}
+	free(job->transitions);
+	for (size_t i = 0; i < job->nparam_specs; i++)
+		free(job->param_specs[i].name);
+	free(job->param_specs);
+	free(job->listeners);
 	free(job->name);
 	free(job);
 }
@@ -143,4 +153,179 @@ int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last,
 		*out = NULL;
 	}
 	return rc;
+}
+
+int cb_job_add_listener(cb_job *job, const cb_listener *listener, cb_error *err)
+{
+	cb_listener *l;
+
+	if (!listener || listener->version != CB_LISTENER_VERSION)
+		return cb_error_set(err, CB_EINVAL, "job '%s': listener of unknown version",
+				    job->name);
+	l = realloc(job->listeners, (job->nlisteners + 1) * sizeof(*l));
+	if (!l)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	job->listeners = l;
+	l[job->nlisteners++] = *listener;
+	return 0;
+}
+
+static const cb_step_def *find_step(const cb_job *job, const char *name)
+{
+	for (size_t i = 0; i < job->nsteps; i++)
+		if (strcmp(job->steps[i].name, name) == 0)
+			return &job->steps[i];
+	return NULL;
+}
+
+int cb_job_add_transition(cb_job *job, const char *from, const char *pattern, const char *to,
+			  cb_error *err)
+{
+	struct cb__transition *t, nt;
+
+	if (!from || !find_step(job, from))
+		return cb_error_set(err, CB_EINVAL, "job '%s': transition from unknown step '%s'",
+				    job->name, from ? from : "");
+	if (!pattern || !*pattern || strlen(pattern) > 31)
+		return cb_error_set(err, CB_EINVAL, "job '%s': transition from '%s' needs an exit "
+				    "status pattern of 1..31 characters", job->name, from);
+	if (!to || (strcmp(to, CB_FLOW_END) != 0 && strcmp(to, CB_FLOW_FAIL) != 0 &&
+		    strcmp(to, CB_FLOW_STOP) != 0 && !find_step(job, to)))
+		return cb_error_set(err, CB_EINVAL, "job '%s': transition from '%s' on '%s' goes to "
+				    "unknown step '%s'", job->name, from, pattern, to ? to : "");
+	nt.from = strdup(from);
+	nt.pattern = strdup(pattern);
+	nt.to = strdup(to);
+	t = realloc(job->transitions, (job->ntransitions + 1) * sizeof(*t));
+	if (!t || !nt.from || !nt.pattern || !nt.to) {
+		if (t)
+			job->transitions = t;
+		free(nt.from);
+		free(nt.pattern);
+		free(nt.to);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	job->transitions = t;
+	t[job->ntransitions++] = nt;
+	return 0;
+}
+
+int cb__pattern_match(const char *p, const char *s)
+{
+	/* Iterative glob with backtracking to the last '*'. */
+	const char *star = NULL, *resume = NULL;
+
+	while (*s) {
+		if (*p == '*') {
+			star = p++;
+			resume = s;
+		} else if (*p == '?' || *p == *s) {
+			p++;
+			s++;
+		} else if (star) {
+			p = star + 1;
+			s = ++resume;
+		} else {
+			return 0;
+		}
+	}
+	while (*p == '*')
+		p++;
+	return *p == '\0';
+}
+
+int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required,
+		     cb_error *err)
+{
+	struct cb__param_spec *ps;
+	cb_params *probe = NULL;
+	char *copy;
+	int rc;
+
+	/* Reuse the parameter parser's name rules. */
+	rc = cb_params_new(&probe, err);
+	if (rc == 0)
+		rc = cb_params_add_string(probe, name, "x", 1, err);
+	cb_params_free(probe);
+	if (rc < 0)
+		return cb_error_prefix(err, "job '%s'", job->name);
+	if (type < CB_PARAM_STRING || type > CB_PARAM_DATE)
+		return cb_error_set(err, CB_EINVAL, "job '%s': parameter '%s' of unknown type",
+				    job->name, name);
+	copy = strdup(name);
+	ps = realloc(job->param_specs, (job->nparam_specs + 1) * sizeof(*ps));
+	if (!copy || !ps) {
+		if (ps)
+			job->param_specs = ps;
+		free(copy);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	job->param_specs = ps;
+	ps[job->nparam_specs++] = (struct cb__param_spec){ copy, type, required != 0 };
+	return 0;
+}
+
+int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err)
+{
+	size_t n = params ? cb_params_count(params) : 0;
+
+	if (job->nparam_specs == 0)
+		return 0;
+	for (size_t i = 0; i < job->nparam_specs; i++) {
+		const struct cb__param_spec *ps = &job->param_specs[i];
+		cb_param_type type;
+
+		if (!params || cb_params_find(params, ps->name, &type, NULL, NULL) < 0) {
+			if (ps->required)
+				return cb_error_set(err, CB_EINVAL, "job '%s' requires parameter "
+						    "%s:%s", job->name, ps->name,
+						    cb_param_type_name(ps->type));
+			continue;
+		}
+		if (type != ps->type)
+			return cb_error_set(err, CB_EINVAL, "job '%s': parameter '%s' must be of type "
+					    "%s, not %s", job->name, ps->name,
+					    cb_param_type_name(ps->type), cb_param_type_name(type));
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *name;
+		int ident, known = 0;
+
+		cb_params_at(params, i, &name, NULL, NULL, &ident);
+		for (size_t k = 0; k < job->nparam_specs && !known; k++)
+			known = strcmp(job->param_specs[k].name, name) == 0;
+		if (!known && ident && strcmp(name, "run.id") != 0)
+			return cb_error_set(err, CB_EINVAL, "job '%s' does not accept parameter '%s' "
+					    "(make it non-identifying with a leading '-', or see the "
+					    "job's parameters)", job->name, name);
+	}
+	return 0;
+}
+
+static int sqlstate_class(const cb_error *err, const char *cls)
+{
+	return strncmp(err->sqlstate, cls, 2) == 0;
+}
+
+cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *err)
+{
+	(void)user;
+	(void)fault;
+	if (err->code == CB_ERETRY || sqlstate_class(err, "08") ||
+	    strcmp(err->sqlstate, "57P01") == 0)
+		return CB_FAULT_RETRY;
+	return CB_FAULT_FAIL;
+}
+
+cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err)
+{
+	cb_fault_action a = cb_classify_default(user, fault, err);
+
+	if (a != CB_FAULT_FAIL)
+		return a;
+	if (fault != CB_FAULT_WRITE && err->code == CB_EINVAL)
+		return CB_FAULT_SKIP;
+	if (fault == CB_FAULT_WRITE && (sqlstate_class(err, "22") || sqlstate_class(err, "23")))
+		return CB_FAULT_SKIP;
+	return CB_FAULT_FAIL;
 }

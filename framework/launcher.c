@@ -27,62 +27,6 @@ static void ensure_connection(PGconn *conn)
 		PQreset(conn);
 }
 
-/* Run the steps of an execution the repository has just created. */
-static int run_steps(cb__run *run, cb_job_result *out, cb_error *err)
-{
-	const cb_job *job = run->job;
-	cb_status final = CB_STATUS_COMPLETED;
-	char message[CB_ERROR_MESSAGE_MAX] = "";
-	int rc;
-
-	for (size_t i = 0; i < job->nsteps && final == CB_STATUS_COMPLETED; i++) {
-		const cb_step_def *def = &job->steps[i];
-		cb__step_history hist;
-		cb__step_outcome oc;
-		long long step_id;
-		json_t *context;
-
-		rc = cb__repo_step_history(&hist, run->conn, run->job_instance_id, def->name, err);
-		if (rc < 0)
-			return rc;
-		if (hist.found && hist.status == CB_STATUS_COMPLETED) {
-			/* Completed in an earlier execution of this instance: not rerun. */
-			json_decref(hist.context);
-			continue;
-		}
-		/* Resume from the last committed context of the step's newest execution. */
-		context = hist.found ? hist.context : json_object();
-		if (!context)
-			return cb_error_set(err, CB_ENOMEM, "out of memory");
-		rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name,
-					  context, err);
-		if (rc < 0) {
-			json_decref(context);
-			return rc;
-		}
-		memset(&oc, 0, sizeof(oc));
-		if (def->kind == CB_STEP_TASKLET)
-			cb__step_tasklet_run(run, def, step_id, context, &oc);
-		else
-			cb__step_chunk_run(run, def, step_id, context, &oc);
-		json_decref(context);
-		if (oc.status == CB_STATUS_FAILED) {
-			cb_error_prefix(&oc.error, "step '%s'", def->name);
-			snprintf(message, sizeof(message), "%s", oc.error.message);
-		} else if (oc.status == CB_STATUS_STOPPED) {
-			snprintf(message, sizeof(message), "stopped during step '%s'", def->name);
-		}
-		ensure_connection(run->conn);
-		rc = cb__repo_step_finish(run->conn, step_id, oc.status, cb_status_name(oc.status),
-					  message, oc.rollbacks, err);
-		if (rc < 0)
-			return rc;
-		final = oc.status;
-	}
-	result_set(out, final, cb_status_name(final), message);
-	return 0;
-}
-
 int cb__run_check_lock(const cb__run *run, cb_error *err)
 {
 	char why[CB_ERROR_MESSAGE_MAX];
@@ -130,7 +74,9 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	cb_error runerr = CB_ERROR_INIT;
 	int rc;
 
-	rc = cb_params_job_key(key, params, err);
+	rc = cb_job_validate_params(job, params, err);
+	if (rc == 0)
+		rc = cb_params_job_key(key, params, err);
 	if (rc == 0)
 		rc = cb_job_lock_name(&lock_name, job, params, err);
 	if (rc == 0)
@@ -179,7 +125,8 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	if (rc == 0) {
 		if (opts->handle_signals)
 			cb__signals_install();
-		rc = run_steps(&run, out, &runerr);
+		CB__NOTIFY(job, before_job, job->name, l.job_execution_id);
+		rc = cb__flow_run(&run, out, &runerr);
 		if (opts->handle_signals)
 			cb__signals_restore();
 	}
@@ -203,6 +150,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 				       grant.fencing_token, l.job_execution_id, out->exit_message,
 				       &ignored);
 	}
+	CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status, out->exit_message);
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
 				 out->exit_message, err);
 	if (rc == CB_EFENCED) {

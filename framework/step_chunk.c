@@ -2,6 +2,17 @@
  * The chunk step: read a chunk, process it, write it and checkpoint, all in
  * one transaction whose write half (writers' statements, the checkpoint and
  * COMMIT) goes to the server as one pipeline.
+ *
+ * Faults are classified per item (read, process) or per chunk (write):
+ *   SKIP   read/process: drop the item and go on, in the same chunk.
+ *          write: roll back, then scan — write the chunk's items one by one
+ *          under savepoints in one new transaction, skipping those that fail,
+ *          and commit the survivors with the checkpoint (exactly once).
+ *   RETRY  roll back and redo the chunk after a backoff; a lost connection is
+ *          re-established and the step resumes from what the repository says
+ *          was committed (a commit whose answer was lost may have happened).
+ *   FAIL   roll back and fail the step; everything committed stays.
+ * A fencing or version failure of the checkpoint is always FAIL.
  */
 #include "engine.h"
 #include "repo.h"
@@ -11,6 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+typedef struct counts {
+	long long read, written, filtered, read_skip, process_skip, write_skip;
+} counts;
 
 typedef struct chunk_step {
 	cb__run *run;
@@ -18,40 +34,47 @@ typedef struct chunk_step {
 	cb_step_context sc;
 	cb_chunk chunk;
 	cb_chunk_parts parts;
-	int reader_open;
+	int built, reader_open;
 	size_t writers_open;
 	cb_tx *tx;
-	void **items;
-	void **outs;
+	void **items, **outs;
+	size_t nitems, nouts;
 	char checkpoint_stmt[64];
 	long long version;
-	long long read_total, write_total, filter_total, commits;
+	long long commits, skips;
+	counts total;
+	unsigned long long skip_limit;
+	json_t *context; /* borrowed: the step's context, as last committed or being built */
 } chunk_step;
 
-static size_t chunk_size_of(const cb__run *run, const cb_step_def *def, cb_error *err)
+/* What went wrong in a chunk attempt, and where. */
+typedef struct attempt {
+	counts c;
+	int done;
+	int failed;     /* 0, or the negative code */
+	cb_fault fault; /* where it failed */
+} attempt;
+
+static long long param_long(const cb__run *run, const char *name, long long dflt,
+			    long long max, cb_error *err, int *bad)
 {
 	long long n;
-	int rc = cb_params_get_long(run->params, "chunk.size", &n);
+	int rc = cb_params_get_long(run->params, name, &n);
 
-	if (rc == 0) {
-		if (n < 1 || n > 1000000) {
-			cb_error_set(err, CB_EINVAL, "parameter chunk.size=%lld is out of range "
-				     "(1..1000000)", n);
-			return 0;
-		}
-		return (size_t)n;
+	if (rc == CB_ENOTFOUND)
+		return dflt;
+	if (rc < 0 || n < 0 || n > max) {
+		cb_error_set(err, CB_EINVAL, "parameter %s must be a long from 0 to %lld", name, max);
+		*bad = 1;
+		return dflt;
 	}
-	if (rc == CB_EINVAL) {
-		cb_error_set(err, CB_EINVAL, "parameter chunk.size must be of type long");
-		return 0;
-	}
-	return def->chunk_size ? def->chunk_size : CB_DEFAULT_CHUNK_SIZE;
+	return n;
 }
 
 static void describe(chunk_step *cs, const void *item, char *buf, size_t size)
 {
 	buf[0] = '\0';
-	if (cs->parts.reader.describe)
+	if (item && cs->parts.reader.describe)
 		cs->parts.reader.describe(cs->parts.reader.state, item, buf, size);
 }
 
@@ -61,8 +84,7 @@ static int callback_failed(chunk_step *cs, int rc, const char *what, const void 
 {
 	char key[160] = "";
 
-	if (item)
-		describe(cs, item, key, sizeof(key));
+	describe(cs, item, key, sizeof(key));
 	if (rc >= 0)
 		rc = CB_ECALLBACK;
 	if (!err->code)
@@ -74,13 +96,37 @@ static int callback_failed(chunk_step *cs, int rc, const char *what, const void 
 	return err->code;
 }
 
-static int open_parts(chunk_step *cs, json_t *context, cb_error *err)
+static void close_parts(chunk_step *cs)
+{
+	cb_chunk_parts *p = &cs->parts;
+
+	for (size_t i = 0; i < cs->writers_open; i++)
+		if (p->writers[i].close)
+			p->writers[i].close(p->writers[i].state);
+	if (cs->reader_open && p->reader.close)
+		p->reader.close(p->reader.state);
+	if (cs->built) {
+		for (size_t i = 0; i < p->nwriters && i < CB_MAX_WRITERS; i++)
+			if (p->writers[i].free)
+				p->writers[i].free(p->writers[i].state);
+		if (p->processor.free)
+			p->processor.free(p->processor.state);
+		if (p->reader.free)
+			p->reader.free(p->reader.state);
+	}
+	memset(p, 0, sizeof(*p));
+	cs->built = cs->reader_open = 0;
+	cs->writers_open = 0;
+}
+
+static int open_parts(chunk_step *cs, cb_error *err)
 {
 	cb_chunk_parts *p = &cs->parts;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
 	rc = cs->def->build(cs->def->user, &cs->sc, p, err);
+	cs->built = 1;
 	if (rc < 0)
 		return callback_failed(cs, rc, "build", NULL, err);
 	if (p->reader.version != CB_READER_VERSION || !p->reader.read)
@@ -95,7 +141,8 @@ static int open_parts(chunk_step *cs, json_t *context, cb_error *err)
 	if (p->processor.process && p->processor.version != CB_PROCESSOR_VERSION)
 		return cb_error_set(err, CB_EINVAL, "processor of unknown version");
 	if (p->reader.open) {
-		rc = p->reader.open(p->reader.state, &cs->sc, json_object_get(context, "reader"), err);
+		rc = p->reader.open(p->reader.state, &cs->sc,
+				    json_object_get(cs->context, "reader"), err);
 		if (rc < 0)
 			return callback_failed(cs, rc, "reader open", NULL, err);
 	}
@@ -106,7 +153,7 @@ static int open_parts(chunk_step *cs, json_t *context, cb_error *err)
 		snprintf(key, sizeof(key), "writer.%zu", i);
 		if (p->writers[i].open) {
 			rc = p->writers[i].open(p->writers[i].state, &cs->sc,
-						json_object_get(context, key), err);
+						json_object_get(cs->context, key), err);
 			if (rc < 0)
 				return callback_failed(cs, rc, "writer open", NULL, err);
 		}
@@ -115,26 +162,8 @@ static int open_parts(chunk_step *cs, json_t *context, cb_error *err)
 	return 0;
 }
 
-static void close_parts(chunk_step *cs)
-{
-	cb_chunk_parts *p = &cs->parts;
-
-	for (size_t i = 0; i < cs->writers_open; i++)
-		if (p->writers[i].close)
-			p->writers[i].close(p->writers[i].state);
-	if (cs->reader_open && p->reader.close)
-		p->reader.close(p->reader.state);
-	for (size_t i = 0; i < p->nwriters && i < CB_MAX_WRITERS; i++)
-		if (p->writers[i].free)
-			p->writers[i].free(p->writers[i].state);
-	if (p->processor.free)
-		p->processor.free(p->processor.state);
-	if (p->reader.free)
-		p->reader.free(p->reader.state);
-}
-
-/* Ask each component for its position; the step context is replaced in place. */
-static int update_context(chunk_step *cs, json_t *context, cb_error *err)
+/* Ask each component for its position, into the step context. */
+static int update_context(chunk_step *cs, cb_error *err)
 {
 	cb_chunk_parts *p = &cs->parts;
 	int rc;
@@ -149,7 +178,7 @@ static int update_context(chunk_step *cs, json_t *context, cb_error *err)
 			json_decref(o);
 			return callback_failed(cs, rc, "reader update", NULL, err);
 		}
-		json_object_set_new(context, "reader", o);
+		json_object_set_new(cs->context, "reader", o);
 	}
 	for (size_t i = 0; i < p->nwriters; i++) {
 		char key[32];
@@ -166,89 +195,272 @@ static int update_context(chunk_step *cs, json_t *context, cb_error *err)
 			return callback_failed(cs, rc, "writer update", NULL, err);
 		}
 		snprintf(key, sizeof(key), "writer.%zu", i);
-		json_object_set_new(context, key, o);
+		json_object_set_new(cs->context, key, o);
 	}
 	return 0;
 }
 
-typedef struct chunk_counts {
-	size_t read, written, filtered;
-	int done;
-} chunk_counts;
-
-/*
- * One chunk inside an open transaction, up to the queued checkpoint. Returns
- * 0 with counts, or an error; the caller commits or rolls back.
- */
-static int fill_chunk(chunk_step *cs, json_t *context, chunk_counts *cc, char *status,
-		      size_t status_size, cb_error *err)
+/* The fault's action, by the step's classifier; the checkpoint's own
+ * failures (fenced, stale version) are never skippable or retryable. */
+static cb_fault_action classify(chunk_step *cs, cb_fault fault, const cb_error *err)
 {
-	cb_chunk_parts *p = &cs->parts;
-	size_t n = 0, w = 0, limit = cs->sc.chunk_size;
-	char *ctx_text = NULL;
-	char ids[4][24], counts[10][24], token[24], lease[32];
+	cb_classify_fn fn = cs->def->classify ? cs->def->classify : cb_classify_default;
+
+	if (err->code == CB_EFENCED || err->code == CB_ESTALE)
+		return CB_FAULT_FAIL;
+	return fn(cs->def->user, fault, err);
+}
+
+/* Count a skip, tell the listeners; CB_EINVAL when over the limit. */
+static int skip(chunk_step *cs, cb_fault fault, const void *item, cb_error *err)
+{
+	const cb_job *job = cs->run->job;
+
+	CB__NOTIFY(job, skip, &cs->sc, fault, item, err);
+	cs->skips++;
+	if ((unsigned long long)cs->skips > cs->skip_limit) {
+		char what[CB_ERROR_MESSAGE_MAX];
+
+		snprintf(what, sizeof(what), "%s", err->message);
+		cb_error_clear(err);
+		return cb_error_set(err, CB_EINVAL, "skip limit %llu exceeded: %s", cs->skip_limit,
+				    what);
+	}
+	cb_error_clear(err);
+	return 0;
+}
+
+/* Queue the checkpoint of @p c; its status answer lands in @p status. */
+static int queue_checkpoint(chunk_step *cs, const counts *c, char *status, size_t size,
+			    cb_error *err)
+{
+	char ids[3][24], n[6][24], token[24], lease[32], *ctx_text;
+	const char *params[CB__CHECKPOINT_NPARAMS];
 	int rc;
 
-	memset(cc, 0, sizeof(*cc));
-	while (n < limit) {
+	ctx_text = json_dumps(cs->context, JSON_COMPACT);
+	if (!ctx_text)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	snprintf(ids[0], 24, "%lld", cs->sc.step_execution_id);
+	snprintf(ids[1], 24, "%lld", cs->version);
+	snprintf(ids[2], 24, "%lld", cs->sc.job_execution_id);
+	snprintf(n[0], 24, "%lld", c->read);
+	snprintf(n[1], 24, "%lld", c->written);
+	snprintf(n[2], 24, "%lld", c->filtered);
+	snprintf(n[3], 24, "%lld", c->read_skip);
+	snprintf(n[4], 24, "%lld", c->write_skip);
+	snprintf(n[5], 24, "%lld", c->process_skip);
+	params[0] = ids[0];
+	params[1] = ids[1];
+	params[2] = n[0];
+	params[3] = n[1];
+	params[4] = n[2];
+	params[5] = "1";
+	params[6] = n[3];
+	params[7] = n[4];
+	params[8] = n[5];
+	params[9] = "0"; /* duplicates: writers add theirs server-side */
+	params[10] = ctx_text;
+	params[11] = ids[2];
+	cb__run_fence_params(cs->run, &params[12], token, lease);
+	rc = cb__tx_send_text(cs->tx, cs->checkpoint_stmt, CB__CHECKPOINT_NPARAMS, params, status,
+			      size, err);
+	free(ctx_text);
+	return rc;
+}
+
+static int write_items(chunk_step *cs, void *const *items, size_t n, cb_error *err)
+{
+	for (size_t i = 0; n > 0 && i < cs->parts.nwriters; i++) {
+		int rc = cs->parts.writers[i].write(cs->parts.writers[i].state, cs->tx, items, n,
+						    err);
+
+		if (rc < 0)
+			return callback_failed(cs, rc, "write", n == 1 ? items[0] : NULL, err);
+	}
+	return 0;
+}
+
+/*
+ * One attempt at a chunk, up to and including COMMIT. Read and process
+ * faults classified SKIP are absorbed here; any other failure returns with
+ * a->failed and a->fault set, the transaction still to be rolled back.
+ */
+static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status_size,
+			 cb_error *err)
+{
+	cb_chunk_parts *p = &cs->parts;
+	const cb_job *job = cs->run->job;
+	size_t limit = cs->sc.chunk_size;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	cs->nitems = cs->nouts = 0;
+	rc = cb__tx_begin(cs->tx, err);
+	if (rc < 0) {
+		a->fault = CB_FAULT_READ;
+		return a->failed = rc;
+	}
+	while (cs->nitems < limit) {
 		void *item = NULL;
 
 		rc = p->reader.read(p->reader.state, cs->tx, &item, err);
 		if (rc == CB_DONE) {
-			cc->done = 1;
+			a->done = 1;
 			break;
 		}
-		if (rc < 0)
-			return callback_failed(cs, rc, "read", NULL, err);
-		cs->items[n++] = item;
+		if (rc < 0) {
+			callback_failed(cs, rc, "read", NULL, err);
+			CB__NOTIFY(job, read_error, &cs->sc, err);
+			if (classify(cs, CB_FAULT_READ, err) == CB_FAULT_SKIP) {
+				a->c.read_skip++;
+				if ((rc = skip(cs, CB_FAULT_READ, NULL, err)) == 0)
+					continue;
+			}
+			a->fault = CB_FAULT_READ;
+			return a->failed = err->code ? err->code : rc;
+		}
+		cs->items[cs->nitems++] = item;
 	}
-	cc->read = n;
-	if (n == 0)
+	a->c.read = (long long)cs->nitems;
+	if (cs->nitems == 0 && a->c.read_skip == 0)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < cs->nitems; i++) {
 		void *out = cs->items[i];
 
 		if (p->processor.process) {
 			out = NULL;
 			rc = p->processor.process(p->processor.state, &cs->chunk, cs->items[i], &out,
 						  err);
-			if (rc < 0)
-				return callback_failed(cs, rc, "process", cs->items[i], err);
+			if (rc < 0) {
+				callback_failed(cs, rc, "process", cs->items[i], err);
+				CB__NOTIFY(job, process_error, &cs->sc, cs->items[i], err);
+				if (classify(cs, CB_FAULT_PROCESS, err) == CB_FAULT_SKIP) {
+					a->c.process_skip++;
+					if ((rc = skip(cs, CB_FAULT_PROCESS, cs->items[i], err)) == 0)
+						continue;
+				}
+				a->fault = CB_FAULT_PROCESS;
+				return a->failed = err->code ? err->code : rc;
+			}
+			if (!out) {
+				a->c.filtered++;
+				continue;
+			}
 		}
-		if (out)
-			cs->outs[w++] = out;
+		cs->outs[cs->nouts++] = out;
 	}
-	cc->written = w;
-	cc->filtered = n - w;
-	for (size_t i = 0; w > 0 && i < p->nwriters; i++) {
-		rc = p->writers[i].write(p->writers[i].state, cs->tx, cs->outs, w, err);
+	a->c.written = (long long)cs->nouts;
+	a->fault = CB_FAULT_WRITE;
+	rc = write_items(cs, cs->outs, cs->nouts, err);
+	if (rc == 0)
+		rc = update_context(cs, err);
+	if (rc == 0)
+		rc = queue_checkpoint(cs, &a->c, status, status_size, err);
+	if (rc == 0)
+		rc = cb__tx_commit(cs->tx, err);
+	if (rc < 0) {
+		CB__NOTIFY(job, write_error, &cs->sc, cs->outs, cs->nouts, err);
+		return a->failed = rc;
+	}
+	return 0;
+}
+
+/*
+ * The chunk's write failed with a skippable error: write its items one by
+ * one under savepoints in a new transaction, skip the failing ones, and
+ * commit the rest with the checkpoint. The items are the ones already read
+ * and processed; the reader is not rewound.
+ */
+static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_size,
+		      cb_error *err)
+{
+	int rc = cb__tx_begin(cs->tx, err);
+	size_t kept = 0;
+
+	for (size_t i = 0; rc == 0 && i < cs->nouts; i++) {
+		rc = cb__tx_command(cs->tx, "SAVEPOINT cb_scan", err);
 		if (rc < 0)
-			return callback_failed(cs, rc, "write", NULL, err);
+			break;
+		rc = write_items(cs, &cs->outs[i], 1, err);
+		if (rc == 0)
+			rc = cb_tx_flush(cs->tx, err);
+		if (rc == 0) {
+			rc = cb__tx_command(cs->tx, "RELEASE SAVEPOINT cb_scan", err);
+			cs->outs[kept++] = cs->outs[i];
+			continue;
+		}
+		CB__NOTIFY(cs->run->job, write_error, &cs->sc, &cs->outs[i], 1, err);
+		if (classify(cs, CB_FAULT_WRITE, err) != CB_FAULT_SKIP)
+			break;
+		{
+			cb_error e2 = CB_ERROR_INIT;
+
+			rc = cb__tx_command(cs->tx, "ROLLBACK TO SAVEPOINT cb_scan", &e2);
+			if (rc < 0) {
+				cb_error_clear(err);
+				*err = e2;
+				break;
+			}
+		}
+		a->c.write_skip++;
+		rc = skip(cs, CB_FAULT_WRITE, cs->outs[i], err);
 	}
-	rc = update_context(cs, context, err);
+	cs->nouts = kept;
+	a->c.written = (long long)kept;
+	if (rc == 0)
+		rc = update_context(cs, err);
+	if (rc == 0)
+		rc = queue_checkpoint(cs, &a->c, status, status_size, err);
+	if (rc == 0)
+		rc = cb__tx_commit(cs->tx, err);
+	return rc;
+}
+
+/* After a lost connection: reconnect, re-prepare, and resume from what the
+ * repository says was committed. */
+static int reconnect(chunk_step *cs, cb_error *err)
+{
+	json_t *ctx = NULL;
+	int rc;
+
+	close_parts(cs);
+	PQreset(cs->sc.conn);
+	if (PQstatus(cs->sc.conn) != CONNECTION_OK)
+		return cb_pg_error(err, cs->sc.conn, NULL, "reconnect");
+	rc = cb__repo_step_state(&cs->version, &ctx, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
-	ctx_text = json_dumps(context, JSON_COMPACT);
-	if (!ctx_text)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	snprintf(ids[0], 24, "%lld", cs->sc.step_execution_id);
-	snprintf(ids[1], 24, "%lld", cs->version);
-	snprintf(ids[2], 24, "%lld", cs->sc.job_execution_id);
-	snprintf(counts[0], 24, "%zu", n);
-	snprintf(counts[1], 24, "%zu", w);
-	snprintf(counts[2], 24, "%zu", n - w);
-	{
-		const char *params[CB__CHECKPOINT_NPARAMS] = {
-			ids[0], ids[1], counts[0], counts[1], counts[2], "1", "0", "0", "0", "0",
-			ctx_text, ids[2], NULL, NULL, NULL, NULL
-		};
-
-		cb__run_fence_params(cs->run, &params[12], token, lease);
-		rc = cb__tx_send_text(cs->tx, cs->checkpoint_stmt, CB__CHECKPOINT_NPARAMS, params,
-				      status, status_size, err);
-	}
-	free(ctx_text);
+	json_object_clear(cs->context);
+	json_object_update(cs->context, ctx);
+	json_decref(ctx);
+	rc = cb_pg_prepare(cs->sc.conn, cs->checkpoint_stmt, "ckpt", cb__repo_checkpoint_sql,
+			   CB__CHECKPOINT_NPARAMS, err);
+	if (rc == 0)
+		rc = open_parts(cs, err);
 	return rc;
+}
+
+static void backoff(const cb_step_def *def, unsigned int attempt_no)
+{
+	unsigned long ms = def->retry_backoff_ms ? def->retry_backoff_ms : 100;
+	struct timespec ts;
+
+	for (unsigned int i = 1; i < attempt_no && ms < 30000; i++)
+		ms *= 2;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+static void add_counts(counts *t, const counts *c)
+{
+	t->read += c->read;
+	t->written += c->written;
+	t->filtered += c->filtered;
+	t->read_skip += c->read_skip;
+	t->process_skip += c->process_skip;
+	t->write_skip += c->write_skip;
 }
 
 static void report_progress(chunk_step *cs)
@@ -256,33 +468,129 @@ static void report_progress(chunk_step *cs)
 	const cb_launch_options *o = cs->run->opts;
 
 	if (o->progress)
-		o->progress(o->progress_ctx, cs->def->name, cs->read_total, cs->write_total,
+		o->progress(o->progress_ctx, cs->def->name, cs->total.read, cs->total.written,
 			    cb__now() - cs->run->started);
 }
 
-int cb__step_chunk_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+/* Roll back what is open and what the reader buffered; count it. */
+static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader)
+{
+	cb_error ignored = CB_ERROR_INIT;
+
+	cb__tx_rollback(cs->tx, &ignored);
+	if (rewind_reader && cs->parts.reader.rollback)
+		cs->parts.reader.rollback(cs->parts.reader.state);
+	out->rollbacks++;
+}
+
+/* Run chunks until the input ends, a stop, or a failure. */
+static void run_chunks(chunk_step *cs, cb__step_outcome *out)
+{
+	const cb_job *job = cs->run->job;
+	cb_error *err = &out->error;
+	unsigned int retries = 0;
+
+	for (;;) {
+		attempt a;
+		char status[16] = "";
+		cb_fault_action action;
+		int rc;
+
+		if (cb__stop_signalled()) {
+			out->status = CB_STATUS_STOPPED;
+			return;
+		}
+		if (cb__run_check_lock(cs->run, err) < 0)
+			return;
+		cb__arena_reset(&cs->chunk.arena);
+		CB__NOTIFY(job, before_chunk, &cs->sc);
+		rc = attempt_chunk(cs, &a, status, sizeof(status), err);
+		if (rc == 0 && a.c.read == 0 && a.c.read_skip == 0) {
+			/* Nothing left: end the (empty) transaction. */
+			if (cb__tx_rollback(cs->tx, err) == 0)
+				out->status = CB_STATUS_COMPLETED;
+			return;
+		}
+		if (rc < 0) {
+			CB__NOTIFY(job, chunk_error, &cs->sc, err);
+			action = classify(cs, a.fault, err);
+			if (action == CB_FAULT_SKIP && a.fault == CB_FAULT_WRITE) {
+				roll_back(cs, out, 0);
+				cb_error_clear(err);
+				a.c.write_skip = 0;
+				rc = scan_chunk(cs, &a, status, sizeof(status), err);
+				if (rc < 0) {
+					roll_back(cs, out, 1);
+					cb_error_prefix(err, "chunk %lld (item by item)", cs->commits + 1);
+					return;
+				}
+			} else if (action == CB_FAULT_RETRY && retries < cs->def->retry_limit) {
+				int lost = PQstatus(cs->sc.conn) != CONNECTION_OK;
+
+				roll_back(cs, out, !lost);
+				retries++;
+				backoff(cs->def, retries);
+				cb_error_clear(err);
+				if (lost && reconnect(cs, err) < 0) {
+					cb_error_prefix(err, "chunk %lld: retry %u", cs->commits + 1,
+							retries);
+					return;
+				}
+				continue;
+			} else {
+				roll_back(cs, out, 1);
+				if (action == CB_FAULT_RETRY && cs->def->retry_limit > 0)
+					cb_error_prefix(err, "chunk %lld: retry limit %u exhausted",
+							cs->commits + 1, cs->def->retry_limit);
+				else
+					cb_error_prefix(err, "chunk %lld", cs->commits + 1);
+				return;
+			}
+		}
+		retries = 0;
+		cs->version++;
+		cs->commits++;
+		add_counts(&cs->total, &a.c);
+		CB__NOTIFY(job, after_chunk, &cs->sc);
+		report_progress(cs);
+		if (strcmp(status, "STOPPING") == 0) {
+			out->status = CB_STATUS_STOPPED;
+			return;
+		}
+		if (a.done) {
+			out->status = CB_STATUS_COMPLETED;
+			return;
+		}
+	}
+}
+
+int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc,
 		       json_t *context, cb__step_outcome *out)
 {
 	chunk_step cs;
 	cb_error *err = &out->error;
-	int rc;
+	int bad = 0;
 
 	memset(&cs, 0, sizeof(cs));
 	cs.run = run;
 	cs.def = def;
-	cs.sc.job_name = run->job->name;
-	cs.sc.step_name = def->name;
-	cs.sc.job_execution_id = run->job_execution_id;
-	cs.sc.step_execution_id = step_execution_id;
-	cs.sc.params = run->params;
-	cs.sc.conn = run->conn;
+	cs.sc = *sc;
+	cs.context = context;
 	cs.chunk.sc = &cs.sc;
 	cb__arena_init(&cs.chunk.arena);
 	out->status = CB_STATUS_FAILED;
 
-	cs.sc.chunk_size = chunk_size_of(run, def, err);
-	if (!cs.sc.chunk_size)
+	cs.sc.chunk_size = (size_t)param_long(run, "chunk.size",
+					      def->chunk_size ? (long long)def->chunk_size
+							      : CB_DEFAULT_CHUNK_SIZE,
+					      1000000, err, &bad);
+	cs.skip_limit = (unsigned long long)param_long(run, "skip.limit", def->skip_limit,
+						       1000000000LL, err, &bad);
+	if (bad || cs.sc.chunk_size == 0) {
+		if (!bad)
+			cb_error_set(err, CB_EINVAL, "parameter chunk.size must be at least 1");
 		goto done;
+	}
 	cs.items = calloc(cs.sc.chunk_size, sizeof(void *));
 	cs.outs = calloc(cs.sc.chunk_size, sizeof(void *));
 	if (!cs.items || !cs.outs) {
@@ -294,57 +602,9 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, long long step_exec
 		goto done;
 	if (cb__tx_new(&cs.tx, run->conn, 1, err) < 0)
 		goto done;
-	if (open_parts(&cs, context, err) < 0)
+	if (open_parts(&cs, err) < 0)
 		goto done;
-
-	for (;;) {
-		chunk_counts cc;
-		char status[16] = "";
-
-		if (cb__stop_signalled()) {
-			out->status = CB_STATUS_STOPPED;
-			break;
-		}
-		if (cb__run_check_lock(run, err) < 0)
-			break;
-		cb__arena_reset(&cs.chunk.arena);
-		rc = cb__tx_begin(cs.tx, err);
-		if (rc == 0)
-			rc = fill_chunk(&cs, context, &cc, status, sizeof(status), err);
-		if (rc == 0 && cc.read == 0) {
-			/* Nothing left: end the (empty) transaction. */
-			rc = cb__tx_rollback(cs.tx, err);
-			if (rc == 0)
-				out->status = CB_STATUS_COMPLETED;
-			break;
-		}
-		if (rc == 0)
-			rc = cb__tx_commit(cs.tx, err);
-		if (rc < 0) {
-			cb_error ignored = CB_ERROR_INIT;
-
-			cb__tx_rollback(cs.tx, &ignored);
-			if (cs.parts.reader.rollback)
-				cs.parts.reader.rollback(cs.parts.reader.state);
-			out->rollbacks++;
-			cb_error_prefix(err, "chunk %lld", cs.commits + 1);
-			break;
-		}
-		cs.version++;
-		cs.commits++;
-		cs.read_total += (long long)cc.read;
-		cs.write_total += (long long)cc.written;
-		cs.filter_total += (long long)cc.filtered;
-		report_progress(&cs);
-		if (strcmp(status, "STOPPING") == 0) {
-			out->status = CB_STATUS_STOPPED;
-			break;
-		}
-		if (cc.done) {
-			out->status = CB_STATUS_COMPLETED;
-			break;
-		}
-	}
+	run_chunks(&cs, out);
 done:
 	if (cs.tx && cb__tx_active(cs.tx)) {
 		cb_error ignored = CB_ERROR_INIT;
@@ -365,5 +625,7 @@ done:
 		res = PQexec(run->conn, sql);
 		PQclear(res);
 	}
+	/* The exit status a processor or writer set travels back to the flow. */
+	memcpy(sc->exit_status, cs.sc.exit_status, sizeof(sc->exit_status));
 	return out->status == CB_STATUS_FAILED ? err->code : 0;
 }

@@ -1,6 +1,10 @@
 /* Accessors of the step context and the chunk arena. */
 #include "step_context.h"
 
+#include <string.h>
+
+#include "cbatch/job.h"
+
 const char *cb_step_context_job_name(const cb_step_context *sc)
 {
 	return sc->job_name;
@@ -34,6 +38,23 @@ size_t cb_step_context_chunk_size(const cb_step_context *sc)
 PGconn *cb_step_context_conn(const cb_step_context *sc)
 {
 	return sc->conn;
+}
+
+int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_status)
+{
+	/* The one field plug-ins may change: the engine owns the object. */
+	cb_step_context *m = (cb_step_context *)sc;
+	size_t n = exit_status ? strlen(exit_status) : 0;
+
+	if (n == 0 || n >= sizeof(m->exit_status))
+		return CB_EINVAL;
+	memcpy(m->exit_status, exit_status, n + 1);
+	return 0;
+}
+
+json_t *cb_step_context_job_context(const cb_step_context *sc)
+{
+	return sc->job_context;
 }
 
 void *cb_chunk_alloc(cb_chunk *chunk, size_t size)

@@ -12,24 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_execution_id,
+int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *sc,
 			 json_t *context, cb__step_outcome *out)
 {
-	cb_step_context sc;
 	cb_error *err = &out->error;
 	char stmt[64] = "";
 	cb_tx *tx = NULL;
 	long long version = 0;
 	int rc;
 
-	memset(&sc, 0, sizeof(sc));
-	sc.job_name = run->job->name;
-	sc.step_name = def->name;
-	sc.job_execution_id = run->job_execution_id;
-	sc.step_execution_id = step_execution_id;
-	sc.params = run->params;
-	sc.chunk_size = 1;
-	sc.conn = run->conn;
+	sc->chunk_size = 1;
 	out->status = CB_STATUS_FAILED;
 
 	if (cb_pg_prepare(run->conn, stmt, "tckpt", cb__repo_checkpoint_sql,
@@ -37,7 +29,7 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 	    cb__tx_new(&tx, run->conn, 0, err) < 0)
 		goto done;
 	for (;;) {
-		char ids[3][24], status[16] = "", *ctx_text, token[24], lease[32];
+		char ids[3][24], status[16] = "", *ctx_text, *job_ctx, token[24], lease[32];
 		int result;
 
 		if (cb__stop_signalled()) {
@@ -49,7 +41,8 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 		rc = cb__tx_begin(tx, err);
 		if (rc < 0)
 			break;
-		result = def->tasklet(def->user, &sc, tx, context, err);
+		CB__NOTIFY(run->job, before_chunk, sc);
+		result = def->tasklet(def->user, sc, tx, context, err);
 		if (result < 0) {
 			if (!err->code)
 				cb_error_set(err, result, "tasklet returned %s without a message",
@@ -58,11 +51,14 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 			goto rollback;
 		}
 		ctx_text = json_dumps(context, JSON_COMPACT);
-		if (!ctx_text) {
+		job_ctx = json_dumps(run->job_context, JSON_COMPACT);
+		if (!ctx_text || !job_ctx) {
+			free(ctx_text);
+			free(job_ctx);
 			cb_error_set(err, CB_ENOMEM, "out of memory");
 			goto rollback;
 		}
-		snprintf(ids[0], 24, "%lld", step_execution_id);
+		snprintf(ids[0], 24, "%lld", sc->step_execution_id);
 		snprintf(ids[1], 24, "%lld", version);
 		snprintf(ids[2], 24, "%lld", run->job_execution_id);
 		{
@@ -72,15 +68,18 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, long long step_ex
 			};
 
 			cb__run_fence_params(run, &params[12], token, lease);
+			params[12] = job_ctx; /* a tasklet's job context commits with it */
 			rc = cb__tx_send_text(tx, stmt, CB__CHECKPOINT_NPARAMS, params, status,
 					      sizeof(status), err);
 		}
 		free(ctx_text);
+		free(job_ctx);
 		if (rc == 0)
 			rc = cb__tx_commit(tx, err);
 		if (rc < 0)
 			goto rollback;
 		version++;
+		CB__NOTIFY(run->job, after_chunk, sc);
 		if (result == CB_DONE) {
 			out->status = CB_STATUS_COMPLETED;
 			break;
@@ -96,6 +95,7 @@ rollback:
 
 			cb__tx_rollback(tx, &ignored);
 		}
+		CB__NOTIFY(run->job, chunk_error, sc, err);
 		out->rollbacks++;
 		break;
 	}

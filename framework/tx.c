@@ -324,6 +324,15 @@ int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
 	return rc;
 }
 
+int cb__tx_command(cb_tx *tx, const char *sql, cb_error *err)
+{
+	int rc = send_plain(tx, sql, sql, err);
+
+	if (rc == 0 && tx->pipelined)
+		rc = drain(tx, NULL, err);
+	return rc;
+}
+
 int cb__tx_begin(cb_tx *tx, cb_error *err)
 {
 	if (tx->active)

@@ -27,6 +27,9 @@ int cb__tx_commit(cb_tx *tx, cb_error *err);
  * Best effort: a broken connection is reported in @p err. */
 int cb__tx_rollback(cb_tx *tx, cb_error *err);
 
+/* Run a plain statement now (e.g. SAVEPOINT), after whatever is queued. */
+int cb__tx_command(cb_tx *tx, const char *sql, cb_error *err);
+
 /* Non-zero between begin and commit/rollback. */
 int cb__tx_active(const cb_tx *tx);
 

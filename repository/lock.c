@@ -153,8 +153,14 @@ int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
 	 * and the step executions, so every process sees the same numbers. */
 	res = cb__repo_exec(
 		conn, "metrics",
+		/* A bypass is a force-unlock after which the next taking of the same
+		 * lock succeeded. Only takings and force-unlocks are ordered: the old
+		 * holder's own FENCED / HEARTBEAT_FAILED (and skips) come in between. */
 		"WITH a AS (SELECT lock_name, outcome, event_time, "
-		"  lead(outcome) OVER (PARTITION BY lock_name ORDER BY audit_id) AS next_outcome "
+		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'FORCE_UNLOCKED') "
+		"  THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ('ACQUIRED', "
+		"   'LEASE_EXPIRED_TAKEOVER', 'FORCE_UNLOCKED') ORDER BY audit_id) END "
+		"  AS next_outcome "
 		"  FROM batch_lock_audit), "
 		"c AS (SELECT "
 		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')) AS ok, "

@@ -75,7 +75,16 @@ typedef struct cb__step_history {
 	cb_status status;
 	json_t *context; /* new reference, or NULL when !found */
 	long long start_count; /* executions of this step in the instance */
+	char exit_code[64];
 } cb__step_history;
+
+/* The committed version and context of a step execution (context: new ref). */
+int cb__repo_step_state(long long *version, json_t **context, PGconn *conn,
+			long long step_execution_id, cb_error *err);
+
+/* Save the job execution's context. */
+int cb__repo_save_job_context(PGconn *conn, long long job_execution_id, const json_t *context,
+			      cb_error *err);
 
 int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_instance_id,
 			  const char *step_name, cb_error *err);

@@ -22,7 +22,7 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
 	snprintf(inst, sizeof(inst), "%lld", job_instance_id);
 	res = cb__repo_exec(conn, "find step history",
 			    "SELECT s.step_execution_id, s.status, c.serialized_context, "
-			    " count(*) OVER () "
+			    " count(*) OVER (), s.exit_code "
 			    "FROM batch_step_execution s "
 			    "JOIN batch_job_execution e USING (job_execution_id) "
 			    "LEFT JOIN batch_step_execution_context c USING (step_execution_id) "
@@ -36,6 +36,7 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
 		out->step_execution_id = atoll(PQgetvalue(res, 0, 0));
 		out->status = cb_status_parse(PQgetvalue(res, 0, 1));
 		out->start_count = atoll(PQgetvalue(res, 0, 3));
+		snprintf(out->exit_code, sizeof(out->exit_code), "%s", PQgetvalue(res, 0, 4));
 		out->context = PQgetisnull(res, 0, 2) ? json_object()
 						      : json_loads(PQgetvalue(res, 0, 2), 0, &jerr);
 		if (!out->context) {
@@ -93,4 +94,52 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 				"version = version + 1 WHERE step_execution_id = $1 "
 				"AND status IN ('STARTING', 'STARTED', 'STOPPING')",
 				5, p, err);
+}
+
+int cb__repo_step_state(long long *version, json_t **context, PGconn *conn,
+			long long step_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	json_error_t jerr;
+	PGresult *res;
+
+	*context = NULL;
+	snprintf(id, sizeof(id), "%lld", step_execution_id);
+	res = cb__repo_exec(conn, "read step state",
+			    "SELECT s.version, coalesce(c.serialized_context, '{}') "
+			    "FROM batch_step_execution s LEFT JOIN batch_step_execution_context c "
+			    "USING (step_execution_id) WHERE s.step_execution_id = $1",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return cb_error_set(err, CB_ENOTFOUND, "no step execution %lld", step_execution_id);
+	}
+	*version = atoll(PQgetvalue(res, 0, 0));
+	*context = json_loads(PQgetvalue(res, 0, 1), 0, &jerr);
+	PQclear(res);
+	if (!*context)
+		return cb_error_set(err, CB_EINVAL, "step execution %lld: unreadable context: %s",
+				    step_execution_id, jerr.text);
+	return 0;
+}
+
+int cb__repo_save_job_context(PGconn *conn, long long job_execution_id, const json_t *context,
+			      cb_error *err)
+{
+	char id[24], *text = json_dumps(context, JSON_COMPACT);
+	const char *p[2] = { id, text };
+	int rc;
+
+	if (!text)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	rc = cb__repo_command(conn, "save job context",
+			      "UPDATE batch_job_execution_context SET serialized_context = $2::jsonb "
+			      "WHERE job_execution_id = $1",
+			      2, p, err);
+	free(text);
+	return rc;
 }

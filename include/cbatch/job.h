@@ -44,6 +44,36 @@ typedef struct cb_chunk_parts {
 
 typedef enum cb_step_kind { CB_STEP_CHUNK = 0, CB_STEP_TASKLET = 1 } cb_step_kind;
 
+/** Where a chunk step's item failed. */
+typedef enum cb_fault { CB_FAULT_READ = 0, CB_FAULT_PROCESS = 1, CB_FAULT_WRITE = 2 } cb_fault;
+
+/** What to do about a failure, as a classifier decides. */
+typedef enum cb_fault_action {
+	CB_FAULT_FAIL = 0,  /**< roll back the chunk and fail the step */
+	CB_FAULT_SKIP = 1,  /**< skip the item (counted; over the skip limit the step fails) */
+	CB_FAULT_RETRY = 2  /**< roll back and retry the chunk (up to the retry limit) */
+} cb_fault_action;
+
+/**
+ * Decides what a failure means. @p err holds the code, SQLSTATE and message.
+ * Called for read, process and write failures separately (@p fault).
+ */
+typedef cb_fault_action (*cb_classify_fn)(void *user, cb_fault fault, const cb_error *err);
+
+/**
+ * The default classifier: CB_ERETRY (SQLSTATE 40001 serialization failure,
+ * 40P01 deadlock) and a lost connection (SQLSTATE class 08) are RETRY;
+ * everything else FAIL.
+ */
+cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *err);
+
+/**
+ * As cb_classify_default, but bad input — CB_EINVAL from a reader or
+ * processor, and data errors from the database (SQLSTATE classes 22 data
+ * exception and 23 integrity constraint violation) in writes — is SKIP.
+ */
+cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err);
+
 #define CB_STEP_DEF_VERSION 1
 
 /**
@@ -62,7 +92,8 @@ typedef struct cb_step_def {
 	size_t chunk_size;
 	/**
 	 * Chunk steps: create the reader, processor and writers for one step
-	 * execution (parameters are in @p sc). Called before anything is read.
+	 * execution (parameters are in @p sc). Called before anything is read,
+	 * and again after a retry had to reconnect.
 	 */
 	int (*build)(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err);
 	/**
@@ -75,11 +106,72 @@ typedef struct cb_step_def {
 	int (*tasklet)(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
 		       cb_error *err);
 	void *user;
-	/** Non-zero: a restart of the job does not run this step. Reserved, must be 0. */
-	int reserved;
+	/** Non-zero: run this step again on restart even if it completed (e.g. a cleanup). */
+	int allow_start_if_complete;
+	/**
+	 * Most items a chunk step may skip (read + process + write) before it
+	 * fails; 0: none. A long parameter `skip.limit` overrides it per run.
+	 */
+	unsigned int skip_limit;
+	/** Most retries of one chunk for a RETRY failure; 0: none. */
+	unsigned int retry_limit;
+	/** Backoff before the first retry, doubled each time (ms); 0: 100. */
+	unsigned int retry_backoff_ms;
+	/** The classifier; NULL: cb_classify_default. Called with @p user. */
+	cb_classify_fn classify;
+	/** Most executions of this step in one job instance; 0: unlimited. */
+	unsigned int start_limit;
 } cb_step_def;
 
-#define CB_STEP_DEF_INIT { CB_STEP_DEF_VERSION, NULL, CB_STEP_CHUNK, 0, NULL, NULL, NULL, 0 }
+#define CB_STEP_DEF_INIT \
+	{ CB_STEP_DEF_VERSION, NULL, CB_STEP_CHUNK, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
+
+/**
+ * Set the step's exit status (e.g. "NOOP"), which transitions match on
+ * (cb_job_add_transition). By default it is the step's status. May be called
+ * by a tasklet, a processor (through cb_chunk_step) or a listener; the step
+ * context is owned by the engine and this is the one field it lets plug-ins
+ * change. @return 0 or CB_EINVAL (empty or longer than 31 bytes).
+ */
+int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_status);
+
+/**
+ * The job execution's context, shared by the steps (borrowed JSON object; a
+ * step may change it). It is saved at every step end and with every tasklet
+ * commit, and restored on restart.
+ */
+json_t *cb_step_context_job_context(const cb_step_context *sc);
+
+#define CB_LISTENER_VERSION 1
+
+/**
+ * Callbacks around a job's life. Every member may be NULL. Listeners observe;
+ * they cannot fail the job (return values are not used), except that
+ * after_step may change the step's exit status with
+ * cb_step_context_set_exit_status. Called in the launching thread.
+ */
+typedef struct cb_listener {
+	unsigned int version; /**< CB_LISTENER_VERSION */
+	void *ctx;
+	void (*before_job)(void *ctx, const char *job_name, long long job_execution_id);
+	void (*after_job)(void *ctx, const char *job_name, long long job_execution_id,
+			  cb_status status, const char *exit_message);
+	void (*before_step)(void *ctx, const cb_step_context *sc);
+	void (*after_step)(void *ctx, const cb_step_context *sc, cb_status status);
+	void (*before_chunk)(void *ctx, const cb_step_context *sc);
+	/** After the chunk committed. */
+	void (*after_chunk)(void *ctx, const cb_step_context *sc);
+	/** The chunk rolled back because of @p err. */
+	void (*chunk_error)(void *ctx, const cb_step_context *sc, const cb_error *err);
+	void (*read_error)(void *ctx, const cb_step_context *sc, const cb_error *err);
+	void (*process_error)(void *ctx, const cb_step_context *sc, const void *item,
+			      const cb_error *err);
+	void (*write_error)(void *ctx, const cb_step_context *sc, void *const *items, size_t n,
+			    const cb_error *err);
+	/** An item was skipped (@p item is NULL for read skips). */
+	void (*skip)(void *ctx, const cb_step_context *sc, cb_fault fault, const void *item,
+		     const cb_error *err);
+} cb_listener;
 
 /**
  * Computes the parameters of the next instance for `--next`.
@@ -108,6 +200,47 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err);
 
 /** Declare whether a FAILED or STOPPED instance may be restarted (default: yes). */
 void cb_job_set_restartable(cb_job *job, int restartable);
+
+/**
+ * Add a listener (copied; its ctx is borrowed). Listeners are called in the
+ * order added. @return 0, CB_EINVAL (unknown version), CB_ENOMEM.
+ */
+int cb_job_add_listener(cb_job *job, const cb_listener *listener, cb_error *err);
+
+/** Flow targets that end the job instead of naming a step. */
+#define CB_FLOW_END "@end"   /**< end the job COMPLETED */
+#define CB_FLOW_FAIL "@fail" /**< end the job FAILED */
+#define CB_FLOW_STOP "@stop" /**< end the job STOPPED (restartable at the next step) */
+
+/**
+ * Add a conditional transition: when step @p from ends with an exit status
+ * matching @p pattern (`*` any run of characters, `?` one character), go to
+ * step @p to, or end the job (CB_FLOW_END, CB_FLOW_FAIL, CB_FLOW_STOP).
+ * Transitions of one step are tried most specific first (patterns without
+ * wildcards, then longer patterns). A step without transitions goes to the
+ * next step on COMPLETED and fails the job otherwise; a step with transitions
+ * but no match fails the job. The job's status is that of the end reached:
+ * a job that handled a FAILED step and ended with CB_FLOW_END is COMPLETED.
+ * @return 0, CB_EINVAL (unknown step, bad pattern), CB_ENOMEM.
+ */
+int cb_job_add_transition(cb_job *job, const char *from, const char *pattern, const char *to,
+			  cb_error *err);
+
+/**
+ * Declare a parameter the job accepts. Once any is declared, launches are
+ * validated before an instance is made: every required parameter must be
+ * present with its type, and an identifying parameter that was not declared
+ * is refused (non-identifying ones, and run.id, are always accepted).
+ * @return 0, CB_EINVAL (bad name), CB_ENOMEM.
+ */
+int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required,
+		     cb_error *err);
+
+/**
+ * Check @p params against the job's declared parameters.
+ * @return 0 or CB_EINVAL with a message naming the parameter.
+ */
+int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err);
 
 /** Replace the incrementer used by `--next` (default: run.id, see cb_incrementer_run_id). */
 void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);

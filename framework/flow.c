@@ -1,0 +1,213 @@
+/*
+ * The job's flow: which step runs next, and the job's final status.
+ *
+ * Without transitions steps run in order and a step that does not complete
+ * ends the job with its status. With transitions, a step's exit status (set
+ * by the step or a listener, else its status) picks the next step or an end.
+ * On restart the flow is walked from the start: a step that completed in an
+ * earlier execution of the instance is not run again (unless it allows it)
+ * but its recorded exit status still drives the transitions.
+ */
+#include "engine.h"
+#include "repo.h"
+#include "step_context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Most step visits in one execution: a flow that loops without end is a bug. */
+#define MAX_VISITS 100000
+
+typedef struct flow_end {
+	cb_status status;
+	char message[CB_ERROR_MESSAGE_MAX];
+} flow_end;
+
+static long find_step(const cb_job *job, const char *name)
+{
+	for (size_t i = 0; i < job->nsteps; i++)
+		if (strcmp(job->steps[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* More specific patterns first: fewer wildcards, then longer. */
+static int specificity(const char *p)
+{
+	int wild = 0, len = 0;
+
+	for (; *p; p++, len++)
+		wild += *p == '*' || *p == '?';
+	return (wild ? 0 : 1000000) + len * 100 - wild;
+}
+
+/*
+ * The next step index, or -1 with @p end filled. @p step_status is the
+ * step's own status (COMPLETED, FAILED...), @p exit_status what it said.
+ */
+static long next_step(const cb_job *job, long idx, cb_status step_status, const char *exit_status,
+		      const char *step_message, flow_end *end)
+{
+	const char *from = job->steps[idx].name;
+	const struct cb__transition *best = NULL;
+	int any = 0;
+
+	for (size_t i = 0; i < job->ntransitions; i++) {
+		const struct cb__transition *t = &job->transitions[i];
+
+		if (strcmp(t->from, from) != 0)
+			continue;
+		any = 1;
+		if (cb__pattern_match(t->pattern, exit_status) &&
+		    (!best || specificity(t->pattern) > specificity(best->pattern)))
+			best = t;
+	}
+	if (!any) {
+		if (step_status == CB_STATUS_COMPLETED) {
+			if ((size_t)idx + 1 < job->nsteps)
+				return idx + 1;
+			end->status = CB_STATUS_COMPLETED;
+			return -1;
+		}
+		end->status = step_status;
+		snprintf(end->message, sizeof(end->message), "%s", step_message);
+		return -1;
+	}
+	if (!best) {
+		end->status = CB_STATUS_FAILED;
+		snprintf(end->message, sizeof(end->message),
+			 "step '%s' ended with exit status %s, which no transition handles%s%s", from,
+			 exit_status, step_message[0] ? ": " : "", step_message);
+		return -1;
+	}
+	if (strcmp(best->to, CB_FLOW_END) == 0) {
+		end->status = CB_STATUS_COMPLETED;
+		return -1;
+	}
+	if (strcmp(best->to, CB_FLOW_FAIL) == 0 || strcmp(best->to, CB_FLOW_STOP) == 0) {
+		end->status = best->to[1] == 'f' ? CB_STATUS_FAILED : CB_STATUS_STOPPED;
+		snprintf(end->message, sizeof(end->message), "flow: step '%s' exit status %s -> %s%s%s",
+			 from, exit_status, best->to, step_message[0] ? ": " : "", step_message);
+		return -1;
+	}
+	return find_step(job, best->to);
+}
+
+/* Run (or pass over) step @p idx. Fills its status, exit status and message. */
+static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, size_t es_size,
+		 char *message, size_t msg_size, cb_error *err)
+{
+	const cb_job *job = run->job;
+	const cb_step_def *def = &job->steps[idx];
+	cb__step_history hist;
+	cb__step_outcome oc;
+	cb_step_context sc;
+	long long step_id;
+	json_t *context;
+	int rc;
+
+	message[0] = '\0';
+	rc = cb__repo_step_history(&hist, run->conn, run->job_instance_id, def->name, err);
+	if (rc < 0)
+		return rc;
+	if (hist.found && hist.status == CB_STATUS_COMPLETED && !def->allow_start_if_complete) {
+		/* Completed in an earlier execution of this instance: not rerun. */
+		json_decref(hist.context);
+		*status = CB_STATUS_COMPLETED;
+		snprintf(exit_status, es_size, "%s", hist.exit_code[0] ? hist.exit_code : "COMPLETED");
+		return 0;
+	}
+	if (def->start_limit && hist.start_count >= (long long)def->start_limit) {
+		json_decref(hist.context);
+		*status = CB_STATUS_FAILED;
+		snprintf(exit_status, es_size, "FAILED");
+		snprintf(message, msg_size, "step '%s' reached its start limit (%u executions)",
+			 def->name, def->start_limit);
+		return 0;
+	}
+	/* Resume from the last committed context, unless the step completed
+	 * and is being run again on purpose. */
+	if (hist.found && hist.status != CB_STATUS_COMPLETED) {
+		context = hist.context;
+	} else {
+		json_decref(hist.context);
+		context = json_object();
+	}
+	if (!context)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name, context,
+				  err);
+	if (rc < 0) {
+		json_decref(context);
+		return rc;
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.job_name = job->name;
+	sc.step_name = def->name;
+	sc.job_execution_id = run->job_execution_id;
+	sc.step_execution_id = step_id;
+	sc.params = run->params;
+	sc.conn = run->conn;
+	sc.job_context = run->job_context;
+	memset(&oc, 0, sizeof(oc));
+	CB__NOTIFY(job, before_step, &sc);
+	if (def->kind == CB_STEP_TASKLET)
+		cb__step_tasklet_run(run, def, &sc, context, &oc);
+	else
+		cb__step_chunk_run(run, def, &sc, context, &oc);
+	json_decref(context);
+	CB__NOTIFY(job, after_step, &sc, oc.status);
+	if (oc.status == CB_STATUS_FAILED) {
+		cb_error_prefix(&oc.error, "step '%s'", def->name);
+		snprintf(message, msg_size, "%s", oc.error.message);
+	} else if (oc.status == CB_STATUS_STOPPED) {
+		snprintf(message, msg_size, "stopped during step '%s'", def->name);
+	}
+	snprintf(exit_status, es_size, "%s", sc.exit_status[0] ? sc.exit_status
+							       : cb_status_name(oc.status));
+	*status = oc.status;
+	if (PQstatus(run->conn) == CONNECTION_BAD)
+		PQreset(run->conn);
+	rc = cb__repo_step_finish(run->conn, step_id, oc.status, exit_status, message, oc.rollbacks,
+				  err);
+	if (rc == 0)
+		rc = cb__repo_save_job_context(run->conn, run->job_execution_id, run->job_context,
+					       err);
+	return rc;
+}
+
+int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err)
+{
+	const cb_job *job = run->job;
+	flow_end end = { CB_STATUS_COMPLETED, "" };
+	long idx = job->nsteps ? 0 : -1;
+	int visits = 0, rc;
+
+	while (idx >= 0) {
+		cb_status status = CB_STATUS_FAILED;
+		char exit_status[64], message[CB_ERROR_MESSAGE_MAX];
+
+		if (++visits > MAX_VISITS) {
+			end.status = CB_STATUS_FAILED;
+			snprintf(end.message, sizeof(end.message),
+				 "flow visited %d steps: a transition loop never ends", MAX_VISITS);
+			break;
+		}
+		rc = visit(run, idx, &status, exit_status, sizeof(exit_status), message,
+			   sizeof(message), err);
+		if (rc < 0)
+			return rc;
+		if (status == CB_STATUS_STOPPED) {
+			/* A stop is not a flow decision: the job stops here, restartable. */
+			end.status = CB_STATUS_STOPPED;
+			snprintf(end.message, sizeof(end.message), "%s", message);
+			break;
+		}
+		idx = next_step(job, idx, status, exit_status, message, &end);
+	}
+	out->status = end.status;
+	snprintf(out->exit_code, sizeof(out->exit_code), "%s", cb_status_name(end.status));
+	snprintf(out->exit_message, sizeof(out->exit_message), "%s", end.message);
+	return 0;
+}
