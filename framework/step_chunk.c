@@ -524,7 +524,11 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 					cb_error_prefix(err, "chunk %lld (item by item)", cs->commits + 1);
 					return;
 				}
-			} else if (action == CB_FAULT_RETRY && retries < cs->def->retry_limit) {
+			} else if (action == CB_FAULT_RETRY && retries < cs->def->retry_limit &&
+				   (cs->parts.reader.rollback ||
+				    PQstatus(cs->sc.conn) != CONNECTION_OK)) {
+				/* A reader that cannot rewind is reopened from the repository
+				 * only after a reconnect; otherwise there is no retry. */
 				int lost = PQstatus(cs->sc.conn) != CONNECTION_OK;
 
 				roll_back(cs, out, !lost);

@@ -87,7 +87,15 @@ typedef struct cb_reader {
 	 * messages into @p buf. May be NULL.
 	 */
 	void (*describe)(void *state, const void *item, char *buf, size_t size);
-	/** Called when the chunk rolled back: forget items read since the last update. May be NULL. */
+	/**
+	 * Called when the chunk rolled back: rewind to the last position that
+	 * committed. Note that `update` runs before the COMMIT, so the chunk being
+	 * rolled back may already have been through `update`: keep the position
+	 * an update saves as pending, and treat it as committed only at the next
+	 * `read` (which the engine calls only after a successful commit). May be
+	 * NULL for readers that cannot rewind (the step then fails instead of
+	 * retrying a chunk).
+	 */
 	void (*rollback)(void *state);
 	/** Release what `open` acquired. May be NULL. */
 	void (*close)(void *state);

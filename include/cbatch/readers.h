@@ -75,6 +75,222 @@ typedef struct cb_pg_keyset_options {
  */
 int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err);
 
+/* ---- CSV ----------------------------------------------------------------- */
+
+#define CB_CSV_OPTIONS_VERSION 1
+
+/** cb_csv_options.ncolumns: accept any number of fields, even with a header. */
+#define CB_CSV_ANY_COLUMNS ((size_t)-1)
+
+/**
+ * Options of the CSV reader. Strings are copied by cb_csv_reader_new.
+ *
+ * The input is RFC 4180 CSV: fields separated by @p delimiter, records ended
+ * by CRLF, LF or a lone CR (the last record may lack one). A field that
+ * starts with '"' is quoted: it ends at the next '"' that is not doubled,
+ * and may hold delimiters, '""' (one quote) and line breaks, which are kept
+ * as they are in the file. Unquoted fields are taken verbatim (spaces
+ * included). A UTF-8 byte order mark at the start is skipped. Bytes are not
+ * checked against any encoding.
+ *
+ * Malformed records: a '"' inside an unquoted field, anything but a
+ * delimiter or a line break after a closing quote, a quoted field still open
+ * at the end of the file, a field longer than @p max_field, a record larger
+ * than @p max_record, and a record whose number of fields is not the
+ * expected one. Each is a read error (see cb_csv_reader_new).
+ */
+typedef struct cb_csv_options {
+	unsigned int version;  /**< CB_CSV_OPTIONS_VERSION */
+	const char *path;      /**< the file; required; named in every message */
+	char delimiter;        /**< field separator; 0: ','. Not '"', CR or LF */
+	int header;            /**< non-zero: the first record names the columns */
+	/**
+	 * Fields every record must have. 0: with a header, the header's count
+	 * (a header of another count is an open error when this is set),
+	 * without one, any; CB_CSV_ANY_COLUMNS: any.
+	 */
+	size_t ncolumns;
+	/** Names the header must contain (needs @p header); NULL: none. */
+	const char *const *required_columns;
+	size_t nrequired;
+	/**
+	 * Non-zero: an empty line is a record of one empty field. By default
+	 * empty lines are skipped (they still count as lines).
+	 */
+	int keep_empty_lines;
+	size_t max_field;   /**< longest field in bytes (after unquoting); 0: 16 MiB */
+	size_t max_record;  /**< largest record in memory; 0: 4 x max_field */
+	size_t buffer_size; /**< read buffer in bytes; 0: 64 KiB. Memory is flat in file size */
+} cb_csv_options;
+
+#define CB_CSV_OPTIONS_INIT { CB_CSV_OPTIONS_VERSION, NULL, ',', 0, 0, NULL, 0, 0, 0, 0, 0 }
+
+/** The column names of a CSV header row. Owned by the reader. */
+typedef struct cb_csv_header cb_csv_header;
+
+/** One field of a CSV record: a view into the reader's chunk storage. */
+typedef struct cb_csv_field {
+	const char *data; /**< the unquoted bytes, followed by a NUL (data[len] == '\0') */
+	size_t len;       /**< length in bytes; the field may itself contain NULs */
+	int quoted;       /**< non-zero: the field was quoted ('""' is quoted and empty) */
+} cb_csv_field;
+
+/**
+ * A record of a CSV file: the items of the CSV reader (`cb_csv_record *`).
+ *
+ * Lifecycle: a record and its fields live in storage the reader owns and
+ * recycles; they stay valid until the chunk that read them ends, that is
+ * until the first read() after the chunk's update() or rollback() (and at
+ * the latest until close). Copy what must live longer. Read-only.
+ */
+typedef struct cb_csv_record {
+	size_t nfields;
+	const cb_csv_field *fields;
+	long long line;              /**< 1-based line where the record starts */
+	long long offset;            /**< byte offset of the record's first byte */
+	const char *file;            /**< the reader's path (borrowed) */
+	const cb_csv_header *header; /**< the reader's header, or NULL (borrowed) */
+} cb_csv_record;
+
+/**
+ * Fill @p out with a CSV reader of @p opts (copied). The step calls
+ * out->free.
+ *
+ * `open` opens the file, reads the header (if any; a malformed, empty or
+ * incomplete header fails `open` with a message naming file:line:column or
+ * the missing column), and seeks to the saved position. Items are
+ * `cb_csv_record *` (see its lifecycle). Records are parsed straight from a
+ * fixed-size read buffer into a per-record scratch buffer, then copied into
+ * reader-owned blocks that are reused chunk after chunk: memory grows with
+ * the chunk size and the record size, never with the file.
+ *
+ * Read errors: a malformed record makes read() return CB_EINVAL with a
+ * message "<file>:<line>:<column>: <what>", e.g.
+ * `accounts.csv:17:5: unexpected '"' in unquoted field` (lines and columns
+ * 1-based, columns in bytes). The reader has then consumed the bad record,
+ * so the next read() returns the record after it: a skip policy can go on.
+ * After a syntax error the bad record ends at the next line break; after a
+ * quoted field left open at the end of the file, reading resumes on the line
+ * after the opening quote. I/O errors are CB_ERROR and out of memory
+ * CB_ENOMEM; after those the next read() tries the same record again.
+ *
+ * Position and restart: `update` stores {"offset": N, "line": L}, the byte
+ * offset and line number just after the last record read (or refused as
+ * malformed). The next read() takes it as committed. `rollback` rewinds to
+ * the committed position: the next read() returns the first record of the
+ * rolled-back chunk again (an `update` not followed by a read belongs to the
+ * rolled-back chunk). `open` with a saved position seeks there after
+ * checking that the file is at least that long and that the position
+ * follows a line break; otherwise `open` fails with CB_EINVAL naming the
+ * file ("the file changed since it was saved"). The file must be seekable.
+ *
+ * `describe` writes "<file>:<line>" of a record.
+ *
+ * @return 0, CB_EINVAL (no path, bad delimiter, required columns without a
+ *         header, unknown version), CB_ENOMEM.
+ */
+int cb_csv_reader_new(cb_reader *out, const cb_csv_options *opts, cb_error *err);
+
+/**
+ * The header of an open CSV reader (borrowed; valid until close), or NULL
+ * when @p reader is not a CSV reader, is not open, or has no header.
+ */
+const cb_csv_header *cb_csv_reader_header(const cb_reader *reader);
+
+/** Number of columns in @p header (0 for NULL). */
+size_t cb_csv_header_count(const cb_csv_header *header);
+
+/** Name of column @p i (borrowed, NUL-terminated), or NULL when out of range. */
+const char *cb_csv_header_name(const cb_csv_header *header, size_t i);
+
+/**
+ * Index of the first column named @p name (exact, case-sensitive), or -1
+ * when there is none (or @p header is NULL).
+ */
+long cb_csv_header_index(const cb_csv_header *header, const char *name);
+
+/** Number of fields of @p rec. */
+size_t cb_csv_record_nfields(const cb_csv_record *rec);
+
+/** 1-based line of the start of @p rec. */
+long long cb_csv_record_line(const cb_csv_record *rec);
+
+/**
+ * Field @p i of @p rec (borrowed, NUL-terminated; see cb_csv_field), and its
+ * length in @p len (may be NULL). @return NULL when @p i is out of range.
+ */
+const char *cb_csv_record_field(const cb_csv_record *rec, size_t i, size_t *len);
+
+/** Index of the field under header column @p name, or -1 (no header, no such column). */
+long cb_csv_record_index(const cb_csv_record *rec, const char *name);
+
+/**
+ * The field under header column @p name, as cb_csv_record_field. NULL when
+ * there is no header, no such column, or the record is too short.
+ */
+const char *cb_csv_record_get(const cb_csv_record *rec, const char *name, size_t *len);
+
+/**
+ * Parse field @p i of @p rec as a decimal integer (strtoll, base 10, no
+ * surrounding blanks). @return 0, or CB_EINVAL with a message
+ * "<file>:<line>: field <i+1> (\"<name>\"): \"<text>\" is not an integer"
+ * (also for a missing field or an out-of-range value).
+ */
+int cb_csv_record_long(const cb_csv_record *rec, size_t i, long long *out, cb_error *err);
+
+/** As cb_csv_record_long, for a floating-point number (strtod; finite only). */
+int cb_csv_record_double(const cb_csv_record *rec, size_t i, double *out, cb_error *err);
+
+/* ---- JSON lines ---------------------------------------------------------- */
+
+#define CB_JSONL_OPTIONS_VERSION 1
+
+/**
+ * Options of the JSON lines reader. Strings are copied.
+ *
+ * One JSON value per line (LF, or CRLF); lines that are empty or hold only
+ * blanks are skipped (they still count as lines). A UTF-8 byte order mark at
+ * the start is skipped.
+ */
+typedef struct cb_jsonl_options {
+	unsigned int version; /**< CB_JSONL_OPTIONS_VERSION */
+	const char *path;     /**< the file; required */
+	int any_value;        /**< non-zero: any JSON value; 0: each line must be an object */
+	size_t decode_flags;  /**< extra jansson decoding flags, e.g. JSON_REJECT_DUPLICATES */
+	size_t max_line;      /**< longest line in bytes; 0: 16 MiB */
+	size_t buffer_size;   /**< read buffer in bytes; 0: 64 KiB */
+} cb_jsonl_options;
+
+#define CB_JSONL_OPTIONS_INIT { CB_JSONL_OPTIONS_VERSION, NULL, 0, 0, 0, 0 }
+
+/**
+ * Fill @p out with a JSON lines reader of @p opts (copied). The step calls
+ * out->free.
+ *
+ * Items are `json_t *`, borrowed: the reader holds the only reference and
+ * drops it when the chunk ends (at the first read() after the chunk's
+ * update() or rollback(), or at close). A processor that keeps a value
+ * longer takes its own reference (json_incref).
+ *
+ * A line that is not valid JSON (or not an object, unless @p any_value) is a
+ * read error, CB_EINVAL, with the message
+ * "<file>:<line>:<column>: <jansson's text>" (column from json_error_t, in
+ * characters); a line longer than @p max_line is one too. The line is then
+ * consumed: the next read() returns the next line's value.
+ *
+ * Position, restart, rollback and `describe` ("<file>:<line>") are as for the
+ * CSV reader: {"offset": N, "line": L}.
+ *
+ * @return 0, CB_EINVAL, CB_ENOMEM.
+ */
+int cb_jsonl_reader_new(cb_reader *out, const cb_jsonl_options *opts, cb_error *err);
+
+/**
+ * The line of item @p value, read by the JSON lines reader @p reader in the
+ * running chunk, or 0 when it is not one of them.
+ */
+long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <cbatch.h>
 
 #include "cbtest.h"
+#include "numbers.h"
 
 static char db[CBT_CONNINFO_MAX];
 static PGconn *conn;
@@ -173,151 +174,7 @@ static void test_job_key_is_stored_for_the_instance(void)
 
 /* ---- chunk steps with a reader and writer of our own ------------------------ */
 
-typedef struct numbers {
-	long long next, last, committed;
-	long long values[1]; /* storage for one item at a time is not enough: see read */
-	long long *buf;
-	size_t cap, used;
-} numbers;
-
-static int numbers_open(void *state, const cb_step_context *sc, const json_t *saved,
-			cb_error *err)
-{
-	numbers *n = state;
-
-	(void)err;
-	n->cap = cb_step_context_chunk_size(sc);
-	n->buf = calloc(n->cap, sizeof(long long));
-	n->committed = saved ? json_integer_value(json_object_get(saved, "next")) : 1;
-	n->next = n->committed;
-	return n->buf ? 0 : CB_ENOMEM;
-}
-
-static int numbers_read(void *state, cb_tx *tx, void **item, cb_error *err)
-{
-	numbers *n = state;
-
-	(void)tx;
-	(void)err;
-	if (n->next > n->last)
-		return CB_DONE;
-	if (n->used == n->cap)
-		n->used = 0; /* items live until the chunk ends; a chunk holds at most cap */
-	n->buf[n->used] = n->next++;
-	*item = &n->buf[n->used++];
-	return 0;
-}
-
-static int numbers_update(void *state, json_t *out, cb_error *err)
-{
-	numbers *n = state;
-
-	(void)err;
-	n->committed = n->next;
-	n->used = 0;
-	return json_object_set_new(out, "next", json_integer(n->next));
-}
-
-static void numbers_rollback(void *state)
-{
-	numbers *n = state;
-
-	n->next = n->committed;
-	n->used = 0;
-}
-
-static void numbers_describe(void *state, const void *item, char *buf, size_t size)
-{
-	(void)state;
-	snprintf(buf, size, "n=%lld", *(const long long *)item);
-}
-
-static void numbers_close(void *state)
-{
-	numbers *n = state;
-
-	free(n->buf);
-	n->buf = NULL;
-}
-
-static int drop_odd(void *state, cb_chunk *chunk, void *item, void **out, cb_error *err)
-{
-	(void)state;
-	(void)chunk;
-	(void)err;
-	*out = (*(long long *)item % 2) ? NULL : item;
-	return 0;
-}
-
-typedef struct sink {
-	char stmt[64];
-	int stop_after_chunks; /* request a stop from another connection */
-	int chunks;
-	long long job_execution_id;
-} sink;
-
-static int sink_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
-{
-	sink *s = state;
-
-	(void)saved;
-	s->job_execution_id = cb_step_context_job_execution_id(sc);
-	return cb_pg_prepare(cb_step_context_conn(sc), s->stmt, "sink",
-			     "INSERT INTO sink (n) SELECT unnest($1::bigint[])", 1, err);
-}
-
-static int sink_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
-{
-	sink *s = state;
-	char *arr = malloc(n * 24 + 3), *p = arr;
-	const char *values[1];
-	int rc;
-
-	if (!arr)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	*p++ = '{';
-	for (size_t i = 0; i < n; i++)
-		p += sprintf(p, "%s%lld", i ? "," : "", *(const long long *)items[i]);
-	*p++ = '}';
-	*p = '\0';
-	values[0] = arr;
-	rc = cb_tx_send(tx, s->stmt, 1, values, NULL, NULL, NULL, NULL, err);
-	free(arr);
-	if (++s->chunks == s->stop_after_chunks) {
-		cb_error e2 = CB_ERROR_INIT;
-		PGconn *other = cbt_connect(db);
-
-		CBT_PASS(cb_repo_request_stop(other, s->job_execution_id, &e2), &e2);
-		PQfinish(other);
-	}
-	return rc;
-}
-
-typedef struct chunk_setup {
-	numbers src;
-	sink dst;
-} chunk_setup;
-
-static int build_numbers(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-			 cb_error *err)
-{
-	chunk_setup *cs = user;
-
-	(void)sc;
-	(void)err;
-	cs->src.next = 1;
-	cs->src.used = 0;
-	parts->reader = (cb_reader){ CB_READER_VERSION, &cs->src, numbers_open, numbers_read,
-				     numbers_update, numbers_describe, numbers_rollback,
-				     numbers_close, NULL };
-	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, NULL, drop_odd, NULL };
-	parts->writers[0] = (cb_writer){ CB_WRITER_VERSION, &cs->dst, sink_open, sink_write,
-					 NULL, NULL, NULL };
-	parts->nwriters = 1;
-	return 0;
-}
-
-static cb_job *numbers_job(const char *name, chunk_setup *cs, size_t chunk)
+static cb_job *numbers_job(const char *name, cbt_numbers *n, size_t chunk)
 {
 	cb_error err = CB_ERROR_INIT;
 	cb_step_def s = CB_STEP_DEF_INIT;
@@ -325,8 +182,8 @@ static cb_job *numbers_job(const char *name, chunk_setup *cs, size_t chunk)
 
 	CBT_PASS_FATAL(cb_job_new(&job, name, &err), &err);
 	s.name = "numbers";
-	s.build = build_numbers;
-	s.user = cs;
+	s.build = cbt_numbers_build;
+	s.user = n;
 	s.chunk_size = chunk;
 	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
 	return job;
@@ -335,12 +192,13 @@ static cb_job *numbers_job(const char *name, chunk_setup *cs, size_t chunk)
 static void test_chunk_counts_filtered_items_and_commits(void)
 {
 	cb_error err = CB_ERROR_INIT;
-	chunk_setup cs;
+	cbt_numbers cs;
 	cb_job *job;
 	cb_job_result r;
 
 	memset(&cs, 0, sizeof(cs));
-	cs.src.last = 95;
+	cs.last = 95;
+	cs.drop_odd = 1;
 	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY)");
 	job = numbers_job("filtering", &cs, 10);
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
@@ -364,12 +222,13 @@ static void test_chunk_counts_filtered_items_and_commits(void)
 static void test_writer_sql_error_rolls_back_the_chunk_and_restart_finishes(void)
 {
 	cb_error err = CB_ERROR_INIT;
-	chunk_setup cs;
+	cbt_numbers cs;
 	cb_job *job;
 	cb_job_result r;
 
 	memset(&cs, 0, sizeof(cs));
-	cs.src.last = 100;
+	cs.last = 100;
+	cs.drop_odd = 1;
 	/* 56 is already there: the chunk 51..60 fails on the primary key. */
 	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY); "
 		       "INSERT INTO sink VALUES (56)");
@@ -392,20 +251,22 @@ static void test_writer_sql_error_rolls_back_the_chunk_and_restart_finishes(void
 static void test_stop_request_ends_after_the_current_chunk(void)
 {
 	cb_error err = CB_ERROR_INIT;
-	chunk_setup cs;
+	cbt_numbers cs;
 	cb_job *job;
 	cb_job_result r;
 
 	memset(&cs, 0, sizeof(cs));
-	cs.src.last = 100;
-	cs.dst.stop_after_chunks = 3;
+	cs.last = 100;
+	cs.drop_odd = 1;
+	cs.stop_after_chunks = 3;
+	cs.stop_conninfo = db;
 	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY)");
 	job = numbers_job("stoppable", &cs, 10);
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "STOPPED");
 	/* The chunk that saw the request committed; nothing after it ran. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 15);
-	cs.dst.stop_after_chunks = 0;
+	cs.stop_after_chunks = 0;
 	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 50);

@@ -1,0 +1,569 @@
+/*
+ * The step engine's fault tolerance, listeners and flows through the C API:
+ * skips in read, process and write (with the item-by-item scan), the skip
+ * limit, retry of a serialization failure, conditional transitions, the job
+ * context across steps and restarts, parameter validation, start limits and
+ * allow-start-if-complete.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbatch.h>
+
+#include "cbtest.h"
+#include "numbers.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+
+static int init(void)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	if (cbt_db_create(db, sizeof(db), "faults") < 0)
+		return -1;
+	conn = PQconnectdb(db);
+	if (PQstatus(conn) != CONNECTION_OK || cb_repo_schema_init(conn, NULL, NULL, &err) < 0) {
+		fprintf(stderr, "init: %s %s\n", PQerrorMessage(conn), err.message);
+		return -1;
+	}
+	return 0;
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+/* ---- a listener that records what it saw --------------------------------- */
+
+typedef struct seen {
+	int before_job, after_job, before_step, after_step, before_chunk, after_chunk;
+	int chunk_errors, read_errors, process_errors, write_errors, skips;
+	long long skipped[16];
+	cb_fault skip_fault[16];
+} seen;
+
+static void l_before_job(void *c, const char *j, long long id)
+{
+	(void)j, (void)id;
+	((seen *)c)->before_job++;
+}
+static void l_after_job(void *c, const char *j, long long id, cb_status s, const char *m)
+{
+	(void)j, (void)id, (void)s, (void)m;
+	((seen *)c)->after_job++;
+}
+static void l_before_step(void *c, const cb_step_context *sc)
+{
+	(void)sc;
+	((seen *)c)->before_step++;
+}
+static void l_after_step(void *c, const cb_step_context *sc, cb_status s)
+{
+	(void)sc, (void)s;
+	((seen *)c)->after_step++;
+}
+static void l_before_chunk(void *c, const cb_step_context *sc)
+{
+	(void)sc;
+	((seen *)c)->before_chunk++;
+}
+static void l_after_chunk(void *c, const cb_step_context *sc)
+{
+	(void)sc;
+	((seen *)c)->after_chunk++;
+}
+static void l_chunk_error(void *c, const cb_step_context *sc, const cb_error *e)
+{
+	(void)sc, (void)e;
+	((seen *)c)->chunk_errors++;
+}
+static void l_read_error(void *c, const cb_step_context *sc, const cb_error *e)
+{
+	(void)sc, (void)e;
+	((seen *)c)->read_errors++;
+}
+static void l_process_error(void *c, const cb_step_context *sc, const void *item,
+			    const cb_error *e)
+{
+	(void)sc, (void)item, (void)e;
+	((seen *)c)->process_errors++;
+}
+static void l_write_error(void *c, const cb_step_context *sc, void *const *items, size_t n,
+			  const cb_error *e)
+{
+	(void)sc, (void)items, (void)n, (void)e;
+	((seen *)c)->write_errors++;
+}
+static void l_skip(void *c, const cb_step_context *sc, cb_fault f, const void *item,
+		   const cb_error *e)
+{
+	seen *s = c;
+
+	(void)sc, (void)e;
+	if (s->skips < 16) {
+		s->skipped[s->skips] = item ? *(const long long *)item : -1;
+		s->skip_fault[s->skips] = f;
+	}
+	s->skips++;
+}
+
+static void add_listener(cb_job *job, seen *s)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_listener l = { CB_LISTENER_VERSION, s, l_before_job, l_after_job, l_before_step,
+			  l_after_step, l_before_chunk, l_after_chunk, l_chunk_error,
+			  l_read_error, l_process_error, l_write_error, l_skip };
+
+	memset(s, 0, sizeof(*s));
+	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
+}
+
+static cb_job *numbers_job(const char *name, cbt_numbers *n, size_t chunk, unsigned skip_limit,
+			   unsigned retry_limit, cb_classify_fn classify)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+
+	CBT_PASS_FATAL(cb_job_new(&job, name, &err), &err);
+	s.name = "numbers";
+	s.build = cbt_numbers_build;
+	s.user = n;
+	s.chunk_size = chunk;
+	s.skip_limit = skip_limit;
+	s.retry_limit = retry_limit;
+	s.retry_backoff_ms = 10;
+	s.classify = classify;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	return job;
+}
+
+static void fresh_sink(const char *extra)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint NOT "
+		 "NULL %s)", extra ? extra : "");
+	cbt_exec(conn, sql);
+}
+
+static long long step_count(const char *job, const char *column)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT sum(s.%s) FROM batch_step_execution s JOIN "
+		 "batch_job_execution e USING (job_execution_id) JOIN batch_job_instance i "
+		 "USING (job_instance_id) WHERE i.job_name = '%s'", column, job);
+	return cbt_query_ll(conn, sql);
+}
+
+static void assert_sink_is_1_to(long long last, long long except1, long long except2)
+{
+	char sql[256];
+	long long expect = last - (except1 ? 1 : 0) - (except2 ? 1 : 0);
+
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), expect);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT n) FROM sink"), expect);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM sink WHERE n IN (%lld, %lld)", except1,
+		 except2);
+	CBT_EQ_LL(cbt_query_ll(conn, sql), 0);
+}
+
+/* ---- skips ---------------------------------------------------------------- */
+
+static void test_poison_item_in_process_is_skipped_and_reported(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 50, .fail_process = { 23 } };
+	cb_job *job = numbers_job("skip_process", &n, 10, 5, 0, cb_classify_skip_invalid);
+	cb_job_result r;
+	seen s;
+
+	add_listener(job, &s);
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	assert_sink_is_1_to(50, 23, 0);
+	CBT_EQ_LL(step_count("skip_process", "process_skip_count"), 1);
+	CBT_EQ_LL(step_count("skip_process", "write_count"), 49);
+	CBT_EQ_LL(step_count("skip_process", "read_count"), 50);
+	CBT_EQ_LL(step_count("skip_process", "rollback_count"), 0);
+	CBT_EQ_LL(s.skips, 1);
+	CBT_EQ_LL(s.skipped[0], 23);
+	CBT_EQ_LL(s.skip_fault[0], CB_FAULT_PROCESS);
+	CBT_EQ_LL(s.process_errors, 1);
+	CBT_EQ_LL(s.before_job, 1);
+	CBT_EQ_LL(s.after_job, 1);
+	CBT_EQ_LL(s.before_step, 1);
+	CBT_EQ_LL(s.after_step, 1);
+	CBT_EQ_LL(s.after_chunk, 5);
+	cb_job_free(job);
+}
+
+static void test_poison_item_in_write_is_found_by_scan_and_others_written_once(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 50 };
+	cb_job *job = numbers_job("skip_write", &n, 10, 5, 0, cb_classify_skip_invalid);
+	cb_job_result r;
+	seen s;
+
+	add_listener(job, &s);
+	/* The database refuses 37: the chunk 31..40 fails as a whole first. */
+	fresh_sink("CHECK (n <> 37)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	assert_sink_is_1_to(50, 37, 0);
+	CBT_EQ_LL(step_count("skip_write", "write_skip_count"), 1);
+	CBT_EQ_LL(step_count("skip_write", "write_count"), 49);
+	CBT_EQ_LL(step_count("skip_write", "rollback_count"), 1);
+	CBT_EQ_LL(step_count("skip_write", "commit_count"), 5);
+	CBT_EQ_LL(s.skips, 1);
+	CBT_EQ_LL(s.skipped[0], 37);
+	CBT_EQ_LL(s.skip_fault[0], CB_FAULT_WRITE);
+	CBT_EQ_LL(s.chunk_errors, 1);
+	cb_job_free(job);
+}
+
+static void test_read_error_is_skipped_and_counted(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 30, .fail_read = { 15 } };
+	cb_job *job = numbers_job("skip_read", &n, 10, 5, 0, cb_classify_skip_invalid);
+	cb_job_result r;
+	seen s;
+
+	add_listener(job, &s);
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	assert_sink_is_1_to(30, 15, 0);
+	CBT_EQ_LL(step_count("skip_read", "read_skip_count"), 1);
+	CBT_EQ_LL(s.read_errors, 1);
+	CBT_EQ_LL(s.skips, 1);
+	CBT_EQ_LL(s.skipped[0], -1);
+	cb_job_free(job);
+}
+
+static void test_skip_limit_exceeded_fails_the_step_keeping_committed_chunks(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 50, .fail_process = { 7, 14, 21, 28 } };
+	cb_job *job = numbers_job("skip_limit", &n, 10, 3, 0, cb_classify_skip_invalid);
+	cb_job_result r;
+
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "skip limit 3 exceeded");
+	CBT_CONTAINS(r.exit_message, "number 28 is poison");
+	/* Chunks 1..2 committed (skipping 7 and 14); in chunk 3, 21 was the third
+	 * skip and 28 the fourth: the chunk rolled back whole. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 18);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(n) FROM sink"), 20);
+	CBT_EQ_LL(step_count("skip_limit", "process_skip_count"), 2);
+	cb_job_free(job);
+}
+
+static void test_skip_limit_parameter_overrides_the_step(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 50, .fail_process = { 7, 14, 21, 28 } };
+	cb_job *job = numbers_job("skip_param", &n, 10, 3, 0, cb_classify_skip_invalid);
+	cb_params *p = NULL;
+	cb_job_result r;
+
+	fresh_sink(NULL);
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, "-skip.limit:long=4", &err), &err);
+	CBT_PASS(cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 46);
+	cb_params_free(p);
+	cb_job_free(job);
+}
+
+/* ---- retry ---------------------------------------------------------------- */
+
+static void test_serialization_failure_is_retried_and_written_once(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	/* A sequence does not roll back: the second chunk fails once with 40001. */
+	cbt_numbers n = { .last = 50, .extra_sql = "SELECT cbt_fail_once()" };
+	cb_job *job = numbers_job("retry", &n, 10, 0, 3, NULL);
+	cb_job_result r;
+	seen s;
+
+	add_listener(job, &s);
+	fresh_sink(NULL);
+	cbt_exec(conn, "DROP SEQUENCE IF EXISTS cbt_calls; CREATE SEQUENCE cbt_calls; "
+		       "CREATE OR REPLACE FUNCTION cbt_fail_once() RETURNS int LANGUAGE plpgsql AS $$ "
+		       "BEGIN IF nextval('cbt_calls') = 2 THEN RAISE EXCEPTION 'injected' "
+		       "USING ERRCODE = '40001'; END IF; RETURN 1; END $$");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	assert_sink_is_1_to(50, 0, 0);
+	CBT_EQ_LL(step_count("retry", "rollback_count"), 1);
+	CBT_EQ_LL(step_count("retry", "commit_count"), 5);
+	CBT_EQ_LL(step_count("retry", "read_count"), 50);
+	CBT_EQ_LL(s.chunk_errors, 1);
+	cb_job_free(job);
+}
+
+static void test_retry_limit_exhausted_fails_the_step(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 50, .extra_sql = "SELECT cbt_fail_always()" };
+	cb_job *job = numbers_job("retry_limit", &n, 10, 0, 2, NULL);
+	cb_job_result r;
+
+	fresh_sink(NULL);
+	cbt_exec(conn, "CREATE OR REPLACE FUNCTION cbt_fail_always() RETURNS int LANGUAGE plpgsql "
+		       "AS $$ BEGIN RAISE EXCEPTION 'injected deadlock' USING ERRCODE = '40P01'; "
+		       "END $$");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "retry limit 2 exhausted");
+	CBT_CONTAINS(r.exit_message, "40P01");
+	CBT_EQ_LL(step_count("retry_limit", "rollback_count"), 3);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 0);
+	cb_job_free(job);
+}
+
+/* ---- flows and the job context -------------------------------------------- */
+
+typedef struct step_script {
+	const char *exit_status; /* set this exit status, or NULL */
+	int fail;                /* return an error */
+	int runs;
+	const char *put_total;   /* put this into the job context as "total" */
+	long long got_total;     /* "total" seen in the job context */
+} step_script;
+
+static int scripted(void *user, const cb_step_context *sc, cb_tx *tx, json_t *ctx, cb_error *err)
+{
+	step_script *s = user;
+	json_t *jc = cb_step_context_job_context(sc);
+
+	(void)tx, (void)ctx;
+	s->runs++;
+	if (s->put_total)
+		json_object_set_new(jc, "total", json_integer(atoll(s->put_total)));
+	s->got_total = json_integer_value(json_object_get(jc, "total"));
+	if (s->exit_status)
+		cb_step_context_set_exit_status(sc, s->exit_status);
+	if (s->fail)
+		return cb_error_set(err, CB_EINVAL, "scripted failure");
+	return CB_DONE;
+}
+
+static void add_scripted(cb_job *job, const char *name, step_script *s)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def d = CB_STEP_DEF_INIT;
+
+	d.name = name;
+	d.kind = CB_STEP_TASKLET;
+	d.tasklet = scripted;
+	d.user = s;
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+}
+
+static void test_failed_step_goes_to_its_handler_and_job_completes(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { .fail = 1 }, b = { 0 }, c = { 0 };
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "flow_handled", &err), &err);
+	add_scripted(job, "a", &a);
+	add_scripted(job, "b", &b);
+	add_scripted(job, "c", &c);
+	CBT_PASS(cb_job_add_transition(job, "a", "FAILED", "c", &err), &err);
+	CBT_PASS(cb_job_add_transition(job, "a", "*", "b", &err), &err);
+	CBT_PASS(cb_job_add_transition(job, "c", "*", CB_FLOW_END, &err), &err);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(a.runs, 1);
+	CBT_EQ_LL(b.runs, 0);
+	CBT_EQ_LL(c.runs, 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution s JOIN "
+				     "batch_job_execution USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'flow_handled' AND s.step_name = 'a' AND "
+				     "s.status = 'FAILED'"),
+		  1);
+	cb_job_free(job);
+}
+
+static void test_custom_exit_status_drives_the_flow(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { .exit_status = "NOOP" }, b = { 0 };
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "flow_noop", &err), &err);
+	add_scripted(job, "a", &a);
+	add_scripted(job, "b", &b);
+	CBT_PASS(cb_job_add_transition(job, "a", "NOOP", CB_FLOW_FAIL, &err), &err);
+	CBT_PASS(cb_job_add_transition(job, "a", "COMPLETED", "b", &err), &err);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "NOOP");
+	CBT_EQ_LL(b.runs, 0);
+	/* The step itself completed; its exit status is what the flow saw. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE "
+				     "step_name = 'a' AND status = 'COMPLETED' AND exit_code = 'NOOP'"),
+		  1);
+	/* Without a matching transition the job fails and says so. */
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_add_transition(job, "a", "*", "nowhere", &err), &err);
+	cb_job_free(job);
+}
+
+static void test_job_context_is_shared_and_restored_on_restart(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { .put_total = "42" }, b = { .fail = 1 };
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "shared_context", &err), &err);
+	add_scripted(job, "compute", &a);
+	add_scripted(job, "use", &b);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_EQ_LL(b.got_total, 42);
+	b.fail = 0;
+	b.got_total = 0;
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(a.runs, 1);        /* not rerun */
+	CBT_EQ_LL(b.got_total, 42);  /* from the restored job context */
+	cb_job_free(job);
+}
+
+/* ---- launch rules ---------------------------------------------------------- */
+
+static void test_parameters_are_validated_before_an_instance_is_made(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { 0 };
+	cb_job *job = NULL;
+	cb_params *p = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "validated", &err), &err);
+	add_scripted(job, "a", &a);
+	CBT_PASS(cb_job_add_param(job, "targetDate", CB_PARAM_DATE, 1, &err), &err);
+	CBT_PASS(cb_job_add_param(job, "region", CB_PARAM_STRING, 0, &err), &err);
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	CBT_CONTAINS(err.message, "requires parameter targetDate:date");
+	cb_error_clear(&err);
+	CBT_PASS(cb_params_parse_arg(p, "targetDate=2026-06-30", &err), &err); /* a string */
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	CBT_CONTAINS(err.message, "must be of type date");
+	cb_params_free(p);
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, "targetDate:date=2026-06-30", &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, "colour=red", &err), &err);
+	cb_error_clear(&err);
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	CBT_CONTAINS(err.message, "does not accept parameter 'colour'");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance "
+				     "WHERE job_name = 'validated'"),
+		  0);
+	cb_params_remove(p, "colour");
+	CBT_PASS(cb_params_parse_arg(p, "-colour=red", &err), &err); /* non-identifying: fine */
+	CBT_PASS(cb_job_launch(&r, conn, job, p, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	cb_params_free(p);
+	cb_job_free(job);
+}
+
+static void test_start_limit_stops_endless_restarts(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { .fail = 1 };
+	cb_step_def d = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "start_limit", &err), &err);
+	d.name = "flaky";
+	d.kind = CB_STEP_TASKLET;
+	d.tasklet = scripted;
+	d.user = &a;
+	d.start_limit = 2;
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_LL(a.runs, 2);
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "start limit");
+	CBT_EQ_LL(a.runs, 2);
+	cb_job_free(job);
+}
+
+static void test_allow_start_if_complete_reruns_a_completed_step(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { 0 }, b = { .fail = 1 };
+	cb_step_def d = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "rerun_cleanup", &err), &err);
+	d.name = "cleanup";
+	d.kind = CB_STEP_TASKLET;
+	d.tasklet = scripted;
+	d.user = &a;
+	d.allow_start_if_complete = 1;
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+	add_scripted(job, "work", &b);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	b.fail = 0;
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(a.runs, 2);
+	CBT_EQ_LL(b.runs, 2);
+	cb_job_free(job);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "poison item in process is skipped and reported",
+	  test_poison_item_in_process_is_skipped_and_reported },
+	{ "poison item in write is found by scan; others written once",
+	  test_poison_item_in_write_is_found_by_scan_and_others_written_once },
+	{ "read error is skipped and counted", test_read_error_is_skipped_and_counted },
+	{ "skip limit exceeded fails the step keeping committed chunks",
+	  test_skip_limit_exceeded_fails_the_step_keeping_committed_chunks },
+	{ "skip.limit parameter overrides the step", test_skip_limit_parameter_overrides_the_step },
+	{ "serialization failure is retried and written once",
+	  test_serialization_failure_is_retried_and_written_once },
+	{ "retry limit exhausted fails the step", test_retry_limit_exhausted_fails_the_step },
+	{ "failed step goes to its handler and the job completes",
+	  test_failed_step_goes_to_its_handler_and_job_completes },
+	{ "custom exit status drives the flow", test_custom_exit_status_drives_the_flow },
+	{ "job context is shared and restored on restart",
+	  test_job_context_is_shared_and_restored_on_restart },
+	{ "parameters are validated before an instance is made",
+	  test_parameters_are_validated_before_an_instance_is_made },
+	{ "start limit stops endless restarts", test_start_limit_stops_endless_restarts },
+	{ "allow start if complete reruns a completed step",
+	  test_allow_start_if_complete_reruns_a_completed_step },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("faults", init, clean, tests);
+}
