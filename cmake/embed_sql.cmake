@@ -1,6 +1,8 @@
 # Writes OUT: a C file with each SQL file in FILES as a NUL-terminated byte array,
 # in the given order, and a table TABLE (default cb__migrations) of
 # (version, name, sql); version is the file name's leading number, or 0.
+# FILES is '|'-separated: a ';' list would be split into separate arguments.
+string(REPLACE "|" ";" FILES "${FILES}")
 if(NOT TABLE)
   set(TABLE cb__migrations)
 endif()

@@ -12,6 +12,9 @@ extern const size_t cb_example_schemas_count;
 /* Register the `ledger` job. */
 int ledger_register(cb_registry *reg, cb_error *err);
 
+/* Register the `settlement` job. */
+int settlement_register(cb_registry *reg, cb_error *err);
+
 /* `example-setup`: create an example's tables and demo data. */
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv);
 

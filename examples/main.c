@@ -10,9 +10,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (cb_registry_new(&reg, &err) < 0 || ledger_register(reg, &err) < 0 ||
+	    settlement_register(reg, &err) < 0 ||
 	    cb_registry_add_command(reg, "example-setup",
 				    "create an example's tables and demo data: example-setup "
-				    "ledger [--rows N] [--negative-at ID] [--reset]",
+				    "ledger|settlement [--rows N] [--reset] ...",
 				    examples_setup_command, NULL, &err) < 0) {
 		fprintf(stderr, "cbatch-examples: %s\n", err.message);
 		cb_registry_free(reg);

@@ -41,17 +41,42 @@ static int parse_count(const char *s, long long *out)
 static void usage(void)
 {
 	printf("usage: example-setup ledger [--rows N] [--negative-at ID] [--reset]\n"
-	       "  Creates the example's tables (examples/ledger/schema.sql) and adds N demo\n"
-	       "  accounts (default 10000) with amounts 0.01..999.99 over 50 sellers.\n"
-	       "  --negative-at ID  makes account ID's amount negative (invalid input)\n"
-	       "  --reset           drops the example's rows first\n");
+	       "       example-setup settlement [--rows N] [--date YYYY-MM-DD] [--reset]\n"
+	       "  Creates the example's tables (examples/NAME/schema.sql) and demo data.\n"
+	       "  ledger:     N accounts (default 10000), amounts 0.01..999.99, 50 sellers;\n"
+	       "              --negative-at ID makes account ID's amount negative (bad input)\n"
+	       "  settlement: N orders (default 10000) over 200 sellers, spread over the day\n"
+	       "              before, the day of and the day after --date (default 2026-06-30)\n"
+	       "  --reset     removes the example's rows first\n");
+}
+
+static int setup_settlement(PGconn *conn, long long rows, const char *date, int reset)
+{
+	char nrows[24];
+	const char *p[2] = { nrows, date };
+
+	if (reset && exec_sql(conn, "reset", "TRUNCATE orders, settlement_daily", 0, NULL) < 0)
+		return CB_EXIT_FAILED;
+	snprintf(nrows, sizeof(nrows), "%lld", rows);
+	/* Deterministic, so that tests can recompute the expected settlement. */
+	if (exec_sql(conn, "demo data",
+		     "WITH base AS (SELECT coalesce(max(order_id), 0) AS b FROM orders) "
+		     "INSERT INTO orders (order_id, seller_id, amount, ordered_at) "
+		     "SELECT b + g, 1 + (b + g) % 200, (1 + ((b + g) * 7919) % 99999) / 100.0, "
+		     " $2::date - 1 + ((b + g) % 3) * interval '1 day' "
+		     "   + ((b + g) * 37 % 86400) * interval '1 second' "
+		     "FROM base, generate_series(1, $1::bigint) g",
+		     2, p) < 0)
+		return CB_EXIT_FAILED;
+	printf("example settlement: tables ready, %lld orders added around %s\n", rows, date);
+	return CB_EXIT_COMPLETED;
 }
 
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 {
 	long long rows = 10000, negative = 0;
 	int reset = 0;
-	const char *example = NULL, *sql;
+	const char *example = NULL, *sql, *date = "2026-06-30";
 	char nrows[24], neg[24];
 
 	(void)ctx;
@@ -71,6 +96,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 					"non-negative integer\n", argv[i]);
 				return CB_EXIT_USAGE;
 			}
+		} else if (strcmp(argv[i], "--date") == 0 && i + 1 < argc) {
+			date = argv[++i];
 		} else if (strcmp(argv[i], "--reset") == 0) {
 			reset = 1;
 		} else if (!example && argv[i][0] != '-') {
@@ -80,8 +107,9 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 			return CB_EXIT_USAGE;
 		}
 	}
-	if (!example || strcmp(example, "ledger") != 0) {
-		fprintf(stderr, "cbatch: example-setup: name an example (known: ledger)\n");
+	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0)) {
+		fprintf(stderr, "cbatch: example-setup: name an example (known: ledger, "
+			"settlement)\n");
 		return CB_EXIT_USAGE;
 	}
 	sql = find_schema(example);
@@ -91,6 +119,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 	}
 	if (exec_sql(conn, "schema", sql, 0, NULL) < 0)
 		return CB_EXIT_FAILED;
+	if (strcmp(example, "settlement") == 0)
+		return setup_settlement(conn, rows, date, reset);
 	if (reset && exec_sql(conn, "reset", "TRUNCATE account, ledger RESTART IDENTITY", 0,
 			      NULL) < 0)
 		return CB_EXIT_FAILED;

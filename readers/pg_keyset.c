@@ -48,6 +48,9 @@ struct keyset {
 	char *schema;
 	char *table;
 	char *where;
+	char *query;     /* FROM (query) AS table, or NULL */
+	char **qparams;  /* the query's $1..$n */
+	size_t nqparams;
 	char **columns;
 	size_t ncolumns;
 	char **keys;
@@ -266,6 +269,8 @@ static void ks_free(void *state)
 	ks_close(ks);
 	free(ks->schema);
 	free(ks->table);
+	free(ks->query);
+	strv_free(ks->qparams, ks->nqparams);
 	free(ks->where);
 	strv_free(ks->columns, ks->ncolumns);
 	strv_free(ks->keys, ks->nkeys);
@@ -338,7 +343,9 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 					add(f, ", %s", qkeys[i]);
 			}
 		}
-		if (qschema)
+		if (ks->query)
+			add(f, " FROM (\n%s\n) AS %s", ks->query, qtable);
+		else if (qschema)
 			add(f, " FROM %s.%s", qschema, qtable);
 		else
 			add(f, " FROM %s", qtable);
@@ -351,13 +358,13 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 				add(f, "%s%s", i ? ", " : "", qkeys[i]);
 			add(f, ") > (");
 			for (i = 0; i < ks->nkeys; i++)
-				add(f, "%s$%zu", i ? ", " : "", i + 2);
+				add(f, "%s$%zu", i ? ", " : "", ks->nqparams + i + 2);
 			add(f, ")");
 		}
 		add(f, " ORDER BY ");
 		for (i = 0; i < ks->nkeys; i++)
 			add(f, "%s%s", i ? ", " : "", qkeys[i]);
-		add(f, " LIMIT $1");
+		add(f, " LIMIT $%zu", ks->nqparams + 1);
 		if (ferror(f))
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 		if (fclose(f) != 0 && !rc)
@@ -453,7 +460,7 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 	snprintf(ks->limit, sizeof(ks->limit), "%zu", ks->page_size);
 
 	ks->keycol = calloc(ks->nkeys, sizeof(*ks->keycol));
-	ks->params = calloc(ks->nkeys + 1, sizeof(*ks->params));
+	ks->params = calloc(ks->nqparams + ks->nkeys + 1, sizeof(*ks->params));
 	qkeys = calloc(ks->nkeys, sizeof(*qkeys));
 	if (!ks->keycol || !ks->params || !qkeys || keybuf_init(&ks->cur, ks->nkeys) ||
 	    keybuf_init(&ks->pend, ks->nkeys) || keybuf_init(&ks->com, ks->nkeys)) {
@@ -571,15 +578,17 @@ static int fetch(struct keyset *ks, cb_tx *tx, cb_error *err)
 	rc = reserve_slot(ks, err);
 	if (rc)
 		return rc;
-	ks->params[0] = ks->limit;
+	for (i = 0; i < ks->nqparams; i++)
+		ks->params[i] = ks->qparams[i];
+	ks->params[ks->nqparams] = ks->limit;
 	if (ks->at && ks->at->valid) {
 		for (i = 0; i < ks->nkeys; i++)
-			ks->params[i + 1] = ks->at->v[i];
+			ks->params[ks->nqparams + i + 1] = ks->at->v[i];
 		stmt = ks->stmt_next;
-		nparams = (int)ks->nkeys + 1;
+		nparams = (int)(ks->nqparams + ks->nkeys + 1);
 	} else {
 		stmt = ks->stmt_first;
-		nparams = 1;
+		nparams = (int)ks->nqparams + 1;
 	}
 	rc = cb_tx_query(tx, &res, stmt, nparams, ks->params, NULL, NULL, err);
 	if (rc) {
@@ -766,6 +775,16 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	if (!opts->columns && opts->ncolumns > 0)
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
 				    opts->table);
+	if (opts->query && opts->schema)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": a query takes no schema (the "
+				    "table names the query)", what, opts->table);
+	if (opts->nquery_params > 0 && (!opts->query || !opts->query_params))
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": query parameters without a "
+				    "query", what, opts->table);
+	for (i = 0; i < opts->nquery_params; i++)
+		if (!opts->query_params[i])
+			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": query parameter $%zu is "
+					    "NULL", what, opts->table, i + 1);
 	if (opts->page_size > INT_MAX / 2)
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": page size too large", what,
 				    opts->table);
@@ -793,6 +812,21 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	ks->schema = xstrdup(opts->schema);
 	ks->table = xstrdup(opts->table);
 	ks->where = xstrdup(opts->where);
+	if (opts->query) {
+		ks->query = xstrdup(opts->query);
+		ks->qparams = strv_dup(opts->query_params, opts->nquery_params);
+		ks->nqparams = opts->nquery_params;
+		if (!ks->query || (opts->nquery_params && !ks->qparams)) {
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+			free(ks->schema);
+			free(ks->table);
+			free(ks->where);
+			free(ks->query);
+			strv_free(ks->qparams, ks->qparams ? ks->nqparams : 0);
+			free(ks);
+			return rc;
+		}
+	}
 	ks->keys = strv_dup(opts->key_columns, opts->nkeys);
 	ks->columns = strv_dup(opts->columns, opts->ncolumns);
 	if ((opts->schema && !ks->schema) || !ks->table || (opts->where && !ks->where) ||

@@ -135,12 +135,15 @@ BEGIN
     IF p_lock_name IS NOT NULL THEN
         -- The row lock this UPDATE takes orders the check against a takeover:
         -- a takeover either committed first (we see its token and fail) or
-        -- waits for our COMMIT.
+        -- waits for our COMMIT. A lock released by force (unlock --force) is
+        -- lost too: its holder must stop at its next chunk, not extend a lease
+        -- that the operator has just ended.
         UPDATE batch_lock
            SET locked_until = greatest(locked_until,
                    clock_timestamp() + make_interval(secs => p_lease_seconds)),
                updated_at = clock_timestamp()
-         WHERE lock_name = p_lock_name AND fencing_token = p_fencing_token;
+         WHERE lock_name = p_lock_name AND fencing_token = p_fencing_token
+           AND NOT released;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'fenced off: lock "%" no longer carries fencing token %',
                 p_lock_name, p_fencing_token USING ERRCODE = 'CB002';
@@ -154,7 +157,10 @@ BEGIN
            read_skip_count = read_skip_count + p_read_skip,
            write_skip_count = write_skip_count + p_write_skip,
            process_skip_count = process_skip_count + p_process_skip,
-           duplicate_target_write_count = duplicate_target_write_count + p_duplicate,
+           -- Writers add the conflicts they absorbed to a transaction-local
+           -- setting, so the count commits with the chunk in the same round trip.
+           duplicate_target_write_count = duplicate_target_write_count + p_duplicate
+               + coalesce(nullif(current_setting('cbatch.duplicate_writes', true), '')::bigint, 0),
            version = version + 1,
            last_updated = clock_timestamp()
      WHERE step_execution_id = p_step_execution_id AND version = p_version;
@@ -254,8 +260,9 @@ BEGIN
                                    clock_timestamp()),
            updated_at = clock_timestamp(), released = true
      WHERE lock_name = p_lock_name AND owner_id = p_owner_id
-       AND fencing_token = p_fencing_token;
+       AND fencing_token = p_fencing_token AND NOT released;
     IF NOT FOUND THEN
+        -- Taken over, or already released (by force): not ours to end again.
         RETURN false;
     END IF;
     INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, job_execution_id)

@@ -18,6 +18,10 @@ struct status {
 	size_t nkeys;
 	char *set_column;
 	char *set_value; /* NULL: SQL NULL */
+	char *expect_column; /* conditional transition: only rows where it equals expect_value */
+	char *expect_value;
+	int count_unchanged; /* rows that did not transition count as duplicate writes */
+	char count[24];
 	cb_bind_fn bind;
 	void *bind_ctx;
 	char what[200];
@@ -55,17 +59,21 @@ static void status_free(void *state)
 	cb__strv_free(s->keys, s->nkeys);
 	free(s->set_column);
 	free(s->set_value);
+	free(s->expect_column);
+	free(s->expect_value);
 	free(s);
 }
 
-/* types[0..nkeys-1]: the keys' types, types[nkeys]: the set column's. */
+/* types[0..nkeys-1]: the keys' types, types[nkeys]: the set column's,
+ * types[nkeys + 1]: the expected column's (conditional transitions).
+ * Parameters: $1 value, $2.. keys, then the expected value, then the count. */
 static int build_sql(struct status *s, char **out, const char *qualified, char *const *types,
 		     cb_error *err)
 {
 	cb__sql b;
 	char **q;
-	char *qset = NULL;
-	size_t i;
+	char *qset = NULL, *qexp = NULL;
+	size_t i, next = s->nkeys + 2;
 	int rc;
 
 	*out = NULL;
@@ -78,11 +86,15 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 			goto done;
 	}
 	rc = cb_pg_quote_ident(&qset, s->conn, s->set_column, err);
+	if (rc == 0 && s->expect_column)
+		rc = cb_pg_quote_ident(&qexp, s->conn, s->expect_column, err);
 	if (rc)
 		goto done;
 	rc = cb__sql_open(&b, err);
 	if (rc)
 		goto done;
+	if (s->count_unchanged)
+		cb__sql_add(&b, "WITH _cb_u AS (");
 	if (s->nkeys == 1) {
 		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[])", qualified,
 			    qset, types[s->nkeys], q[0], types[0]);
@@ -102,13 +114,33 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 			cb__sql_add(&b, "%s_cb_v.%s", i ? ", " : "", q[i]);
 		cb__sql_add(&b, ")");
 	}
+	if (s->expect_column) {
+		/* Only rows still in the expected state transition: idempotent. */
+		if (s->expect_value)
+			cb__sql_add(&b, " AND %s%s = $%zu::%s", s->nkeys == 1 ? "" : "_cb_t.", qexp,
+				    next++, types[s->nkeys + 1]);
+		else
+			cb__sql_add(&b, " AND %s%s IS NULL", s->nkeys == 1 ? "" : "_cb_t.", qexp);
+	}
+	if (s->count_unchanged)
+		cb__sql_add(&b, " RETURNING 1) SELECT " CB__DUPLICATES_ADD(
+					"$%zu::bigint - (SELECT count(*) FROM _cb_u)"),
+			    next);
 	rc = cb__sql_done(&b, out, err);
 done:
 	for (i = 0; i < s->nkeys; i++)
 		free(q[i]);
 	free(q);
 	free(qset);
+	free(qexp);
 	return rc;
+}
+
+/* Parameters of the statement: value, keys, [expected value], [count]. */
+static size_t nparams(const struct status *s)
+{
+	return s->nkeys + 1 + (s->expect_column && s->expect_value ? 1 : 0) +
+	       (s->count_unchanged ? 1 : 0);
 }
 
 static int status_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
@@ -118,7 +150,7 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	const char **names = NULL;
 	char **types = NULL;
 	char *delims = NULL;
-	size_t i, n = s->nkeys + 1;
+	size_t i, n = s->nkeys + 1 + (s->expect_column ? 1 : 0);
 	int rc;
 
 	(void)saved;
@@ -130,7 +162,7 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	names = calloc(n, sizeof(*names));
 	types = calloc(n, sizeof(*types));
 	delims = malloc(n);
-	s->params = calloc(n, sizeof(*s->params));
+	s->params = calloc(nparams(s), sizeof(*s->params));
 	if (!names || !types || !delims || !s->params) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
 		goto done;
@@ -138,6 +170,8 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	for (i = 0; i < s->nkeys; i++)
 		names[i] = s->keys[i];
 	names[s->nkeys] = s->set_column;
+	if (s->expect_column)
+		names[s->nkeys + 1] = s->expect_column;
 	rc = cb__pg_qualified_name(&qualified, s->conn, s->schema, s->table, err);
 	if (rc)
 		goto done;
@@ -148,7 +182,7 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	rc = build_sql(s, &sql, qualified, types, err);
 	if (rc)
 		goto done;
-	rc = cb_pg_prepare(s->conn, s->stmt, "sts", sql, (int)n, err);
+	rc = cb_pg_prepare(s->conn, s->stmt, "sts", sql, (int)nparams(s), err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the update", s->what);
 		goto done;
@@ -175,7 +209,7 @@ static int status_result(void *ctx, const PGresult *res, cb_error *err)
 {
 	struct status *s = ctx;
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
 		cb_pg_error(err, s->conn, res, "status update");
 		return cb_error_prefix(err, "%s", s->what);
 	}
@@ -203,7 +237,14 @@ static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 	rc = cb__values_finish(&s->values, s->params + 1, err);
 	if (rc)
 		return rc;
-	rc = cb_tx_send(tx, s->stmt, (int)(s->nkeys + 1), s->params, NULL, NULL, status_result, s,
+	i = s->nkeys + 1;
+	if (s->expect_column && s->expect_value)
+		s->params[i++] = s->expect_value;
+	if (s->count_unchanged) {
+		snprintf(s->count, sizeof(s->count), "%zu", n);
+		s->params[i++] = s->count;
+	}
+	rc = cb_tx_send(tx, s->stmt, (int)nparams(s), s->params, NULL, NULL, status_result, s,
 			err);
 	if (rc)
 		cb_error_prefix(err, "%s", s->what);
@@ -264,6 +305,16 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	s->nkeys = opts->nkeys;
 	s->bind = opts->bind;
 	s->bind_ctx = opts->bind_ctx;
+	s->count_unchanged = opts->count_unchanged;
+	if (opts->expect_column) {
+		s->expect_column = strdup(opts->expect_column);
+		s->expect_value = opts->expect_value ? strdup(opts->expect_value) : NULL;
+		if (!s->expect_column || (opts->expect_value && !s->expect_value)) {
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+			status_free(s);
+			return rc;
+		}
+	}
 
 	out->version = CB_WRITER_VERSION;
 	out->state = s;

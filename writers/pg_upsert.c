@@ -5,6 +5,7 @@
  */
 #include "cbatch/writers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ struct upsert {
 	size_t nupdate;
 	cb_bind_fn bind;
 	void *bind_ctx;
+	int count_duplicates; /* add conflicts to the step's duplicate_target_write_count */
+	char count[24];       /* the chunk's item count, the extra parameter */
 	char what[200]; /* names the writer in messages */
 	/* from open */
 	int opened;
@@ -82,6 +85,8 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 	rc = cb__sql_open(&s, err);
 	if (rc)
 		return rc;
+	if (u->count_duplicates)
+		cb__sql_add(&s, "WITH _cb_w AS (");
 	cb__sql_add(&s, "INSERT INTO %s (", qualified);
 	for (i = 0; i < u->ncolumns; i++) {
 		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
@@ -113,6 +118,13 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 			free(q);
 		}
 	}
+	if (u->count_duplicates)
+		/* Rows that existed already (updated, or left alone by DO NOTHING)
+		 * are duplicates; the count rides in a transaction-local setting that
+		 * the chunk checkpoint adds to the step, so it commits with the chunk. */
+		cb__sql_add(&s, " RETURNING (xmax = 0) AS _cb_ins) SELECT " CB__DUPLICATES_ADD(
+					"$%zu::bigint - (SELECT count(*) FILTER (WHERE _cb_ins) FROM _cb_w)"),
+			    u->ncolumns + 1);
 	return cb__sql_done(&s, out, err);
 fail:
 	cb__sql_done(&s, out, NULL);
@@ -138,7 +150,7 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	u->conn = cb_step_context_conn(sc);
 	types = calloc(u->ncolumns, sizeof(*types));
 	delims = malloc(u->ncolumns);
-	u->params = calloc(u->ncolumns, sizeof(*u->params));
+	u->params = calloc(u->ncolumns + 1, sizeof(*u->params));
 	if (!types || !delims || !u->params) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
 		goto done;
@@ -153,7 +165,8 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	rc = build_sql(u, &sql, qualified, types, err);
 	if (rc)
 		goto done;
-	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql, (int)u->ncolumns, err);
+	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql,
+			   (int)u->ncolumns + (u->count_duplicates ? 1 : 0), err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the upsert", u->what);
 		goto done;
@@ -179,7 +192,7 @@ static int upsert_result(void *ctx, const PGresult *res, cb_error *err)
 {
 	struct upsert *u = ctx;
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
 		cb_pg_error(err, u->conn, res, "upsert");
 		return cb_error_prefix(err, "%s", u->what);
 	}
@@ -206,8 +219,10 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 	rc = cb__values_finish(&u->values, u->params, err);
 	if (rc)
 		return rc;
-	rc = cb_tx_send(tx, u->stmt, (int)u->ncolumns, u->params, NULL, NULL, upsert_result, u,
-			err);
+	snprintf(u->count, sizeof(u->count), "%zu", n);
+	u->params[u->ncolumns] = u->count;
+	rc = cb_tx_send(tx, u->stmt, (int)u->ncolumns + (u->count_duplicates ? 1 : 0), u->params,
+			NULL, NULL, upsert_result, u, err);
 	if (rc)
 		cb_error_prefix(err, "%s", u->what);
 	return rc;
@@ -321,6 +336,7 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	}
 	u->bind = opts->bind;
 	u->bind_ctx = opts->bind_ctx;
+	u->count_duplicates = opts->count_duplicates;
 
 	out->version = CB_WRITER_VERSION;
 	out->state = u;
@@ -335,4 +351,19 @@ nomem:
 fail:
 	upsert_free(u);
 	return rc;
+}
+
+int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options *opts,
+				      cb_error *err)
+{
+	static const char *const none[1] = { NULL };
+	cb_pg_upsert_options o;
+
+	if (!opts)
+		return cb_pg_upsert_writer_new(out, opts, err);
+	o = *opts;
+	o.update_columns = none; /* listed, but none: DO NOTHING */
+	o.nupdate = 0;
+	o.count_duplicates = 1;
+	return cb_pg_upsert_writer_new(out, &o, err);
 }

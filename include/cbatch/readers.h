@@ -64,9 +64,20 @@ typedef struct cb_pg_keyset_options {
 	size_t nkeys;
 	const char *where;           /**< the unprocessed filter, e.g. "NOT processed"; NULL: none */
 	size_t page_size;            /**< rows per page; 0: the step's chunk size */
+	/**
+	 * Read from a query instead of a table: `FROM (<query>) AS <table>`,
+	 * @p table naming it (schema must be NULL). The query is SQL text of the
+	 * job author's; its values travel as @p query_params, referenced in it as
+	 * $1..$n (text, cast in the query, e.g. `$1::date`); the reader numbers its
+	 * own parameters after them. Copied.
+	 */
+	const char *query;
+	const char *const *query_params;
+	size_t nquery_params;
 } cb_pg_keyset_options;
 
-#define CB_PG_KEYSET_OPTIONS_INIT { CB_PG_KEYSET_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0 }
+#define CB_PG_KEYSET_OPTIONS_INIT \
+	{ CB_PG_KEYSET_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0 }
 
 /**
  * Fill @p out with a keyset paging reader. The reader owns a copy of the

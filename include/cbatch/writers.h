@@ -77,12 +77,28 @@ typedef struct cb_pg_upsert_options {
 	size_t nupdate;
 	cb_bind_fn bind;               /**< NULL: cb_bind_row_by_name */
 	void *bind_ctx;
+	/**
+	 * Non-zero: rows whose key existed already (updated, or left alone by DO
+	 * NOTHING) are added to the step's duplicate_target_write_count, in the
+	 * chunk's transaction.
+	 */
+	int count_duplicates;
 } cb_pg_upsert_options;
 
-#define CB_PG_UPSERT_OPTIONS_INIT { CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL }
+#define CB_PG_UPSERT_OPTIONS_INIT \
+	{ CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0 }
 
 /** Fill @p out with an upsert writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err);
+
+/**
+ * Fill @p out with an insert-if-absent writer: the upsert writer with
+ * `ON CONFLICT (keys) DO NOTHING` (update_columns ignored) that counts the
+ * conflicts it absorbed as duplicate target writes — the writer for
+ * event/source ids that must land once. @return as cb_pg_upsert_writer_new.
+ */
+int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options *opts,
+				      cb_error *err);
 
 #define CB_PG_STATUS_OPTIONS_VERSION 1
 
@@ -107,9 +123,19 @@ typedef struct cb_pg_status_options {
 					    parameter; NULL: SQL NULL */
 	cb_bind_fn bind;               /**< NULL: cb_bind_row_by_name over the key columns */
 	void *bind_ctx;
+	/**
+	 * Conditional transition: only rows whose @p expect_column equals
+	 * @p expect_value (NULL: IS NULL) change, e.g. `SET status = 'DONE' ...
+	 * AND status = 'READY'`, so a rerun cannot transition a row twice.
+	 */
+	const char *expect_column;
+	const char *expect_value;
+	/** Non-zero: keys that did not transition count as duplicate target writes. */
+	int count_unchanged;
 } cb_pg_status_options;
 
-#define CB_PG_STATUS_OPTIONS_INIT { CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL }
+#define CB_PG_STATUS_OPTIONS_INIT \
+	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err);

@@ -1,0 +1,88 @@
+/*
+ * What the file writers (csv.c, jsonl.c) share: a chunk's lines buffered in
+ * memory, written to the file by update() (before the chunk's COMMIT), and
+ * the committed length restored on restart by truncating the file.
+ *
+ * Lengths. `flushed` is the file's length after the last update();
+ * `committed` the length known to be committed: update() makes `flushed`
+ * pending, and the next write() or update() takes it as committed (the
+ * engine only goes on to a new chunk after a COMMIT). cb__fsink_rollback
+ * (for a writer `rollback` hook, see the report in writers.h) cuts the file
+ * back to `committed`.
+ *
+ * Crash safety: a process killed at any instant leaves a file whose first
+ * `offset` bytes (the committed context) are exactly the committed chunks'
+ * lines; open() with that context truncates whatever follows.
+ */
+#ifndef CB_WRITERS_FILE_SINK_H
+#define CB_WRITERS_FILE_SINK_H
+
+#include <stddef.h>
+
+#include "cbatch/item.h"
+
+typedef struct cb__fsink {
+	char *path;       /* where the lines go: the final path, or the temp path */
+	char *final_path; /* atomic mode: the name published by cb_file_publish; else NULL */
+	const char *what; /* names the writer in messages ("CSV writer") */
+	int do_fsync;
+	int fd;           /* -1 when closed */
+	char *buf;        /* lines written since the last update() */
+	size_t len, cap;
+	long long flushed;   /* file length after the last update() */
+	long long committed; /* file length known to be committed */
+	int pending;         /* flushed awaits proof of commit */
+	int wrote;           /* write() ran since the last update() */
+} cb__fsink;
+
+/*
+ * Set up @p s for @p path; @p temp_path (NULL: "<path>.tmp") when @p atomic.
+ * Strings are copied. @return 0 or CB_ENOMEM.
+ */
+int cb__fsink_init(cb__fsink *s, const char *what, const char *path, int atomic,
+		   const char *temp_path, int do_fsync, cb_error *err);
+/* Close and free everything. NULL-safe. */
+void cb__fsink_free(cb__fsink *s);
+
+/*
+ * Open the file. Without a saved offset (@p saved NULL or without
+ * "offset"): create or truncate it and write @p head (@p head_len bytes, may
+ * be 0) at once. With one: the file must exist and be at least that long;
+ * it is truncated to it. @return 0, CB_EINVAL (bad context, file missing or
+ * shorter), CB_ERROR (I/O).
+ */
+int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
+		   cb_error *err);
+/* Close the file; lines not flushed (a chunk that never reached update) are dropped. */
+void cb__fsink_close(cb__fsink *s);
+
+/*
+ * Start a write() call: settle a pending update, and drop lines buffered by
+ * an earlier write() that no update() followed (that chunk rolled back).
+ */
+void cb__fsink_begin_write(cb__fsink *s);
+/* Make room for @p n more bytes in the buffer. @return 0 or CB_ENOMEM. */
+int cb__fsink_reserve(cb__fsink *s, size_t n);
+/* Append bytes. @return 0 or CB_ENOMEM. */
+int cb__fsink_append(cb__fsink *s, const void *p, size_t n);
+/* A write() failed: its chunk will roll back; drop everything not flushed. */
+void cb__fsink_discard(cb__fsink *s);
+
+/*
+ * update(): write the buffered lines at the end of the committed data,
+ * fsync if asked, and store {"offset": new length} into @p out.
+ * @return 0, CB_ERROR (I/O: the file is cut back, the lines dropped), CB_ENOMEM.
+ */
+int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err);
+
+/* The chunk rolled back (after write, perhaps after update): cut back to `committed`. */
+void cb__fsink_rollback(cb__fsink *s);
+
+/*
+ * The step completed (every chunk committed): fsync, and in atomic mode
+ * publish the file (cb_file_publish). For a writer `complete` hook.
+ * @return 0 or CB_ERROR.
+ */
+int cb__fsink_complete(cb__fsink *s, cb_error *err);
+
+#endif
