@@ -324,6 +324,46 @@ int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
 	return rc;
 }
 
+int cb_tx_copy(cb_tx *tx, const char *copy_sql, const char *data, size_t len, cb_error *err)
+{
+	PGresult *res;
+	int rc = 0, in_pipeline = tx->pipelined && PQpipelineStatus(tx->conn) != PQ_PIPELINE_OFF;
+
+	if (in_pipeline) {
+		rc = tx->nqueue ? drain(tx, NULL, err) : 0;
+		if (rc < 0)
+			return rc;
+		if (!PQexitPipelineMode(tx->conn))
+			return cb_pg_error(err, tx->conn, NULL, "leave pipeline mode for COPY");
+	}
+	res = PQexec(tx->conn, copy_sql);
+	if (PQresultStatus(res) != PGRES_COPY_IN) {
+		rc = cb_pg_error(err, tx->conn, res, "COPY");
+		PQclear(res);
+		goto done;
+	}
+	PQclear(res);
+	/* Large buffers go in pieces so libpq's output buffer stays modest. */
+	for (size_t off = 0; off < len && rc == 0;) {
+		size_t n = len - off > (1u << 20) ? (1u << 20) : len - off;
+
+		if (PQputCopyData(tx->conn, data + off, (int)n) != 1)
+			rc = cb_pg_error(err, tx->conn, NULL, "COPY data");
+		off += n;
+	}
+	if (PQputCopyEnd(tx->conn, rc ? "aborted by the writer" : NULL) != 1 && rc == 0)
+		rc = cb_pg_error(err, tx->conn, NULL, "COPY end");
+	while ((res = PQgetResult(tx->conn)) != NULL) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+			rc = cb_pg_error(err, tx->conn, res, "COPY");
+		PQclear(res);
+	}
+done:
+	if (in_pipeline && !PQenterPipelineMode(tx->conn) && rc == 0)
+		rc = cb_pg_error(err, tx->conn, NULL, "enter pipeline mode after COPY");
+	return rc;
+}
+
 int cb__tx_command(cb_tx *tx, const char *sql, cb_error *err)
 {
 	int rc = send_plain(tx, sql, sql, err);

@@ -90,7 +90,7 @@ void cb__values_reset(cb_values *v)
 
 	for (i = 0; i < v->ncols; i++) {
 		v->cols[i].buf[0] = '{';
-		v->cols[i].len = 1;
+		v->cols[i].len = v->copy_mode ? 0 : 1;
 		v->cols[i].set = 0;
 	}
 	v->nitems = 0;
@@ -129,10 +129,66 @@ static int begin_elem(cb_values *v, size_t col, size_t body, struct cb_values_co
 	/* delimiter + body + room for the closing "}\0" */
 	if (body > ((size_t)-1) - 4 - c->len || grow(c, c->len + body + 4) < 0)
 		return fail(v, CB_ENOMEM, "out of memory for column \"%s\"", v->names[col]);
-	if (v->nitems > 0)
+	if (v->nitems > 0 && !v->copy_mode)
 		c->buf[c->len++] = c->delim;
 	c->set = 1;
 	*out = c;
+	return 0;
+}
+
+/* COPY text format: backslash escapes for the bytes that frame a line. */
+static int copy_set(cb_values *out, size_t col, const char *value, size_t n)
+{
+	struct cb_values_col *c;
+	char *dst;
+	int rc;
+
+	if (!value) {
+		rc = begin_elem(out, col, 2, &c);
+		if (rc)
+			return rc;
+		memcpy(c->buf + c->len, "\\N", 2);
+		c->len += 2;
+		return 0;
+	}
+	if (n > (((size_t)-1) - 8) / 2)
+		return fail(out, CB_ENOMEM, "value of column \"%s\" is too long",
+			    col < out->ncols ? out->names[col] : "?");
+	rc = begin_elem(out, col, 2 * n, &c);
+	if (rc)
+		return rc;
+	dst = c->buf + c->len;
+	for (size_t i = 0; i < n; i++) {
+		char ch = value[i];
+
+		switch (ch) {
+		case '\\': *dst++ = '\\'; *dst++ = '\\'; break;
+		case '\t': *dst++ = '\\'; *dst++ = 't'; break;
+		case '\n': *dst++ = '\\'; *dst++ = 'n'; break;
+		case '\r': *dst++ = '\\'; *dst++ = 'r'; break;
+		default: *dst++ = ch;
+		}
+	}
+	c->len = (size_t)(dst - c->buf);
+	return 0;
+}
+
+int cb__values_copy_line(cb_values *v, struct cb_values_col *line)
+{
+	size_t need = line->len + v->ncols + 2;
+
+	for (size_t i = 0; i < v->ncols; i++)
+		need += v->cols[i].len;
+	if (grow(line, need) < 0)
+		return CB_ENOMEM;
+	for (size_t i = 0; i < v->ncols; i++) {
+		if (i)
+			line->buf[line->len++] = '\t';
+		memcpy(line->buf + line->len, v->cols[i].buf, v->cols[i].len);
+		line->len += v->cols[i].len;
+		v->cols[i].len = 0;
+	}
+	line->buf[line->len++] = '\n';
 	return 0;
 }
 
@@ -145,6 +201,13 @@ int cb_values_set(cb_values *out, size_t col, const char *value, int len)
 
 	if (!out)
 		return CB_EINVAL;
+	if (out->copy_mode) {
+		n = value ? (len < 0 ? strlen(value) : (size_t)len) : 0;
+		if (value && len >= 0 && memchr(value, '\0', n))
+			return fail(out, CB_EINVAL, "value of column \"%s\" contains a NUL byte",
+				    col < out->ncols ? out->names[col] : "?");
+		return copy_set(out, col, value, n);
+	}
 	if (!value) {
 		rc = begin_elem(out, col, 4, &c);
 		if (rc)

@@ -31,6 +31,7 @@ struct cb_values {
 	const char *const *names; /* borrowed from the writer */
 	struct cb_values_col *cols;
 	size_t nitems; /* items bound since the last reset */
+	int copy_mode; /* fields in COPY text format, one item at a time (pg_copy.c) */
 	int error;     /* first failure of a cb_values_set* call, 0 if none */
 	char error_msg[160];
 	/* cb_bind_row_by_name's column map, cached per page result. */
@@ -62,6 +63,14 @@ int cb__values_bind(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_cont
  * (borrowed, valid until the next reset). @return 0 or CB_ENOMEM.
  */
 int cb__values_finish(cb_values *v, const char **params, cb_error *err);
+
+/*
+ * COPY mode: after cb__values_bind of an item, append its fields as one
+ * line of COPY text format (tab-separated, escaped, \N for NULL) to
+ * @p line (a column struct used as a byte buffer) and clear the fields.
+ * @return 0 or CB_ENOMEM.
+ */
+int cb__values_copy_line(cb_values *v, struct cb_values_col *line);
 
 /*
  * Quote "schema"."table" (or "table" when @p schema is NULL) for SQL text.

@@ -100,6 +100,30 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options *opts,
 				      cb_error *err);
 
+#define CB_PG_COPY_OPTIONS_VERSION 1
+
+/**
+ * Options of the COPY writer, for append-only targets: the chunk's items go
+ * as one `COPY t (c1, ...) FROM STDIN` (text format) in the chunk's
+ * transaction. Faster than INSERT for wide, large chunks, but not
+ * idempotent by itself (a rerun appends again): use it where the target is
+ * keyed by the chunk's execution, or cleaned before a rerun.
+ */
+typedef struct cb_pg_copy_options {
+	unsigned int version;       /**< CB_PG_COPY_OPTIONS_VERSION */
+	const char *schema;
+	const char *table;          /**< required */
+	const char *const *columns; /**< in bind order; required */
+	size_t ncolumns;
+	cb_bind_fn bind;            /**< NULL: cb_bind_row_by_name */
+	void *bind_ctx;
+} cb_pg_copy_options;
+
+#define CB_PG_COPY_OPTIONS_INIT { CB_PG_COPY_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL }
+
+/** Fill @p out with a COPY writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
+int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_error *err);
+
 #define CB_PG_STATUS_OPTIONS_VERSION 1
 
 /**
@@ -139,6 +163,168 @@ typedef struct cb_pg_status_options {
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err);
+
+/* ---- file writers: CSV and JSON lines ------------------------------------ */
+
+/*
+ * The file writers are not transactional, so they follow the chunk
+ * transaction as closely as a file can:
+ *
+ * - write() only formats the chunk's lines into memory.
+ * - update(), which runs inside the chunk transaction just before COMMIT,
+ *   writes them at the end of the committed data (one pwrite; fdatasync when
+ *   asked) and stores {"offset": N}, the file's new length, in the step
+ *   execution context. The file thus runs ahead of the database by at most
+ *   one chunk.
+ * - open() on restart truncates the file to the saved offset: the lines of a
+ *   chunk written before a COMMIT that failed or never happened (a kill
+ *   between update() and COMMIT) go away, and the restarted step writes them
+ *   again. No duplicate or torn line survives a crash. A file shorter than
+ *   the offset, or missing, is an open error (CB_EINVAL). Without a saved
+ *   offset (first run, or no chunk committed yet) open() creates or
+ *   truncates the file and writes the header.
+ * - The lifecycle has one write() per chunk: a write() that follows a
+ *   write() with no update() in between drops the earlier lines (that chunk
+ *   rolled back), and a failing write() drops its chunk's lines.
+ *
+ * What the plug-in interface does not let a file writer see, and so is not
+ * guaranteed (yet): a chunk that the engine rolls back after update() (its
+ * COMMIT failed) and then retries in the same process without reopening the
+ * writer leaves its first copy in the file until the next restart
+ * truncates it. Until the step ends, the part of the file after the
+ * committed offset is not final; read the file when the step has completed,
+ * or use atomic mode.
+ *
+ * Atomic mode (`atomic`): the lines go to a temporary file (`temp_path`, by
+ * default "<path>.tmp"), restartable exactly as above, and `path` is never
+ * touched by the writer: the writer cannot know whether its step completed
+ * (close() is called for failed and stopped steps too). Publish the file
+ * after the step completed with cb_file_publish, typically from a tasklet
+ * step that follows the chunk step (it runs only once the chunk step
+ * COMPLETED, and a rerun of it is harmless). Readers of `path` then see
+ * either the old file or the complete new one, never a part.
+ */
+
+/**
+ * Publish a file written in atomic mode: fsync @p temp_path, rename it to
+ * @p path (replacing it atomically) and fsync the directory. When
+ * @p temp_path is missing but @p path exists, the file was published before
+ * (a rerun after a crash between rename and commit) and this returns 0.
+ * @return 0, CB_EINVAL (neither file exists), CB_ERROR (I/O).
+ */
+int cb_file_publish(const char *temp_path, const char *path, cb_error *err);
+
+/**
+ * Where the CSV writer's format callback puts one item's fields, in order.
+ * Values are quoted and copied into the chunk's buffer at once. A failing
+ * call records its error in the row, which the writer reports after the
+ * callback returns, so a callback may ignore the return codes.
+ */
+typedef struct cb_csv_row cb_csv_row;
+
+/**
+ * Add a field of @p len bytes (copied). Quoting is minimal: the field is
+ * quoted when it holds the delimiter, '"', CR or LF (each '"' doubled), or
+ * when it is empty; @p value NULL adds an empty field that is not quoted.
+ * So NULL and "" stay apart as the CSV reader's cb_csv_field.quoted sees
+ * them (as in PostgreSQL's CSV format). @return 0 or CB_ENOMEM.
+ */
+int cb_csv_row_add(cb_csv_row *row, const char *value, size_t len);
+/** As cb_csv_row_add with strlen(value); NULL: an empty unquoted field. */
+int cb_csv_row_add_str(cb_csv_row *row, const char *value);
+/** Add a decimal integer. */
+int cb_csv_row_add_long(cb_csv_row *row, long long value);
+/** Add a printf-formatted field. @return 0, CB_ENOMEM, CB_EINVAL (bad format). */
+int cb_csv_row_addf(cb_csv_row *row, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+/** Number of fields added so far for this item. */
+size_t cb_csv_row_count(const cb_csv_row *row);
+
+/**
+ * Add the fields of @p item to @p row. An item for which no field is added
+ * writes no line. Return 0, or a negative code with a message naming the
+ * item to fail the chunk.
+ */
+typedef int (*cb_csv_format_fn)(void *ctx, const void *item, cb_csv_row *row, cb_error *err);
+
+/**
+ * The format used when none is given: @p item is a `cb_csv_record *` (from
+ * the CSV reader), whose fields are written as they are (a quoted empty
+ * field stays quoted).
+ */
+int cb_csv_format_record(void *ctx, const void *item, cb_csv_row *row, cb_error *err);
+
+#define CB_CSV_WRITER_OPTIONS_VERSION 1
+
+/** Options of the CSV writer. Strings are copied by cb_csv_writer_new. */
+typedef struct cb_csv_writer_options {
+	unsigned int version;         /**< CB_CSV_WRITER_OPTIONS_VERSION */
+	const char *path;             /**< the output file; required */
+	char delimiter;               /**< 0: ','. Not '"', CR or LF */
+	const char *line_end;         /**< "\n" (NULL) or "\r\n" (RFC 4180) */
+	const char *const *header;    /**< header row, written on a first run; NULL: none */
+	size_t nheader;               /**< with a header, every row must have this many fields */
+	cb_csv_format_fn format;      /**< NULL: cb_csv_format_record */
+	void *format_ctx;             /**< passed to @p format (borrowed) */
+	int quote_all;                /**< non-zero: quote every field (NULL fields excepted) */
+	int fsync;                    /**< non-zero: fdatasync after each chunk's lines */
+	int atomic;                   /**< non-zero: write to @p temp_path; see cb_file_publish */
+	const char *temp_path;        /**< atomic mode's file; NULL: "<path>.tmp" */
+} cb_csv_writer_options;
+
+#define CB_CSV_WRITER_OPTIONS_INIT \
+	{ CB_CSV_WRITER_OPTIONS_VERSION, NULL, ',', NULL, NULL, 0, NULL, NULL, 0, 0, 0, NULL }
+
+/**
+ * Fill @p out with a CSV writer (options copied; the step calls out->free).
+ * Behaviour on chunks, restart and crash: see "file writers" above. A
+ * format failure or a row whose field count differs from the header's fails
+ * the chunk with a message naming the writer, the file and the item's
+ * position in the chunk. @return 0, CB_EINVAL (no path, bad delimiter or
+ * line end, NULL header name), CB_ENOMEM.
+ */
+int cb_csv_writer_new(cb_writer *out, const cb_csv_writer_options *opts, cb_error *err);
+
+/**
+ * Make the JSON value for @p item: set @p out to a new reference (the writer
+ * steals it), or to NULL to write no line for the item. Return 0, or a
+ * negative code with a message to fail the chunk.
+ */
+typedef int (*cb_jsonl_format_fn)(void *ctx, const void *item, json_t **out, cb_error *err);
+
+#define CB_JSONL_WRITER_OPTIONS_VERSION 1
+
+/** Options of the JSON lines writer. Strings are copied. */
+typedef struct cb_jsonl_writer_options {
+	unsigned int version;      /**< CB_JSONL_WRITER_OPTIONS_VERSION */
+	const char *path;          /**< the output file; required */
+	cb_jsonl_format_fn format; /**< NULL: items are `json_t *` (borrowed) */
+	void *format_ctx;
+	/**
+	 * jansson encoding flags, e.g. JSON_SORT_KEYS, JSON_ENSURE_ASCII,
+	 * JSON_ENCODE_ANY (non-object values), JSON_REAL_PRECISION(n). The
+	 * output is always compact, one value per line: JSON_INDENT is ignored.
+	 */
+	size_t dump_flags;
+	int fsync;                 /**< non-zero: fdatasync after each chunk's lines */
+	int atomic;                /**< non-zero: write to @p temp_path; see cb_file_publish */
+	const char *temp_path;     /**< NULL: "<path>.tmp" */
+} cb_jsonl_writer_options;
+
+#define CB_JSONL_WRITER_OPTIONS_INIT \
+	{ CB_JSONL_WRITER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL }
+
+/**
+ * Fill @p out with a JSON lines writer: each item becomes one line of
+ * compact JSON followed by "\n". Behaviour on chunks, restart and crash: see
+ * "file writers" above. A value that jansson cannot encode (e.g. a
+ * non-object without JSON_ENCODE_ANY) fails the chunk naming the item's
+ * position. @return 0, CB_EINVAL, CB_ENOMEM.
+ */
+int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_error *err);
 
 #ifdef __cplusplus
 }

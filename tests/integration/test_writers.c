@@ -1,0 +1,275 @@
+/*
+ * Idempotent writers and the settlement example: a deliberate rerun gives
+ * the same result, and what the writers absorbed is counted in the step's
+ * duplicate_target_write_count, in the chunk's own transaction.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cbatch.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+static char out[65536], errout[16384];
+
+static int init(void)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	if (cbt_db_create(db, sizeof(db), "writers") < 0)
+		return -1;
+	conn = PQconnectdb(db);
+	if (PQstatus(conn) != CONNECTION_OK || cb_repo_schema_init(conn, NULL, NULL, &err) < 0) {
+		fprintf(stderr, "init: %s %s\n", PQerrorMessage(conn), err.message);
+		return -1;
+	}
+	return 0;
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+static int cli(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+	       const char *a6)
+{
+	const char *argv[10] = { cbt_examples_bin(), "--db", db, a1, a2, a3, a4, a5, a6, NULL };
+
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+/* The settlement as SQL computes it, compared row by row with the job's. */
+static long long settlement_mismatches(void)
+{
+	return cbt_query_ll(conn,
+			    "SELECT count(*) FROM (SELECT seller_id, sum(amount) AS amount, "
+			    " count(*) AS n FROM orders WHERE ordered_at >= '2026-06-30' AND "
+			    " ordered_at < '2026-07-01' GROUP BY seller_id) o FULL JOIN "
+			    " (SELECT * FROM settlement_daily WHERE settlement_date = '2026-06-30') s "
+			    " USING (seller_id) WHERE s.amount IS DISTINCT FROM o.amount "
+			    " OR s.order_count IS DISTINCT FROM o.n");
+}
+
+static void test_settlement_rerun_with_next_gives_the_same_result(void)
+{
+	CBT_EQ_LL(cli("example-setup", "settlement", "--rows", "20000", "--reset", NULL), 0);
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-06-30", NULL, NULL, NULL), 0);
+	CBT_EQ_LL(settlement_mismatches(), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM settlement_daily"), 200);
+	/* The same day again is refused; a deliberate rerun doubles nothing. */
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-06-30", NULL, NULL, NULL), 3);
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-06-30", "--next", NULL, NULL), 0);
+	CBT_EQ_LL(settlement_mismatches(), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM settlement_daily"), 200);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT duplicate_target_write_count FROM "
+				     "batch_step_execution WHERE step_name = 'settle' "
+				     "ORDER BY step_execution_id DESC LIMIT 1"),
+		  200);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock "
+				     "WHERE lock_name = 'settlement:2026-06-30'"),
+		  1);
+	/* The report step left both totals in the job context. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_context "
+				     "WHERE serialized_context->>'settled_total' = "
+				     "serialized_context->>'orders_total' "
+				     "AND (serialized_context->>'sellers')::int = 200"),
+		  2);
+	/* A missing parameter is refused before anything is written. */
+	CBT_EQ_LL(cli("run", "settlement", NULL, NULL, NULL, NULL), 2);
+	CBT_CONTAINS(errout, "requires parameter targetDate:date");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance "
+				     "WHERE job_name = 'settlement'"),
+		  2);
+}
+
+/* ---- insert-if-absent and conditional transitions through the C API ------- */
+
+static const char *const ev_cols[] = { "event_id", "payload" };
+static const char *const ev_key[] = { "event_id" };
+static const char *const item_key[] = { "id" };
+
+static int build_events(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			cb_error *err)
+{
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_upsert_options w = CB_PG_UPSERT_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "inbox";
+	r.columns = ev_cols;
+	r.ncolumns = 2;
+	r.key_columns = ev_key;
+	r.nkeys = 1;
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	w.table = "events";
+	w.columns = ev_cols;
+	w.ncolumns = 2;
+	w.key_columns = ev_key;
+	w.nkeys = 1;
+	rc = cb_pg_insert_if_absent_writer_new(&parts->writers[0], &w, err);
+	parts->nwriters = rc == 0;
+	return rc;
+}
+
+static int build_transitions(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			     cb_error *err)
+{
+	static const char *const cols[] = { "id" };
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_status_options w = CB_PG_STATUS_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "work";
+	r.columns = cols;
+	r.ncolumns = 1;
+	r.key_columns = item_key;
+	r.nkeys = 1;
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	w.table = "work";
+	w.key_columns = item_key;
+	w.nkeys = 1;
+	w.set_column = "status";
+	w.set_value = "DONE";
+	w.expect_column = "status";
+	w.expect_value = "READY";
+	w.count_unchanged = 1;
+	rc = cb_pg_status_writer_new(&parts->writers[0], &w, err);
+	parts->nwriters = rc == 0;
+	return rc;
+}
+
+static cb_job *one_step_job(const char *name, int (*build)(void *, const cb_step_context *,
+							   cb_chunk_parts *, cb_error *))
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+
+	CBT_PASS_FATAL(cb_job_new(&job, name, &err), &err);
+	s.name = "only";
+	s.build = build;
+	s.chunk_size = 7;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	return job;
+}
+
+static void test_insert_if_absent_keeps_first_writes_and_counts_conflicts(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("events", build_events);
+	cb_job_result r;
+
+	cbt_exec(conn, "CREATE TABLE inbox (event_id bigint PRIMARY KEY, payload text NOT NULL); "
+		       "CREATE TABLE events (event_id bigint PRIMARY KEY, payload text NOT NULL); "
+		       "INSERT INTO inbox SELECT g, 'new ' || g FROM generate_series(1, 50) g; "
+		       "INSERT INTO events SELECT g, 'first ' || g FROM generate_series(10, 19) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM events"), 50);
+	/* The ten that were there keep their first payload: nothing overwritten. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM events WHERE payload LIKE 'first %'"),
+		  10);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT duplicate_target_write_count FROM "
+				     "batch_step_execution s JOIN batch_job_execution e USING "
+				     "(job_execution_id) JOIN batch_job_instance i USING "
+				     "(job_instance_id) WHERE i.job_name = 'events'"),
+		  10);
+	cb_job_free(job);
+}
+
+static void test_conditional_transition_counts_rows_that_did_not_move(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("transitions", build_transitions);
+	cb_job_result r;
+
+	cbt_exec(conn, "CREATE TABLE work (id bigint PRIMARY KEY, status text NOT NULL); "
+		       "INSERT INTO work SELECT g, CASE WHEN g % 4 = 0 THEN 'DONE' "
+		       " WHEN g % 4 = 1 THEN 'FAILED' ELSE 'READY' END FROM generate_series(1, 40) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	/* READY rows moved; DONE stayed DONE; FAILED was not touched. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM work WHERE status = 'DONE'"), 30);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM work WHERE status = 'FAILED'"), 10);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT duplicate_target_write_count FROM "
+				     "batch_step_execution s JOIN batch_job_execution e USING "
+				     "(job_execution_id) JOIN batch_job_instance i USING "
+				     "(job_instance_id) WHERE i.job_name = 'transitions'"),
+		  20);
+	cb_job_free(job);
+}
+
+static int build_copy(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+		      cb_error *err)
+{
+	static const char *const cols[] = { "id", "note" };
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_copy_options w = CB_PG_COPY_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "notes";
+	r.columns = cols;
+	r.ncolumns = 2;
+	r.key_columns = item_key;
+	r.nkeys = 1;
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	w.table = "notes_log";
+	w.columns = cols;
+	w.ncolumns = 2;
+	rc = cb_pg_copy_writer_new(&parts->writers[0], &w, err);
+	parts->nwriters = rc == 0;
+	return rc;
+}
+
+static void test_copy_writer_appends_values_exactly(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("copying", build_copy);
+	cb_job_result r;
+
+	/* Tabs, newlines, backslashes, \N look-alikes, NULLs and UTF-8 must arrive as sent. */
+	cbt_exec(conn, "CREATE TABLE notes (id bigint PRIMARY KEY, note text); "
+		       "CREATE TABLE notes_log (id bigint, note text); "
+		       "INSERT INTO notes SELECT g, CASE g % 6 WHEN 0 THEN NULL "
+		       " WHEN 1 THEN E'tab\\there' WHEN 2 THEN E'line\\nbreak\\r' "
+		       " WHEN 3 THEN E'back\\\\slash \\\\N' WHEN 4 THEN 'caf\u00e9 \u2603' "
+		       " ELSE '' END FROM generate_series(1, 60) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM notes_log"), 60);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM notes n JOIN notes_log l USING (id) "
+				     "WHERE n.note IS NOT DISTINCT FROM l.note"),
+		  60);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM notes_log WHERE note IS NULL"), 10);
+	cb_job_free(job);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "COPY writer appends values exactly", test_copy_writer_appends_values_exactly },
+	{ "settlement rerun with --next gives the same result",
+	  test_settlement_rerun_with_next_gives_the_same_result },
+	{ "insert-if-absent keeps first writes and counts conflicts",
+	  test_insert_if_absent_keeps_first_writes_and_counts_conflicts },
+	{ "conditional transition counts rows that did not move",
+	  test_conditional_transition_counts_rows_that_did_not_move },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("writers", init, clean, tests);
+}
