@@ -6,6 +6,7 @@
  * point another process may legitimately have taken over.
  */
 #include "heartbeat.h"
+#include "conn.h"
 #include "engine.h"
 #include "repo.h"
 
@@ -31,31 +32,6 @@ struct cb__heartbeat {
 	long long token, job_execution_id;
 	double lease;
 };
-
-PGconn *cb__connect_like(PGconn *like)
-{
-	PQconninfoOption *opts = PQconninfo(like), *o;
-	const char *keys[64], *vals[64];
-	int n = 0;
-	PGconn *c;
-
-	for (o = opts; o && o->keyword && n < 62; o++) {
-		if (!o->val || !*o->val || strcmp(o->keyword, "application_name") == 0)
-			continue;
-		keys[n] = o->keyword;
-		vals[n] = o->val;
-		n++;
-	}
-	/* Operators (and tests) can tell the heartbeat's session from the job's. */
-	keys[n] = "application_name";
-	vals[n] = "cbatch-heartbeat";
-	n++;
-	keys[n] = NULL;
-	vals[n] = NULL;
-	c = PQconnectdbParams(keys, vals, 0);
-	PQconninfoFree(opts);
-	return c;
-}
 
 static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
 {
@@ -103,7 +79,7 @@ static void *beat(void *arg)
 
 		if (!hb->conn || PQstatus(hb->conn) != CONNECTION_OK) {
 			PQfinish(hb->conn);
-			hb->conn = cb__connect_like(hb->like);
+			hb->conn = cb__connect_like(hb->like, "cbatch-heartbeat");
 		}
 		rc = PQstatus(hb->conn) == CONNECTION_OK
 			     ? cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
@@ -152,7 +128,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	pthread_cond_init(&hb->cv, NULL);
 	/* Connect here, in the caller's thread: a job that cannot open its
 	 * heartbeat connection should not start. */
-	hb->conn = cb__connect_like(like);
+	hb->conn = cb__connect_like(like, "cbatch-heartbeat");
 	if (PQstatus(hb->conn) != CONNECTION_OK) {
 		cb_error_set(err, CB_EDB, "heartbeat connection: %s", PQerrorMessage(hb->conn));
 		cb__heartbeat_stop(hb);

@@ -22,7 +22,5 @@ int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size);
 /* Stop the thread, close its connection, free. NULL-safe. */
 void cb__heartbeat_stop(cb__heartbeat *hb);
 
-/* A connection with the same parameters as @p like. New; PQfinish it. */
-PGconn *cb__connect_like(PGconn *like);
 
 #endif

@@ -302,6 +302,39 @@ int cb_jsonl_reader_new(cb_reader *out, const cb_jsonl_options *opts, cb_error *
  */
 long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
 
+#define CB_PG_CURSOR_OPTIONS_VERSION 1
+
+/**
+ * Options of the PostgreSQL cursor reader: for read-only sources where
+ * re-querying pages is wasteful (a large join or aggregate read once).
+ *
+ * The reader opens a second connection (application_name "cbatch-cursor"),
+ * starts a REPEATABLE READ, READ ONLY transaction — one stable snapshot for
+ * the whole step — and streams @p query through a server-side cursor,
+ * FETCHing @p fetch_size rows at a time. Items are `cb_row *` views, valid
+ * until the chunk ends. A rolled-back chunk is read again from memory.
+ *
+ * Restart stores how many rows committed chunks consumed and skips that many
+ * (MOVE FORWARD) in the new snapshot: that is exact only when the query
+ * returns the same rows in the same order again — ORDER BY a unique key over
+ * data that no longer changes (a closed day, an archive). For a source that
+ * changes, or one whose rows are marked as processed, use the keyset reader.
+ * @p query is SQL text of the job author's; values travel as @p query_params
+ * ($1..$n, text).
+ */
+typedef struct cb_pg_cursor_options {
+	unsigned int version;        /**< CB_PG_CURSOR_OPTIONS_VERSION */
+	const char *query;           /**< required; copied */
+	const char *const *query_params;
+	size_t nquery_params;
+	size_t fetch_size;           /**< rows per FETCH; 0: the step's chunk size */
+} cb_pg_cursor_options;
+
+#define CB_PG_CURSOR_OPTIONS_INIT { CB_PG_CURSOR_OPTIONS_VERSION, NULL, NULL, 0, 0 }
+
+/** Fill @p out with a cursor reader (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
+int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err);
+
 #ifdef __cplusplus
 }
 #endif

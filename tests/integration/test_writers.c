@@ -4,6 +4,7 @@
  * duplicate_target_write_count, in the chunk's own transaction.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cbatch.h>
@@ -258,7 +259,76 @@ static void test_copy_writer_appends_values_exactly(void)
 	cb_job_free(job);
 }
 
+static int poison_at = 57;
+
+static int refuse_poison(void *state, cb_chunk *chunk, void *item, void **result, cb_error *err)
+{
+	const cb_row *r = item;
+
+	(void)state, (void)chunk;
+	if (atoll(cb_row_get(r, 0)) == poison_at)
+		return cb_error_set(err, CB_EINVAL, "row %d refused", poison_at);
+	*result = item;
+	return 0;
+}
+
+static int build_cursor(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			cb_error *err)
+{
+	static const char *const cols[] = { "id", "note" };
+	static const char *const qp[] = { "90" };
+	cb_pg_cursor_options r = CB_PG_CURSOR_OPTIONS_INIT;
+	cb_pg_copy_options w = CB_PG_COPY_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.query = "SELECT id, note FROM cursor_src WHERE id <= $1::int ORDER BY id";
+	r.query_params = qp;
+	r.nquery_params = 1;
+	r.fetch_size = 4; /* several fetches per chunk */
+	rc = cb_pg_cursor_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, NULL, refuse_poison, NULL };
+	w.table = "cursor_out";
+	w.columns = cols;
+	w.ncolumns = 2;
+	rc = cb_pg_copy_writer_new(&parts->writers[0], &w, err);
+	parts->nwriters = rc == 0;
+	return rc;
+}
+
+static void test_cursor_reader_streams_once_and_restarts_after_committed_rows(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("cursor", build_cursor);
+	cb_job_result r;
+
+	cbt_exec(conn, "CREATE TABLE cursor_out (id bigint, note text); "
+		       "CREATE TABLE cursor_src AS SELECT g AS id, 'n' || g AS note "
+		       "FROM generate_series(1, 100) g");
+	poison_at = 57;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "row 57 refused");
+	/* Chunks of 7: 1..56 committed, the chunk 57..63 rolled back. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM cursor_out"), 56);
+	poison_at = -1;
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM cursor_out"), 90);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT id) FROM cursor_out"), 90);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'cursor' ORDER BY step_execution_id DESC LIMIT 1"),
+		  34);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
+	{ "cursor reader streams once and restarts after committed rows",
+	  test_cursor_reader_streams_once_and_restarts_after_committed_rows },
 	{ "COPY writer appends values exactly", test_copy_writer_appends_values_exactly },
 	{ "settlement rerun with --next gives the same result",
 	  test_settlement_rerun_with_next_gives_the_same_result },

@@ -1,0 +1,30 @@
+/* Opening a second connection like an existing one (heartbeat, cursor reader). */
+#include "conn.h"
+
+#include <string.h>
+
+PGconn *cb__connect_like(PGconn *like, const char *application_name)
+{
+	PQconninfoOption *opts = PQconninfo(like), *o;
+	const char *keys[64], *vals[64];
+	int n = 0;
+	PGconn *c;
+
+	for (o = opts; o && o->keyword && n < 62; o++) {
+		if (!o->val || !*o->val || strcmp(o->keyword, "application_name") == 0)
+			continue;
+		keys[n] = o->keyword;
+		vals[n] = o->val;
+		n++;
+	}
+	/* Operators (and tests) can tell this session from the job's. */
+	keys[n] = "application_name";
+	vals[n] = application_name;
+	n++;
+	keys[n] = NULL;
+	vals[n] = NULL;
+	c = PQconnectdbParams(keys, vals, 0);
+	PQconninfoFree(opts);
+	return c;
+}
+
