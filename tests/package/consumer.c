@@ -1,0 +1,23 @@
+/* Links against the installed library and checks one pure function. */
+#include <stdio.h>
+#include <string.h>
+
+#include <cbatch.h>
+
+int main(void)
+{
+	cb_params *p = NULL;
+	cb_error err = CB_ERROR_INIT;
+	char key[CB_JOB_KEY_LEN + 1];
+
+	if (cb_params_new(&p, &err) < 0 || cb_params_job_key(key, p, &err) < 0)
+		return 1;
+	cb_params_free(p);
+	/* The job key of the empty parameter set (params.h, version 1). */
+	if (strcmp(key, "3f4be0e2cfd34c39b7cd25c92f4ad646") != 0) {
+		fprintf(stderr, "unexpected key %s\n", key);
+		return 1;
+	}
+	puts("consumer: linked against the installed cbatch");
+	return 0;
+}
