@@ -1060,6 +1060,21 @@ static int print_steps(const json_t *steps)
 	}
 	cb__cli_table_print(t, stdout, "  ");
 	cb__cli_table_free(t);
+	/* The newest skipped items of each step, as its context recorded them. */
+	for (size_t si = 0; si < json_array_size(steps); si++) {
+		const json_t *st = json_array_get(steps, si);
+		const json_t *list = json_object_get(json_object_get(st, "context"), "skipped");
+		char name[128];
+
+		for (size_t li = 0; li < json_array_size(list); li++) {
+			const json_t *e = json_array_get(list, li);
+
+			printf("  skipped in %s (%s): %s\n",
+			       cb__cli_json_get_text(st, "step_name", name, sizeof(name)),
+			       json_string_value(json_object_get(e, "fault")),
+			       json_string_value(json_object_get(e, "message")));
+		}
+	}
 	return 0;
 }
 

@@ -211,12 +211,37 @@ static cb_fault_action classify(chunk_step *cs, cb_fault fault, const cb_error *
 	return fn(cs->def->user, fault, err);
 }
 
+/* Most skipped items whose messages the step context keeps (newest). */
+#define SKIPS_KEPT 20
+
+/*
+ * Keep the skip's message in the step context, so that `show` can report
+ * it: it commits with the chunk that skipped the item.
+ */
+static void record_skip(chunk_step *cs, cb_fault fault, const void *item, const cb_error *err)
+{
+	static const char *const names[] = { "read", "process", "write" };
+	json_t *list = json_object_get(cs->context, "skipped");
+
+	if (!json_is_array(list)) {
+		list = json_array();
+		if (!list || json_object_set_new(cs->context, "skipped", list) < 0)
+			return;
+	}
+	(void)item; /* the message already names it (callback_failed) */
+	json_array_append_new(list, json_pack("{s:s, s:s}", "fault", names[fault], "message",
+					      err->message));
+	while (json_array_size(list) > SKIPS_KEPT)
+		json_array_remove(list, 0);
+}
+
 /* Count a skip, tell the listeners; CB_EINVAL when over the limit. */
 static int skip(chunk_step *cs, cb_fault fault, const void *item, cb_error *err)
 {
 	const cb_job *job = cs->run->job;
 
 	CB__NOTIFY(job, skip, &cs->sc, fault, item, err);
+	record_skip(cs, fault, item, err);
 	cs->skips++;
 	if ((unsigned long long)cs->skips > cs->skip_limit) {
 		char what[CB_ERROR_MESSAGE_MAX];
