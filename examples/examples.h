@@ -15,6 +15,12 @@ int ledger_register(cb_registry *reg, cb_error *err);
 /* Register the `settlement` job. */
 int settlement_register(cb_registry *reg, cb_error *err);
 
+/* Register the `ledger_export` job. */
+int ledger_export_register(cb_registry *reg, cb_error *err);
+
+/* Register the `csv_import` job. */
+int csv_import_register(cb_registry *reg, cb_error *err);
+
 /* `example-setup`: create an example's tables and demo data. */
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv);
 

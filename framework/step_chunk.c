@@ -96,6 +96,14 @@ static int callback_failed(chunk_step *cs, int rc, const char *what, const void 
 	return err->code;
 }
 
+/* Tell the writers with output outside the transaction what became of it. */
+#define WRITERS_HOOK(cs, hook)                                                          \
+	do {                                                                            \
+		for (size_t w_ = 0; w_ < (cs)->parts.nwriters; w_++)                    \
+			if ((cs)->parts.writers[w_].hook)                               \
+				(cs)->parts.writers[w_].hook((cs)->parts.writers[w_].state); \
+	} while (0)
+
 static void close_parts(chunk_step *cs)
 {
 	cb_chunk_parts *p = &cs->parts;
@@ -407,6 +415,7 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 		rc = cb__tx_command(cs->tx, "SAVEPOINT cb_scan", err);
 		if (rc < 0)
 			break;
+		WRITERS_HOOK(cs, savepoint);
 		rc = write_items(cs, &cs->outs[i], 1, err);
 		if (rc == 0)
 			rc = cb_tx_flush(cs->tx, err);
@@ -427,6 +436,7 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 				*err = e2;
 				break;
 			}
+			WRITERS_HOOK(cs, rollback_to_savepoint);
 		}
 		a->c.write_skip++;
 		rc = skip(cs, CB_FAULT_WRITE, cs->outs[i], err);
@@ -497,15 +507,30 @@ static void report_progress(chunk_step *cs)
 			    cb__now() - cs->run->started);
 }
 
-/* Roll back what is open and what the reader buffered; count it. */
+/* Roll back what is open, the writers' outside output, and (when the chunk
+ * will be read again) what the reader buffered; count it. */
 static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader)
 {
 	cb_error ignored = CB_ERROR_INIT;
 
 	cb__tx_rollback(cs->tx, &ignored);
+	WRITERS_HOOK(cs, rollback);
 	if (rewind_reader && cs->parts.reader.rollback)
 		cs->parts.reader.rollback(cs->parts.reader.state);
 	out->rollbacks++;
+}
+
+/* The step's last chunk committed: let writers finish their output. */
+static int complete_writers(chunk_step *cs, cb_error *err)
+{
+	for (size_t i = 0; i < cs->parts.nwriters; i++) {
+		cb_writer *w = &cs->parts.writers[i];
+		int rc = w->complete ? w->complete(w->state, err) : 0;
+
+		if (rc < 0)
+			return callback_failed(cs, rc, "writer complete", NULL, err);
+	}
+	return 0;
 }
 
 /* Run chunks until the input ends, a stop, or a failure. */
@@ -532,7 +557,7 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		rc = attempt_chunk(cs, &a, status, sizeof(status), err);
 		if (rc == 0 && a.c.read == 0 && a.c.read_skip == 0) {
 			/* Nothing left: end the (empty) transaction. */
-			if (cb__tx_rollback(cs->tx, err) == 0)
+			if (cb__tx_rollback(cs->tx, err) == 0 && complete_writers(cs, err) == 0)
 				out->status = CB_STATUS_COMPLETED;
 			return;
 		}
@@ -587,7 +612,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 			return;
 		}
 		if (a.done) {
-			out->status = CB_STATUS_COMPLETED;
+			if (complete_writers(cs, err) == 0)
+				out->status = CB_STATUS_COMPLETED;
 			return;
 		}
 	}

@@ -7,8 +7,8 @@
  * `committed` the length known to be committed: update() makes `flushed`
  * pending, and the next write() or update() takes it as committed (the
  * engine only goes on to a new chunk after a COMMIT). cb__fsink_rollback
- * (for a writer `rollback` hook, see the report in writers.h) cuts the file
- * back to `committed`.
+ * (for a writer `rollback` hook, see writers.h) cuts the file back to
+ * `committed`.
  *
  * Crash safety: a process killed at any instant leaves a file whose first
  * `offset` bytes (the committed context) are exactly the committed chunks'
@@ -26,13 +26,13 @@ typedef struct cb__fsink {
 	char *final_path; /* atomic mode: the name published by cb_file_publish; else NULL */
 	const char *what; /* names the writer in messages ("CSV writer") */
 	int do_fsync;
-	int fd;           /* -1 when closed */
-	char *buf;        /* lines written since the last update() */
+	int fd;    /* -1 when closed */
+	char *buf; /* lines written since the last update() */
 	size_t len, cap;
 	long long flushed;   /* file length after the last update() */
 	long long committed; /* file length known to be committed */
 	int pending;         /* flushed awaits proof of commit */
-	int wrote;           /* write() ran since the last update() */
+	size_t mark;         /* buffer length at the last savepoint */
 } cb__fsink;
 
 /*
@@ -56,17 +56,14 @@ int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t h
 /* Close the file; lines not flushed (a chunk that never reached update) are dropped. */
 void cb__fsink_close(cb__fsink *s);
 
-/*
- * Start a write() call: settle a pending update, and drop lines buffered by
- * an earlier write() that no update() followed (that chunk rolled back).
- */
-void cb__fsink_begin_write(cb__fsink *s);
+/* Start a write() call: settle a pending update. @return the buffer's length, for cb__fsink_cut. */
+size_t cb__fsink_begin_write(cb__fsink *s);
 /* Make room for @p n more bytes in the buffer. @return 0 or CB_ENOMEM. */
 int cb__fsink_reserve(cb__fsink *s, size_t n);
 /* Append bytes. @return 0 or CB_ENOMEM. */
 int cb__fsink_append(cb__fsink *s, const void *p, size_t n);
-/* A write() failed: its chunk will roll back; drop everything not flushed. */
-void cb__fsink_discard(cb__fsink *s);
+/* A write() failed: drop its lines, those buffered after @p len. */
+void cb__fsink_cut(cb__fsink *s, size_t len);
 
 /*
  * update(): write the buffered lines at the end of the committed data,
@@ -75,8 +72,16 @@ void cb__fsink_discard(cb__fsink *s);
  */
 int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err);
 
-/* The chunk rolled back (after write, perhaps after update): cut back to `committed`. */
+/*
+ * For writer hooks the plug-in interface does not have yet (see writers.h):
+ * rollback: the chunk rolled back (after write, perhaps after update): drop
+ * the buffer and cut the file back to `committed`. savepoint and
+ * rollback_to_savepoint: around one item of an item-by-item scan, so that
+ * a skipped item leaves no line.
+ */
 void cb__fsink_rollback(cb__fsink *s);
+void cb__fsink_savepoint(cb__fsink *s);
+void cb__fsink_rollback_to_savepoint(cb__fsink *s);
 
 /*
  * The step completed (every chunk committed): fsync, and in atomic mode

@@ -138,6 +138,22 @@ typedef struct cb_writer {
 	void (*close)(void *state);
 	/** Free the state. May be NULL. */
 	void (*free)(void *state);
+	/*
+	 * Writers whose output lives outside the database transaction (files)
+	 * need to hear about its outcome; database writers leave these NULL.
+	 */
+	/** The chunk rolled back (after write, perhaps after update): undo its output. */
+	void (*rollback)(void *state);
+	/** Item-by-item scan: called before each item is written under a savepoint. */
+	void (*savepoint)(void *state);
+	/** Item-by-item scan: the item since the last savepoint was rolled back (skipped). */
+	void (*rollback_to_savepoint)(void *state);
+	/**
+	 * The step's last chunk committed: finish the output (fsync, publish an
+	 * atomic file) before the step is recorded COMPLETED. A failure fails
+	 * the step, which stays restartable.
+	 */
+	int (*complete)(void *state, cb_error *err);
 } cb_writer;
 
 #ifdef __cplusplus

@@ -130,7 +130,7 @@ typedef struct cb_csv_options {
 	 */
 	int keep_empty_lines;
 	size_t max_field;   /**< longest field in bytes (after unquoting); 0: 16 MiB */
-	size_t max_record;  /**< largest record in memory; 0: 4 x max_field */
+	size_t max_record;  /**< largest record in memory (>= 1024); 0: 4 x max_field */
 	size_t buffer_size; /**< read buffer in bytes; 0: 64 KiB. Memory is flat in file size */
 } cb_csv_options;
 
@@ -198,7 +198,7 @@ typedef struct cb_csv_record {
  * `describe` writes "<file>:<line>" of a record.
  *
  * @return 0, CB_EINVAL (no path, bad delimiter, required columns without a
- *         header, unknown version), CB_ENOMEM.
+ *         header, max_record below 1024, unknown version), CB_ENOMEM.
  */
 int cb_csv_reader_new(cb_reader *out, const cb_csv_options *opts, cb_error *err);
 

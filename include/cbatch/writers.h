@@ -170,12 +170,13 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  * The file writers are not transactional, so they follow the chunk
  * transaction as closely as a file can:
  *
- * - write() only formats the chunk's lines into memory.
+ * - write() only formats lines into memory. Several write() calls before
+ *   an update() add up (the engine's item-by-item scan writes one item per
+ *   call); a failing write() leaves none of its own lines.
  * - update(), which runs inside the chunk transaction just before COMMIT,
- *   writes them at the end of the committed data (one pwrite; fdatasync when
- *   asked) and stores {"offset": N}, the file's new length, in the step
- *   execution context. The file thus runs ahead of the database by at most
- *   one chunk.
+ *   writes them at the end of the data (one pwrite; fdatasync when asked)
+ *   and stores {"offset": N}, the file's new length, in the step execution
+ *   context. The file thus runs ahead of the database by at most one chunk.
  * - open() on restart truncates the file to the saved offset: the lines of a
  *   chunk written before a COMMIT that failed or never happened (a kill
  *   between update() and COMMIT) go away, and the restarted step writes them
@@ -183,17 +184,18 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  *   the offset, or missing, is an open error (CB_EINVAL). Without a saved
  *   offset (first run, or no chunk committed yet) open() creates or
  *   truncates the file and writes the header.
- * - The lifecycle has one write() per chunk: a write() that follows a
- *   write() with no update() in between drops the earlier lines (that chunk
- *   rolled back), and a failing write() drops its chunk's lines.
  *
- * What the plug-in interface does not let a file writer see, and so is not
- * guaranteed (yet): a chunk that the engine rolls back after update() (its
- * COMMIT failed) and then retries in the same process without reopening the
- * writer leaves its first copy in the file until the next restart
- * truncates it. Until the step ends, the part of the file after the
- * committed offset is not final; read the file when the step has completed,
- * or use atomic mode.
+ * Not guaranteed (yet) within one process: the writer interface (version 1)
+ * has no rollback hook, so a file writer does not learn that a chunk rolled
+ * back. When the engine retries a chunk, or writes it again item by item
+ * after a skippable write failure, without reopening the writers, the
+ * failed attempt's lines stay (in the buffer, or in the file when the
+ * COMMIT failed after update()), and an item skipped during the item by
+ * item pass after a file writer accepted it keeps its line. Crash recovery
+ * (restart) and a retry after a reconnect (the writers are reopened from the
+ * committed context) are exact. Until the step ends, the part of the file
+ * after the committed offset is not final: read the file once the step has
+ * completed, or use atomic mode.
  *
  * Atomic mode (`atomic`): the lines go to a temporary file (`temp_path`, by
  * default "<path>.tmp"), restartable exactly as above, and `path` is never
@@ -305,8 +307,9 @@ typedef struct cb_jsonl_writer_options {
 	void *format_ctx;
 	/**
 	 * jansson encoding flags, e.g. JSON_SORT_KEYS, JSON_ENSURE_ASCII,
-	 * JSON_ENCODE_ANY (non-object values), JSON_REAL_PRECISION(n). The
-	 * output is always compact, one value per line: JSON_INDENT is ignored.
+	 * JSON_ENCODE_ANY (values other than objects and arrays),
+	 * JSON_REAL_PRECISION(n). The output is always compact, one value per
+	 * line: JSON_INDENT is ignored.
 	 */
 	size_t dump_flags;
 	int fsync;                 /**< non-zero: fdatasync after each chunk's lines */
@@ -320,8 +323,8 @@ typedef struct cb_jsonl_writer_options {
 /**
  * Fill @p out with a JSON lines writer: each item becomes one line of
  * compact JSON followed by "\n". Behaviour on chunks, restart and crash: see
- * "file writers" above. A value that jansson cannot encode (e.g. a
- * non-object without JSON_ENCODE_ANY) fails the chunk naming the item's
+ * "file writers" above. A value that jansson cannot encode (e.g. a number
+ * or string without JSON_ENCODE_ANY) fails the chunk naming the item's
  * position. @return 0, CB_EINVAL, CB_ENOMEM.
  */
 int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_error *err);

@@ -153,7 +153,8 @@ int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *par
 	parts->reader = (cb_reader){ CB_READER_VERSION, n, n_open, n_read, n_update, n_describe,
 				     n_rollback, n_close, NULL };
 	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, n, n_process, NULL };
-	parts->writers[0] = (cb_writer){ CB_WRITER_VERSION, n, w_open, w_write, NULL, NULL, NULL };
+	parts->writers[0] = (cb_writer){ .version = CB_WRITER_VERSION, .state = n, .open = w_open,
+					 .write = w_write };
 	parts->nwriters = 1;
 	return 0;
 }

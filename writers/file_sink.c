@@ -1,0 +1,341 @@
+/*
+ * The buffered, restart-truncating file output of the file writers
+ * (writers/file_sink.h), and cb_file_publish (include/cbatch/writers.h).
+ */
+#include "file_sink.h"
+
+#include "cbatch/writers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cb__fsink_init(cb__fsink *s, const char *what, const char *path, int atomic,
+		   const char *temp_path, int do_fsync, cb_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->what = what;
+	s->do_fsync = do_fsync != 0;
+	if (atomic) {
+		s->final_path = strdup(path);
+		if (temp_path) {
+			s->path = strdup(temp_path);
+		} else {
+			size_t n = strlen(path);
+
+			s->path = malloc(n + 5);
+			if (s->path) {
+				memcpy(s->path, path, n);
+				memcpy(s->path + n, ".tmp", 5);
+			}
+		}
+		if (!s->final_path || !s->path) {
+			cb__fsink_free(s);
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+		}
+	} else {
+		s->path = strdup(path);
+		if (!s->path)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	}
+	return 0;
+}
+
+void cb__fsink_close(cb__fsink *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0) {
+		if (s->do_fsync)
+			(void)fdatasync(s->fd);
+		close(s->fd);
+	}
+	s->fd = -1;
+	s->len = s->mark = 0;
+	s->pending = 0;
+}
+
+void cb__fsink_free(cb__fsink *s)
+{
+	if (!s)
+		return;
+	cb__fsink_close(s);
+	free(s->buf);
+	free(s->path);
+	free(s->final_path);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
+
+/* Write all of @p p at @p off. @return 0 or -1 with errno. */
+static int write_at(int fd, const char *p, size_t n, long long off)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* fsync the directory holding @p path, so that a new name is durable. */
+static int sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc, e;
+
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	e = errno;
+	free(dir);
+	if (fd < 0) {
+		errno = e;
+		return -1;
+	}
+	rc = fsync(fd);
+	e = errno;
+	close(fd);
+	errno = e;
+	/* some file systems cannot sync a directory: nothing more to do there */
+	return rc < 0 && errno != EINVAL && errno != EROFS ? -1 : 0;
+}
+
+static int io_error(cb__fsink *s, const char *op, cb_error *err)
+{
+	return cb_error_set(err, CB_ERROR, "%s %s: %s failed: %s", s->what, s->path, op,
+			    strerror(errno));
+}
+
+int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
+		   cb_error *err)
+{
+	const json_t *jo = json_is_object(saved) ? json_object_get(saved, "offset") : NULL;
+	struct stat st;
+	long long off;
+	int rc;
+
+	cb__fsink_close(s);
+	if (!jo) {
+		/* first run: a fresh file */
+		do
+			s->fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		while (s->fd < 0 && errno == EINTR);
+		if (s->fd < 0)
+			return io_error(s, "open", err);
+		if (head_len && write_at(s->fd, head, head_len, 0) < 0)
+			goto io;
+		if (s->do_fsync && (fdatasync(s->fd) < 0 || sync_dir(s->path) < 0))
+			goto io;
+		s->flushed = s->committed = (long long)head_len;
+		return 0;
+	}
+	if (!json_is_integer(jo) || json_integer_value(jo) < 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "%s %s: saved position is not {\"offset\": N >= 0}", s->what,
+				    s->path);
+	off = (long long)json_integer_value(jo);
+	do
+		s->fd = open(s->path, O_WRONLY | O_CLOEXEC);
+	while (s->fd < 0 && errno == EINTR);
+	if (s->fd < 0) {
+		if (errno == ENOENT)
+			return cb_error_set(
+				err, CB_EINVAL,
+				"%s %s: cannot resume at offset %lld: the file is missing", s->what,
+				s->path, off);
+		return io_error(s, "open", err);
+	}
+	if (fstat(s->fd, &st) < 0)
+		goto io;
+	if ((long long)st.st_size < off) {
+		long long size = (long long)st.st_size;
+
+		cb__fsink_close(s);
+		return cb_error_set(err, CB_EINVAL,
+				    "%s %s: the file (%lld bytes) is shorter than its committed "
+				    "length (%lld bytes): it was changed since",
+				    s->what, s->path, size, off);
+	}
+	if ((long long)st.st_size > off) {
+		/* a chunk written before a COMMIT that never happened */
+		if (ftruncate(s->fd, (off_t)off) < 0)
+			goto io;
+		if (s->do_fsync && fdatasync(s->fd) < 0)
+			goto io;
+	}
+	s->flushed = s->committed = off;
+	return 0;
+io:
+	rc = io_error(s, "writing", err);
+	cb__fsink_close(s);
+	return rc;
+}
+
+size_t cb__fsink_begin_write(cb__fsink *s)
+{
+	if (s->pending) {
+		/* a write after update(): that chunk committed */
+		s->committed = s->flushed;
+		s->pending = 0;
+	}
+	return s->len;
+}
+
+int cb__fsink_reserve(cb__fsink *s, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (n <= s->cap - s->len)
+		return 0;
+	if (n > SIZE_MAX / 2 - s->len)
+		return CB_ENOMEM;
+	cap = s->cap ? s->cap : 4096;
+	while (cap < s->len + n)
+		cap *= 2;
+	p = realloc(s->buf, cap);
+	if (!p)
+		return CB_ENOMEM;
+	s->buf = p;
+	s->cap = cap;
+	return 0;
+}
+
+int cb__fsink_append(cb__fsink *s, const void *p, size_t n)
+{
+	if (cb__fsink_reserve(s, n) < 0)
+		return CB_ENOMEM;
+	if (n)
+		memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	return 0;
+}
+
+void cb__fsink_cut(cb__fsink *s, size_t len)
+{
+	if (len < s->len)
+		s->len = len;
+	if (s->mark > s->len)
+		s->mark = s->len;
+}
+
+int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err)
+{
+	int rc;
+
+	if (s->fd < 0)
+		return cb_error_set(err, CB_EINVAL, "%s %s: update before open", s->what, s->path);
+	if (!json_is_object(out))
+		return cb_error_set(err, CB_EINVAL, "%s %s: update needs a JSON object", s->what,
+				    s->path);
+	if (s->pending) {
+		/* a chunk that wrote nothing: the one before it committed */
+		s->committed = s->flushed;
+		s->pending = 0;
+	}
+	if (s->len) {
+		if (write_at(s->fd, s->buf, s->len, s->flushed) < 0 ||
+		    (s->do_fsync && fdatasync(s->fd) < 0)) {
+			rc = io_error(s, "writing", err);
+			/* no torn line stays behind */
+			(void)ftruncate(s->fd, (off_t)s->flushed);
+			s->len = s->mark = 0;
+			return rc;
+		}
+		s->flushed += (long long)s->len;
+	}
+	s->len = s->mark = 0;
+	if (json_object_set_new(out, "offset", json_integer((json_int_t)s->flushed)) < 0)
+		return cb_error_set(err, CB_ENOMEM, "%s %s: out of memory", s->what, s->path);
+	s->pending = 1;
+	return 0;
+}
+
+void cb__fsink_rollback(cb__fsink *s)
+{
+	s->len = s->mark = 0;
+	s->pending = 0;
+	if (s->fd >= 0 && s->flushed > s->committed && ftruncate(s->fd, (off_t)s->committed) == 0)
+		s->flushed = s->committed;
+}
+
+void cb__fsink_savepoint(cb__fsink *s)
+{
+	s->mark = s->len;
+}
+
+void cb__fsink_rollback_to_savepoint(cb__fsink *s)
+{
+	cb__fsink_cut(s, s->mark);
+}
+
+int cb__fsink_complete(cb__fsink *s, cb_error *err)
+{
+	if (s->fd >= 0 && fdatasync(s->fd) < 0)
+		return io_error(s, "fsync", err);
+	if (s->final_path)
+		return cb_file_publish(s->path, s->final_path, err);
+	return 0;
+}
+
+int cb_file_publish(const char *temp_path, const char *path, cb_error *err)
+{
+	int fd, e;
+
+	if (!temp_path || !path || !temp_path[0] || !path[0])
+		return cb_error_set(err, CB_EINVAL, "publish: no path");
+	do
+		fd = open(temp_path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT && access(path, F_OK) == 0)
+			return 0; /* published before (a rerun of the publishing step) */
+		return cb_error_set(err, e == ENOENT ? CB_EINVAL : CB_ERROR,
+				    "publish %s as %s: cannot open: %s", temp_path, path,
+				    strerror(e));
+	}
+	if (fsync(fd) < 0) {
+		e = errno;
+		close(fd);
+		return cb_error_set(err, CB_ERROR, "publish %s as %s: fsync failed: %s", temp_path,
+				    path, strerror(e));
+	}
+	close(fd);
+	if (rename(temp_path, path) < 0)
+		return cb_error_set(err, CB_ERROR, "publish %s as %s: rename failed: %s", temp_path,
+				    path, strerror(errno));
+	if (sync_dir(path) < 0)
+		return cb_error_set(err, CB_ERROR,
+				    "publish %s as %s: fsync of the directory "
+				    "failed: %s",
+				    temp_path, path, strerror(errno));
+	return 0;
+}
