@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Run every unit test program of a build under valgrind memcheck: any error
+# or definite leak fails.   bash scripts/memcheck.sh [BUILD_DIR]   (default build)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+command -v valgrind >/dev/null || { echo "memcheck.sh: apt-get install valgrind" >&2; exit 2; }
+export CBATCH_TEST_SOURCE_DIR=$root CBATCH_TEST_TMPDIR=$build/tests/tmp
+mkdir -p "$CBATCH_TEST_TMPDIR"
+status=0
+for t in "$build"/tests/unit_test_*; do
+	[ -x "$t" ] || continue
+	if valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+		"$t" >"$t.memcheck.log" 2>&1; then
+		echo "memcheck: $(basename "$t"): clean"
+	else
+		echo "memcheck: $(basename "$t"): FAILED" >&2
+		tail -40 "$t.memcheck.log" >&2
+		status=1
+	fi
+done
+exit $status
