@@ -209,11 +209,7 @@ static int status_result(void *ctx, const PGresult *res, cb_error *err)
 {
 	struct status *s = ctx;
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-		cb_pg_error(err, s->conn, res, "status update");
-		return cb_error_prefix(err, "%s", s->what);
-	}
-	return 0;
+	return cb__pg_result_check(res, s->conn, "status update", s->what, err);
 }
 
 static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
@@ -226,13 +222,10 @@ static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		return cb_error_set(err, CB_EINVAL, "%s: write before open", s->what);
 	if (n == 0)
 		return 0;
-	cb__values_reset(&s->values);
-	for (i = 0; i < n; i++) {
-		rc = cb__values_bind(&s->values, s->bind, s->bind_ctx, s->sc, items[i], i, s->what,
-				     err);
-		if (rc)
-			return rc;
-	}
+	rc = cb__values_bind_chunk(&s->values, s->bind, s->bind_ctx, s->sc, items, n,
+				   s->what, err);
+	if (rc)
+		return rc;
 	s->params[0] = s->set_value;
 	rc = cb__values_finish(&s->values, s->params + 1, err);
 	if (rc)

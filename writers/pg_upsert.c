@@ -192,30 +192,22 @@ static int upsert_result(void *ctx, const PGresult *res, cb_error *err)
 {
 	struct upsert *u = ctx;
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-		cb_pg_error(err, u->conn, res, "upsert");
-		return cb_error_prefix(err, "%s", u->what);
-	}
-	return 0;
+	return cb__pg_result_check(res, u->conn, "upsert", u->what, err);
 }
 
 static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
 {
 	struct upsert *u = state;
-	size_t i;
 	int rc;
 
 	if (!u->opened)
 		return cb_error_set(err, CB_EINVAL, "%s: write before open", u->what);
 	if (n == 0)
 		return 0;
-	cb__values_reset(&u->values);
-	for (i = 0; i < n; i++) {
-		rc = cb__values_bind(&u->values, u->bind, u->bind_ctx, u->sc, items[i], i, u->what,
-				     err);
-		if (rc)
-			return rc;
-	}
+	rc = cb__values_bind_chunk(&u->values, u->bind, u->bind_ctx, u->sc, items, n,
+				   u->what, err);
+	if (rc)
+		return rc;
 	rc = cb__values_finish(&u->values, u->params, err);
 	if (rc)
 		return rc;

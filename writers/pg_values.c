@@ -374,6 +374,28 @@ int cb__values_bind(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_cont
 	return 0;
 }
 
+int cb__values_bind_chunk(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_context *sc,
+			  void *const *items, size_t n, const char *what, cb_error *err)
+{
+	cb__values_reset(v);
+	for (size_t i = 0; i < n; i++) {
+		int rc = cb__values_bind(v, bind, ctx, sc, items[i], i, what, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
+			cb_error *err)
+{
+	if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
+		return 0;
+	cb_pg_error(err, conn, res, label);
+	return cb_error_prefix(err, "%s", what);
+}
+
 int cb__values_finish(cb_values *v, const char **params, cb_error *err)
 {
 	size_t i;

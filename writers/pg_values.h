@@ -58,6 +58,17 @@ void cb__values_reset(cb_values *v);
  */
 int cb__values_bind(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_context *sc,
 		    const void *item, size_t index, const char *what, cb_error *err);
+/* A whole chunk: reset, then cb__values_bind each of @p items. */
+int cb__values_bind_chunk(cb_values *v, cb_bind_fn bind, void *ctx, const cb_step_context *sc,
+			  void *const *items, size_t n, const char *what, cb_error *err);
+
+/*
+ * The result handler's check for a writer statement: anything but a command
+ * or row result is the statement's error, named @p label, prefixed by @p what.
+ */
+int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
+			cb_error *err);
+
 /*
  * Close every array and store the literals in @p params[0..ncols-1]
  * (borrowed, valid until the next reset). @return 0 or CB_ENOMEM.

@@ -135,6 +135,13 @@ int cbt_main_suites(const char *name, const CU_SuiteInfo *suites);
 #define cbt_query_str(conn, sql, out, outsz)                                                       \
 	cbt__query_str(__FILE__, __LINE__, (conn), (sql), (out), (outsz))
 
+/**
+ * Suite init for tests of the C API: a fresh database (as cbt_db_create),
+ * a connection to it in @p conn (PQfinish it in cleanup) and the repository
+ * schema. @return 0, or -1 after printing why.
+ */
+int cbt_repo_db(char *conninfo, size_t size, const char *prefix, PGconn **conn);
+
 /* ---- processes ----------------------------------------------------------- */
 
 /**

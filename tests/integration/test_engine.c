@@ -17,16 +17,7 @@ static PGconn *conn;
 
 static int init(void)
 {
-	cb_error err = CB_ERROR_INIT;
-
-	if (cbt_db_create(db, sizeof(db), "engine") < 0)
-		return -1;
-	conn = PQconnectdb(db);
-	if (PQstatus(conn) != CONNECTION_OK || cb_repo_schema_init(conn, NULL, NULL, &err) < 0) {
-		fprintf(stderr, "init: %s %s\n", PQerrorMessage(conn), err.message);
-		return -1;
-	}
-	return 0;
+	return cbt_repo_db(db, sizeof(db), "engine", &conn);
 }
 
 static int clean(void)

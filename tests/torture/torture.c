@@ -184,6 +184,38 @@ static void check_ledger(tally *t)
 	CBT_EQ_LL(dup, 0);
 }
 
+/*
+ * Run @p run until it completes, SIGKILLing the first @p kills attempts at
+ * random progress (as @p progress_sql counts it, out of @p total). A run
+ * refused because the dead owner's lease still holds (exit 4) is retried.
+ */
+static void run_killing(tally *t, const char *const *run, const char *progress_sql,
+			long long total, int kills)
+{
+	for (;;) {
+		pid_t pid = spawn(run);
+		int rc;
+
+		if (t->faults < kills)
+			kill_midway(pid, progress_sql, total, SIGKILL);
+		rc = cbt_wait_timeout(pid, 300000);
+		wait_sessions_gone();
+		t->rounds++;
+		if (rc == 0)
+			return;
+		if (rc == 4)
+			cbt_sleep_ms(300); /* the dead owner's lease (1 s) still holds */
+		else if (rc == 128 + SIGKILL)
+			t->faults++;
+		else
+			CBT_FAILF("%s ended with %d", run[1], rc);
+		if (t->rounds > kills * 20 + 50) {
+			CBT_FAILF("%s never completed", run[1]);
+			return;
+		}
+	}
+}
+
 /* Run the ledger job until it completes, killing it at random moments. */
 static void test_kill_loop(void)
 {
@@ -191,34 +223,12 @@ static void test_kill_loop(void)
 	int kills = rounds(4, 200);
 	const char *const run[] = { "run", "ledger", "--lease", "1", "-chunk.size:long=200", NULL };
 	double t0 = now_s();
-	int done = 0;
 
 	long long total = full ? 200000 : 50000;
 
 	reset_repository();
 	ledger_rows(total);
-	while (!done) {
-		pid_t pid = spawn(run);
-		int rc;
-
-		if (t->faults < kills)
-			kill_midway(pid, "SELECT count(*) FROM ledger", total, SIGKILL);
-		rc = cbt_wait_timeout(pid, 300000);
-		wait_sessions_gone();
-		t->rounds++;
-		if (rc == 0)
-			done = 1;
-		else if (rc == 4)
-			cbt_sleep_ms(300); /* the dead owner's lease (1 s) still holds */
-		else if (rc == 128 + SIGKILL)
-			t->faults++;
-		else
-			CBT_FAILF("ledger run ended with %d", rc);
-		if (t->rounds > kills * 20 + 50) {
-			CBT_FAILF("ledger never completed");
-			break;
-		}
-	}
+	run_killing(t, run, "SELECT count(*) FROM ledger", total, kills);
 	check_ledger(t);
 	/* The step counts agree with the data. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT sum(write_count) FROM batch_step_execution"),
@@ -368,7 +378,6 @@ static void test_csv_import_killed(void)
 				    "-chunk.size:long=200", NULL };
 	FILE *f;
 	double t0 = now_s();
-	int done = 0;
 
 	reset_repository();
 	ledger_rows(0);
@@ -384,26 +393,7 @@ static void test_csv_import_killed(void)
 		/* CRLF lines and quoted fields; the check recomputes every value. */
 		fprintf(f, "%lld,%lld,\"%lld.%02lld\"\r\n", i, i % 77, i % 5000, i % 100);
 	fclose(f);
-	while (!done) {
-		pid_t pid = spawn(run);
-		int rc;
-
-		if (t->faults < kills)
-			kill_midway(pid, "SELECT count(*) FROM account", lines, SIGKILL);
-		rc = cbt_wait_timeout(pid, 300000);
-		wait_sessions_gone();
-		t->rounds++;
-		if (rc == 0)
-			done = 1;
-		else if (rc == 4)
-			cbt_sleep_ms(300);
-		else if (rc == 128 + SIGKILL)
-			t->faults++;
-		else
-			CBT_FAILF("csv_import ended with %d", rc);
-		if (t->rounds > kills * 20 + 50)
-			break;
-	}
+	run_killing(t, run, "SELECT count(*) FROM account", lines, kills);
 	{
 		char sql[256];
 		long long have = cbt_query_ll(conn, "SELECT count(*) FROM account");
@@ -460,7 +450,6 @@ static void test_csv_export_killed(void)
 	const char *const run[] = { "run", "ledger_export", file, "--lease", "1",
 				    "-chunk.size:long=200", NULL };
 	double t0 = now_s();
-	int done = 0;
 
 	reset_repository();
 	ledger_rows(rows);
@@ -468,28 +457,10 @@ static void test_csv_export_killed(void)
 	snprintf(path, sizeof(path), "%s/torture-export.csv", cbt_tmpdir());
 	snprintf(file, sizeof(file), "file=%s", path);
 	unlink(path);
-	while (!done) {
-		pid_t pid = spawn(run);
-		int rc;
-
-		if (t->faults < kills)
-			kill_midway(pid, "SELECT coalesce(sum(write_count), 0) FROM "
-					 "batch_step_execution WHERE step_name = 'export'",
-				    rows, SIGKILL);
-		rc = cbt_wait_timeout(pid, 300000);
-		wait_sessions_gone();
-		t->rounds++;
-		if (rc == 0)
-			done = 1;
-		else if (rc == 4)
-			cbt_sleep_ms(300);
-		else if (rc == 128 + SIGKILL)
-			t->faults++;
-		else
-			CBT_FAILF("ledger_export ended with %d", rc);
-		if (t->rounds > kills * 20 + 50)
-			break;
-	}
+	run_killing(t, run,
+		    "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
+		    "WHERE step_name = 'export'",
+		    rows, kills);
 	{
 		/* Load the file back and compare it with the ledger, line by line. */
 		long long lines, right;
