@@ -72,7 +72,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	cb__launch l;
 	cb__run run;
 	cb_error runerr = CB_ERROR_INIT;
-	int rc;
+	int rc, audited = 0;
 
 	rc = cb_job_validate_params(job, params, err);
 	if (rc == 0)
@@ -149,6 +149,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
 				       grant.fencing_token, l.job_execution_id, out->exit_message,
 				       &ignored);
+		audited = lost || strstr(out->exit_message, "fenced off");
 	}
 	CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status, out->exit_message);
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
@@ -164,6 +165,15 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		result_set(out, CB_STATUS_FAILED, "FAILED", msg);
 		cb_error_clear(err);
 		rc = 0;
+		if (!audited) {
+			/* A zombie woken after the takeover may find nothing left to
+			 * write before its heartbeat notices: it lost its lock all the
+			 * same, and the audit must say so. */
+			cb_error ignored = CB_ERROR_INIT;
+
+			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
+				       grant.fencing_token, l.job_execution_id, msg, &ignored);
+		}
 	}
 	if (rc < 0 && runerr.code)
 		cb_error_prefix(err, "%s; then", runerr.message);

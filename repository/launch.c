@@ -1,6 +1,7 @@
 /* Job instances and executions: launch, state changes, parameters, contexts. */
 #include "repo.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,17 @@
 #include "cbatch/pg.h"
 
 static char owner_buf[200];
+static pid_t owner_pid;
+static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
 
 const char *cb__owner_id(void)
 {
-	/* host:pid:random — a host name alone is not unique (containers). */
-	if (!owner_buf[0]) {
+	/* host:pid:random — a host name alone is not unique (containers). It is
+	 * made once per process: a child forked after the parent launched a job
+	 * is another process and must not carry its parent's identity. Threads
+	 * that launch at once must not see it half written. */
+	pthread_mutex_lock(&owner_mu);
+	if (!owner_buf[0] || owner_pid != getpid()) {
 		char host[96] = "unknown";
 		unsigned long long r = 0;
 		FILE *f = fopen("/dev/urandom", "rb");
@@ -26,7 +33,9 @@ const char *cb__owner_id(void)
 		gethostname(host, sizeof(host) - 1);
 		host[sizeof(host) - 1] = '\0';
 		snprintf(owner_buf, sizeof(owner_buf), "%s:%ld:%016llx", host, (long)getpid(), r);
+		owner_pid = getpid();
 	}
+	pthread_mutex_unlock(&owner_mu);
 	return owner_buf;
 }
 

@@ -4,9 +4,10 @@
 #   bash scripts/install-deps.sh
 #
 # Required: a C toolchain, CMake, pkg-config, the libpq, jansson, xxHash and
-# CUnit development packages, and a PostgreSQL server (the tests run their own
-# throwaway cluster; see scripts/pg-cluster.sh). Optional: faketime and clang,
-# used by some tests and checks; failing to install them is only a warning.
+# CUnit development packages, faketime (the lock tests run a worker with its
+# clock an hour off), and a PostgreSQL server (the tests run their own
+# throwaway cluster; see scripts/pg-cluster.sh). Optional: clang, used by some
+# checks; failing to install it is only a warning.
 #
 # Installed packages are detected with dpkg, so a machine that has everything
 # needs neither root nor network. As root, missing packages are installed with
@@ -17,8 +18,9 @@
 # CBATCH_APT_UPDATED=1 skips "apt-get update" (the caller has just run it).
 set -euo pipefail
 
-required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev)
-optional=(faketime clang)
+required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
+	faketime)
+optional=(clang)
 
 log() { echo "install-deps: $*" >&2; }
 
@@ -44,9 +46,9 @@ server_package() {
 if ! command -v dpkg >/dev/null 2>&1; then
 	log "no dpkg: not a Debian-like system. Install by hand: a C compiler, cmake (>= 3.18),"
 	log "pkg-config, libpq, jansson, libxxhash and CUnit with their headers and .pc files,"
-	log "and a PostgreSQL server (initdb, pg_ctl). Optional: faketime, clang."
+	log "faketime, and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
 	missing=0
-	for t in cc cmake pkg-config; do
+	for t in cc cmake pkg-config faketime; do
 		command -v "$t" >/dev/null 2>&1 || { log "missing: $t"; missing=1; }
 	done
 	for m in libpq jansson libxxhash cunit; do
@@ -77,7 +79,7 @@ apt_install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-
 
 if [ "$(id -u)" -ne 0 ]; then
 	if [ ${#missing[@]} -eq 0 ] && [ $need_server -eq 0 ]; then
-		log "warning: optional test tools missing: ${missing_opt[*]} (some tests will be skipped)"
+		log "warning: optional test tools missing: ${missing_opt[*]} (some checks will be skipped)"
 		log "to install them: sudo apt-get install -y --no-install-recommends ${missing_opt[*]}"
 		exit 0
 	fi
@@ -113,7 +115,7 @@ fi
 for p in "${missing_opt[@]}"; do
 	log "installing optional: $p"
 	if ! "${apt_install[@]}" "$p" </dev/null; then
-		log "warning: could not install optional package $p (some tests will be skipped)"
+		log "warning: could not install optional package $p (some checks will be skipped)"
 	fi
 done
 exit 0

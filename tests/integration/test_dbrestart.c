@@ -1,0 +1,231 @@
+/*
+ * The database restarts under a running job (issue 4): the job fails, nothing
+ * it committed is lost, and after its lease a run completes exactly once.
+ *
+ * This restarts the whole test cluster (pg_ctl restart -m fast), which would
+ * break tests running beside it: ctest runs it alone (RUN_SERIAL, see
+ * tests/CMakeLists.txt).
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+
+static int init(void)
+{
+	return cbt_db_create(db, sizeof(db), "dbrestart");
+}
+
+static int clean(void)
+{
+	cbt_db_drop(db);
+	return 0;
+}
+
+static char out[65536], errout[65536];
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run cbatch-examples --db db ARGS... (NULL-terminated). */
+static int ex(const char *first, ...)
+{
+	const char *argv[24] = { cbt_examples_bin(), "--db", db };
+	size_t n = 3;
+	va_list ap;
+
+	va_start(ap, first);
+	for (const char *a = first; a && n < 23; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+static long long q(PGconn *conn, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static long long q(PGconn *conn, const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	return cbt_query_ll(conn, sql);
+}
+
+static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
+{
+	double deadline = mono_now() + timeout_ms / 1000.0;
+
+	do {
+		if (cbt_query_ll(conn, sql) > 0)
+			return 1;
+		cbt_sleep_ms(5);
+	} while (mono_now() < deadline);
+	return 0;
+}
+
+/* A connection once the server accepts them again. */
+static PGconn *reconnect(void)
+{
+	double deadline = mono_now() + 60;
+
+	for (;;) {
+		PGconn *c = PQconnectdb(db);
+
+		if (PQstatus(c) == CONNECTION_OK)
+			return c;
+		PQfinish(c);
+		if (mono_now() > deadline)
+			break;
+		cbt_sleep_ms(50);
+	}
+	return cbt_connect(db); /* fails loudly */
+}
+
+/*
+ * pg_ctl restart of the test cluster ($CBATCH_TEST_PGHOST/data), as its owner
+ * postgres when we are root (see scripts/pg-cluster.sh). The server logs to
+ * the cluster's log file, never to our stdout: ctest would wait for a pipe
+ * that the new postmaster held open.
+ */
+static int restart_cluster(void)
+{
+	static const char script[] =
+		"dir=$0; cd / || exit 1; "
+		"unset PGDATA PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE; "
+		"bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1); "
+		"[ -x \"$bindir/pg_ctl\" ] || bindir=$(pg_config --bindir 2>/dev/null); "
+		"[ -x \"$bindir/pg_ctl\" ] || bindir=$(dirname \"$(command -v pg_ctl)\"); "
+		"if [ \"$(id -u)\" -eq 0 ]; then as=\"runuser -u postgres --\"; else as=; fi; "
+		"exec $as \"$bindir/pg_ctl\" -D \"$dir/data\" -l \"$dir/log\" restart -m fast -w "
+		"-t 60";
+	const char *host = getenv("CBATCH_TEST_PGHOST");
+	const char *argv[] = { "sh", "-c", script, host ? host : "", NULL };
+	int rc;
+
+	if (!host || !*host) {
+		CBT_FAILF("CBATCH_TEST_PGHOST is not set: run through ctest");
+		return -1;
+	}
+	rc = cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+	if (rc != 0)
+		CBT_FAILF("pg_ctl restart failed (exit %d): %s %s", rc, out, errout);
+	return rc;
+}
+
+static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long long before, exec, written;
+	char log[PATH_MAX], text[8192] = "";
+	pid_t pid;
+	int rc;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", "200000", NULL), 0);
+
+	snprintf(log, sizeof(log), "%s/dbrestart-job.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(),    "--db",    db,  "run", "ledger",
+				       "-chunk.size:long=10", "--lease", "2", NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	if (!wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+		CBT_FAILF("the job did not get going");
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	before = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
+	PQfinish(conn);
+
+	CU_ASSERT_FATAL(restart_cluster() == 0);
+	rc = cbt_wait_timeout(pid, 60000);
+	{
+		FILE *f = fopen(log, "r");
+
+		if (f) {
+			size_t n = fread(text, 1, sizeof(text) - 1, f);
+
+			text[n] = '\0';
+			fclose(f);
+		}
+	}
+	printf("\n    the job, after the restart: exit %d: %s\n", rc, text);
+	CBT_EQ_LL(rc, 1);
+
+	conn = reconnect();
+	/* Nothing it committed was lost: whole chunks, counted as written. */
+	written = q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec);
+	CU_ASSERT(written >= before);
+	CBT_EQ_LL(written % 10, 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
+		    "%lld",
+		    exec),
+		  written);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), written);
+	if (written >= 200000)
+		CBT_FAILF("the job finished before the restart; the test proves nothing");
+	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+		    "AND status IN ('FAILED', 'STARTED')",
+		    exec),
+		  1);
+	/* After the lease (database time) a run completes it, exactly once. */
+	if (!wait_until(conn, 15000,
+			"SELECT (count(*) = 0)::int FROM batch_lock WHERE "
+			"lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
+		CBT_FAILF("the lock is still held 15 s after the restart (lease 2 s)");
+	CBT_EQ_LL(ex("run", "ledger", NULL), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+		    "status = 'COMPLETED'",
+		    exec),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+		    "AND status = 'FAILED'",
+		    exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 200000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l ON "
+				     "l.account_id = a.id AND l.amount = a.amount AND "
+				     "l.seller_id = a.seller_id"),
+		  200000);
+	PQfinish(conn);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "database restart mid-run, then a run completes exactly once",
+	  test_database_restart_mid_run_then_run_completes_exactly_once },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("dbrestart", init, clean, tests);
+}

@@ -1,0 +1,1434 @@
+/*
+ * Duplicate-run protection (issue 4) with real processes against a real
+ * PostgreSQL: racing launches, SIGKILL and lease takeover, a SIGSTOPped
+ * zombie that wakes after a takeover, the heartbeat (a chunk longer than the
+ * lease; a cut heartbeat connection), lock-at-least-for and force unlock,
+ * clock skew (faketime), and the job's backend terminated mid-run.
+ *
+ * The ledger example (cbatch-examples) locks as "ledger" whatever its
+ * parameters, so every instance below competes for that one lock. Jobs that
+ * need something the CLI cannot do are defined here through the C API; this
+ * program re-executes itself as `--probe` to launch one of them from another
+ * process.
+ *
+ * Nothing here sleeps for a fixed time in place of the lease logic: waits
+ * poll the database (its clock is the lock's clock) with generous timeouts.
+ * Where a job must still be running at some point, the test either holds it
+ * there with a lock of its own, or gives it far more work than the wait
+ * needs and fails loudly ("proves nothing") if it finished anyway.
+ *
+ * `integration_test_lock WORD` runs only the tests whose name contains WORD.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cbatch.h>
+
+#include "cbtest.h"
+#include "repo.h" /* cb__owner_id */
+
+static char db[CBT_CONNINFO_MAX];
+static char self_exe[PATH_MAX];
+
+static int init(void)
+{
+	return cbt_db_create(db, sizeof(db), "lock");
+}
+
+static int clean(void)
+{
+	cbt_db_drop(db);
+	return 0;
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static char out[65536], errout[65536];
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define MAXARGS 40
+
+/* argv = prefix..., cbatch-examples --db CONNINFO, then the NULL-terminated va list. */
+static void build_argv(const char **argv, const char *const *prefix, const char *conninfo,
+		       const char *first, va_list ap)
+{
+	size_t n = 0;
+	const char *a;
+
+	for (; prefix && *prefix; prefix++)
+		argv[n++] = *prefix;
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = conninfo;
+	for (a = first; a && n < MAXARGS - 1; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	argv[n] = NULL;
+}
+
+/* Run cbatch-examples --db db ARGS... (NULL-terminated) to the end; output in out/errout. */
+static int ex(const char *first, ...)
+{
+	const char *argv[MAXARGS];
+	va_list ap;
+
+	va_start(ap, first);
+	build_argv(argv, NULL, db, first, ap);
+	va_end(ap);
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+/* As ex, in the background; stdout and stderr go to tmpdir/@p log. */
+static pid_t ex_spawn_with(const char *const *prefix, const char *conninfo, const char *log,
+			   const char *first, ...)
+{
+	const char *argv[MAXARGS];
+	char path[PATH_MAX];
+	va_list ap;
+
+	va_start(ap, first);
+	build_argv(argv, prefix, conninfo, first, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);
+	return cbt_spawn(argv, path);
+}
+
+#define ex_spawn(log, ...) ex_spawn_with(NULL, db, (log), __VA_ARGS__)
+
+/* The contents of tmpdir/@p log (truncated to @p size). */
+static void read_log(const char *log, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+static long long q(PGconn *conn, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+/* cbt_query_ll with printf-style SQL. */
+static long long q(PGconn *conn, const char *fmt, ...)
+{
+	char sql[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	return cbt_query_ll(conn, sql);
+}
+
+static double q_double(PGconn *conn, const char *sql)
+{
+	char buf[64];
+
+	if (cbt_query_str(conn, sql, buf, sizeof(buf)) < 0)
+		return -1;
+	return atof(buf);
+}
+
+/* Poll until @p sql (an integer query) is non-zero; false after @p timeout_ms. */
+static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
+{
+	double deadline = mono_now() + timeout_ms / 1000.0;
+
+	do {
+		if (cbt_query_ll(conn, sql) > 0)
+			return 1;
+		cbt_sleep_ms(5);
+	} while (mono_now() < deadline);
+	return 0;
+}
+
+/* Fresh repository and an empty ledger example. */
+static void reset(PGconn *conn)
+{
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", "0", NULL), 0);
+}
+
+/* Add @p rows fresh accounts; @return the id of the first one. */
+static long long add_rows(PGconn *conn, long long rows)
+{
+	char n[24];
+	long long first = q(conn, "SELECT coalesce(max(id), 0) + 1 FROM account");
+
+	snprintf(n, sizeof(n), "%lld", rows);
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", n, NULL), 0);
+	return first;
+}
+
+/* Every account is in the ledger exactly once with its amount, and processed. */
+static void assert_exactly_once(PGconn *conn)
+{
+	long long accounts = cbt_query_ll(conn, "SELECT count(*) FROM account");
+
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), accounts);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l "
+				     "ON l.account_id = a.id AND l.amount = a.amount "
+				     "AND l.seller_id = a.seller_id"),
+		  accounts);
+	/* Every ledger row names an execution whose step counted it. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT l.job_execution_id, count(*) "
+				     "AS n FROM ledger l GROUP BY 1) x WHERE n <> (SELECT "
+				     "sum(write_count) FROM batch_step_execution s WHERE "
+				     "s.job_execution_id = x.job_execution_id)"),
+		  0);
+}
+
+/* The client sessions of cbatch processes (job and heartbeat) in our database. */
+#define CLIENT_SESSIONS                                                                            \
+	"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "                \
+	"AND application_name IN ('cbatch', 'cbatch-heartbeat')"
+
+/* After a SIGKILL: a pipeline sent before the kill may still commit
+ * server-side, so look only once the dead client's sessions are gone. */
+static void wait_no_client_sessions(PGconn *conn)
+{
+	if (!wait_until(conn, 30000, "SELECT ((" CLIENT_SESSIONS ") = 0)::int"))
+		CBT_FAILF("the killed client's sessions did not end within 30 s");
+}
+
+/* Wait (database time) until nobody holds the lock @p name. */
+static void wait_lock_free(PGconn *conn, const char *name, int timeout_ms)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT (count(*) = 0)::int FROM batch_lock WHERE lock_name = "
+		 "'%s' AND locked_until >= clock_timestamp()",
+		 name);
+	if (!wait_until(conn, timeout_ms, sql))
+		CBT_FAILF("lock '%s' still held after %d ms", name, timeout_ms);
+}
+
+static long long audit_count(PGconn *conn, long long after_id, const char *outcome)
+{
+	return q(conn,
+		 "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		 "outcome = '%s'",
+		 after_id, outcome);
+}
+
+static long long audit_mark(PGconn *conn)
+{
+	return cbt_query_ll(conn, "SELECT coalesce(max(audit_id), 0) FROM batch_lock_audit");
+}
+
+/* The job execution of the process @p pid (its owner id is host:pid:random). */
+static long long execution_of(PGconn *conn, pid_t pid)
+{
+	return q(conn,
+		 "SELECT coalesce(max(job_execution_id), 0) FROM batch_job_execution "
+		 "WHERE owner_id LIKE '%%:%ld:%%'",
+		 (long)pid);
+}
+
+static int still_running(pid_t pid)
+{
+	int status;
+
+	return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+/* ---- 1. contention ------------------------------------------------------------ */
+
+/*
+ * @p racers processes launch one instance at once (released together through
+ * a gate file). The test holds a row lock on the round's first account, so
+ * the winner holds the execution lock until every loser has finished:
+ * whoever reaches the lock late still finds it held, however loaded the host.
+ */
+static void contention_round(PGconn *conn, int round, int racers)
+{
+	char gate[PATH_MAX], ready[PATH_MAX + 8], param[64], script[512], sql[256];
+	pid_t pids[16];
+	int rcs[16], done = 0, winner = -1;
+	long long mark, first;
+	double deadline;
+
+	first = add_rows(conn, 2000);
+	mark = audit_mark(conn);
+	snprintf(gate, sizeof(gate), "%s/lock-gate-%ld-%d", cbt_tmpdir(), (long)getpid(), round);
+	snprintf(ready, sizeof(ready), "%s.d", gate);
+	unlink(gate);
+	mkdir(ready, 0700);
+	snprintf(script, sizeof(script),
+		 ": > \"$0.d/$$\"; while [ ! -e \"$0\" ]; do sleep 0.005; done; exec \"$@\"");
+	snprintf(param, sizeof(param), "round:long=%d", round);
+
+	cbt_exec(conn, "BEGIN");
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld "
+		 "FOR UPDATE) x",
+		 first);
+	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	for (int i = 0; i < racers; i++) {
+		const char *prefix[] = { "sh", "-c", script, gate, NULL };
+		char log[64];
+
+		snprintf(log, sizeof(log), "lock-race-%d-%d.log", round, i);
+		pids[i] = ex_spawn_with(prefix, db, log, "run", "ledger", param,
+					"-chunk.size:long=100", NULL);
+		rcs[i] = -2;
+	}
+	/* Open the gate once every racer waits at it. */
+	deadline = mono_now() + 60;
+	for (;;) {
+		char path[PATH_MAX + 64];
+		int n = 0;
+
+		for (int i = 0; i < racers; i++) {
+			snprintf(path, sizeof(path), "%s/%ld", ready, (long)pids[i]);
+			n += access(path, F_OK) == 0;
+		}
+		if (n == racers || mono_now() > deadline)
+			break;
+		cbt_sleep_ms(5);
+	}
+	{
+		FILE *g = fopen(gate, "w");
+
+		if (g)
+			fclose(g);
+	}
+	/* Every loser ends on its own while the winner is held at our row lock. */
+	deadline = mono_now() + 120;
+	while (done < racers - 1 && mono_now() < deadline) {
+		for (int i = 0; i < racers; i++) {
+			int status;
+
+			if (rcs[i] != -2 || waitpid(pids[i], &status, WNOHANG) != pids[i])
+				continue;
+			rcs[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			done++;
+		}
+		cbt_sleep_ms(5);
+	}
+	cbt_exec(conn, "COMMIT");
+	for (int i = 0; i < racers; i++) {
+		if (rcs[i] == -2) {
+			rcs[i] = cbt_wait_timeout(pids[i], 120000);
+			if (winner >= 0)
+				CBT_FAILF("round %d: more than one racer was still running", round);
+			winner = i;
+		}
+	}
+	{
+		char path[PATH_MAX + 64];
+
+		for (int i = 0; i < racers; i++) {
+			snprintf(path, sizeof(path), "%s/%ld", ready, (long)pids[i]);
+			unlink(path);
+		}
+		rmdir(ready);
+		unlink(gate);
+	}
+	if (winner < 0) {
+		CBT_FAILF("round %d: no racer was left running at the row lock", round);
+		return;
+	}
+	CBT_EQ_LL(rcs[winner], 0);
+	for (int i = 0; i < racers; i++) {
+		char log[64], text[4096];
+
+		if (i == winner)
+			continue;
+		CBT_EQ_LL(rcs[i], 4);
+		snprintf(log, sizeof(log), "lock-race-%d-%d.log", round, i);
+		read_log(log, text, sizeof(text));
+		CBT_CONTAINS(text, "is held by");
+	}
+	/* One taking, every other launch on record as a skip (not a failure). */
+	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), racers - 1);
+	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		    "outcome = 'SKIPPED_HELD' AND detail LIKE 'held by %%'",
+		    mark),
+		  racers - 1);
+	/* One instance, one execution, completed. */
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution e JOIN "
+		    "batch_job_execution_params p USING (job_execution_id) WHERE "
+		    "p.parameter_name = 'round' AND p.parameter_value = '%d'",
+		    round),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution e JOIN "
+		    "batch_job_execution_params p USING (job_execution_id) WHERE "
+		    "p.parameter_name = 'round' AND p.parameter_value = '%d' "
+		    "AND e.status = 'COMPLETED'",
+		    round),
+		  1);
+	assert_exactly_once(conn);
+}
+
+static void test_contention_exactly_one_runs_the_rest_skip(void)
+{
+	PGconn *conn = cbt_connect(db);
+	int round = 0;
+
+	reset(conn);
+	for (int i = 0; i < 3; i++)
+		contention_round(conn, ++round, 2);
+	for (int i = 0; i < 5; i++)
+		contention_round(conn, ++round, 8);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), round);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), round);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
+				     "WHERE outcome = 'SKIPPED_HELD'"),
+		  3 * 1 + 5 * 7);
+	PQfinish(conn);
+}
+
+/* ---- 2. SIGKILL at random points ------------------------------------------- */
+
+static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	reset(conn);
+	srand(20260630);
+	for (int round = 1; round <= 5; round++) {
+		char param[64], sql[256];
+		/* The first kill lands as soon as the lock is taken (in the launch,
+		 * often before its execution exists), the others at random. */
+		int delay_ms = round == 1 ? 0 : rand() % 400;
+		long long dead, mark, written, token;
+		pid_t pid;
+
+		add_rows(conn, 40000);
+		snprintf(param, sizeof(param), "round:long=%d", round);
+		pid = ex_spawn("lock-kill.log", "run", "ledger", param, "-chunk.size:long=10",
+			       "--lease", "1", NULL);
+		/* From the moment it holds the lock, wait a random while: the kill
+		 * lands in the launch, in a chunk, between chunks, in a pipeline in
+		 * flight, in a heartbeat... */
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM batch_lock WHERE owner_id LIKE "
+			 "'%%:%ld:%%' AND NOT released",
+			 (long)pid);
+		if (!wait_until(conn, 60000, sql))
+			CBT_FAILF("round %d: the job never took the lock", round);
+		cbt_sleep_ms(delay_ms);
+		if (!still_running(pid)) {
+			CBT_FAILF("round %d: the job ended before the kill (after %d ms); the "
+				  "round proves nothing",
+				  round, delay_ms);
+			break;
+		}
+		kill(pid, SIGKILL);
+		CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
+		wait_no_client_sessions(conn);
+		dead = execution_of(conn, pid);
+		token = q(conn,
+			  "SELECT fencing_token FROM batch_lock_audit WHERE owner_id LIKE "
+			  "'%%:%ld:%%' AND outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')",
+			  (long)pid);
+		/* Whole chunks only: the data, the source status and the checkpoint agree. */
+		written =
+			q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", dead);
+		printf("\n    round %d: killed %d ms after it took the lock, %s, %lld rows "
+		       "committed",
+		       round, delay_ms,
+		       dead ? "with its execution" :
+			      "before its "
+			      "execution was committed",
+		       written);
+		CBT_EQ_LL(written % 10, 0);
+		CBT_EQ_LL(q(conn,
+			    "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
+			    "WHERE job_execution_id = %lld",
+			    dead),
+			  written);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"),
+			  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
+		/* The dead owner still claims to run; its lease ends within 1 s. */
+		if (dead)
+			CBT_EQ_LL(q(conn,
+				    "SELECT count(*) FROM batch_job_execution WHERE "
+				    "job_execution_id = %lld AND status IN ('STARTING', "
+				    "'STARTED')",
+				    dead),
+				  1);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT (locked_until <= clock_timestamp() + "
+					     "interval '1 s')::int FROM batch_lock WHERE "
+					     "lock_name = 'ledger'"),
+			  1);
+		wait_lock_free(conn, "ledger", 10000);
+		mark = audit_mark(conn);
+		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
+		/* Taken over (token + 1) from the dead owner, saying whose lease ended. */
+		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+			    "outcome = 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND "
+			    "detail LIKE 'lease of %%:%ld:%% expired at %%'",
+			    mark, token + 1, (long)pid),
+			  1);
+		if (dead) {
+			/* The dead execution is buried saying why, and restarted. */
+			CBT_EQ_LL(q(conn,
+				    "SELECT count(*) FROM batch_job_execution WHERE "
+				    "job_execution_id = %lld AND status = 'FAILED' AND "
+				    "exit_message LIKE 'owner %%:%ld:%% lost: lease expired at "
+				    "%%'",
+				    dead, (long)pid),
+				  1);
+			CBT_EQ_LL(q(conn,
+				    "SELECT count(*) FROM batch_job_execution WHERE restart_of "
+				    "= %lld AND status = 'COMPLETED'",
+				    dead),
+				  1);
+			/* The restart read only what the dead owner had not committed. */
+			CBT_EQ_LL(q(conn,
+				    "SELECT s.read_count FROM batch_step_execution s JOIN "
+				    "batch_job_execution e USING (job_execution_id) WHERE "
+				    "e.restart_of = %lld",
+				    dead),
+				  40000 - written);
+		}
+		/* One live-or-done execution per round: the completed one. */
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution e JOIN "
+			    "batch_job_execution_params p USING (job_execution_id) WHERE "
+			    "p.parameter_name = 'round' AND p.parameter_value = '%d' AND "
+			    "e.status = 'COMPLETED'",
+			    round),
+			  1);
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution e JOIN "
+			    "batch_job_execution_params p USING (job_execution_id) WHERE "
+			    "p.parameter_name = 'round' AND p.parameter_value = '%d'",
+			    round),
+			  dead ? 2 : 1);
+		assert_exactly_once(conn);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
+				     "WHERE outcome = 'LEASE_EXPIRED_TAKEOVER'"),
+		  5);
+	printf("\n");
+	PQfinish(conn);
+}
+
+/* ---- 3. zombie ------------------------------------------------------------------ */
+
+/*
+ * A job is SIGSTOPped past its lease, another process takes the lock over and
+ * finishes, then the zombie is woken with new work waiting. The test holds
+ * the lock row (FOR UPDATE) while the zombie wakes, so that its heartbeat
+ * cannot notice the loss first: the zombie reaches a chunk checkpoint, and
+ * only the fence can refuse that late write.
+ *
+ * @p same_instance: the taker restarts the zombie's own instance (which also
+ * buries the zombie's execution and bumps its step's version), or launches
+ * another instance under the same lock (the zombie's execution is left as
+ * it was, so the fencing token is the only thing that stops it).
+ * @p new_work: fresh rows wait for the zombie, or nothing is left to write
+ * (then it ends without a chunk, and must still end FAILED and be audited).
+ */
+static void zombie_round(PGconn *conn, int round, int same_instance, int new_work)
+{
+	char zparam[32], tparam[32], log[64], text[65536];
+	long long zombie, zstep, zwrites, zcommits, zrows, zversion, taker, token, mark;
+	PGconn *watch;
+	pid_t pid;
+
+	snprintf(zparam, sizeof(zparam), "z:long=%d", round);
+	snprintf(tparam, sizeof(tparam), "z:long=%d", same_instance ? round : 100 + round);
+	snprintf(log, sizeof(log), "lock-zombie-%d.log", round);
+	add_rows(conn, 100000);
+	pid = ex_spawn(log, "run", "ledger", zparam, "-chunk.size:long=10", "--lease", "1", NULL);
+	{
+		char sql[256];
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT (count(*) >= 300)::int FROM ledger l JOIN "
+			 "batch_job_execution e USING (job_execution_id) WHERE e.owner_id LIKE "
+			 "'%%:%ld:%%'",
+			 (long)pid);
+		if (!wait_until(conn, 60000, sql)) {
+			CBT_FAILF("the job never wrote 300 rows");
+			kill(pid, SIGKILL);
+			cbt_wait(pid);
+			return;
+		}
+	}
+	kill(pid, SIGSTOP);
+	zombie = execution_of(conn, pid);
+	token = q(conn,
+		  "SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
+		  "%lld",
+		  zombie);
+	/* Past its lease (database time), a second process takes over and finishes. */
+	wait_lock_free(conn, "ledger", 10000);
+	mark = audit_mark(conn);
+	CBT_EQ_LL(ex("run", "ledger", tparam, "--lease", "5", NULL), 0);
+	taker = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome "
+		    "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld",
+		    mark, token + 1),
+		  1);
+	if (same_instance) {
+		CBT_EQ_LL(q(conn,
+			    "SELECT restart_of FROM batch_job_execution WHERE "
+			    "job_execution_id = %lld",
+			    taker),
+			  zombie);
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
+			    "lease expired at %%'",
+			    zombie),
+			  1);
+	} else {
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+			    "= %lld AND status = 'STARTED'",
+			    zombie),
+			  1);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	if (q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker) == 0)
+		CBT_FAILF("the zombie finished before it was stopped; the round proves nothing");
+
+	/* What the zombie had committed when it was taken over. */
+	zstep = q(conn,
+		  "SELECT step_execution_id FROM batch_step_execution WHERE "
+		  "job_execution_id = %lld",
+		  zombie);
+	zwrites = q(conn,
+		    "SELECT write_count FROM batch_step_execution WHERE step_execution_id "
+		    "= %lld",
+		    zstep);
+	zcommits = q(conn,
+		     "SELECT commit_count FROM batch_step_execution WHERE "
+		     "step_execution_id = %lld",
+		     zstep);
+	zversion = q(conn,
+		     "SELECT version FROM batch_step_execution WHERE step_execution_id = "
+		     "%lld",
+		     zstep);
+	zrows = q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie);
+	CBT_EQ_LL(zrows, zwrites);
+	/* New work, so that the zombie has something it could still write. */
+	if (new_work)
+		add_rows(conn, 5000);
+
+	/* Wake it while no one may write batch_lock: its heartbeat and its next
+	 * chunk checkpoint queue behind us (a row lock would not do: an UPDATE
+	 * whose WHERE no longer matches does not wait for it). So the heartbeat
+	 * cannot stop it first, and its chunk's writes reach the checkpoint in
+	 * their transaction. Let go once they are there. */
+	watch = cbt_connect(db);
+	cbt_exec(conn, "BEGIN; LOCK TABLE batch_lock IN EXCLUSIVE MODE");
+	kill(pid, SIGCONT);
+	if (new_work) {
+		if (!wait_until(watch, 30000,
+				"SELECT count(*) FROM pg_stat_activity WHERE "
+				"datname = current_database() AND application_name = 'cbatch' "
+				"AND wait_event_type = 'Lock'"))
+			CBT_FAILF("the woken zombie never reached a chunk checkpoint");
+	} else {
+		/* Nothing to write: it ends its step and waits for its heartbeat
+		 * (queued behind us) to stop; it has not learnt of the loss. Give
+		 * it a second of idleness to get there (if it does not, its
+		 * heartbeat tells it, which the assertions accept as well). Or it
+		 * was stopped inside a chunk, whose checkpoint now waits for us. */
+		if (!wait_until(watch, 30000,
+				"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+				"current_database() AND application_name = 'cbatch' AND ((state = "
+				"'idle' AND clock_timestamp() - state_change > interval '1 s') OR "
+				"wait_event_type = 'Lock')"))
+			CBT_FAILF("the woken zombie neither ended its step nor reached a "
+				  "checkpoint");
+	}
+	cbt_exec(conn, "COMMIT");
+	PQfinish(watch);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
+	read_log(log, text, sizeof(text));
+	CBT_CONTAINS(text, new_work ? "fenced off" : "ended by another process");
+	/* On record as fenced, or as a failed heartbeat: its heartbeat learns of
+	 * the loss at the same moment, and either names the cause. */
+	{
+		char outcome[64] = "";
+		char sql[256];
+
+		snprintf(
+			sql, sizeof(sql),
+			"SELECT coalesce(string_agg(outcome, ','), 'nothing') FROM batch_lock_audit "
+			"WHERE fencing_token = %lld AND outcome NOT IN ('ACQUIRED', 'RELEASED')",
+			token);
+		cbt_query_str(conn, sql, outcome, sizeof(outcome));
+		printf("\n    zombie round %d: audited %s\n", round, outcome);
+	}
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome IN ('FENCED', "
+		    "'HEARTBEAT_FAILED') AND fencing_token = %lld AND owner_id LIKE "
+		    "'%%:%ld:%%'",
+		    token, (long)pid),
+		  1);
+	/* It committed nothing after the takeover. */
+	CBT_EQ_LL(q(conn,
+		    "SELECT write_count FROM batch_step_execution WHERE step_execution_id "
+		    "= %lld",
+		    zstep),
+		  zwrites);
+	CBT_EQ_LL(q(conn,
+		    "SELECT commit_count FROM batch_step_execution WHERE "
+		    "step_execution_id = %lld",
+		    zstep),
+		  zcommits);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie),
+		  zrows);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker),
+		  q(conn,
+		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
+		    "%lld",
+		    taker));
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"),
+		  new_work ? 5000 : 0);
+	if (same_instance) {
+		/* Buried by the taker: the zombie's late end does not overwrite that. */
+		CBT_EQ_LL(q(conn,
+			    "SELECT version FROM batch_step_execution WHERE "
+			    "step_execution_id = %lld",
+			    zstep),
+			  zversion);
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
+			    "lease expired at %%'",
+			    zombie),
+			  1);
+	} else {
+		/* Its own execution: it ends it as FAILED, saying it was fenced off. */
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+			    "= %lld AND status = 'FAILED' AND exit_message LIKE '%%fenced off%%'",
+			    zombie),
+			  1);
+	}
+	/* The zombie did not release the taker's lock: the newest token is the taker's. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = "
+				     "'ledger'"),
+		  token + 1);
+	snprintf(tparam, sizeof(tparam), "z:long=%d", 200 + round);
+	CBT_EQ_LL(ex("run", "ledger", tparam, NULL), 0);
+	assert_exactly_once(conn);
+}
+
+static void test_zombie_woken_after_takeover_is_fenced_and_commits_nothing(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	reset(conn);
+	zombie_round(conn, 1, 1, 1);
+	zombie_round(conn, 2, 0, 1);
+	zombie_round(conn, 3, 1, 0);
+	PQfinish(conn);
+}
+
+/* ---- 4. heartbeat keeps a long chunk alive ----------------------------------- */
+
+#define LONG_TASK_JOB "long_tasklet"
+
+typedef struct long_task {
+	double seconds; /* how long the single call takes */
+	int probe_rc;   /* exit status of the probe launched mid-call */
+	char probe_out[4096];
+	double took;
+} long_task;
+
+/*
+ * One call that takes longer than the lease. Past the lease it launches the
+ * same job instance from another process (this program as --probe), and
+ * waits for that to finish: the launch must be refused as running.
+ */
+static int long_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
+			cb_error *err)
+{
+	long_task *t = user;
+	double t0 = mono_now();
+
+	(void)sc;
+	(void)tx;
+	(void)context;
+	(void)err;
+	if (t->probe_rc == -2) {
+		const char *argv[] = { self_exe, "--probe", db, LONG_TASK_JOB, NULL };
+
+		cbt_sleep_ms(1500); /* past the 1 s lease: only the heartbeat holds the lock */
+		t->probe_rc = cbt_run(argv, t->probe_out, sizeof(t->probe_out), NULL, 0);
+	}
+	while (mono_now() - t0 < t->seconds)
+		cbt_sleep_ms(50);
+	t->took = mono_now() - t0;
+	return CB_DONE;
+}
+
+static cb_job *long_task_job(long_task *t)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+
+	if (cb_job_new(&job, LONG_TASK_JOB, &err) < 0)
+		return NULL;
+	s.name = "sleep";
+	s.kind = CB_STEP_TASKLET;
+	s.tasklet = long_tasklet;
+	s.user = t;
+	if (cb_job_add_step(job, &s, &err) < 0) {
+		cb_job_free(job);
+		return NULL;
+	}
+	return job;
+}
+
+/* `--probe CONNINFO JOB`: launch JOB from this (other) process. Exit 4 when
+ * refused as running, 0 if it ran and completed, 1 otherwise. */
+static int probe_main(const char *conninfo, const char *job_name)
+{
+	long_task t = { 0.0, 0, "", 0.0 };
+	cb_launch_options opts = CB_LAUNCH_OPTIONS_INIT;
+	cb_error err = CB_ERROR_INIT;
+	cb_job_result r;
+	PGconn *conn = PQconnectdb(conninfo);
+	cb_job *job = long_task_job(&t);
+	int rc;
+
+	if (PQstatus(conn) != CONNECTION_OK || !job || strcmp(job_name, LONG_TASK_JOB) != 0) {
+		printf("probe: cannot start: %s\n", PQerrorMessage(conn));
+		return 1;
+	}
+	opts.lease_seconds = 1;
+	rc = cb_job_launch(&r, conn, job, NULL, &opts, &err);
+	printf("probe %s: rc=%s %s\n", cb__owner_id(), cb_strcode(rc), err.message);
+	cb_job_free(job);
+	PQfinish(conn);
+	if (rc == CB_ERUNNING)
+		return 4;
+	return rc == 0 && r.status == CB_STATUS_COMPLETED ? 0 : 1;
+}
+
+static void test_heartbeat_keeps_a_chunk_longer_than_the_lease_alive(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long_task t = { 3.0, -2, "", 0.0 };
+	cb_launch_options opts = CB_LAUNCH_OPTIONS_INIT;
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+	char owner[256], sql[1024];
+
+	reset(conn);
+	job = long_task_job(&t);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+	opts.lease_seconds = 1;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, &opts, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	if (t.took < 3.0)
+		CBT_FAILF("the call took %.2fs, not longer than 3 lease lengths", t.took);
+	/* The other process was refused: the lock was held though the lease of 1 s
+	 * had long run out, because the heartbeat extended it. */
+	CBT_EQ_LL(t.probe_rc, 4);
+	CBT_CONTAINS(t.probe_out, "rc=CB_ERUNNING");
+	CBT_CONTAINS(t.probe_out, "is held by");
+	snprintf(owner, sizeof(owner), "%s", cb__owner_id());
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+		 "'SKIPPED_HELD' AND owner_id <> '%s' AND lock_name = '%s'",
+		 owner, r.lock_name);
+	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
+				     "WHERE outcome = 'LEASE_EXPIRED_TAKEOVER'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+				     "'ACQUIRED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome IN "
+				     "('HEARTBEAT_FAILED', 'FENCED')"),
+		  0);
+	/* The skip came more than a lease after the lock was taken. */
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT (s.event_time - a.event_time > interval '1 s')::int "
+			       "FROM batch_lock_audit s, batch_lock_audit a WHERE s.outcome = "
+			       "'SKIPPED_HELD' AND a.outcome = 'ACQUIRED'"),
+		  1);
+	/* One call, one commit: the work was never split to fit the lease. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
+
+	/* The owner is per process: a child forked after a launch is someone else. */
+	{
+		int fds[2];
+		char child[256] = "";
+		pid_t pid;
+
+		CU_ASSERT_FATAL(pipe(fds) == 0);
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			const char *id = cb__owner_id();
+			ssize_t w = write(fds[1], id, strlen(id));
+
+			_exit(w > 0 ? 0 : 1);
+		}
+		close(fds[1]);
+		{
+			ssize_t n = read(fds[0], child, sizeof(child) - 1);
+
+			child[n > 0 ? n : 0] = '\0';
+		}
+		close(fds[0]);
+		CBT_EQ_LL(cbt_wait(pid), 0);
+		if (strcmp(child, owner) == 0)
+			CBT_FAILF("a forked child has its parent's owner id %s", owner);
+		{
+			char pidpart[32];
+
+			snprintf(pidpart, sizeof(pidpart), ":%ld:", (long)pid);
+			CBT_CONTAINS(child, pidpart);
+		}
+	}
+	cb_job_free(job);
+	PQfinish(conn);
+}
+
+/* ---- 5. heartbeat connection cut ---------------------------------------------- */
+
+static void test_cut_heartbeat_connection_stops_the_job(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char role[64], conninfo[CBT_CONNINFO_MAX], dbname[128], sql[1024], log[65536];
+	const char *host = getenv("CBATCH_TEST_PGHOST"), *port = getenv("CBATCH_TEST_PGPORT");
+	long long exec, token, mark;
+	double t_cut, last_commit;
+	pid_t pid;
+	int rc;
+
+	reset(conn);
+	add_rows(conn, 300000);
+	snprintf(role, sizeof(role), "cbt_lock_hb_%ld", (long)getpid());
+	cbt_query_str(conn, "SELECT current_database()", dbname, sizeof(dbname));
+	snprintf(conninfo, sizeof(conninfo), "host=%s port=%s user=%s dbname=%s",
+		 host ? host : "/tmp", port ? port : "5432", role, dbname);
+	snprintf(sql, sizeof(sql),
+		 "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
+		 "GRANT USAGE ON SCHEMA public TO %s; "
+		 "GRANT ALL ON ALL TABLES IN SCHEMA public TO %s; "
+		 "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO %s",
+		 role, role, role, role, role);
+	cbt_exec(conn, sql);
+
+	pid = ex_spawn_with(NULL, conninfo, "lock-hbcut.log", "run", "ledger", "h:long=1",
+			    "-chunk.size:long=10", "--lease", "1", NULL);
+	snprintf(sql, sizeof(sql),
+		 "SELECT (count(*) = 1)::int FROM pg_stat_activity WHERE "
+		 "datname = current_database() AND usename = '%s' AND application_name = "
+		 "'cbatch-heartbeat'",
+		 role);
+	if (!wait_until(conn, 60000, sql) ||
+	    !wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+		CBT_FAILF("the job did not get going");
+	exec = execution_of(conn, pid);
+	token = q(conn,
+		  "SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
+		  "%lld",
+		  exec);
+	/* The role may no longer log in, and its heartbeat session is cut: the
+	 * heartbeat cannot reconnect, while the job's own session still works. */
+	snprintf(sql, sizeof(sql), "ALTER ROLE %s NOLOGIN", role);
+	cbt_exec(conn, sql);
+	t_cut = q_double(conn, "SELECT extract(epoch FROM clock_timestamp())");
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+		 "pg_stat_activity WHERE datname = current_database() AND usename = '%s' AND "
+		 "application_name = 'cbatch-heartbeat') x",
+		 role);
+	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+
+	rc = cbt_wait_timeout(pid, 60000);
+	CBT_EQ_LL(rc, 1);
+	read_log("lock-hbcut.log", log, sizeof(log));
+	CBT_CONTAINS(log, "heartbeat failed");
+	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
+		CBT_FAILF("the job finished all its work; it did not stop");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+		    "%lld AND status = 'FAILED' AND exit_message LIKE '%%heartbeat failed%%'",
+		    exec),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+		    "'HEARTBEAT_FAILED' AND fencing_token = %lld",
+		    token),
+		  1);
+	/* It stopped writing about a lease after the cut: the last chunk commit
+	 * (heartbeat_time, which only chunk commits move once the heartbeat is
+	 * gone) is within the lease (1 s) and the heartbeat's check interval
+	 * (1/3 s) of the cut, plus slack for a loaded host. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT extract(epoch FROM heartbeat_time) FROM "
+		 "batch_job_execution WHERE job_execution_id = %lld",
+		 exec);
+	last_commit = q_double(conn, sql);
+	printf("\n    last chunk commit %.3fs after the heartbeat was cut\n", last_commit - t_cut);
+	if (last_commit - t_cut > 1.0 + 1.0 / 3 + 2.0)
+		CBT_FAILF("the job kept writing %.3fs after its heartbeat was cut (lease 1 s)",
+			  last_commit - t_cut);
+	/* Another process takes the lock and finishes, exactly once. */
+	wait_lock_free(conn, "ledger", 10000);
+	mark = audit_mark(conn);
+	CBT_EQ_LL(ex("run", "ledger", "h:long=1", NULL), 0);
+	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED") +
+			  audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"),
+		  1);
+	assert_exactly_once(conn);
+
+	snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+	cbt_exec(conn, sql);
+	PQfinish(conn);
+}
+
+/* ---- 6. lock at least for; force unlock -------------------------------------- */
+
+static int quick_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
+			 cb_error *err)
+{
+	(void)user;
+	(void)sc;
+	(void)tx;
+	(void)context;
+	(void)err;
+	return CB_DONE;
+}
+
+static void test_lock_at_least_for_then_force_unlock(void)
+{
+	PGconn *conn = cbt_connect(db);
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_params *p1 = NULL, *p2 = NULL;
+	cb_job *job = NULL;
+	cb_job_result r;
+	char text[65536];
+	long long mark, first_exec, first;
+	char taken[64];
+	PGconn *gate;
+	pid_t pid;
+	int rc;
+
+	reset(conn);
+	CBT_PASS_FATAL(cb_job_new(&job, "least", &err), &err);
+	s.name = "quick";
+	s.kind = CB_STEP_TASKLET;
+	s.tasklet = quick_tasklet;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	/* Lease 5 s, held at least 3 s after it was taken; one lock for every instance. */
+	CBT_PASS(cb_job_set_lock(job, "{job}", 5, 3, &err), &err);
+	CBT_PASS(cb_params_new(&p1, &err), &err);
+	CBT_PASS(cb_params_add_long(p1, "day", 1, 1, &err), &err);
+	CBT_PASS(cb_params_new(&p2, &err), &err);
+	CBT_PASS(cb_params_add_long(p2, "day", 2, 1, &err), &err);
+
+	CBT_PASS(cb_job_launch(&r, conn, job, p1, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_STR(r.lock_name, "least");
+	first_exec = r.job_execution_id;
+	/* Released, but held until 3 s after it was taken. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE lock_name = 'least' "
+				     "AND released AND locked_until = locked_at + interval '3 s'"),
+		  1);
+	/* A second trigger right after the fast job (another instance) is a skip. */
+	CBT_FAILS_WITH(CB_ERUNNING, cb_job_launch(&r, conn, job, p2, NULL, &err), &err);
+	CBT_CONTAINS(err.message, "is held by");
+	cb_error_clear(&err);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+			       "'SKIPPED_HELD' AND lock_name = 'least' AND event_time < "
+			       "(SELECT locked_until FROM batch_lock WHERE lock_name = 'least')"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
+	/* After the 3 s it runs, as a plain acquisition (the lock was released). */
+	cbt_query_str(conn, "SELECT locked_at FROM batch_lock WHERE lock_name = 'least'", taken,
+		      sizeof(taken));
+	wait_lock_free(conn, "least", 10000);
+	mark = audit_mark(conn);
+	CBT_PASS(cb_job_launch(&r, conn, job, p2, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CU_ASSERT(r.job_execution_id != first_exec);
+	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		    "outcome = 'ACQUIRED' AND event_time >= '%s'::timestamptz + interval "
+		    "'3 s'",
+		    mark, taken),
+		  1);
+	cb_params_free(p1);
+	cb_params_free(p2);
+	cb_job_free(job);
+
+	/* Force unlock of a lock whose holder is alive and writing: we hold its
+	 * 51st chunk at a row lock until the lock has been released by force. */
+	first = add_rows(conn, 20000);
+	gate = cbt_connect(db);
+	cbt_exec(gate, "BEGIN");
+	CBT_EQ_LL(q(gate,
+		    "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) "
+		    "x",
+		    first + 500),
+		  1);
+	pid = ex_spawn("lock-forced.log", "run", "ledger", "f:long=1", "-chunk.size:long=10", NULL);
+	if (!wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
+	    !wait_until(conn, 60000,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+			"current_database() AND application_name = 'cbatch' AND "
+			"wait_event_type = 'Lock'"))
+		CBT_FAILF("the job did not get to its 51st chunk");
+	mark = audit_mark(conn);
+	CBT_EQ_LL(ex("unlock", "ledger", NULL), 2); /* not without --force */
+	CBT_EQ_LL(ex("unlock", "ledger", "--force", "--reason", "test", NULL), 0);
+	CBT_CONTAINS(out, "FORCE_UNLOCKED");
+	CBT_EQ_LL(ex("unlock", "no-such-lock", "--force", NULL), 2);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		    "outcome = 'FORCE_UNLOCKED' AND lock_name = 'ledger' AND detail LIKE "
+		    "'forced by %%@%%: test (holder was %%:%ld:%%)'",
+		    mark, (long)pid),
+		  1);
+	cbt_exec(gate, "COMMIT");
+	PQfinish(gate);
+	/* The holder stops at that chunk, fenced off, and writes no more. */
+	rc = cbt_wait_timeout(pid, 60000);
+	CBT_EQ_LL(rc, 1);
+	read_log("lock-forced.log", text, sizeof(text));
+	CBT_CONTAINS(text, "fenced off");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		    "outcome = 'FENCED' AND owner_id LIKE '%%:%ld:%%'",
+		    mark, (long)pid),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
+	/* A run then takes the lock at once (no lease to wait for) and finishes. */
+	CBT_EQ_LL(ex("run", "ledger", "f:long=1", NULL), 0);
+	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
+	CBT_EQ_LL(ex("metrics", NULL), 0);
+	CBT_CONTAINS(out, "\nmanual_rerun_lock_bypass_count 1\n");
+	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
+	CBT_EQ_LL(ex("locks", NULL), 0);
+	CBT_CONTAINS(out, "ledger");
+	assert_exactly_once(conn);
+	PQfinish(conn);
+}
+
+/* ---- 7. clock skew ------------------------------------------------------------- */
+
+static int have_faketime(void)
+{
+	const char *argv[] = { "faketime", "-f", "+1h", "date", "+%s", NULL };
+	char buf[64] = "";
+	long long skewed;
+	int rc = cbt_run(argv, buf, sizeof(buf), NULL, 0);
+
+	if (rc != 0) {
+		CBT_FAILF("the faketime command is missing (exit %d): install the Debian package "
+			  "faketime (scripts/install-deps.sh installs it)",
+			  rc);
+		return 0;
+	}
+	skewed = atoll(buf);
+	if (skewed - (long long)time(NULL) < 3500) {
+		CBT_FAILF("faketime -f +1h did not move the clock (date said %s)", buf);
+		return 0;
+	}
+	return 1;
+}
+
+/* argv prefix that runs a program under faketime @p offset (ASan must accept
+ * libfaketime preloaded ahead of it). */
+static void skew_prefix(const char **prefix, char *asan, size_t asan_size, const char *offset)
+{
+	const char *old = getenv("ASAN_OPTIONS");
+
+	snprintf(asan, asan_size, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "",
+		 old && *old ? ":" : "");
+	prefix[0] = "env";
+	prefix[1] = asan;
+	prefix[2] = "faketime";
+	prefix[3] = "-f";
+	prefix[4] = offset;
+	prefix[5] = NULL;
+}
+
+static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
+{
+	static const char *const offsets[] = { "+1h", "-1h" };
+	PGconn *conn = cbt_connect(db);
+	char asan[1024], sql[256];
+	const char *prefix[6];
+	long long first, mark;
+	pid_t holder;
+
+	if (!have_faketime()) {
+		PQfinish(conn);
+		return;
+	}
+	reset(conn);
+
+	/* A live lock held by a normal process (kept running by our row lock). */
+	first = add_rows(conn, 2000);
+	cbt_exec(conn, "BEGIN");
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld "
+		 "FOR UPDATE) x",
+		 first);
+	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	holder =
+		ex_spawn("lock-skew-holder.log", "run", "ledger", "s:long=1", "--lease", "2", NULL);
+	{
+		PGconn *c2 = cbt_connect(db);
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM batch_job_execution WHERE "
+			 "status = 'STARTED' AND owner_id LIKE '%%:%ld:%%'",
+			 (long)holder);
+		if (!wait_until(c2, 60000, sql))
+			CBT_FAILF("the holder did not start");
+		mark = audit_mark(c2);
+		for (int i = 0; i < 2; i++) {
+			const char *argv[MAXARGS];
+			size_t n = 0;
+
+			skew_prefix(prefix, asan, sizeof(asan), offsets[i]);
+			for (; prefix[n]; n++)
+				argv[n] = prefix[n];
+			argv[n++] = cbt_examples_bin();
+			argv[n++] = "--db";
+			argv[n++] = db;
+			argv[n++] = "run";
+			argv[n++] = "ledger";
+			argv[n++] = "s:long=1";
+			argv[n++] = "--lease";
+			argv[n++] = "2";
+			argv[n] = NULL;
+			/* Its clock says the holder's lease ran out an hour ago (or that
+			 * it will not for an hour): neither matters, the database decides. */
+			CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 4);
+			CBT_CONTAINS(errout, "is held by");
+		}
+		CBT_EQ_LL(audit_count(c2, mark, "SKIPPED_HELD"), 2);
+		CBT_EQ_LL(audit_count(c2, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+		CBT_EQ_LL(still_running(holder), 1);
+		PQfinish(c2);
+	}
+	cbt_exec(conn, "COMMIT");
+	CBT_EQ_LL(cbt_wait_timeout(holder, 60000), 0);
+	assert_exactly_once(conn);
+
+	/* A skewed owner that dies holding the lock does not keep it past its
+	 * real lease: a normal process takes over after 1 s of database time. */
+	for (int i = 0; i < 2; i++) {
+		char param[32], log[64];
+		long long dead;
+		double left;
+		pid_t pid, wrapper;
+
+		add_rows(conn, 100000);
+		snprintf(param, sizeof(param), "s:long=%d", 2 + i);
+		snprintf(log, sizeof(log), "lock-skew-%d.log", i);
+		skew_prefix(prefix, asan, sizeof(asan), offsets[i]);
+		wrapper = ex_spawn_with(prefix, db, log, "run", "ledger", param,
+					"-chunk.size:long=10", "--lease", "1", NULL);
+		/* faketime runs the job as its child: find the job by its execution. */
+		if (!wait_until(conn, 60000,
+				"SELECT count(*) FROM ledger l JOIN "
+				"batch_job_execution e USING (job_execution_id) WHERE e.status = "
+				"'STARTED'")) {
+			char text[4096];
+
+			read_log(log, text, sizeof(text));
+			CBT_FAILF("the skewed job (%s) did not write: %s", offsets[i], text);
+			kill(wrapper, SIGKILL);
+			cbt_wait(wrapper);
+			break;
+		}
+		dead = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_job_execution "
+					  "WHERE status = 'STARTED'");
+		pid = (pid_t)q(conn,
+			       "SELECT split_part(owner_id, ':', 2)::int FROM "
+			       "batch_job_execution WHERE job_execution_id = %lld",
+			       dead);
+		{
+			/* It does run with the skewed clock. */
+			char path[64], env[65536] = "", want[32];
+			FILE *f;
+			size_t n = 0;
+
+			snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+			f = fopen(path, "r");
+			if (f) {
+				n = fread(env, 1, sizeof(env) - 1, f);
+				fclose(f);
+			}
+			for (size_t k = 0; k < n; k++)
+				if (env[k] == '\0')
+					env[k] = '\n';
+			env[n] = '\0';
+			snprintf(want, sizeof(want), "FAKETIME=%s", offsets[i]);
+			CBT_CONTAINS(env, want);
+		}
+		kill(pid, SIGKILL);
+		CU_ASSERT(cbt_wait_timeout(wrapper, 30000) != 0);
+		wait_no_client_sessions(conn);
+		/* Its lease is at most 1 s of database time from now, not an hour. */
+		left = q_double(conn, "SELECT extract(epoch FROM locked_until - clock_timestamp()) "
+				      "FROM batch_lock WHERE lock_name = 'ledger'");
+		if (left > 1.0)
+			CBT_FAILF("the dead skewed owner (%s) holds the lock for %.1fs more",
+				  offsets[i], left);
+		wait_lock_free(conn, "ledger", 10000);
+		mark = audit_mark(conn);
+		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
+		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
+		CBT_EQ_LL(q(conn,
+			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
+			    "lease expired at %%'",
+			    dead),
+			  1);
+		assert_exactly_once(conn);
+	}
+	PQfinish(conn);
+}
+
+/* ---- 8a. the job's backend terminated --------------------------------------- */
+
+static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long long before, exec;
+	pid_t pid;
+	int rc;
+
+	reset(conn);
+	add_rows(conn, 100000);
+	pid = ex_spawn("lock-term.log", "run", "ledger", "t:long=1", "-chunk.size:long=10",
+		       "--lease", "1", NULL);
+	if (!wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+		CBT_FAILF("the job did not get going");
+	exec = execution_of(conn, pid);
+	/* The job's own session, not its heartbeat's. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				     "pg_stat_activity WHERE datname = current_database() AND "
+				     "application_name = 'cbatch') x"),
+		  1);
+	before = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
+	rc = cbt_wait_timeout(pid, 60000);
+	CBT_EQ_LL(rc, 1);
+	wait_no_client_sessions(conn);
+	/* Nothing committed was lost; whole chunks, and counts that agree. */
+	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= before);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec) % 10,
+		  0);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec),
+		  q(conn,
+		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
+		    "%lld",
+		    exec));
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"),
+		  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
+	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
+		CBT_FAILF("the job finished before its backend was terminated");
+	/* It reconnected to record the failure (or left its execution to the lease). */
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+		    "%lld AND status IN ('FAILED', 'STARTED')",
+		    exec),
+		  1);
+	wait_lock_free(conn, "ledger", 10000);
+	CBT_EQ_LL(ex("run", "ledger", "t:long=1", NULL), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+		    "status = 'COMPLETED'",
+		    exec),
+		  1);
+	assert_exactly_once(conn);
+	PQfinish(conn);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "contention: 2 then 8 launch at once, one runs, the rest skip",
+	  test_contention_exactly_one_runs_the_rest_skip },
+	{ "SIGKILL at random points, takeover after the lease",
+	  test_sigkill_at_random_points_then_takeover_after_the_lease },
+	{ "zombie woken after a takeover is fenced and commits nothing",
+	  test_zombie_woken_after_takeover_is_fenced_and_commits_nothing },
+	{ "heartbeat keeps a chunk longer than the lease alive",
+	  test_heartbeat_keeps_a_chunk_longer_than_the_lease_alive },
+	{ "cut heartbeat connection stops the job", test_cut_heartbeat_connection_stops_the_job },
+	{ "lock at least for, then force unlock", test_lock_at_least_for_then_force_unlock },
+	{ "clock skew neither steals nor keeps a lock",
+	  test_clock_skew_neither_steals_nor_keeps_a_lock },
+	{ "terminated job backend fails cleanly; restart completes",
+	  test_terminated_job_backend_fails_cleanly_and_restart_completes },
+	CU_TEST_INFO_NULL,
+};
+
+int main(int argc, char **argv)
+{
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+
+	if (n > 0)
+		self_exe[n] = '\0';
+	else
+		snprintf(self_exe, sizeof(self_exe), "%s", argv[0]);
+	if (argc == 4 && strcmp(argv[1], "--probe") == 0)
+		return probe_main(argv[2], argv[3]);
+	/* `integration_test_lock WORD`: only the tests whose name contains WORD. */
+	if (argc == 2) {
+		static CU_TestInfo some[sizeof(tests) / sizeof(tests[0])];
+		size_t k = 0;
+
+		for (const CU_TestInfo *t = tests; t->pName; t++)
+			if (strstr(t->pName, argv[1]))
+				some[k++] = *t;
+		some[k] = (CU_TestInfo)CU_TEST_INFO_NULL;
+		return cbt_main("lock", init, clean, some);
+	}
+	return cbt_main("lock", init, clean, tests);
+}
