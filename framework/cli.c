@@ -887,6 +887,12 @@ static int print_executions(const json_t *list)
 		row[1] = cb__cli_json_get_text(e, "job_instance_id", inst, sizeof(inst));
 		row[2] = cb__cli_json_get_text(e, "job_name", job, sizeof(job));
 		row[3] = cb__cli_json_get_text(e, "status", st, sizeof(st));
+		if (json_is_true(json_object_get(e, "owner_lost"))) {
+			/* Claims to run, but its lock lease is gone: dead, restartable. */
+			snprintf(st, sizeof(st), "%s (owner lost)",
+				 json_string_value(json_object_get(e, "status")));
+			row[3] = st;
+		}
 		row[4] = cb__cli_json_get_text(e, "exit_code", ex, sizeof(ex));
 		cb__cli_fmt_time(start, sizeof(start),
 				 cb__cli_json_get_text(e, "start_time", ts, sizeof(ts)));

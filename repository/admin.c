@@ -12,7 +12,11 @@
 	"'status', e.status, 'exit_code', e.exit_code, 'exit_message', e.exit_message, "     \
 	"'create_time', e.create_time, 'start_time', e.start_time, 'end_time', e.end_time, "  \
 	"'last_updated', e.last_updated, 'owner_id', e.owner_id, "                            \
-	"'restart_of', e.restart_of, 'fencing_token', e.fencing_token, "                      \
+	"'restart_of', e.restart_of, 'fencing_token', e.fencing_token, 'lock_name', e.lock_name, " \
+	"'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND NOT EXISTS ("       \
+	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                     \
+	" l.fencing_token = e.fencing_token AND NOT l.released AND "                           \
+	" l.locked_until >= clock_timestamp()), "                                              \
 	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - "   \
 	"e.start_time), "                                                                     \
 	"'parameters', coalesce((SELECT jsonb_object_agg(p.parameter_name, jsonb_build_object(" \

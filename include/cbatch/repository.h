@@ -59,7 +59,10 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err);
  * List job executions, newest first. @p job_name NULL lists all jobs.
  * @p out receives a new JSON array of execution objects with the keys
  * job_execution_id, job_instance_id, job_name, job_key, status, exit_code,
- * exit_message, create_time, start_time, end_time, parameters (object).
+ * exit_message, create_time, start_time, end_time, owner_id, lock_name,
+ * fencing_token, owner_lost (true for an execution that claims to run but
+ * whose lock lease is gone: dead, and restartable by the next run), and
+ * parameters (object).
  * @return 0 or CB_EDB.
  */
 int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, int limit,

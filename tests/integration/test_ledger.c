@@ -254,6 +254,9 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	/* After the lease, the same launch takes over, buries the dead execution
 	 * and restarts it from its last committed chunk. No SQL by hand. */
 	cbt_sleep_ms(2500);
+	/* Before anyone takes over, the listing already tells it is dead. */
+	CBT_EQ_LL(cli("executions", "ledger", NULL, NULL, NULL), 0);
+	CBT_CONTAINS(out, "STARTED (owner lost)");
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
 				     "'FAILED' AND exit_message LIKE 'owner % lost: lease expired at %'"),
