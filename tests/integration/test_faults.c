@@ -326,6 +326,30 @@ static void test_retry_limit_exhausted_fails_the_step(void)
 	cb_job_free(job);
 }
 
+static void test_lost_connection_is_retried_after_reconnecting(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	/* The second chunk's session dies under it (its own backend terminated). */
+	cbt_numbers n = { .last = 50, .extra_sql = "SELECT cbt_cut_once()" };
+	cb_job *job = numbers_job("reconnect", &n, 10, 0, 3, NULL);
+	PGconn *own = cbt_connect(db);
+	cb_job_result r;
+
+	fresh_sink(NULL);
+	cbt_exec(conn, "DROP SEQUENCE IF EXISTS cbt_cuts; CREATE SEQUENCE cbt_cuts; "
+		       "CREATE OR REPLACE FUNCTION cbt_cut_once() RETURNS int LANGUAGE plpgsql AS $$ "
+		       "BEGIN IF nextval('cbt_cuts') = 2 THEN "
+		       "PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN 1; END $$");
+	/* The job gets a connection of its own: this one is the test's. */
+	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	assert_sink_is_1_to(50, 0, 0);
+	CBT_EQ_LL(step_count("reconnect", "commit_count"), 5);
+	CBT_EQ_LL(step_count("reconnect", "rollback_count"), 1);
+	PQfinish(own);
+	cb_job_free(job);
+}
+
 /* ---- flows and the job context -------------------------------------------- */
 
 typedef struct step_script {
@@ -541,6 +565,8 @@ static const CU_TestInfo tests[] = {
 	{ "serialization failure is retried and written once",
 	  test_serialization_failure_is_retried_and_written_once },
 	{ "retry limit exhausted fails the step", test_retry_limit_exhausted_fails_the_step },
+	{ "lost connection is retried after reconnecting",
+	  test_lost_connection_is_retried_after_reconnecting },
 	{ "failed step goes to its handler and the job completes",
 	  test_failed_step_goes_to_its_handler_and_job_completes },
 	{ "custom exit status drives the flow", test_custom_exit_status_drives_the_flow },
