@@ -24,6 +24,9 @@ struct upsert {
 	cb_bind_fn bind;
 	void *bind_ctx;
 	int count_duplicates; /* add conflicts to the step's duplicate_target_write_count */
+	char *stamp;          /* column set to the job execution id, one parameter */
+	int stamp_updated;    /* ... and set again on conflict */
+	char stamp_value[24];
 	char count[24];       /* the chunk's item count, the extra parameter */
 	char what[200]; /* names the writer in messages */
 	/* from open */
@@ -70,7 +73,14 @@ static void upsert_free(void *state)
 	cb__strv_free(u->columns, u->ncolumns);
 	cb__strv_free(u->keys, u->nkeys);
 	cb__strv_free(u->update, u->nupdate);
+	free(u->stamp);
 	free(u);
+}
+
+/* Parameters: the column arrays, then the stamp, then the item count. */
+static int nparams(const struct upsert *u)
+{
+	return (int)u->ncolumns + (u->stamp ? 1 : 0) + (u->count_duplicates ? 1 : 0);
 }
 
 static int build_sql(struct upsert *u, char **out, const char *qualified, char *const *types,
@@ -95,10 +105,18 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		cb__sql_add(&s, "%s%s", i ? ", " : "", q);
 		free(q);
 	}
-	cb__sql_add(&s, ") SELECT * FROM unnest(");
+	if (u->stamp) {
+		rc = cb_pg_quote_ident(&q, u->conn, u->stamp, err);
+		if (rc)
+			goto fail;
+		cb__sql_add(&s, ", %s) SELECT _cb_u.*, $%zu::bigint FROM unnest(", q, u->ncolumns + 1);
+		free(q);
+	} else {
+		cb__sql_add(&s, ") SELECT * FROM unnest(");
+	}
 	for (i = 0; i < u->ncolumns; i++)
 		cb__sql_add(&s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
-	cb__sql_add(&s, ") ON CONFLICT (");
+	cb__sql_add(&s, u->stamp ? ") AS _cb_u ON CONFLICT (" : ") ON CONFLICT (");
 	for (i = 0; i < u->nkeys; i++) {
 		rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
 		if (rc)
@@ -117,6 +135,13 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 			cb__sql_add(&s, "%s%s = EXCLUDED.%s", i ? ", " : "", q, q);
 			free(q);
 		}
+		if (u->stamp && u->stamp_updated) {
+			rc = cb_pg_quote_ident(&q, u->conn, u->stamp, err);
+			if (rc)
+				goto fail;
+			cb__sql_add(&s, ", %s = EXCLUDED.%s", q, q);
+			free(q);
+		}
 	}
 	if (u->count_duplicates)
 		/* Rows that existed already (updated, or left alone by DO NOTHING)
@@ -124,7 +149,7 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		 * the chunk checkpoint adds to the step, so it commits with the chunk. */
 		cb__sql_add(&s, " RETURNING (xmax = 0) AS _cb_ins) SELECT " CB__DUPLICATES_ADD(
 					"$%zu::bigint - (SELECT count(*) FILTER (WHERE _cb_ins) FROM _cb_w)"),
-			    u->ncolumns + 1);
+			    u->ncolumns + (u->stamp ? 2 : 1));
 	return cb__sql_done(&s, out, err);
 fail:
 	cb__sql_done(&s, out, NULL);
@@ -150,7 +175,7 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	u->conn = cb_step_context_conn(sc);
 	types = calloc(u->ncolumns, sizeof(*types));
 	delims = malloc(u->ncolumns);
-	u->params = calloc(u->ncolumns + 1, sizeof(*u->params));
+	u->params = calloc(u->ncolumns + 2, sizeof(*u->params));
 	if (!types || !delims || !u->params) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
 		goto done;
@@ -166,7 +191,7 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	if (rc)
 		goto done;
 	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql,
-			   (int)u->ncolumns + (u->count_duplicates ? 1 : 0), err);
+			   nparams(u), err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the upsert", u->what);
 		goto done;
@@ -198,6 +223,7 @@ static int upsert_result(void *ctx, const PGresult *res, cb_error *err)
 static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
 {
 	struct upsert *u = state;
+	size_t i;
 	int rc;
 
 	if (!u->opened)
@@ -212,8 +238,14 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 	if (rc)
 		return rc;
 	snprintf(u->count, sizeof(u->count), "%zu", n);
-	u->params[u->ncolumns] = u->count;
-	rc = cb_tx_send(tx, u->stmt, (int)u->ncolumns + (u->count_duplicates ? 1 : 0), u->params,
+	i = u->ncolumns;
+	if (u->stamp) {
+		snprintf(u->stamp_value, sizeof(u->stamp_value), "%lld",
+			 cb_step_context_job_execution_id(u->sc));
+		u->params[i++] = u->stamp_value;
+	}
+	u->params[i] = u->count;
+	rc = cb_tx_send(tx, u->stmt, nparams(u), u->params,
 			NULL, NULL, upsert_result, u, err);
 	if (rc)
 		cb_error_prefix(err, "%s", u->what);
@@ -329,6 +361,19 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	u->bind = opts->bind;
 	u->bind_ctx = opts->bind_ctx;
 	u->count_duplicates = opts->count_duplicates;
+	if (opts->stamp_column) {
+		if (!opts->stamp_column[0] || find(u->columns, u->ncolumns, opts->stamp_column) >= 0) {
+			rc = cb_error_set(err, CB_EINVAL, "%s: stamp column \"%s\" must be a further "
+					  "column, not one of the columns", u->what,
+					  opts->stamp_column);
+			goto fail;
+		}
+		u->stamp = strdup(opts->stamp_column);
+		if (!u->stamp)
+			goto nomem;
+		/* Set again on conflict when the update list is the default one. */
+		u->stamp_updated = opts->update_columns == NULL;
+	}
 
 	out->version = CB_WRITER_VERSION;
 	out->state = u;

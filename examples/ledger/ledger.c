@@ -17,8 +17,7 @@ enum { COL_ID, COL_SELLER, COL_AMOUNT };
 
 static const char *const account_columns[] = { "id", "seller_id", "amount" };
 static const char *const account_key[] = { "id" };
-static const char *const ledger_columns[] = { "account_id", "seller_id", "amount",
-					      "job_execution_id" };
+static const char *const ledger_columns[] = { "account_id", "seller_id", "amount" };
 static const char *const ledger_key[] = { "account_id" };
 
 static int validate(void *state, cb_chunk *chunk, void *item, void **out, cb_error *err)
@@ -41,14 +40,13 @@ static int bind_ledger(void *ctx, const cb_step_context *sc, const void *item, c
 	int rc;
 
 	(void)ctx;
+	(void)sc;
 	(void)err;
 	rc = cb_values_set(out, 0, cb_row_get(row, COL_ID), cb_row_len(row, COL_ID));
 	if (rc == 0)
 		rc = cb_values_set(out, 1, cb_row_get(row, COL_SELLER), cb_row_len(row, COL_SELLER));
 	if (rc == 0)
 		rc = cb_values_set(out, 2, cb_row_get(row, COL_AMOUNT), cb_row_len(row, COL_AMOUNT));
-	if (rc == 0)
-		rc = cb_values_set_long(out, 3, cb_step_context_job_execution_id(sc));
 	return rc;
 }
 
@@ -75,10 +73,11 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 
 	uo.table = "ledger";
 	uo.columns = ledger_columns;
-	uo.ncolumns = 4;
+	uo.ncolumns = 3;
 	uo.key_columns = ledger_key;
 	uo.nkeys = 1;
 	uo.bind = bind_ledger;
+	uo.stamp_column = "job_execution_id"; /* one parameter per chunk */
 	rc = cb_pg_upsert_writer_new(&parts->writers[0], &uo, err);
 	if (rc < 0)
 		return rc;

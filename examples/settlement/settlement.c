@@ -22,7 +22,7 @@ enum { COL_SELLER, COL_AMOUNT, COL_COUNT };
 static const char *const totals_columns[] = { "seller_id", "amount", "order_count" };
 static const char *const totals_key[] = { "seller_id" };
 static const char *const daily_columns[] = { "settlement_date", "seller_id", "amount",
-					     "order_count", "job_execution_id" };
+					     "order_count" };
 static const char *const daily_key[] = { "settlement_date", "seller_id" };
 
 /* The day's orders, per seller; the day is in the database's time zone. */
@@ -45,8 +45,6 @@ static int bind_daily(void *ctx, const cb_step_context *sc, const void *item, cb
 		rc = cb_values_set(out, 2, cb_row_get(row, COL_AMOUNT), cb_row_len(row, COL_AMOUNT));
 	if (rc == 0)
 		rc = cb_values_set(out, 3, cb_row_get(row, COL_COUNT), cb_row_len(row, COL_COUNT));
-	if (rc == 0)
-		rc = cb_values_set_long(out, 4, cb_step_context_job_execution_id(sc));
 	return rc;
 }
 
@@ -72,7 +70,8 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 		return rc;
 	uo.table = "settlement_daily";
 	uo.columns = daily_columns;
-	uo.ncolumns = 5;
+	uo.ncolumns = 4;
+	uo.stamp_column = "job_execution_id";
 	uo.key_columns = daily_key;
 	uo.nkeys = 2;
 	uo.bind = bind_daily;

@@ -21,8 +21,8 @@ extern "C" {
  * The reader runs, inside each chunk transaction,
  *
  *     SELECT <columns>[, <missing keys>] FROM <schema>.<table>
- *      WHERE (<where>) [AND (k1, k2, ...) > ($2, $3, ...)]
- *      ORDER BY k1, k2, ... LIMIT $1
+ *      WHERE (<where>) [AND (k1, k2, ...) > ($1, $2, ...)]
+ *      ORDER BY k1, k2, ... LIMIT <page size>
  *
  * and never OFFSET: progress lives in the data (a processed row no longer
  * matches @p where) and in the last key, which the reader stores in the step

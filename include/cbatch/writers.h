@@ -83,10 +83,17 @@ typedef struct cb_pg_upsert_options {
 	 * chunk's transaction.
 	 */
 	int count_duplicates;
+	/**
+	 * A further target column (not in @p columns) set to the job execution
+	 * id on every row, e.g. "job_execution_id": sent once per chunk as one
+	 * parameter instead of an array of equal values. NULL: none. It is
+	 * updated on conflict unless @p update_columns says otherwise.
+	 */
+	const char *stamp_column;
 } cb_pg_upsert_options;
 
 #define CB_PG_UPSERT_OPTIONS_INIT \
-	{ CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0 }
+	{ CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL }
 
 /** Fill @p out with an upsert writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err);
