@@ -201,7 +201,9 @@ static void run_killing(tally *t, const char *const *run, const char *progress_s
 		rc = cbt_wait_timeout(pid, 300000);
 		wait_sessions_gone();
 		t->rounds++;
-		if (rc == 0)
+		/* 3: the instance is complete — a kill that landed just after the
+		 * last commit (the killed run had finished the work). */
+		if (rc == 0 || rc == 3)
 			return;
 		if (rc == 4)
 			cbt_sleep_ms(300); /* the dead owner's lease (1 s) still holds */
