@@ -40,7 +40,7 @@ static void test_suite_database(void)
 
 static void test_create_and_drop(void)
 {
-	char other[CBT_CONNINFO_MAX], sql[256];
+	char other[CBT_CONNINFO_MAX];
 	PGconn *admin, *conn;
 	const char *name;
 
@@ -58,8 +58,17 @@ static void test_create_and_drop(void)
 	PQfinish(conn);
 
 	admin = cbt_connect(db);
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM pg_database WHERE datname = '%s'", name);
-	CBT_EQ_LL(cbt_query_ll(admin, sql), 0);
+	{
+		/* The name travels as a parameter, like every value. */
+		const char *p[1] = { name };
+		PGresult *res = PQexecParams(admin, "SELECT count(*) FROM pg_database "
+					     "WHERE datname = $1", 1, NULL, p, NULL, NULL, 0);
+
+		CU_ASSERT_EQUAL(PQresultStatus(res), PGRES_TUPLES_OK);
+		if (PQresultStatus(res) == PGRES_TUPLES_OK)
+			CBT_EQ_STR(PQgetvalue(res, 0, 0), "0");
+		PQclear(res);
+	}
 	PQfinish(admin);
 }
 
