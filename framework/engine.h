@@ -62,6 +62,7 @@ typedef struct cb__run {
 	long long fencing_token;
 	double lease_seconds;
 	struct cb__heartbeat *heartbeat;
+	int fenced;          /* a step failed because this execution lost its lock */
 } cb__run;
 
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
@@ -76,7 +77,6 @@ typedef struct cb__step_outcome {
 	cb_status status;    /* COMPLETED, FAILED or STOPPED */
 	long long rollbacks; /* not yet recorded in the repository */
 	cb_error error;      /* why, when FAILED */
-	char exit_status[32]; /* set by the step or a listener; "" means the status */
 } cb__step_outcome;
 
 /* Run one step execution. @p sc is filled by the flow (ids, params, job

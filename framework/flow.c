@@ -159,6 +159,8 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	json_decref(context);
 	CB__NOTIFY(job, after_step, &sc, oc.status);
 	if (oc.status == CB_STATUS_FAILED) {
+		if (oc.error.code == CB_EFENCED)
+			run->fenced = 1;
 		cb_error_prefix(&oc.error, "step '%s'", def->name);
 		snprintf(message, msg_size, "%s", oc.error.message);
 	} else if (oc.status == CB_STATUS_STOPPED) {

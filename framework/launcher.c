@@ -145,11 +145,11 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		if (lost)
 			cb__lock_audit(conn, lock_name, cb__owner_id(), "HEARTBEAT_FAILED",
 				       grant.fencing_token, l.job_execution_id, why, &ignored);
-		else if (strstr(out->exit_message, "fenced off"))
+		else if (run.fenced)
 			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
 				       grant.fencing_token, l.job_execution_id, out->exit_message,
 				       &ignored);
-		audited = lost || strstr(out->exit_message, "fenced off");
+		audited = lost || run.fenced;
 	}
 	CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status, out->exit_message);
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,

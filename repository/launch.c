@@ -363,27 +363,6 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	return rc;
 }
 
-int cb__repo_job_status(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
-{
-	char id[24];
-	const char *p[1] = { id };
-	PGresult *res;
-
-	snprintf(id, sizeof(id), "%lld", job_execution_id);
-	res = cb__repo_exec(conn, "read job status",
-			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1", 1,
-			    p, err);
-	if (!res)
-		return CB_EDB;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
-	}
-	*out = cb_status_parse(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return 0;
-}
-
 static int params_from_result(cb_params **out, const PGresult *res, cb_error *err)
 {
 	cb_params *p;

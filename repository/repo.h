@@ -54,9 +54,6 @@ int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
 			const char *exit_code, const char *exit_message, cb_error *err);
 
-/* Current status of a job execution (e.g. STOPPING after a stop request). */
-int cb__repo_job_status(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err);
-
 /* Load the parameters of an execution. @p out receives a new cb_params. */
 int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
 			 cb_error *err);
