@@ -179,6 +179,17 @@ const char *cbt_source_dir(void);
 /** A scratch directory ($CBATCH_TEST_TMPDIR, else $TMPDIR, else /tmp). */
 const char *cbt_tmpdir(void);
 
+/** Monotonic clock in seconds (for durations). */
+double cbt_now(void);
+
+/**
+ * Wait (up to 30 s, else a failure) until no other session is connected to
+ * @p conn's database. After a SIGKILL this is when the dead client's work is
+ * settled: a pipeline it sent whole may still commit server-side.
+ */
+#define cbt_wait_sessions_gone(conn) cbt__wait_sessions_gone(__FILE__, __LINE__, (conn))
+void cbt__wait_sessions_gone(const char *file, int line, PGconn *conn);
+
 /** Sleep @p ms milliseconds (restarted after signals). */
 void cbt_sleep_ms(int ms);
 

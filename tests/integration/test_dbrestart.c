@@ -33,14 +33,6 @@ static int clean(void)
 
 static char out[65536], errout[65536];
 
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Run cbatch-examples --db db ARGS... (NULL-terminated). */
 static int ex(const char *first, ...)
 {
@@ -75,20 +67,20 @@ static long long q(PGconn *conn, const char *fmt, ...)
 
 static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
 {
-	double deadline = mono_now() + timeout_ms / 1000.0;
+	double deadline = cbt_now() + timeout_ms / 1000.0;
 
 	do {
 		if (cbt_query_ll(conn, sql) > 0)
 			return 1;
 		cbt_sleep_ms(5);
-	} while (mono_now() < deadline);
+	} while (cbt_now() < deadline);
 	return 0;
 }
 
 /* A connection once the server accepts them again. */
 static PGconn *reconnect(void)
 {
-	double deadline = mono_now() + 60;
+	double deadline = cbt_now() + 60;
 
 	for (;;) {
 		PGconn *c = PQconnectdb(db);
@@ -96,7 +88,7 @@ static PGconn *reconnect(void)
 		if (PQstatus(c) == CONNECTION_OK)
 			return c;
 		PQfinish(c);
-		if (mono_now() > deadline)
+		if (cbt_now() > deadline)
 			break;
 		cbt_sleep_ms(50);
 	}

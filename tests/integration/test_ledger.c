@@ -203,17 +203,6 @@ static void wait_for_rows(PGconn *conn, long long rows)
 	CBT_FAILF("the job never wrote %lld rows", rows);
 }
 
-static void wait_for_no_other_sessions(PGconn *conn)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-				       "current_database() AND pid <> pg_backend_pid()") == 0)
-			return;
-		cbt_sleep_ms(10);
-	}
-	CBT_FAILF("the killed job's sessions did not end");
-}
-
 static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 {
 	PGconn *conn = cbt_connect(db);
@@ -227,7 +216,7 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
 	/* A pipeline sent whole before the kill may still commit server-side:
 	 * look only once the dead client's sessions are gone. */
-	wait_for_no_other_sessions(conn);
+	cbt_wait_sessions_gone(conn);
 
 	written = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
 	if (written >= 100000)

@@ -53,14 +53,6 @@ static int clean(void)
 
 static char out[65536], errout[65536];
 
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 #define MAXARGS 40
 
 /* argv = prefix..., cbatch-examples --db CONNINFO, then the NULL-terminated va list. */
@@ -156,13 +148,13 @@ static double q_double(PGconn *conn, const char *sql)
 /* Poll until @p sql (an integer query) is non-zero; false after @p timeout_ms. */
 static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
 {
-	double deadline = mono_now() + timeout_ms / 1000.0;
+	double deadline = cbt_now() + timeout_ms / 1000.0;
 
 	do {
 		if (cbt_query_ll(conn, sql) > 0)
 			return 1;
 		cbt_sleep_ms(5);
-	} while (mono_now() < deadline);
+	} while (cbt_now() < deadline);
 	return 0;
 }
 
@@ -302,7 +294,7 @@ static void contention_round(PGconn *conn, int round, int racers)
 		rcs[i] = -2;
 	}
 	/* Open the gate once every racer waits at it. */
-	deadline = mono_now() + 60;
+	deadline = cbt_now() + 60;
 	for (;;) {
 		char path[PATH_MAX + 64];
 		int n = 0;
@@ -311,7 +303,7 @@ static void contention_round(PGconn *conn, int round, int racers)
 			snprintf(path, sizeof(path), "%s/%ld", ready, (long)pids[i]);
 			n += access(path, F_OK) == 0;
 		}
-		if (n == racers || mono_now() > deadline)
+		if (n == racers || cbt_now() > deadline)
 			break;
 		cbt_sleep_ms(5);
 	}
@@ -322,8 +314,8 @@ static void contention_round(PGconn *conn, int round, int racers)
 			fclose(g);
 	}
 	/* Every loser ends on its own while the winner is held at our row lock. */
-	deadline = mono_now() + 120;
-	while (done < racers - 1 && mono_now() < deadline) {
+	deadline = cbt_now() + 120;
+	while (done < racers - 1 && cbt_now() < deadline) {
 		for (int i = 0; i < racers; i++) {
 			int status;
 
@@ -781,7 +773,7 @@ static int long_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t
 			cb_error *err)
 {
 	long_task *t = user;
-	double t0 = mono_now();
+	double t0 = cbt_now();
 
 	(void)sc;
 	(void)tx;
@@ -793,9 +785,9 @@ static int long_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t
 		cbt_sleep_ms(1500); /* past the 1 s lease: only the heartbeat holds the lock */
 		t->probe_rc = cbt_run(argv, t->probe_out, sizeof(t->probe_out), NULL, 0);
 	}
-	while (mono_now() - t0 < t->seconds)
+	while (cbt_now() - t0 < t->seconds)
 		cbt_sleep_ms(50);
-	t->took = mono_now() - t0;
+	t->took = cbt_now() - t0;
 	return CB_DONE;
 }
 

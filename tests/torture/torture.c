@@ -42,14 +42,6 @@ static tally *tally_new(const char *name)
 	return t;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int rounds(int smoke, int full_count)
 {
 	return full ? full_count : smoke;
@@ -141,18 +133,6 @@ static void kill_midway(pid_t pid, const char *progress_sql, long long total, in
 	kill(pid, sig);
 }
 
-/* After a kill, the dead client's sessions may still commit what they were sent. */
-static void wait_sessions_gone(void)
-{
-	for (int i = 0; i < 2000; i++) {
-		if (cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-				       "current_database() AND pid <> pg_backend_pid()") == 0)
-			return;
-		cbt_sleep_ms(10);
-	}
-	CBT_FAILF("sessions of a killed job did not end");
-}
-
 static void reset_repository(void)
 {
 	const char *const init_args[] = { "schema", "init", NULL };
@@ -204,7 +184,7 @@ static void run_killing(tally *t, const char *const *run, const char *progress_s
 		if (t->faults < kills)
 			kill_midway(pid, progress_sql, total, kills, SIGKILL);
 		rc = cbt_wait_timeout(pid, 300000);
-		wait_sessions_gone();
+		cbt_wait_sessions_gone(conn);
 		t->rounds++;
 		/* 3: the instance is complete — a kill that landed just after the
 		 * last commit (the killed run had finished the work). */
@@ -229,7 +209,7 @@ static void test_kill_loop(void)
 	tally *t = tally_new("kill loop (ledger, SIGKILL)");
 	int kills = rounds(4, 200);
 	const char *const run[] = { "run", "ledger", "--lease", "1", "-chunk.size:long=200", NULL };
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	long long total = full ? 200000 : 50000;
 
@@ -240,7 +220,7 @@ static void test_kill_loop(void)
 	/* The step counts agree with the data. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT sum(write_count) FROM batch_step_execution"),
 		  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 /* Freeze the owner past its lease; a second process takes over; thaw it. */
@@ -251,7 +231,7 @@ static void test_zombie_loop(void)
 	char round[32];
 	const char *const run[] = { "run", "ledger", round, "--lease", "1", "-chunk.size:long=100",
 				    NULL };
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	reset_repository();
 	for (int r = 0; r < n; r++) {
@@ -273,7 +253,7 @@ static void test_zombie_loop(void)
 			 * this round. It must still end complete on its own. */
 			kill(zombie, SIGCONT);
 			CBT_EQ_LL(cbt_wait_timeout(zombie, 120000), 0);
-			wait_sessions_gone();
+			cbt_wait_sessions_gone(conn);
 			t->rounds++;
 			continue;
 		}
@@ -288,7 +268,7 @@ static void test_zombie_loop(void)
 		kill(zombie, SIGCONT);
 		/* The zombie must end, fenced or stopped by its heartbeat: never complete. */
 		CBT_EQ_LL(cbt_wait_timeout(zombie, 120000), 1);
-		wait_sessions_gone();
+		cbt_wait_sessions_gone(conn);
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM ledger WHERE job_execution_id = "
 			 "(SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld)",
 			 exec_id);
@@ -302,7 +282,7 @@ static void test_zombie_loop(void)
 		t->rounds++;
 	}
 	check_ledger(t);
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 /* Eight launchers of one instance at once: exactly one runs. */
@@ -310,7 +290,7 @@ static void test_contention(void)
 {
 	tally *t = tally_new("contention (8 launchers)");
 	int n = rounds(5, 100);
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	reset_repository();
 	for (int r = 0; r < n; r++) {
@@ -340,7 +320,7 @@ static void test_contention(void)
 	}
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), n);
 	check_ledger(t);
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 /* Cut the job's own database session mid-run; restart until complete. */
@@ -349,7 +329,7 @@ static void test_backend_terminated(void)
 	tally *t = tally_new("pg_terminate_backend of the job");
 	int n = rounds(2, 20);
 	const char *const run[] = { "run", "ledger", "--lease", "1", "-chunk.size:long=100", NULL };
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	reset_repository();
 	ledger_rows(full ? 200000 : 60000);
@@ -369,7 +349,7 @@ static void test_backend_terminated(void)
 				       "application_name = 'cbatch' AND pid <> pg_backend_pid()") > 0)
 			t->faults++;
 		rc = cbt_wait_timeout(pid, 300000);
-		wait_sessions_gone();
+		cbt_wait_sessions_gone(conn);
 		t->rounds++;
 		if (rc != 0 && rc != 1)
 			CBT_FAILF("a job whose session was cut ended with %d", rc);
@@ -382,7 +362,7 @@ static void test_backend_terminated(void)
 		cbt_sleep_ms(500);
 	}
 	check_ledger(t);
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 /* Import a CSV file, killing the import at random moments. */
@@ -395,7 +375,7 @@ static void test_csv_import_killed(void)
 	const char *const run[] = { "run", "csv_import", file, "--lease", "1",
 				    "-chunk.size:long=200", NULL };
 	FILE *f;
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	reset_repository();
 	ledger_rows(0);
@@ -426,7 +406,7 @@ static void test_csv_import_killed(void)
 		CBT_EQ_LL(right, lines);
 		CBT_EQ_LL(have, lines);
 	}
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 /* Load a client-side file into @p table with COPY FROM STDIN (CSV, header). */
@@ -467,7 +447,7 @@ static void test_csv_export_killed(void)
 	const char *const post[] = { "run", "ledger", NULL };
 	const char *const run[] = { "run", "ledger_export", file, "--lease", "1",
 				    "-chunk.size:long=200", NULL };
-	double t0 = now_s();
+	double t0 = cbt_now();
 
 	reset_repository();
 	ledger_rows(rows);
@@ -496,7 +476,7 @@ static void test_csv_export_killed(void)
 		CBT_EQ_LL(lines, rows);
 		cbt_exec(conn, "DROP TABLE exported");
 	}
-	t->seconds = now_s() - t0;
+	t->seconds = cbt_now() - t0;
 }
 
 static const CU_TestInfo tests[] = {
