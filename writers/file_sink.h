@@ -73,8 +73,7 @@ void cb__fsink_cut(cb__fsink *s, size_t len);
 int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err);
 
 /*
- * For writer hooks the plug-in interface does not have yet (see writers.h):
- * rollback: the chunk rolled back (after write, perhaps after update): drop
+ * The cb_writer hooks of the file writers (item.h, writers.h): rollback: the chunk rolled back (after write, perhaps after update): drop
  * the buffer and cut the file back to `committed`. savepoint and
  * rollback_to_savepoint: around one item of an item-by-item scan, so that
  * a skipped item leaves no line.

@@ -192,33 +192,29 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  *   offset (first run, or no chunk committed yet) open() creates or
  *   truncates the file and writes the header.
  *
- * Not guaranteed (yet) within one process: the writer interface (version 1)
- * has no rollback hook, so a file writer does not learn that a chunk rolled
- * back. When the engine retries a chunk, or writes it again item by item
- * after a skippable write failure, without reopening the writers, the
- * failed attempt's lines stay (in the buffer, or in the file when the
- * COMMIT failed after update()), and an item skipped during the item by
- * item pass after a file writer accepted it keeps its line. Crash recovery
- * (restart) and a retry after a reconnect (the writers are reopened from the
- * committed context) are exact. Until the step ends, the part of the file
- * after the committed offset is not final: read the file once the step has
- * completed, or use atomic mode.
+ * Within one process the engine tells the writer what became of each chunk
+ * (cb_writer's rollback, savepoint, rollback_to_savepoint and complete
+ * hooks): a chunk that rolls back, or is retried, or is written again item by
+ * item after a skippable write failure, leaves no line of the failed attempt,
+ * and an item skipped in the item-by-item pass leaves none either.
  *
  * Atomic mode (`atomic`): the lines go to a temporary file (`temp_path`, by
- * default "<path>.tmp"), restartable exactly as above, and `path` is never
- * touched by the writer: the writer cannot know whether its step completed
- * (close() is called for failed and stopped steps too). Publish the file
- * after the step completed with cb_file_publish, typically from a tasklet
- * step that follows the chunk step (it runs only once the chunk step
- * COMPLETED, and a rerun of it is harmless). Readers of `path` then see
- * either the old file or the complete new one, never a part.
+ * default "<path>.tmp"), restartable exactly as above. When the step's last
+ * chunk has committed, the writer's `complete` hook publishes it
+ * (cb_file_publish: fsync, rename over `path`, fsync the directory) before
+ * the step is recorded COMPLETED; a failed or stopped step leaves `path`
+ * alone. Readers of `path` see either the old file or the complete new one,
+ * never a part. A crash between the rename and the step's COMPLETED record is
+ * harmless: the rerun finds the file published (see cb_file_publish).
  */
 
 /**
  * Publish a file written in atomic mode: fsync @p temp_path, rename it to
  * @p path (replacing it atomically) and fsync the directory. When
  * @p temp_path is missing but @p path exists, the file was published before
- * (a rerun after a crash between rename and commit) and this returns 0.
+ * (a rerun after a crash between rename and commit) and this returns 0. The
+ * file writers' `complete` hook calls it; it is public for jobs that write a
+ * file by other means.
  * @return 0, CB_EINVAL (neither file exists), CB_ERROR (I/O).
  */
 int cb_file_publish(const char *temp_path, const char *path, cb_error *err);
