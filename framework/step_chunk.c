@@ -39,6 +39,11 @@ typedef struct chunk_step {
 	cb_tx *tx;
 	void **items, **outs;
 	size_t nitems, nouts;
+	/* This attempt called the reader's read / writer i's write: only those
+	 * hear of a rollback (see item.h: a reader or writer settles the
+	 * previous chunk's commit when it is next called). */
+	int read_called;
+	unsigned char write_called[CB_MAX_WRITERS];
 	char checkpoint_stmt[64];
 	long long version;
 	long long commits, skips;
@@ -305,8 +310,10 @@ static int queue_checkpoint(chunk_step *cs, const counts *c, char *status, size_
 static int write_items(chunk_step *cs, void *const *items, size_t n, cb_error *err)
 {
 	for (size_t i = 0; n > 0 && i < cs->parts.nwriters; i++) {
-		int rc = cs->parts.writers[i].write(cs->parts.writers[i].state, cs->tx, items, n,
-						    err);
+		int rc;
+
+		cs->write_called[i] = 1;
+		rc = cs->parts.writers[i].write(cs->parts.writers[i].state, cs->tx, items, n, err);
 
 		if (rc < 0)
 			return callback_failed(cs, rc, "write", n == 1 ? items[0] : NULL, err);
@@ -329,6 +336,8 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 
 	memset(a, 0, sizeof(*a));
 	cs->nitems = cs->nouts = 0;
+	cs->read_called = 0;
+	memset(cs->write_called, 0, sizeof(cs->write_called));
 	rc = cb__tx_begin(cs->tx, err);
 	if (rc < 0) {
 		a->fault = CB_FAULT_READ;
@@ -337,6 +346,7 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 	while (cs->nitems < limit) {
 		void *item = NULL;
 
+		cs->read_called = 1;
 		rc = p->reader.read(p->reader.state, cs->tx, &item, err);
 		if (rc == CB_DONE) {
 			a->done = 1;
@@ -514,8 +524,13 @@ static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader)
 	cb_error ignored = CB_ERROR_INIT;
 
 	cb__tx_rollback(cs->tx, &ignored);
-	WRITERS_HOOK(cs, rollback);
-	if (rewind_reader && cs->parts.reader.rollback)
+	for (size_t i = 0; i < cs->parts.nwriters; i++) {
+		cb_writer *w = &cs->parts.writers[i];
+
+		if (cs->write_called[i] && w->rollback)
+			w->rollback(w->state);
+	}
+	if (rewind_reader && cs->read_called && cs->parts.reader.rollback)
 		cs->parts.reader.rollback(cs->parts.reader.state);
 	out->rollbacks++;
 }

@@ -92,7 +92,8 @@ typedef struct cb_reader {
 	 * committed. Note that `update` runs before the COMMIT, so the chunk being
 	 * rolled back may already have been through `update`: keep the position
 	 * an update saves as pending, and treat it as committed only at the next
-	 * `read` (which the engine calls only after a successful commit). May be
+	 * `read` (which the engine calls only after a successful commit). It is
+	 * called only for a chunk in which `read` was called. May be
 	 * NULL for readers that cannot rewind (the step then fails instead of
 	 * retrying a chunk).
 	 */
@@ -142,7 +143,12 @@ typedef struct cb_writer {
 	 * Writers whose output lives outside the database transaction (files)
 	 * need to hear about its outcome; database writers leave these NULL.
 	 */
-	/** The chunk rolled back (after write, perhaps after update): undo its output. */
+	/**
+	 * The chunk rolled back (after write, perhaps after update): undo its
+	 * output. Called only for a chunk in which this writer's `write` was
+	 * called, so a writer may take its previous `update` as committed when
+	 * `write` is next called (the engine calls it only after a COMMIT).
+	 */
 	void (*rollback)(void *state);
 	/** Item-by-item scan: called before each item is written under a savepoint. */
 	void (*savepoint)(void *state);

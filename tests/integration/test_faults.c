@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cbatch.h>
 
@@ -276,6 +277,105 @@ static void test_skip_limit_parameter_overrides_the_step(void)
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 46);
 	cb_params_free(p);
+	cb_job_free(job);
+}
+
+/* ---- file writers follow the transaction ----------------------------------- */
+
+typedef struct with_file {
+	cbt_numbers n;
+	char path[512];
+} with_file;
+
+static int format_number(void *ctx, const void *item, cb_csv_row *row, cb_error *err)
+{
+	(void)ctx, (void)err;
+	return cb_csv_row_add_long(row, *(const long long *)item);
+}
+
+/* The numbers job with a second writer: an atomic CSV file of the numbers. */
+static int build_with_file(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			   cb_error *err)
+{
+	with_file *w = user;
+	cb_csv_writer_options o = CB_CSV_WRITER_OPTIONS_INIT;
+	int rc = cbt_numbers_build(&w->n, sc, parts, err);
+
+	if (rc < 0)
+		return rc;
+	o.path = w->path;
+	o.format = format_number;
+	o.atomic = 1;
+	rc = cb_csv_writer_new(&parts->writers[1], &o, err);
+	parts->nwriters = rc == 0 ? 2 : 1;
+	return rc;
+}
+
+static long long lines_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static void test_file_writer_keeps_only_committed_lines_and_publishes_on_completion(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def d = CB_STEP_DEF_INIT;
+	with_file w = { .n = { .last = 50 } };
+	char tmp[600];
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	snprintf(w.path, sizeof(w.path), "%s/faults-%d.csv", cbt_tmpdir(), (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp", w.path);
+	unlink(w.path);
+	unlink(tmp);
+	CBT_PASS_FATAL(cb_job_new(&job, "file_follows", &err), &err);
+	d.name = "numbers";
+	d.build = build_with_file;
+	d.user = &w;
+	d.chunk_size = 10;
+	d.skip_limit = 5;
+	d.classify = cb_classify_skip_invalid;
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+	/* 37 is refused by the database: the chunk rolls back, then the scan
+	 * skips 37. The file must drop the failed attempt and 37's line. */
+	fresh_sink("CHECK (n <> 37)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(lines_of(w.path), 49);
+	CBT_EQ_LL(lines_of(tmp), -1); /* published: the temporary file is gone */
+	{
+		FILE *f = fopen(w.path, "r");
+		long long v, sum = 0;
+
+		while (f && fscanf(f, "%lld", &v) == 1)
+			sum += v;
+		if (f)
+			fclose(f);
+		CBT_EQ_LL(sum, 50 * 51 / 2 - 37);
+	}
+	/* A failed step publishes nothing: the final file stays as it was. */
+	unlink(w.path);
+	w.n = (cbt_numbers){ .last = 50, .fail_process = { 33 } };
+	d.skip_limit = 0;
+	cb_job_free(job);
+	CBT_PASS_FATAL(cb_job_new(&job, "file_fails", &err), &err);
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_EQ_LL(lines_of(w.path), -1);
+	CBT_EQ_LL(lines_of(tmp), 30); /* the three committed chunks, nothing of the fourth */
+	unlink(tmp);
 	cb_job_free(job);
 }
 
@@ -559,6 +659,8 @@ static const CU_TestInfo tests[] = {
 	{ "poison item in write is found by scan; others written once",
 	  test_poison_item_in_write_is_found_by_scan_and_others_written_once },
 	{ "read error is skipped and counted", test_read_error_is_skipped_and_counted },
+	{ "file writer keeps only committed lines and publishes on completion",
+	  test_file_writer_keeps_only_committed_lines_and_publishes_on_completion },
 	{ "skip limit exceeded fails the step keeping committed chunks",
 	  test_skip_limit_exceeded_fails_the_step_keeping_committed_chunks },
 	{ "skip.limit parameter overrides the step", test_skip_limit_parameter_overrides_the_step },
