@@ -22,6 +22,8 @@ struct cb_job {
 	size_t ntransitions;
 	struct cb__param_spec *param_specs;
 	size_t nparam_specs;
+	cb_param_validator_fn validator;
+	void *validator_ctx;
 };
 
 struct cb__transition {

@@ -111,6 +111,12 @@ void cb_job_set_restartable(cb_job *job, int restartable)
 	job->restartable = restartable != 0;
 }
 
+void cb_job_set_validator(cb_job *job, cb_param_validator_fn fn, void *ctx)
+{
+	job->validator = fn;
+	job->validator_ctx = fn ? ctx : NULL;
+}
+
 void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx)
 {
 	job->incrementer = fn ? fn : cb_incrementer_run_id;

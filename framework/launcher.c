@@ -75,6 +75,14 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	int rc, audited = 0;
 
 	rc = cb_job_validate_params(job, params, err);
+	if (rc == 0 && job->validator) {
+		rc = job->validator(job->validator_ctx, conn, params, err);
+		if (rc > 0)
+			rc = 0;
+		else if (rc < 0 && !err->code)
+			cb_error_set(err, rc, "job '%s': parameter validator returned %s without "
+				     "a message", job->name, cb_strcode(rc));
+	}
 	if (rc == 0)
 		rc = cb_params_job_key(key, params, err);
 	if (rc == 0)

@@ -41,8 +41,8 @@ run run settlement targetDate:date=2026-06-30
 echo "\$ cbatch-examples run settlement targetDate:date=2026-06-30 --next   # a deliberate rerun: same result"
 "$bin" run settlement targetDate:date=2026-06-30 --next
 echo "\$ psql: the settlement"
-psql "$CBATCH_DB" -X -c "SELECT settlement_date, count(*) AS sellers, sum(order_count) AS orders,
-       sum(amount) AS total FROM settlement_daily GROUP BY 1"
+psql "$CBATCH_DB" -X -c "SELECT settlement_date, time_zone, count(*) AS sellers,
+       sum(order_count) AS orders, sum(amount) AS total FROM settlement_daily GROUP BY 1, 2"
 run example-setup ledger --reset --rows "$rows"
 run run ledger
 run executions ledger

@@ -242,6 +242,24 @@ int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int requ
  */
 int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err);
 
+/**
+ * Checks a launch's parameter values that a type alone cannot (a time zone the
+ * database knows, a file that exists, a range). Called with the launch's
+ * connection (borrowed; not in a transaction) after the declared parameters
+ * were checked, before the lock is taken or anything is written.
+ * @return 0, or a negative code with a message in @p err naming the parameter:
+ *         CB_EINVAL (the launch fails as invalid input, exit code 2), or
+ *         another code (e.g. CB_EDB) that the launch reports as it is.
+ */
+typedef int (*cb_param_validator_fn)(void *ctx, PGconn *conn, const cb_params *params,
+				     cb_error *err);
+
+/**
+ * Set the job's parameter validator (NULL: none); @p ctx is borrowed and
+ * passed back to it. Replaces an earlier one.
+ */
+void cb_job_set_validator(cb_job *job, cb_param_validator_fn fn, void *ctx);
+
 /** Replace the incrementer used by `--next` (default: run.id, see cb_incrementer_run_id). */
 void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);
 

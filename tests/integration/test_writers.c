@@ -35,16 +35,35 @@ static int cli(const char *a1, const char *a2, const char *a3, const char *a4, c
 	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
 }
 
-/* The settlement as SQL computes it, compared row by row with the job's. */
+/* The settlement of @p day in @p zone as SQL computes it, compared row by row
+ * with the job's. */
+static long long settlement_mismatches_in(const char *day, const char *zone)
+{
+	const char *p[2] = { zone, day };
+	PGresult *res = PQexecParams(
+		conn,
+		"SELECT count(*) FROM (SELECT seller_id, sum(amount) AS amount, "
+		" count(*) AS n FROM orders WHERE "
+		" ordered_at >= $2::date::timestamp AT TIME ZONE $1 AND "
+		" ordered_at < ($2::date + 1)::timestamp AT TIME ZONE $1 GROUP BY seller_id) o "
+		" FULL JOIN (SELECT * FROM settlement_daily WHERE settlement_date = $2::date "
+		"  AND time_zone = $1) s "
+		" USING (seller_id) WHERE s.amount IS DISTINCT FROM o.amount "
+		" OR s.order_count IS DISTINCT FROM o.n",
+		2, NULL, p, NULL, NULL, 0);
+	long long n = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		n = atoll(PQgetvalue(res, 0, 0));
+	else
+		CU_FAIL(PQerrorMessage(conn));
+	PQclear(res);
+	return n;
+}
+
 static long long settlement_mismatches(void)
 {
-	return cbt_query_ll(conn,
-			    "SELECT count(*) FROM (SELECT seller_id, sum(amount) AS amount, "
-			    " count(*) AS n FROM orders WHERE ordered_at >= '2026-06-30' AND "
-			    " ordered_at < '2026-07-01' GROUP BY seller_id) o FULL JOIN "
-			    " (SELECT * FROM settlement_daily WHERE settlement_date = '2026-06-30') s "
-			    " USING (seller_id) WHERE s.amount IS DISTINCT FROM o.amount "
-			    " OR s.order_count IS DISTINCT FROM o.n");
+	return settlement_mismatches_in("2026-06-30", "UTC");
 }
 
 static void test_settlement_rerun_with_next_gives_the_same_result(void)
@@ -154,6 +173,42 @@ static cb_job *one_step_job(const char *name, int (*build)(void *, const cb_step
 	s.chunk_size = 7;
 	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
 	return job;
+}
+
+/* The day is the timeZone parameter's (default UTC), whatever the launching
+ * session's TimeZone; an unknown zone is refused before anything is written. */
+static void test_settlement_day_follows_its_time_zone_not_the_session(void)
+{
+	CBT_EQ_LL(cli("example-setup", "settlement", "--rows", "20000", "--date",
+		      "2026-07-15"), 0);
+	/* A client in Tokyo settles the UTC day: the default is explicit. */
+	setenv("PGTZ", "Asia/Tokyo", 1);
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-07-15", NULL, NULL, NULL), 0);
+	CBT_EQ_LL(settlement_mismatches_in("2026-07-15", "UTC"), 0);
+	/* The Tokyo day, asked for by a client in UTC, is another settlement. */
+	setenv("PGTZ", "UTC", 1);
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-07-15", "timeZone=Asia/Tokyo",
+		      NULL, NULL),
+		  0);
+	unsetenv("PGTZ");
+	CBT_EQ_LL(settlement_mismatches_in("2026-07-15", "Asia/Tokyo"), 0);
+	CBT_EQ_LL(settlement_mismatches_in("2026-07-15", "UTC"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM settlement_daily "
+				     "WHERE settlement_date = '2026-07-15'"),
+		  400);
+	/* The two days really differ (the data spans three days). */
+	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM settlement_daily u JOIN "
+				     "settlement_daily t USING (settlement_date, seller_id) "
+				     "WHERE u.time_zone = 'UTC' AND t.time_zone = 'Asia/Tokyo' "
+				     "AND u.amount <> t.amount") > 0);
+	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-07-15", "timeZone=Mars/Olympus",
+		      NULL, NULL),
+		  2);
+	CBT_CONTAINS(errout, "timeZone");
+	CBT_CONTAINS(errout, "Mars/Olympus");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params WHERE "
+				     "parameter_name = 'targetDate' AND parameter_value = '2026-07-15'"),
+		  2);
 }
 
 static void test_insert_if_absent_keeps_first_writes_and_counts_conflicts(void)
@@ -323,6 +378,8 @@ static const CU_TestInfo tests[] = {
 	{ "COPY writer appends values exactly", test_copy_writer_appends_values_exactly },
 	{ "settlement rerun with --next gives the same result",
 	  test_settlement_rerun_with_next_gives_the_same_result },
+	{ "settlement day follows its time zone, not the session's",
+	  test_settlement_day_follows_its_time_zone_not_the_session },
 	{ "insert-if-absent keeps first writes and counts conflicts",
 	  test_insert_if_absent_keeps_first_writes_and_counts_conflicts },
 	{ "conditional transition counts rows that did not move",
