@@ -358,6 +358,10 @@ static void zombie_scenario(int atomic)
 		return;
 	}
 	CBT_EQ_LL(committed_offset("file_export") > 0, 1);
+	/* A live table: the rows the zombie holds in memory (chunk 8) change
+	 * before the successor exports them, so the zombie's lines, written at
+	 * its old offset, would differ from the successor's. */
+	cbt_exec(conn, "UPDATE src SET payload = payload || '+' WHERE id BETWEEN 701 AND 800");
 	/* Past its lease, a successor takes over and completes the export
 	 * (exit 4 while the frozen owner's lease still holds). */
 	cbt_sleep_ms(1300);
