@@ -38,7 +38,7 @@
 #include "cbtest.h"
 #include "numbers.h"
 
-#define ROWS 2000
+#define ROWS  2000
 #define CHUNK 100
 
 static char db[CBT_CONNINFO_MAX];
@@ -73,8 +73,7 @@ static int pause_at(void *state, cb_chunk *chunk, void *item, void **out, cb_err
 	return 0;
 }
 
-static int build_export(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-			cb_error *err)
+static int build_export(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
@@ -155,9 +154,9 @@ static int init(void)
 	return cbt_exec(conn, "CREATE TABLE src (id bigint PRIMARY KEY, payload text NOT NULL); "
 			      "INSERT INTO src SELECT i, 'row-' || i || repeat('x', i % 37) || "
 			      "CASE WHEN i % 11 = 0 THEN ',q' ELSE '' END "
-			      "FROM generate_series(1, 2000) i") < 0
-		       ? -1
-		       : 0;
+			      "FROM generate_series(1, 2000) i") < 0 ?
+		       -1 :
+		       0;
 }
 
 static int clean(void)
@@ -310,8 +309,8 @@ static const char *self_exe(void)
 
 static pid_t spawn_job(const char *file_arg, const char *atomic_arg, const char *log)
 {
-	const char *argv[] = { self_exe(), "--as-job", "--db", db, "run", "file_export",
-			       file_arg, atomic_arg, "--lease", "1", NULL };
+	const char *argv[] = { self_exe(), "--as-job", "--db",    db,  "run", "file_export",
+			       file_arg,   atomic_arg, "--lease", "1", NULL };
 
 	return cbt_spawn(argv, log);
 }
@@ -415,10 +414,10 @@ typedef struct proxy {
 	pthread_t thread;
 	atomic_int armed, cuts, stop;
 	struct pair {
-		int c, s;       /* client and server sides, -1 when free */
-		int mute;       /* COMMIT seen: nothing goes back to the client */
-		double cut_at;  /* when to close both */
-		char tail[8];   /* the last bytes from the client (a match may span reads) */
+		int c, s;      /* client and server sides, -1 when free */
+		int mute;      /* COMMIT seen: nothing goes back to the client */
+		double cut_at; /* when to close both */
+		char tail[8];  /* the last bytes from the client (a match may span reads) */
 		size_t ntail;
 	} pairs[PROXY_PAIRS];
 } proxy;
