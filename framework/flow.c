@@ -173,6 +173,15 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 		PQreset(run->conn);
 	rc = cb__repo_step_finish(run->conn, step_id, oc.status, exit_status, message, oc.rollbacks,
 				  err);
+	if (rc < 0 && message[0]) {
+		/* The repository went away with the step: its own error first. */
+		char both[CB_ERROR_MESSAGE_MAX];
+
+		if (snprintf(both, sizeof(both), "%s; then: %s", message, err->message) < 0)
+			both[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", both);
+	}
 	if (rc == 0)
 		rc = cb__repo_save_job_context(run->conn, run->job_execution_id, run->job_context,
 					       err);

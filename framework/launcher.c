@@ -183,8 +183,16 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 				       grant.fencing_token, l.job_execution_id, msg, &ignored);
 		}
 	}
-	if (rc < 0 && runerr.code)
-		cb_error_prefix(err, "%s; then", runerr.message);
+	if (rc < 0 && runerr.code) {
+		/* What the run failed with first: it may be long (a step's own
+		 * error and a failed reconnect), so not cut at a prefix's length. */
+		char both[CB_ERROR_MESSAGE_MAX];
+
+		if (snprintf(both, sizeof(both), "%s; then: %s", runerr.message, err->message) < 0)
+			both[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", both);
+	}
 	{
 		cb_error ignored = CB_ERROR_INIT;
 

@@ -175,12 +175,19 @@ static int open_parts(chunk_step *cs, cb_error *err)
 	return 0;
 }
 
-/* Ask each component for its position, into the step context. */
+/*
+ * Ask each component for its position, into the step context. This is
+ * where file writers flush their lines: not once the heartbeat knows that
+ * the lock is lost (a process that no longer owns the execution writes no
+ * file again).
+ */
 static int update_context(chunk_step *cs, cb_error *err)
 {
 	cb_chunk_parts *p = &cs->parts;
 	int rc;
 
+	if (cb__run_check_lock(cs->run, err) < 0)
+		return err->code;
 	if (p->reader.update) {
 		json_t *o = json_object();
 
@@ -472,7 +479,22 @@ static int reconnect(chunk_step *cs, cb_error *err)
 	close_parts(cs);
 	PQreset(cs->sc.conn);
 	if (PQstatus(cs->sc.conn) != CONNECTION_OK)
-		return cb_pg_error(err, cs->sc.conn, NULL, "reconnect");
+		return cb_pg_error(err, cs->sc.conn, NULL, "reconnect failed");
+	if (cs->run->lock_name) {
+		/* Reopening a file writer puts a new file at its path: only while
+		 * the lock is still ours (a frozen owner may wake to a lost lock). */
+		int alive = 0;
+
+		rc = cb__lock_heartbeat(&alive, cs->sc.conn, cs->run->lock_name, cb__owner_id(),
+					cs->run->fencing_token, cs->run->lease_seconds,
+					cs->run->job_execution_id, err);
+		if (rc == 0 && !alive)
+			rc = cb_error_set(err, CB_EFENCED,
+					  "lock '%s' was taken over or released: nothing reopened",
+					  cs->run->lock_name);
+		if (rc < 0)
+			return rc;
+	}
 	rc = cb__repo_step_state(&cs->version, &ctx, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
@@ -484,6 +506,21 @@ static int reconnect(chunk_step *cs, cb_error *err)
 	if (rc == 0)
 		rc = open_parts(cs, err);
 	return rc;
+}
+
+/* The chunk's own error @p cause and why the reconnect after it failed
+ * (in @p err), as one bounded line: both are the story. */
+static void reconnect_failed(cb_error *err, long long chunk, const char *cause,
+			     unsigned int retry)
+{
+	char why[CB_ERROR_MESSAGE_MAX], state[sizeof(err->sqlstate)];
+	int code = err->code;
+
+	snprintf(why, sizeof(why), "%s", err->message);
+	memcpy(state, err->sqlstate, sizeof(state));
+	cb_error_clear(err);
+	cb_error_set(err, code, "chunk %lld: %.200s; retry %u: %.200s", chunk, cause, retry, why);
+	memcpy(err->sqlstate, state, sizeof(state));
 }
 
 static void backoff(const cb_step_def *def, unsigned int attempt_no)
@@ -517,14 +554,24 @@ static void report_progress(chunk_step *cs)
 			    cb__now() - cs->run->started);
 }
 
-/* Roll back what is open, the writers' outside output, and (when the chunk
- * will be read again) what the reader buffered; count it. */
-static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader)
+/*
+ * Roll back what is open, the writers' outside output, and (when the chunk
+ * will be read again) what the reader buffered; count it. @p why is the
+ * chunk's error. The writers' output is left alone when this process lost
+ * its lock (fenced, or its step execution changed by another: the files may
+ * be another owner's now) or its connection (the COMMIT may have happened:
+ * the committed context in the repository settles it when the parts are
+ * reopened, on reconnect or restart).
+ */
+static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader,
+		      const cb_error *why)
 {
 	cb_error ignored = CB_ERROR_INIT;
+	int keep_output = why->code == CB_EFENCED || why->code == CB_ESTALE ||
+			  PQstatus(cs->sc.conn) != CONNECTION_OK;
 
 	cb__tx_rollback(cs->tx, &ignored);
-	for (size_t i = 0; i < cs->parts.nwriters; i++) {
+	for (size_t i = 0; i < cs->parts.nwriters && !keep_output; i++) {
 		cb_writer *w = &cs->parts.writers[i];
 
 		if (cs->write_called[i] && w->rollback)
@@ -535,9 +582,12 @@ static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader)
 	out->rollbacks++;
 }
 
-/* The step's last chunk committed: let writers finish their output. */
+/* The step's last chunk committed: let writers finish their output (not
+ * once the heartbeat knows that the lock is lost: no publishing then). */
 static int complete_writers(chunk_step *cs, cb_error *err)
 {
+	if (cb__run_check_lock(cs->run, err) < 0)
+		return err->code;
 	for (size_t i = 0; i < cs->parts.nwriters; i++) {
 		cb_writer *w = &cs->parts.writers[i];
 		int rc = w->complete ? w->complete(w->state, err) : 0;
@@ -580,12 +630,12 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 			CB__NOTIFY(job, chunk_error, &cs->sc, err);
 			action = classify(cs, a.fault, err);
 			if (action == CB_FAULT_SKIP && a.fault == CB_FAULT_WRITE) {
-				roll_back(cs, out, 0);
+				roll_back(cs, out, 0, err);
 				cb_error_clear(err);
 				a.c.write_skip = 0;
 				rc = scan_chunk(cs, &a, status, sizeof(status), err);
 				if (rc < 0) {
-					roll_back(cs, out, 1);
+					roll_back(cs, out, 1, err);
 					cb_error_prefix(err, "chunk %lld (item by item)", cs->commits + 1);
 					return;
 				}
@@ -595,19 +645,20 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 				/* A reader that cannot rewind is reopened from the repository
 				 * only after a reconnect; otherwise there is no retry. */
 				int lost = PQstatus(cs->sc.conn) != CONNECTION_OK;
+				char cause[CB_ERROR_MESSAGE_MAX];
 
-				roll_back(cs, out, !lost);
+				roll_back(cs, out, !lost, err);
 				retries++;
 				backoff(cs->def, retries);
+				snprintf(cause, sizeof(cause), "%s", err->message);
 				cb_error_clear(err);
 				if (lost && reconnect(cs, err) < 0) {
-					cb_error_prefix(err, "chunk %lld: retry %u", cs->commits + 1,
-							retries);
+					reconnect_failed(err, cs->commits + 1, cause, retries);
 					return;
 				}
 				continue;
 			} else {
-				roll_back(cs, out, 1);
+				roll_back(cs, out, 1, err);
 				if (action == CB_FAULT_RETRY && cs->def->retry_limit > 0)
 					cb_error_prefix(err, "chunk %lld: retry limit %u exhausted",
 							cs->commits + 1, cs->def->retry_limit);

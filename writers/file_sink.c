@@ -2,12 +2,14 @@
  * The buffered, restart-truncating file output of the file writers
  * (writers/file_sink.h), and cb_file_publish (include/cbatch/writers.h).
  */
+#define _GNU_SOURCE /* copy_file_range */
 #include "file_sink.h"
 
 #include "cbatch/writers.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,26 +135,138 @@ static int io_error(cb__fsink *s, const char *op, cb_error *err)
 			    strerror(errno));
 }
 
+/*
+ * A new, empty file beside @p path, under a name no other process uses
+ * (O_CREAT|O_EXCL). @return its descriptor with its name in *@p name_out
+ * (new, free it), or -1 with errno.
+ */
+static int create_beside(char **name_out, const char *path, mode_t mode)
+{
+	static atomic_uint counter;
+	size_t n = strlen(path) + 64;
+	char *name = malloc(n);
+
+	*name_out = NULL;
+	if (!name) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		int fd;
+
+		snprintf(name, n, "%s.~cb%ld.%u", path, (long)getpid(),
+			 atomic_fetch_add(&counter, 1) + 1);
+		do
+			fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		while (fd < 0 && errno == EINTR);
+		if (fd >= 0) {
+			*name_out = name;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	free(name);
+	return -1;
+}
+
+/* Copy the first @p len bytes of @p from into @p to (both at offset 0). */
+static int copy_prefix(int to, int from, long long len)
+{
+	off_t in = 0, out = 0;
+	int plain = 0;
+
+	while (in < (off_t)len) {
+		size_t want = (size_t)((off_t)len - in > (1 << 30) ? (1 << 30) : (off_t)len - in);
+		ssize_t n;
+
+		if (!plain) {
+			n = copy_file_range(from, &in, to, &out, want, 0);
+			if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL ||
+				      errno == EOPNOTSUPP || errno == EPERM)) {
+				plain = 1;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+		} else {
+			char buf[65536];
+
+			n = pread(from, buf, want < sizeof(buf) ? want : sizeof(buf), in);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n > 0) {
+				if (write_at(to, buf, (size_t)n, (long long)out) < 0)
+					return -1;
+				in += n;
+				out += n;
+			}
+		}
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			errno = EIO; /* the file shrank while being copied */
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Put the file @p fd, named @p tmp, at s->path (rename over it), durably when
+ * fsync is on; it becomes s->fd. On failure @p tmp is removed and @p fd closed.
+ */
+static int install(cb__fsink *s, int fd, char *tmp, cb_error *err)
+{
+	int rc = 0;
+
+	if (s->do_fsync && fdatasync(fd) < 0)
+		rc = io_error(s, "fsync", err);
+	else if (rename(tmp, s->path) < 0)
+		rc = io_error(s, "rename", err);
+	if (rc < 0) {
+		unlink(tmp);
+		close(fd);
+	} else {
+		s->fd = fd;
+		if (s->do_fsync && sync_dir(s->path) < 0)
+			rc = io_error(s, "fsync of the directory", err);
+	}
+	free(tmp);
+	return rc;
+}
+
+/*
+ * Every open puts a new file (a new inode) at the path, written beside it and
+ * renamed over it: a process that lost its lock but still holds the file it
+ * opened (a frozen owner woken after a takeover) can only write into, or cut,
+ * a file that no longer has a name.
+ */
 int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
 		   cb_error *err)
 {
 	const json_t *jo = json_is_object(saved) ? json_object_get(saved, "offset") : NULL;
 	struct stat st;
 	long long off;
-	int rc;
+	char *tmp = NULL;
+	int rc, src, fd;
 
 	cb__fsink_close(s);
 	if (!jo) {
 		/* first run: a fresh file */
-		do
-			s->fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		while (s->fd < 0 && errno == EINTR);
-		if (s->fd < 0)
-			return io_error(s, "open", err);
-		if (head_len && write_at(s->fd, head, head_len, 0) < 0)
-			goto io;
-		if (s->do_fsync && (fdatasync(s->fd) < 0 || sync_dir(s->path) < 0))
-			goto io;
+		fd = create_beside(&tmp, s->path, 0666);
+		if (fd < 0)
+			return io_error(s, "create", err);
+		if (head_len && write_at(fd, head, head_len, 0) < 0) {
+			rc = io_error(s, "writing", err);
+			unlink(tmp);
+			free(tmp);
+			close(fd);
+			return rc;
+		}
+		rc = install(s, fd, tmp, err);
+		if (rc < 0)
+			return rc;
 		s->flushed = s->committed = (long long)head_len;
 		return 0;
 	}
@@ -162,9 +276,9 @@ int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t h
 				    s->path);
 	off = (long long)json_integer_value(jo);
 	do
-		s->fd = open(s->path, O_WRONLY | O_CLOEXEC);
-	while (s->fd < 0 && errno == EINTR);
-	if (s->fd < 0) {
+		src = open(s->path, O_RDONLY | O_CLOEXEC);
+	while (src < 0 && errno == EINTR);
+	if (src < 0) {
 		if (errno == ENOENT)
 			return cb_error_set(
 				err, CB_EINVAL,
@@ -172,30 +286,40 @@ int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t h
 				s->path, off);
 		return io_error(s, "open", err);
 	}
-	if (fstat(s->fd, &st) < 0)
-		goto io;
+	if (fstat(src, &st) < 0) {
+		rc = io_error(s, "stat", err);
+		close(src);
+		return rc;
+	}
 	if ((long long)st.st_size < off) {
-		long long size = (long long)st.st_size;
-
-		cb__fsink_close(s);
+		close(src);
 		return cb_error_set(err, CB_EINVAL,
 				    "%s %s: the file (%lld bytes) is shorter than its committed "
 				    "length (%lld bytes): it was changed since",
-				    s->what, s->path, size, off);
+				    s->what, s->path, (long long)st.st_size, off);
 	}
-	if ((long long)st.st_size > off) {
-		/* a chunk written before a COMMIT that never happened */
-		if (ftruncate(s->fd, (off_t)off) < 0)
-			goto io;
-		if (s->do_fsync && fdatasync(s->fd) < 0)
-			goto io;
+	/* The committed prefix, into a new file: what followed it is a chunk
+	 * written before a COMMIT that never happened. */
+	fd = create_beside(&tmp, s->path, st.st_mode & 07777);
+	if (fd < 0) {
+		rc = io_error(s, "create", err);
+		close(src);
+		return rc;
 	}
+	if (copy_prefix(fd, src, off) < 0) {
+		rc = io_error(s, "copying the committed part", err);
+		close(src);
+		unlink(tmp);
+		free(tmp);
+		close(fd);
+		return rc;
+	}
+	close(src);
+	rc = install(s, fd, tmp, err);
+	if (rc < 0)
+		return rc;
 	s->flushed = s->committed = off;
 	return 0;
-io:
-	rc = io_error(s, "writing", err);
-	cb__fsink_close(s);
-	return rc;
 }
 
 size_t cb__fsink_begin_write(cb__fsink *s)
@@ -296,13 +420,31 @@ void cb__fsink_rollback_to_savepoint(cb__fsink *s)
 	cb__fsink_cut(s, s->mark);
 }
 
+/* Does @p path name the file open as @p fd? */
+static int names_fd(const char *path, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 int cb__fsink_complete(cb__fsink *s, cb_error *err)
 {
 	if (s->fd >= 0 && fdatasync(s->fd) < 0)
 		return io_error(s, "fsync", err);
-	if (s->final_path)
-		return cb_file_publish(s->path, s->final_path, err);
-	return 0;
+	if (!s->final_path)
+		return 0;
+	if (s->fd >= 0 && !names_fd(s->path, s->fd)) {
+		/* published already, or replaced by a process that took over */
+		if (names_fd(s->final_path, s->fd))
+			return 0;
+		return cb_error_set(err, CB_ERROR,
+				    "%s %s: not published as %s: the file was replaced or removed "
+				    "since this step opened it",
+				    s->what, s->path, s->final_path);
+	}
+	return cb_file_publish(s->path, s->final_path, err);
 }
 
 int cb_file_publish(const char *temp_path, const char *path, cb_error *err)

@@ -12,7 +12,13 @@
  *
  * Crash safety: a process killed at any instant leaves a file whose first
  * `offset` bytes (the committed context) are exactly the committed chunks'
- * lines; open() with that context truncates whatever follows.
+ * lines; open() with that context keeps only those.
+ *
+ * Ownership: every open() puts a new inode at the path (written beside it,
+ * renamed over it), so a process that lost its lock and still holds the old
+ * descriptor writes and truncates only a file without a name. Residual
+ * window: a process frozen inside open() itself, between its copy and its
+ * rename, and woken after a successor opened, replaces the successor's file.
  */
 #ifndef CB_WRITERS_FILE_SINK_H
 #define CB_WRITERS_FILE_SINK_H
@@ -45,11 +51,12 @@ int cb__fsink_init(cb__fsink *s, const char *what, const char *path, int atomic,
 void cb__fsink_free(cb__fsink *s);
 
 /*
- * Open the file. Without a saved offset (@p saved NULL or without
- * "offset"): create or truncate it and write @p head (@p head_len bytes, may
- * be 0) at once. With one: the file must exist and be at least that long;
- * it is truncated to it. @return 0, CB_EINVAL (bad context, file missing or
- * shorter), CB_ERROR (I/O).
+ * Open the file, as a new inode at s->path. Without a saved offset (@p saved
+ * NULL or without "offset"): a new file with @p head (@p head_len bytes, may
+ * be 0). With one: the file must exist and be at least that long; its first
+ * offset bytes are copied into the new file (copy_file_range, else
+ * read/write), which keeps the old file's mode. @return 0, CB_EINVAL (bad
+ * context, file missing or shorter), CB_ERROR (I/O).
  */
 int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
 		   cb_error *err);
@@ -84,8 +91,9 @@ void cb__fsink_rollback_to_savepoint(cb__fsink *s);
 
 /*
  * The step completed (every chunk committed): fsync, and in atomic mode
- * publish the file (cb_file_publish). For a writer `complete` hook.
- * @return 0 or CB_ERROR.
+ * publish the file (cb_file_publish) if the temporary path still names the
+ * file this sink opened (else CB_ERROR: another process replaced it).
+ * For a writer `complete` hook. @return 0 or CB_ERROR.
  */
 int cb__fsink_complete(cb__fsink *s, cb_error *err);
 

@@ -3,7 +3,8 @@
  * account order, with a header row. The keyset reader resumes after the last
  * committed account and the CSV writer truncates the file to the length its
  * last committed chunk left, so a killed export restarts into an exact file:
- * no line twice, none torn.
+ * no line twice, none torn. `-atomic:long=1` writes to "<file>.tmp" and
+ * publishes it as the file when the export completes.
  */
 #include <stdio.h>
 
@@ -26,6 +27,7 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
+	long long atomic = 0;
 	int rc;
 
 	(void)user;
@@ -41,6 +43,8 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	wo.header = cols;
 	wo.nheader = 3;
 	wo.format = format_row;
+	if (cb_params_get_long(cb_step_context_params(sc), "atomic", &atomic) == 0)
+		wo.atomic = atomic != 0;
 	rc = cb_csv_writer_new(&parts->writers[0], &wo, err);
 	if (rc == 0)
 		parts->nwriters = 1;

@@ -184,26 +184,42 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  *   writes them at the end of the data (one pwrite; fdatasync when asked)
  *   and stores {"offset": N}, the file's new length, in the step execution
  *   context. The file thus runs ahead of the database by at most one chunk.
- * - open() on restart truncates the file to the saved offset: the lines of a
+ * - open() on restart keeps the file up to the saved offset: the lines of a
  *   chunk written before a COMMIT that failed or never happened (a kill
  *   between update() and COMMIT) go away, and the restarted step writes them
  *   again. No duplicate or torn line survives a crash. A file shorter than
  *   the offset, or missing, is an open error (CB_EINVAL). Without a saved
- *   offset (first run, or no chunk committed yet) open() creates or
- *   truncates the file and writes the header.
+ *   offset (first run, or no chunk committed yet) open() starts an empty
+ *   file with the header.
+ * - Every open() puts a new file (a new inode) at the path: it writes the
+ *   header, or copies the committed prefix, into a new file beside it
+ *   ("<path>.~cb<pid>.<n>", O_EXCL) and renames that over the path. A process
+ *   that lost its lock but still holds the old file open (an owner frozen
+ *   past its lease, woken after a takeover) can then only write into, or
+ *   cut, a file that has no name any more: never the new owner's. A crash
+ *   between the copy and the rename leaves that new file beside the path;
+ *   nothing reads it, it may be removed.
  *
  * Within one process the engine tells the writer what became of each chunk
  * (cb_writer's rollback, savepoint, rollback_to_savepoint and complete
  * hooks): a chunk that rolls back, or is retried, or is written again item by
  * item after a skippable write failure, leaves no line of the failed attempt,
- * and an item skipped in the item-by-item pass leaves none either.
+ * and an item skipped in the item-by-item pass leaves none either. The
+ * engine leaves the files alone (no rollback, no publish) when this process
+ * lost its lock (CB_EFENCED, CB_ESTALE) or its connection (the COMMIT may
+ * have happened: the committed context settles it when the writer is
+ * reopened, on reconnect or restart); it flushes no lines once the heartbeat
+ * knows that the lock is lost, and reopens after a reconnect only while the
+ * lock is still its own.
  *
  * Atomic mode (`atomic`): the lines go to a temporary file (`temp_path`, by
  * default "<path>.tmp"), restartable exactly as above. When the step's last
  * chunk has committed, the writer's `complete` hook publishes it
  * (cb_file_publish: fsync, rename over `path`, fsync the directory) before
  * the step is recorded COMPLETED; a failed or stopped step leaves `path`
- * alone. Readers of `path` see either the old file or the complete new one,
+ * alone, and so does a step whose temporary file is no longer the one it
+ * opened (replaced by a process that took over: an error, nothing
+ * published). Readers of `path` see either the old file or the complete new one,
  * never a part. A crash between the rename and the step's COMPLETED record is
  * harmless: the rerun finds the file published (see cb_file_publish).
  */

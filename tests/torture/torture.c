@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ typedef struct tally {
 	double seconds;
 } tally;
 
-static tally tallies[8];
+static tally tallies[16];
 static int ntallies;
 
 static tally *tally_new(const char *name)
@@ -479,6 +480,89 @@ static void test_csv_export_killed(void)
 	t->seconds = cbt_now() - t0;
 }
 
+/*
+ * Freeze the CSV export past its lease at a random moment; a successor takes
+ * over and completes the file; then thaw the zombie. The file must stay the
+ * successor's complete export (plain and atomic mode in turn): the zombie
+ * may neither write into it, cut it, nor publish.
+ */
+static void test_file_export_zombie(void)
+{
+	tally *t = tally_new("file export zombie (SIGSTOP)");
+	int n = rounds(2, 30);
+	long long rows = full ? 100000 : 20000;
+	char path[512], file[600], atomic[32];
+	const char *const post[] = { "run", "ledger", NULL };
+	const char *const run[] = { "run", "ledger_export", file, atomic, "--lease", "1",
+				    "-chunk.size:long=200", NULL };
+	double t0 = cbt_now();
+
+	reset_repository();
+	ledger_rows(rows);
+	CBT_EQ_LL(cli(post), 0);
+	cbt_exec(conn, "CREATE TABLE exported (account_id bigint, seller_id int, "
+		       "amount numeric(12,2))");
+	for (int r = 0; r < n; r++) {
+		pid_t zombie, other;
+		long long lines, right, offset, size = -1;
+		int rc = 4;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/torture-zexport-%d.csv", cbt_tmpdir(), r);
+		snprintf(file, sizeof(file), "file=%s", path);
+		snprintf(atomic, sizeof(atomic), "-atomic:long=%d", r % 2);
+		unlink(path);
+		zombie = spawn(run);
+		kill_midway(zombie,
+			    "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution s JOIN "
+			    "batch_job_execution e USING (job_execution_id) WHERE s.step_name = "
+			    "'export' AND e.status IN ('STARTING', 'STARTED')",
+			    rows, 2, SIGSTOP);
+		cbt_sleep_ms(1600);
+		for (int tries = 0; rc == 4 && tries < 40; tries++) {
+			if (tries)
+				cbt_sleep_ms(300); /* the frozen owner's lease still holds */
+			other = spawn(run);
+			rc = cbt_wait_timeout(other, 300000);
+		}
+		kill(zombie, SIGCONT);
+		if (rc == 3) {
+			/* The stop landed after the zombie completed: no zombie. */
+			CBT_EQ_LL(cbt_wait_timeout(zombie, 120000), 0);
+		} else {
+			CBT_EQ_LL(rc, 0);
+			t->faults++;
+			/* Fenced, or stopped by its heartbeat: never complete. */
+			CBT_EQ_LL(cbt_wait_timeout(zombie, 120000), 1);
+		}
+		cbt_wait_sessions_gone(conn);
+		t->rounds++;
+		/* The file against the ledger, line by line, and its length
+		 * against what the completed export committed. */
+		cbt_exec(conn, "TRUNCATE exported");
+		copy_file_in("exported", path);
+		lines = cbt_query_ll(conn, "SELECT count(*) FROM exported");
+		right = cbt_query_ll(conn, "SELECT count(DISTINCT e.account_id) FROM exported e JOIN "
+					   "ledger l USING (account_id) WHERE e.amount = l.amount AND "
+					   "e.seller_id = l.seller_id");
+		offset = cbt_query_ll(conn, "SELECT (c.serialized_context->'writer.0'->>'offset')"
+					    "::bigint FROM batch_step_execution_context c JOIN "
+					    "batch_step_execution s USING (step_execution_id) WHERE "
+					    "s.step_name = 'export' AND s.status = 'COMPLETED' ORDER BY "
+					    "s.step_execution_id DESC LIMIT 1");
+		if (stat(path, &st) == 0)
+			size = (long long)st.st_size;
+		t->lost += rows - right;
+		t->duplicated += lines - right;
+		CBT_EQ_LL(right, rows);
+		CBT_EQ_LL(lines, rows);
+		CBT_EQ_LL(size, offset);
+		unlink(path);
+	}
+	cbt_exec(conn, "DROP TABLE exported");
+	t->seconds = cbt_now() - t0;
+}
+
 static const CU_TestInfo tests[] = {
 	{ "kill loop", test_kill_loop },
 	{ "zombie loop", test_zombie_loop },
@@ -486,6 +570,7 @@ static const CU_TestInfo tests[] = {
 	{ "backend terminated", test_backend_terminated },
 	{ "csv import killed", test_csv_import_killed },
 	{ "csv export killed", test_csv_export_killed },
+	{ "file export zombie", test_file_export_zombie },
 	CU_TEST_INFO_NULL,
 };
 
