@@ -109,7 +109,9 @@ static const struct builtin builtins[] = {
 	  "The lock's holder, if it still runs, is fenced off at its next chunk and\n"
 	  "fails. The release is recorded in batch_lock_audit as FORCE_UNLOCKED.\n",
 	  cmd_unlock },
-	{ "metrics", "", "print repository metrics in Prometheus text format", NULL,
+	{ "metrics", "", "print repository metrics in Prometheus text format",
+	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"
+	  "one element per series.\n",
 	  cmd_metrics },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cmd_help },
 };
@@ -1405,6 +1407,17 @@ static int cmd_metrics(struct cli *c)
 
 	if ((rc = no_args(c)) != 0 || (rc = open_db(c, &conn, 1)) != 0)
 		return rc;
+	if (c->json) {
+		json_t *doc = NULL;
+
+		if ((rc = cb_metrics_json(&doc, conn, &c->err)) < 0)
+			rc = fail(c, CB_EXIT_FAILED);
+		else
+			cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+		PQfinish(conn);
+		return rc < 0 ? CB_EXIT_FAILED : rc;
+	}
 	if ((rc = cb_metrics_text(&text, conn, &c->err)) < 0)
 		rc = fail(c, CB_EXIT_FAILED);
 	else
@@ -1423,11 +1436,29 @@ static int run_extra(struct cli *c, long k)
 	PGconn *conn = NULL;
 	int rc;
 
+	char **argv = c->argv;
+	int argc = c->argc;
+
 	cb__registry_command_at(c->reg, (size_t)k, NULL, NULL, &fn, &ctx);
-	if ((rc = open_db(c, &conn, 0)) != 0)
+	if (c->json) {
+		/* The global --json reaches the command as its argv[1]. */
+		argv = calloc((size_t)argc + 2, sizeof(*argv));
+		if (!argv)
+			return out_of_memory(c);
+		argv[0] = c->argv[0];
+		argv[1] = (char *)"--json";
+		memcpy(argv + 2, c->argv + 1, (size_t)argc * sizeof(*argv)); /* with the NULL */
+		argc++;
+	}
+	if ((rc = open_db(c, &conn, 0)) != 0) {
+		if (argv != c->argv)
+			free(argv);
 		return rc;
-	rc = fn(ctx, conn, c->argc, c->argv);
+	}
+	rc = fn(ctx, conn, argc, argv);
 	PQfinish(conn);
+	if (argv != c->argv)
+		free(argv);
 	/* A command that returned a CB_E* code by mistake still fails visibly. */
 	if (rc < 0 || rc > 125)
 		rc = CB_EXIT_FAILED;

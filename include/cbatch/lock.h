@@ -85,6 +85,14 @@ int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
  */
 int cb_metrics_text(char **out, PGconn *conn, cb_error *err);
 
+/**
+ * The same metrics as one JSON document: {"metrics": [{"name", "help",
+ * "type": "counter", "labels": {"job": ...} (empty for none), "value"}, ...]},
+ * one element per series, ordered by name and job. @p out receives a new
+ * reference. @return 0, CB_EDB, CB_ENOMEM.
+ */
+int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err);
+
 #ifdef __cplusplus
 }
 #endif
