@@ -714,7 +714,9 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 		json_object_set_new(doc, "dead_owner_recovered", json_boolean(r->dead_owner));
 		json_object_set_new(doc, "lock_name", cb__cli_json_text(r->lock_name));
 		json_object_set_new(doc, "fencing_token", json_integer(r->fencing_token));
-		json_object_set_new(doc, "elapsed_seconds", json_real(seconds));
+		/* Milliseconds are what a wall clock of a run means. */
+		json_object_set_new(doc, "elapsed_seconds",
+				    json_real((double)(long long)(seconds * 1000 + 0.5) / 1000));
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else {

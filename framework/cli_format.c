@@ -154,7 +154,9 @@ const char *cb__cli_term(char *buf, size_t size, const char *s)
 
 int cb__cli_json_print(FILE *f, const json_t *v)
 {
-	if (!v || json_dumpf(v, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	/* 15 significant digits: a duration of 0.492098 s prints as such, not as
+	 * the double's 17-digit 0.49209799999999998. */
+	if (!v || json_dumpf(v, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) != 0)
 		return -1;
 	if (fputc('\n', f) == EOF)
 		return -1;
