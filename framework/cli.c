@@ -638,10 +638,10 @@ static int cmd_jobs(struct cli *c)
 				int required;
 
 				cb_job_param_at(job, k, &name, &type, &required);
-				json_array_append_new(
-					ps, json_pack("{s:o,s:s,s:b}", "name", cb__cli_json_text(name),
-						      "type", cb_param_type_name(type), "required",
-						      required));
+				json_array_append_new(ps, json_pack("{s:o,s:s,s:b}", "name",
+								    cb__cli_json_text(name), "type",
+								    cb_param_type_name(type),
+								    "required", required));
 			}
 			json_array_append_new(
 				arr, json_pack("{s:o,s:o,s:o*}", "name",
@@ -728,7 +728,8 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 		if (r->restarted)
 			printf(" (restart)");
 		if (r->exit_message[0])
-			printf(" \xe2\x80\x94 %s", cb__cli_term(shown, sizeof(shown), r->exit_message));
+			printf(" \xe2\x80\x94 %s",
+			       cb__cli_term(shown, sizeof(shown), r->exit_message));
 		putchar('\n');
 	}
 	if (r->status == CB_STATUS_FAILED)
@@ -1180,7 +1181,8 @@ static int print_steps(const json_t *steps)
 			char f[64], m[CB_ERROR_MESSAGE_MAX * 4];
 
 			cb__cli_term(f, sizeof(f), json_string_value(json_object_get(e, "fault")));
-			cb__cli_term(m, sizeof(m), json_string_value(json_object_get(e, "message")));
+			cb__cli_term(m, sizeof(m),
+				     json_string_value(json_object_get(e, "message")));
 			printf("  skipped in %s (%s): %s\n",
 			       cb__cli_term(name, sizeof(name),
 					    json_string_value(json_object_get(st, "step_name"))),
@@ -1392,7 +1394,8 @@ static int cmd_unlock(struct cli *c)
 		char shown[2048], by[1200];
 
 		printf("lock '%s' released by force (recorded as FORCE_UNLOCKED by %s)\n",
-		       cb__cli_term(shown, sizeof(shown), pos[0]), cb__cli_term(by, sizeof(by), who));
+		       cb__cli_term(shown, sizeof(shown), pos[0]),
+		       cb__cli_term(by, sizeof(by), who));
 	}
 	rc = 0;
 done:

@@ -302,8 +302,9 @@ static int canon_double(char *out, size_t cap, double x, const char *text, const
 	/* Subnormals are kept (they round-trip); a value that became 0 is refused. */
 	if (range && x == 0)
 		return cb_error_set(err, CB_EINVAL,
-				    "parameter '%s': invalid double '%s' (out of range: it underflows "
-				    "to 0; the smallest magnitude is %g)", what, sv, DBL_TRUE_MIN);
+				    "parameter '%s': invalid double '%s' (out of range: it "
+				    "underflows to 0; the smallest magnitude is %g)",
+				    what, sv, DBL_TRUE_MIN);
 	if (!isfinite(x)) {
 		if (!text)
 			return cb_error_set(err, CB_EINVAL,

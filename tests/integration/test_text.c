@@ -62,8 +62,7 @@ typedef struct hostile {
 
 /* A processor quoting its input as people do: a field cut at 5 bytes (in the
  * middle of "é") and raw bytes as read from a file. */
-static int hostile_process(void *state, cb_chunk *chunk, void *item, void **out_item,
-			   cb_error *err)
+static int hostile_process(void *state, cb_chunk *chunk, void *item, void **out_item, cb_error *err)
 {
 	hostile *h = state;
 	long long v = *(long long *)item;
@@ -129,7 +128,8 @@ static void test_failure_with_invalid_utf8_message_ends_failed_and_is_recorded(v
 		 r.job_execution_id);
 	cbt_query_str(conn, sql, got, sizeof(got));
 	CBT_CONTAINS(got, "FAILED FAILED | ");
-	CBT_CONTAINS(got, "item 3: bad name 'abcd\xEF\xBF\xBD' in 'raw \xEF\xBF\xBD\xEF\xBF\xBD bytes'");
+	CBT_CONTAINS(got,
+		     "item 3: bad name 'abcd\xEF\xBF\xBD' in 'raw \xEF\xBF\xBD\xEF\xBF\xBD bytes'");
 	snprintf(sql, sizeof(sql),
 		 "SELECT status || ' | ' || exit_message FROM batch_job_execution WHERE "
 		 "job_execution_id = %lld",
@@ -204,7 +204,8 @@ static int count_lines(const char *s)
 static void test_control_characters_are_escaped_in_tables(void)
 {
 	/* A value that would forge a row of `locks` and repaint the screen. */
-	static const char forged[] = "tag=x\nforged:lock  root@host  99  60.0s  held  1\x1b[2J\xC2\x9B";
+	static const char forged[] =
+		"tag=x\nforged:lock  root@host  99  60.0s  held  1\x1b[2J\xC2\x9B";
 	cb_error err = CB_ERROR_INIT;
 	cb_step_def s = CB_STEP_DEF_INIT;
 	cb_job *job = NULL;
@@ -228,13 +229,15 @@ static void test_control_characters_are_escaped_in_tables(void)
 	/* The lock stays listed after release. */
 	CBT_EQ_LL(EX("locks"), 0);
 	CU_ASSERT(!has_raw_control(out));
-	CBT_CONTAINS(out, "forge:tag=x\\nforged:lock  root@host  99  60.0s  held  1\\x1B[2J\\u009B");
+	CBT_CONTAINS(out,
+		     "forge:tag=x\\nforged:lock  root@host  99  60.0s  held  1\\x1B[2J\\u009B");
 	snprintf(sql, sizeof(sql), "SELECT count(*) + 1 FROM batch_lock");
 	CBT_EQ_LL(count_lines(out), cbt_query_ll(conn, sql));
 	CBT_EQ_LL(EX("show", id), 0);
 	CU_ASSERT(!has_raw_control(out));
 	/* Shown as bash would take it back. */
-	CBT_CONTAINS(out, "$'tag=x\\nforged:lock  root@host  99  60.0s  held  1\\x1B[2J\\xC2\\x9B'");
+	CBT_CONTAINS(out,
+		     "$'tag=x\\nforged:lock  root@host  99  60.0s  held  1\\x1B[2J\\xC2\\x9B'");
 	CBT_EQ_LL(EX("executions"), 0);
 	CU_ASSERT(!has_raw_control(out));
 	/* The JSON keeps the value as it is. */
@@ -280,8 +283,9 @@ static void check_scrubbed(const char *flag, const char *dbarg, const char *secr
 	pid = cbt_spawn(argv, NULL);
 	for (i = 0; i < 200 && !waiting; i++) {
 		cbt_sleep_ms(50);
-		waiting = cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-					     "current_database() AND wait_event_type = 'Lock'") > 0;
+		waiting =
+			cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+					   "current_database() AND wait_event_type = 'Lock'") > 0;
 	}
 	CU_ASSERT(waiting);
 	n = read_cmdline(pid, cmdline, sizeof(cmdline));
@@ -315,8 +319,9 @@ static void test_malformed_uri_error_has_no_password(void)
 	CBT_EQ_LL(run_with(cbt_cli_bin(), bad, (const char *const[]){ "executions", NULL }), 1);
 	CBT_CONTAINS(errout, "cannot connect");
 	CU_ASSERT(strstr(errout, "hunter2bad") == NULL);
-	CBT_EQ_LL(run_with(cbt_cli_bin(), bad, (const char *const[]){ "--json", "executions", NULL }),
-		  1);
+	CBT_EQ_LL(
+		run_with(cbt_cli_bin(), bad, (const char *const[]){ "--json", "executions", NULL }),
+		1);
 	CU_ASSERT(strstr(errout, "hunter2bad") == NULL);
 	CU_ASSERT(strstr(out, "hunter2bad") == NULL);
 	v = json_loads(out, 0, &jerr);
@@ -398,14 +403,16 @@ static void test_metrics_escape_labels_and_print_json(void)
 	CU_ASSERT(json_array_size(list) > 10);
 	for (i = 0; i < json_array_size(list); i++) {
 		json_t *s = json_array_get(list, i);
-		const char *job = json_string_value(json_object_get(json_object_get(s, "labels"), "job"));
+		const char *job =
+			json_string_value(json_object_get(json_object_get(s, "labels"), "job"));
 
 		CU_ASSERT(json_is_string(json_object_get(s, "name")));
 		CU_ASSERT(json_is_string(json_object_get(s, "help")));
 		CBT_EQ_STR(json_string_value(json_object_get(s, "type")), "counter");
 		CU_ASSERT(json_is_integer(json_object_get(s, "value")));
 		if (job && strcmp(job, "we\"ird\\job\nx") == 0 &&
-		    strcmp(json_string_value(json_object_get(s, "name")), "items_read_count") == 0) {
+		    strcmp(json_string_value(json_object_get(s, "name")), "items_read_count") ==
+			    0) {
 			CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 7);
 			found = 1;
 		}
@@ -552,7 +559,8 @@ static const CU_TestInfo tests[] = {
 	  test_failure_with_invalid_utf8_message_ends_failed_and_is_recorded },
 	{ "skip with an invalid UTF-8 message is recorded",
 	  test_skip_with_invalid_utf8_message_is_recorded },
-	{ "control characters are escaped in tables", test_control_characters_are_escaped_in_tables },
+	{ "control characters are escaped in tables",
+	  test_control_characters_are_escaped_in_tables },
 	{ "password is scrubbed from the command line",
 	  test_password_is_scrubbed_from_the_command_line },
 	{ "malformed URI error has no password", test_malformed_uri_error_has_no_password },
@@ -562,7 +570,8 @@ static const CU_TestInfo tests[] = {
 	{ "example-setup prints JSON", test_example_setup_prints_json },
 	{ "schema init on an up-to-date schema needs no CREATE",
 	  test_schema_init_up_to_date_needs_no_create },
-	{ "invalid UTF-8 arguments are usage errors", test_invalid_utf8_arguments_are_usage_errors },
+	{ "invalid UTF-8 arguments are usage errors",
+	  test_invalid_utf8_arguments_are_usage_errors },
 	{ "declared parameters are listed", test_declared_parameters_are_listed },
 	{ "JSON durations have sensible precision", test_json_durations_have_sensible_precision },
 	CU_TEST_INFO_NULL,
