@@ -1,9 +1,77 @@
 /* `example-setup NAME`: create an example's tables and load demo data. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "examples.h"
+
+/* --json (the CLI passes the global option as argv[1]): one JSON document. */
+static int json_out;
+
+/* Report an error: a line on stderr, and with --json an {"error": ...} document.
+ * @return @p exitcode. */
+static int failure(int exitcode, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static int failure(int exitcode, const char *fmt, ...)
+{
+	char msg[1024];
+	size_t n;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	fprintf(stderr, "cbatch: example-setup: %s\n", msg);
+	if (json_out) {
+		json_t *doc = json_pack("{s:{s:s,s:s%,s:i}}", "error", "code",
+					exitcode == CB_EXIT_USAGE ? "CB_EINVAL" : "CB_EDB",
+					"message", msg, n, "exit_code", exitcode);
+
+		if (!doc) /* not UTF-8 (an argument): the message without it */
+			doc = json_pack("{s:{s:s,s:s,s:i}}", "error", "code", "CB_EINVAL",
+					"message", "invalid argument (not UTF-8)", "exit_code",
+					exitcode);
+		if (doc && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0)
+			fputc('\n', stdout);
+		json_decref(doc);
+	}
+	return exitcode;
+}
+
+/* The outcome: a line, or with --json {"example", "rows_added", "status"}. */
+static int ready(const char *example, const char *what, long long rows, const char *around)
+{
+	if (json_out) {
+		json_t *doc = json_pack("{s:s,s:I,s:s}", "example", example, "rows_added",
+					(json_int_t)rows, "status", "ready");
+
+		int ok;
+
+		if (around)
+			json_object_set_new(doc, "date", json_string(around));
+		ok = doc && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0;
+		json_decref(doc);
+		if (!ok)
+			return CB_EXIT_FAILED;
+		fputc('\n', stdout);
+	} else if (around) {
+		printf("example %s: tables ready, %lld %s added around %s\n", example, rows, what,
+		       around);
+	} else {
+		printf("example %s: tables ready, %lld %s added\n", example, rows, what);
+	}
+	return CB_EXIT_COMPLETED;
+}
 
 static const char *find_schema(const char *example)
 {
@@ -25,7 +93,7 @@ static int exec_sql(PGconn *conn, const char *what, const char *sql, int nparams
 	int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
 
 	if (!ok)
-		fprintf(stderr, "cbatch: example-setup: %s: %s", what, PQerrorMessage(conn));
+		failure(CB_EXIT_FAILED, "%s: %s", what, PQerrorMessage(conn));
 	PQclear(res);
 	return ok ? 0 : -1;
 }
@@ -68,8 +136,7 @@ static int setup_settlement(PGconn *conn, long long rows, const char *date, int 
 		     "FROM base, generate_series(1, $1::bigint) g",
 		     2, p) < 0)
 		return CB_EXIT_FAILED;
-	printf("example settlement: tables ready, %lld orders added around %s\n", rows, date);
-	return CB_EXIT_COMPLETED;
+	return ready("settlement", "orders", rows, date);
 }
 
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
@@ -80,22 +147,21 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 	char nrows[24], neg[24];
 
 	(void)ctx;
+	json_out = 0;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json_out = 1;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage();
 			return CB_EXIT_COMPLETED;
 		} else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
-			if (parse_count(argv[++i], &rows)) {
-				fprintf(stderr, "cbatch: example-setup: --rows '%s' is not a "
-					"non-negative integer\n", argv[i]);
-				return CB_EXIT_USAGE;
-			}
+			if (parse_count(argv[++i], &rows))
+				return failure(CB_EXIT_USAGE, "--rows '%s' is not a non-negative "
+					       "integer", argv[i]);
 		} else if (strcmp(argv[i], "--negative-at") == 0 && i + 1 < argc) {
-			if (parse_count(argv[++i], &negative)) {
-				fprintf(stderr, "cbatch: example-setup: --negative-at '%s' is not a "
-					"non-negative integer\n", argv[i]);
-				return CB_EXIT_USAGE;
-			}
+			if (parse_count(argv[++i], &negative))
+				return failure(CB_EXIT_USAGE, "--negative-at '%s' is not a "
+					       "non-negative integer", argv[i]);
 		} else if (strcmp(argv[i], "--date") == 0 && i + 1 < argc) {
 			date = argv[++i];
 		} else if (strcmp(argv[i], "--reset") == 0) {
@@ -103,20 +169,14 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		} else if (!example && argv[i][0] != '-') {
 			example = argv[i];
 		} else {
-			fprintf(stderr, "cbatch: example-setup: unexpected argument '%s'\n", argv[i]);
-			return CB_EXIT_USAGE;
+			return failure(CB_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
 		}
 	}
-	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0)) {
-		fprintf(stderr, "cbatch: example-setup: name an example (known: ledger, "
-			"settlement)\n");
-		return CB_EXIT_USAGE;
-	}
+	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0))
+		return failure(CB_EXIT_USAGE, "name an example (known: ledger, settlement)");
 	sql = find_schema(example);
-	if (!sql) {
-		fprintf(stderr, "cbatch: example-setup: no schema embedded for '%s'\n", example);
-		return CB_EXIT_FAILED;
-	}
+	if (!sql)
+		return failure(CB_EXIT_FAILED, "no schema embedded for '%s'", example);
 	if (exec_sql(conn, "schema", sql, 0, NULL) < 0)
 		return CB_EXIT_FAILED;
 	if (strcmp(example, "settlement") == 0)
@@ -144,6 +204,5 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 			     "greatest((SELECT max(id) FROM account), 1))", 0, NULL) < 0)
 			return CB_EXIT_FAILED;
 	}
-	printf("example ledger: tables ready, %lld accounts added\n", rows);
-	return CB_EXIT_COMPLETED;
+	return ready("ledger", "accounts", rows, NULL);
 }

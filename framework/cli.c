@@ -20,6 +20,7 @@
 #include "cbatch/lock.h"
 #include "cbatch/repository.h"
 #include "cli_internal.h"
+#include "text.h"
 
 #ifndef CBATCH_VERSION
 #define CBATCH_VERSION "0.1.0"
@@ -30,7 +31,7 @@
 struct cli {
 	cb_registry *reg;
 	const char *prog; /* basename of argv[0], for usage lines */
-	const char *db;   /* --db, or NULL */
+	const char *db;   /* --db (a private copy: argv's is scrubbed), or NULL */
 	int json;         /* --json */
 	int argc;         /* the command's arguments, global options removed */
 	char **argv;      /* argv[0] is the command name; NULL-terminated */
@@ -108,7 +109,9 @@ static const struct builtin builtins[] = {
 	  "The lock's holder, if it still runs, is fenced off at its next chunk and\n"
 	  "fails. The release is recorded in batch_lock_audit as FORCE_UNLOCKED.\n",
 	  cmd_unlock },
-	{ "metrics", "", "print repository metrics in Prometheus text format", NULL,
+	{ "metrics", "", "print repository metrics in Prometheus text format",
+	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"
+	  "one element per series.\n",
 	  cmd_metrics },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cmd_help },
 };
@@ -152,7 +155,13 @@ static int fail(struct cli *c, int exitcode)
 	if (c->err.message[0] == '\0')
 		snprintf(c->err.message, sizeof(c->err.message), "failed (%s)",
 			 cb_strcode(c->err.code));
-	fprintf(stderr, "cbatch: %s\n", c->err.message);
+	/* A message may quote a connection string (libpq does): no passwords. */
+	cb__redact_secrets_inplace(c->err.message, sizeof(c->err.message));
+	{
+		char shown[CB_ERROR_MESSAGE_MAX * 4];
+
+		fprintf(stderr, "cbatch: %s\n", cb__cli_term(shown, sizeof(shown), c->err.message));
+	}
 	if (!c->json)
 		return exitcode;
 	e = json_object();
@@ -250,6 +259,18 @@ static int parse_positive(long long *out, const char *s)
 	return 0;
 }
 
+/* An argument that reaches the repository must be valid UTF-8 (text columns
+ * refuse anything else): invalid input, exit 2. @return 0 or the exit code. */
+static int text_arg(struct cli *c, const char *what, const char *arg)
+{
+	char shown[400];
+
+	if (!arg || cb__utf8_valid(arg))
+		return 0;
+	return usage_error(c, "%s: %s '%.100s' is not valid UTF-8", c->argv[0], what,
+			   cb__cli_term(shown, sizeof(shown), arg));
+}
+
 /* Parse an execution id argument; a usage error names it. */
 static int parse_id(struct cli *c, long long *out, const char *arg)
 {
@@ -344,8 +365,11 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 	if (!conn)
 		return cb_error_set(err, CB_ENOMEM, "out of memory connecting to the database");
 	if (PQstatus(conn) != CONNECTION_OK) {
-		cb_error_set(err, CB_EDB, "cannot connect to the database: %s",
-			     PQerrorMessage(conn));
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		/* libpq quotes a malformed URI whole, password included. */
+		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(conn));
+		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
 		PQfinish(conn);
 		return CB_EDB;
 	}
@@ -443,13 +467,62 @@ static void print_general_help(const struct cli *c, FILE *f)
 		global_options_help, exit_codes_help, c->prog);
 }
 
+/* "targetDate:date (required), tz:string" of the job's declared parameters. */
+static void param_list(char *buf, size_t size, const cb_job *job)
+{
+	size_t i, n = cb_job_param_count(job), len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && len + 1 < size; i++) {
+		const char *name;
+		cb_param_type type;
+		int required, w;
+
+		cb_job_param_at(job, i, &name, &type, &required);
+		w = snprintf(buf + len, size - len, "%s%s:%s%s", i ? ", " : "", name,
+			     cb_param_type_name(type), required ? " (required)" : "");
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+}
+
+/* `run JOB --help`: the job's declared parameters. */
+static void print_job_params(const struct cli *c, FILE *f)
+{
+	const cb_job *job = c->argc > 1 ? cb_registry_find(c->reg, c->argv[1]) : NULL;
+	size_t i, n = job ? cb_job_param_count(job) : 0;
+
+	if (!job)
+		return;
+	fprintf(f, "\nJob '%s'", cb_job_name(job));
+	if (cb_job_description(job)[0])
+		fprintf(f, ": %s", cb_job_description(job));
+	if (n == 0) {
+		fputs("\n  declares no parameters (any are accepted)\n", f);
+		return;
+	}
+	fputs("\n  declared parameters (other identifying ones are refused):\n", f);
+	for (i = 0; i < n; i++) {
+		const char *name;
+		cb_param_type type;
+		int required;
+
+		cb_job_param_at(job, i, &name, &type, &required);
+		fprintf(f, "    %-24s %-7s %s\n", name, cb_param_type_name(type),
+			required ? "required" : "optional");
+	}
+}
+
 static void print_builtin_help(const struct cli *c, const struct builtin *b, FILE *f)
 {
 	fprintf(f, "usage: %s %s %s\n\n%s.\n", c->prog, b->name, b->synopsis, b->summary);
 	if (b->help)
 		fprintf(f, "\n%s", b->help);
-	if (strcmp(b->name, "run") == 0)
+	if (strcmp(b->name, "run") == 0) {
+		print_job_params(c, f);
 		fprintf(f, "\n%s", params_help);
+	}
 	fprintf(f, "\n%s\n%s", global_options_help, exit_codes_help);
 }
 
@@ -543,7 +616,7 @@ static int cmd_jobs(struct cli *c)
 {
 	size_t i, n = cb_registry_count(c->reg);
 	cb__cli_table *t = NULL;
-	static const char *const headers[] = { "JOB", "DESCRIPTION" };
+	static const char *const headers[] = { "JOB", "DESCRIPTION", "PARAMETERS" };
 
 	if (c->argc > 1)
 		return usage_error(c, "jobs: unexpected argument '%.100s'", c->argv[1]);
@@ -557,11 +630,24 @@ static int cmd_jobs(struct cli *c)
 		}
 		for (i = 0; i < n; i++) {
 			const cb_job *job = cb_registry_at(c->reg, i);
+			json_t *ps = json_array();
 
+			for (size_t k = 0; ps && k < cb_job_param_count(job); k++) {
+				const char *name;
+				cb_param_type type;
+				int required;
+
+				cb_job_param_at(job, k, &name, &type, &required);
+				json_array_append_new(ps, json_pack("{s:o,s:s,s:b}", "name",
+								    cb__cli_json_text(name), "type",
+								    cb_param_type_name(type),
+								    "required", required));
+			}
 			json_array_append_new(
-				arr, json_pack("{s:o,s:o}", "name",
+				arr, json_pack("{s:o,s:o,s:o*}", "name",
 					       cb__cli_json_text(cb_job_name(job)), "description",
-					       cb__cli_json_text(cb_job_description(job))));
+					       cb__cli_json_text(cb_job_description(job)),
+					       "parameters", ps));
 		}
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
@@ -571,11 +657,16 @@ static int cmd_jobs(struct cli *c)
 		printf("no jobs are registered in this program\n");
 		return 0;
 	}
-	if (cb__cli_table_new(&t, 2, headers, "ll") < 0)
+	if (cb__cli_table_new(&t, 3, headers, "lll") < 0)
 		return out_of_memory(c);
 	for (i = 0; i < n; i++) {
 		const cb_job *job = cb_registry_at(c->reg, i);
-		const char *row[2] = { cb_job_name(job), cb_job_description(job) };
+		char params[1024];
+		const char *row[3] = { cb_job_name(job), cb_job_description(job), params };
+
+		param_list(params, sizeof(params), job);
+		if (!params[0])
+			row[2] = "-";
 
 		if (cb__cli_table_add(t, row) < 0) {
 			cb__cli_table_free(t);
@@ -606,6 +697,7 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 			 double seconds)
 {
 	const char *status = cb_status_name(r->status);
+	char shown[CB_ERROR_MESSAGE_MAX * 4];
 
 	if (c->json) {
 		json_t *doc = json_object();
@@ -622,7 +714,9 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 		json_object_set_new(doc, "dead_owner_recovered", json_boolean(r->dead_owner));
 		json_object_set_new(doc, "lock_name", cb__cli_json_text(r->lock_name));
 		json_object_set_new(doc, "fencing_token", json_integer(r->fencing_token));
-		json_object_set_new(doc, "elapsed_seconds", json_real(seconds));
+		/* Milliseconds are what a wall clock of a run means. */
+		json_object_set_new(doc, "elapsed_seconds",
+				    json_real((double)(long long)(seconds * 1000 + 0.5) / 1000));
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else {
@@ -634,12 +728,13 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 		if (r->restarted)
 			printf(" (restart)");
 		if (r->exit_message[0])
-			printf(" \xe2\x80\x94 %s", r->exit_message);
+			printf(" \xe2\x80\x94 %s",
+			       cb__cli_term(shown, sizeof(shown), r->exit_message));
 		putchar('\n');
 	}
 	if (r->status == CB_STATUS_FAILED)
 		fprintf(stderr, "cbatch: job %s execution %lld failed: %s\n", job_name,
-			r->job_execution_id, r->exit_message);
+			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message));
 	return result_exit(r);
 }
 
@@ -935,6 +1030,8 @@ static int cmd_executions(struct cli *c)
 				 pos[1], c->prog);
 		goto done;
 	}
+	if (npos && (rc = text_arg(c, "job name", pos[0])) != 0)
+		goto done;
 	if (values[0] && (parse_positive(&limit, values[0]) < 0 || limit > 1000000)) {
 		rc = usage_error(c, "executions: invalid --limit '%.100s' (expected 1..1000000)",
 				 values[0]);
@@ -957,8 +1054,11 @@ static int cmd_executions(struct cli *c)
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else if (json_array_size(list) == 0) {
+		char shown[CB_PARAM_NAME_MAX * 4 + 8];
+
 		if (npos)
-			printf("no executions of job '%s'\n", pos[0]);
+			printf("no executions of job '%s'\n",
+			       cb__cli_term(shown, sizeof(shown), pos[0]));
 		else
 			printf("no executions\n");
 	} else if (print_executions(list) < 0) {
@@ -976,7 +1076,10 @@ done:
 /* "label:  value" with the labels aligned; NULL values print as "-". */
 static void field(const char *label, const char *value)
 {
-	printf("  %-13s %s\n", label, value && value[0] ? value : "-");
+	char shown[CB_PARAM_VALUE_MAX * 4];
+
+	printf("  %-13s %s\n", label,
+	       value && value[0] ? cb__cli_term(shown, sizeof(shown), value) : "-");
 }
 
 static void field_time(const json_t *o, const char *label, const char *key)
@@ -1075,10 +1178,15 @@ static int print_steps(const json_t *steps)
 		for (size_t li = 0; li < json_array_size(list); li++) {
 			const json_t *e = json_array_get(list, li);
 
+			char f[64], m[CB_ERROR_MESSAGE_MAX * 4];
+
+			cb__cli_term(f, sizeof(f), json_string_value(json_object_get(e, "fault")));
+			cb__cli_term(m, sizeof(m),
+				     json_string_value(json_object_get(e, "message")));
 			printf("  skipped in %s (%s): %s\n",
-			       cb__cli_json_get_text(st, "step_name", name, sizeof(name)),
-			       json_string_value(json_object_get(e, "fault")),
-			       json_string_value(json_object_get(e, "message")));
+			       cb__cli_term(name, sizeof(name),
+					    json_string_value(json_object_get(st, "step_name"))),
+			       f, m);
 		}
 	}
 	return 0;
@@ -1093,7 +1201,7 @@ static int print_execution(const json_t *e)
 
 	printf("execution %s of job '%s' (instance %s)\n",
 	       cb__cli_json_get_text(e, "job_execution_id", a, sizeof(a)),
-	       cb__cli_json_get_text(e, "job_name", job, sizeof(job)) ? job : "?",
+	       cb__cli_term(job, sizeof(job), json_string_value(json_object_get(e, "job_name"))),
 	       cb__cli_json_get_text(e, "job_instance_id", b, sizeof(b)));
 	field("status:", cb__cli_json_get_text(e, "status", a, sizeof(a)));
 	fmt_exit(buf, sizeof(buf), e);
@@ -1122,14 +1230,16 @@ static int print_execution(const json_t *e)
 	/* Step exit messages last: they are long and would break the table. */
 	for (i = 0; i < json_array_size(steps); i++) {
 		const json_t *s = json_array_get(steps, i);
-		char name[CB_PARAM_NAME_MAX + 8], msg[CB_ERROR_MESSAGE_MAX];
-		char prefix[CB_PARAM_NAME_MAX + 16];
-		const char *m = cb__cli_json_get_text(s, "exit_message", msg, sizeof(msg));
+		char name[CB_PARAM_NAME_MAX * 4 + 8], raw[CB_ERROR_MESSAGE_MAX];
+		char msg[CB_ERROR_MESSAGE_MAX * 4], prefix[CB_PARAM_NAME_MAX * 4 + 16];
+		const char *m = cb__cli_json_get_text(s, "exit_message", raw, sizeof(raw));
 
 		if (!m || !m[0])
 			continue;
+		m = cb__cli_term(msg, sizeof(msg), m);
 		snprintf(prefix, sizeof(prefix), "step '%s'",
-			 cb__cli_json_get_text(s, "step_name", name, sizeof(name)) ? name : "?");
+			 cb__cli_term(name, sizeof(name),
+				      json_string_value(json_object_get(s, "step_name"))));
 		/* The engine's messages usually name the step already. */
 		if (strncmp(m, prefix, strlen(prefix)) == 0)
 			printf("  %s\n", m);
@@ -1254,12 +1364,22 @@ static int cmd_unlock(struct cli *c)
 	if (rc == 0 && !values[0])
 		rc = usage_error(c, "unlock: releasing a lock someone may hold needs --force");
 	if (rc == 0)
+		rc = text_arg(c, "lock name", pos[0]);
+	if (rc == 0)
+		rc = text_arg(c, "reason", values[1]);
+	if (rc == 0)
 		rc = open_db(c, &conn, 1);
 	if (rc != 0)
 		goto done;
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	snprintf(who, sizeof(who), "%s@%s", user && *user ? user : "unknown", host);
+	{
+		char raw[sizeof(who)];
+
+		memcpy(raw, who, sizeof(raw));
+		cb__utf8_sanitize(who, sizeof(who), raw);
+	}
 	if ((rc = cb_lock_force_unlock(conn, pos[0], who, values[1], &c->err)) < 0) {
 		rc = fail(c, rc == CB_ENOTFOUND ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 		goto done;
@@ -1271,8 +1391,11 @@ static int cmd_unlock(struct cli *c)
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else {
-		printf("lock '%s' released by force (recorded as FORCE_UNLOCKED by %s)\n", pos[0],
-		       who);
+		char shown[2048], by[1200];
+
+		printf("lock '%s' released by force (recorded as FORCE_UNLOCKED by %s)\n",
+		       cb__cli_term(shown, sizeof(shown), pos[0]),
+		       cb__cli_term(by, sizeof(by), who));
 	}
 	rc = 0;
 done:
@@ -1289,6 +1412,17 @@ static int cmd_metrics(struct cli *c)
 
 	if ((rc = no_args(c)) != 0 || (rc = open_db(c, &conn, 1)) != 0)
 		return rc;
+	if (c->json) {
+		json_t *doc = NULL;
+
+		if ((rc = cb_metrics_json(&doc, conn, &c->err)) < 0)
+			rc = fail(c, CB_EXIT_FAILED);
+		else
+			cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+		PQfinish(conn);
+		return rc < 0 ? CB_EXIT_FAILED : rc;
+	}
 	if ((rc = cb_metrics_text(&text, conn, &c->err)) < 0)
 		rc = fail(c, CB_EXIT_FAILED);
 	else
@@ -1307,11 +1441,29 @@ static int run_extra(struct cli *c, long k)
 	PGconn *conn = NULL;
 	int rc;
 
+	char **argv = c->argv;
+	int argc = c->argc;
+
 	cb__registry_command_at(c->reg, (size_t)k, NULL, NULL, &fn, &ctx);
-	if ((rc = open_db(c, &conn, 0)) != 0)
+	if (c->json) {
+		/* The global --json reaches the command as its argv[1]. */
+		argv = calloc((size_t)argc + 2, sizeof(*argv));
+		if (!argv)
+			return out_of_memory(c);
+		argv[0] = c->argv[0];
+		argv[1] = (char *)"--json";
+		memcpy(argv + 2, c->argv + 1, (size_t)argc * sizeof(*argv)); /* with the NULL */
+		argc++;
+	}
+	if ((rc = open_db(c, &conn, 0)) != 0) {
+		if (argv != c->argv)
+			free(argv);
 		return rc;
-	rc = fn(ctx, conn, c->argc, c->argv);
+	}
+	rc = fn(ctx, conn, argc, argv);
 	PQfinish(conn);
+	if (argv != c->argv)
+		free(argv);
 	/* A command that returned a CB_E* code by mistake still fails visibly. */
 	if (rc < 0 || rc > 125)
 		rc = CB_EXIT_FAILED;
@@ -1340,8 +1492,42 @@ static void print_version(const struct cli *c)
 		       cb_repo_schema_target());
 }
 
+/*
+ * Hide the secrets of --db's value @p arg from `ps` (/proc/PID/cmdline):
+ * overwrite the bytes in place with the value's redacted form (padded with
+ * NULs), or with '*' where that does not fit.
+ */
+static void scrub_arg(char *arg)
+{
+	size_t n = strlen(arg);
+	char *red = malloc(n + 8);
+
+	if (red && cb__redact_secrets(red, n + 8, arg) <= n) {
+		if (strcmp(red, arg) != 0) {
+			memset(arg, 0, n);
+			memcpy(arg, red, strlen(red));
+		}
+	} else {
+		memset(arg, '*', n);
+	}
+	free(red);
+}
+
+/* Take --db's value: a private copy into @p c, the argument scrubbed. */
+static int take_db(struct cli *c, char *value, char **copy)
+{
+	free(*copy);
+	*copy = strdup(value);
+	if (!*copy)
+		return -1;
+	c->db = *copy;
+	scrub_arg(value);
+	return 0;
+}
+
 int cb_cli_main(cb_registry *reg, int argc, char **argv)
 {
+	char *db_copy = NULL;
 	struct cli c;
 	const char *bad = NULL, *cmd = NULL;
 	int i, help = 0, version = 0, dashdash = 0, db_missing = 0, rc;
@@ -1375,10 +1561,11 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		} else if (strcmp(a, "--db") == 0) {
 			if (i + 1 >= argc)
 				db_missing = 1;
-			else
-				c.db = argv[++i];
+			else if (take_db(&c, argv[++i], &db_copy) < 0)
+				db_missing = -1;
 		} else if (strncmp(a, "--db=", 5) == 0) {
-			c.db = a + 5;
+			if (take_db(&c, argv[i] + 5, &db_copy) < 0)
+				db_missing = -1;
 		} else if (strcmp(a, "--json") == 0) {
 			c.json = 1;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1405,6 +1592,8 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		} else {
 			rc = command_help(&c, cmd);
 		}
+	} else if (db_missing < 0) {
+		rc = out_of_memory(&c);
 	} else if (db_missing) {
 		rc = usage_error(&c, "option '--db' needs a value");
 	} else if (bad) {
@@ -1430,5 +1619,6 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		rc = CB_EXIT_FAILED;
 	}
 	free(c.argv);
+	free(db_copy);
 	return rc;
 }

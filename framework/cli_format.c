@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "text.h"
+
 /* ---- tables -------------------------------------------------------------- */
 
 struct cb__cli_table {
@@ -30,7 +32,13 @@ static int table_push(cb__cli_table *t, const char *const *cells)
 	}
 	base = t->nrows * t->ncols;
 	for (i = 0; i < t->ncols; i++) {
-		t->cells[base + i] = strdup(cells[i] ? cells[i] : "-");
+		const char *c = cells[i] ? cells[i] : "-";
+		/* Escaped: a value must not break the row or move the cursor. */
+		size_t size = strlen(c) * 6 + 1;
+
+		t->cells[base + i] = malloc(size);
+		if (t->cells[base + i])
+			cb__term_escape(t->cells[base + i], size, c);
 		if (!t->cells[base + i]) {
 			while (i-- > 0)
 				free(t->cells[base + i]);
@@ -136,11 +144,19 @@ void cb__cli_table_free(cb__cli_table *t)
 	free(t);
 }
 
+const char *cb__cli_term(char *buf, size_t size, const char *s)
+{
+	cb__term_escape(buf, size, s ? s : "");
+	return buf;
+}
+
 /* ---- JSON ---------------------------------------------------------------- */
 
 int cb__cli_json_print(FILE *f, const json_t *v)
 {
-	if (!v || json_dumpf(v, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	/* 15 significant digits: a duration of 0.492098 s prints as such, not as
+	 * the double's 17-digit 0.49209799999999998. */
+	if (!v || json_dumpf(v, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) != 0)
 		return -1;
 	if (fputc('\n', f) == EOF)
 		return -1;
@@ -419,6 +435,19 @@ static int shell_safe(const char *s)
 	return 1;
 }
 
+/* Control characters: C0, DEL, C1 (U+0080..U+009F, C2 80..C2 9F). */
+static int has_control(const char *s)
+{
+	for (; *s; s++) {
+		const unsigned char u = (unsigned char)*s;
+
+		if (u < 0x20 || u == 0x7F ||
+		    (u == 0xC2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] < 0xA0))
+			return 1;
+	}
+	return 0;
+}
+
 /* One parameter as the command line would take it, shell-quoted if needed. */
 static void add_param(struct sbuf *b, const char *name, const char *type, const char *value,
 		      int identifying)
@@ -442,7 +471,34 @@ static void add_param(struct sbuf *b, const char *name, const char *type, const 
 	}
 	if (b->len > 0)
 		sb_str(b, " ");
-	if (shell_safe(w.s)) {
+	if (has_control(w.s)) {
+		/* Bash's $'...': the escapes stay copy-pasteable and show no raw
+		 * control character (which could forge output lines). */
+		sb_str(b, "$'");
+		for (p = w.s; *p; p++) {
+			const unsigned char u = (unsigned char)*p;
+			char e[8];
+
+			if (*p == '\\' || *p == '\'')
+				snprintf(e, sizeof(e), "\\%c", *p);
+			else if (*p == '\n')
+				snprintf(e, sizeof(e), "\\n");
+			else if (*p == '\t')
+				snprintf(e, sizeof(e), "\\t");
+			else if (*p == '\r')
+				snprintf(e, sizeof(e), "\\r");
+			else if (u < 0x20 || u == 0x7F ||
+				 (u == 0xC2 && (unsigned char)p[1] >= 0x80 &&
+				  (unsigned char)p[1] < 0xA0))
+				snprintf(e, sizeof(e), "\\x%02X", u);
+			else if (p > w.s && (unsigned char)p[-1] == 0xC2 && u >= 0x80 && u < 0xA0)
+				snprintf(e, sizeof(e), "\\x%02X", u);
+			else
+				snprintf(e, sizeof(e), "%c", *p);
+			sb_str(b, e);
+		}
+		sb_str(b, "'");
+	} else if (shell_safe(w.s)) {
 		sb_str(b, w.s);
 	} else {
 		sb_str(b, "'");

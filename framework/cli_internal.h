@@ -38,6 +38,10 @@ int cb__cli_table_add(cb__cli_table *t, const char *const *cells);
 void cb__cli_table_print(const cb__cli_table *t, FILE *f, const char *indent);
 void cb__cli_table_free(cb__cli_table *t);
 
+/* @p s for a terminal, written into @p buf: control characters escaped
+ * (\n, \x1B...), invalid UTF-8 replaced, cut to fit. @return @p buf. */
+const char *cb__cli_term(char *buf, size_t size, const char *s);
+
 /* Print @p v as one JSON document and a newline. @return 0, or -1 if it
  * could not be encoded or written. */
 int cb__cli_json_print(FILE *f, const json_t *v);

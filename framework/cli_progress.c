@@ -41,7 +41,7 @@ void cb__cli_progress_update(void *ctx, const char *step_name, long long read_co
 	const char *step = step_name ? step_name : "";
 	double now = cb__cli_now();
 	int new_step = strncmp(p->step, step, sizeof(p->step) - 1) != 0;
-	char rate[32];
+	char rate[32], job[512], shown[512];
 
 	/* A new step always shows; otherwise at most one line per interval. */
 	if (!new_step && p->last >= 0 && now - p->last < PROGRESS_INTERVAL)
@@ -51,7 +51,8 @@ void cb__cli_progress_update(void *ctx, const char *step_name, long long read_co
 	fmt_rate(rate, sizeof(rate),
 		 elapsed_seconds > 0 ? (double)read_count / elapsed_seconds : 0.0);
 	/* \r returns to the start of the line, ESC[K erases what a longer line left. */
-	fprintf(p->f, "\r%s/%s: %lld read, %lld written, %s/s, %.1fs\033[K", p->job, step,
+	fprintf(p->f, "\r%s/%s: %lld read, %lld written, %s/s, %.1fs\033[K",
+		cb__cli_term(job, sizeof(job), p->job), cb__cli_term(shown, sizeof(shown), step),
 		read_count, write_count, rate, elapsed_seconds);
 	fflush(p->f);
 	p->shown = 1;

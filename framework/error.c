@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "text.h"
+
 void cb_error_clear(cb_error *err)
 {
 	if (!err)
@@ -26,17 +28,31 @@ static void flatten(char *s)
 			*s = ' ';
 }
 
+/*
+ * The message is always valid UTF-8, cut only at a character boundary: it goes
+ * to the repository (text columns refuse invalid UTF-8: 22021) and to JSON.
+ * Formatted into a larger buffer first, so that vsnprintf's own cut (which may
+ * split a character) lies beyond what is kept.
+ */
+static void store(cb_error *err, char *text)
+{
+	flatten(text);
+	cb__utf8_sanitize(err->message, sizeof(err->message), text);
+}
+
 int cb_error_set(cb_error *err, int code, const char *fmt, ...)
 {
+	char text[CB_ERROR_MESSAGE_MAX * 2];
 	va_list ap;
 
 	if (!err || err->code != 0)
 		return code;
 	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	if (vsnprintf(text, sizeof(text), fmt, ap) < 0)
+		text[0] = '\0';
 	va_end(ap);
-	flatten(err->message);
+	store(err, text);
 	return code;
 }
 
@@ -44,17 +60,20 @@ int cb_error_prefix(cb_error *err, const char *fmt, ...)
 {
 	char prefix[256];
 	char old[CB_ERROR_MESSAGE_MAX];
+	char text[CB_ERROR_MESSAGE_MAX * 2];
 	va_list ap;
 
 	if (!err || err->code == 0)
 		return err ? err->code : 0;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	if (vsnprintf(prefix, sizeof(prefix), fmt, ap) < 0)
+		prefix[0] = '\0';
 	va_end(ap);
 	memcpy(old, err->message, sizeof(old));
-	if (snprintf(err->message, sizeof(err->message), "%s: %s", prefix, old) < 0)
-		err->message[0] = '\0';
-	flatten(err->message);
+	old[sizeof(old) - 1] = '\0';
+	if (snprintf(text, sizeof(text), "%s: %s", prefix, old) < 0)
+		text[0] = '\0';
+	store(err, text);
 	return err->code;
 }
 

@@ -271,6 +271,25 @@ int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int requ
 	return 0;
 }
 
+size_t cb_job_param_count(const cb_job *job)
+{
+	return job ? job->nparam_specs : 0;
+}
+
+int cb_job_param_at(const cb_job *job, size_t i, const char **name, cb_param_type *type,
+		    int *required)
+{
+	if (!job || i >= job->nparam_specs)
+		return CB_ENOTFOUND;
+	if (name)
+		*name = job->param_specs[i].name;
+	if (type)
+		*type = job->param_specs[i].type;
+	if (required)
+		*required = job->param_specs[i].required;
+	return 0;
+}
+
 int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err)
 {
 	size_t n = params ? cb_params_count(params) : 0;

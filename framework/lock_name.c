@@ -59,12 +59,29 @@ static int put(buf *b, const char *s, size_t n)
 	return 0;
 }
 
+/* @p s with the default name's separators (',' '=') and the escape
+ * character itself escaped by a backslash, so that no value can pass for
+ * another parameter: "file=/a,run.id=1" as one value is "file=/a\,run.id\=1". */
+static int put_escaped(buf *b, const char *s)
+{
+	int rc = 0;
+
+	for (; rc == 0 && *s; s++) {
+		if (*s == ',' || *s == '=' || *s == '\\')
+			rc = put(b, "\\", 1);
+		if (rc == 0)
+			rc = put(b, s, 1);
+	}
+	return rc;
+}
+
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* job:name=value,name=value over the identifying parameters, sorted. */
+/* job:name=value,name=value over the identifying parameters, sorted; names
+ * and values escaped (put_escaped). */
 static int default_name(buf *b, const cb_job *job, const cb_params *params)
 {
 	size_t n = cb_params_count(params), k = 0;
@@ -88,11 +105,11 @@ static int default_name(buf *b, const cb_job *job, const cb_params *params)
 
 		rc = put(b, i ? "," : ":", 1);
 		if (rc == 0)
-			rc = put(b, names[i], strlen(names[i]));
+			rc = put_escaped(b, names[i]);
 		if (rc == 0)
 			rc = put(b, "=", 1);
 		if (rc == 0)
-			rc = put(b, v, strlen(v));
+			rc = put_escaped(b, v);
 	}
 	free(names);
 	return rc;
@@ -151,7 +168,7 @@ int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_
 		b.len = 0;
 		rc = put(&b, job->name, strlen(job->name));
 		if (rc == 0)
-			rc = put(&b, ":key=", 5);
+			rc = put(&b, ":#key=", 6); /* no parameter name starts with # */
 		if (rc == 0)
 			rc = put(&b, key, CB_JOB_KEY_LEN);
 	}

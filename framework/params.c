@@ -11,6 +11,7 @@
 #include "cbatch/params.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -265,7 +266,7 @@ static int canon_double(char *out, size_t cap, double x, const char *text, const
 	char sv[SHOW_MAX + 8];
 	locale_t c, old;
 	char *end = NULL;
-	int bad = 0;
+	int bad = 0, range = 0;
 
 	c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 	if (c == (locale_t)0)
@@ -275,8 +276,12 @@ static int canon_double(char *out, size_t cap, double x, const char *text, const
 		/* strtod would skip leading white space; a value never has any. */
 		if (text[0] == '\0' || text[0] == ' ' || (text[0] >= '\t' && text[0] <= '\r'))
 			bad = 1;
-		else
+		else {
+			errno = 0;
 			x = strtod(text, &end);
+			/* Underflow (1e-400 as 0, or a subnormal) and overflow. */
+			range = errno == ERANGE;
+		}
 		if (!bad && *end != '\0')
 			bad = 1;
 	}
@@ -294,6 +299,12 @@ static int canon_double(char *out, size_t cap, double x, const char *text, const
 		return cb_error_set(err, CB_EINVAL,
 				    "parameter '%s': invalid double '%s' (expected a decimal number)",
 				    what, sv);
+	/* Subnormals are kept (they round-trip); a value that became 0 is refused. */
+	if (range && x == 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "parameter '%s': invalid double '%s' (out of range: it "
+				    "underflows to 0; the smallest magnitude is %g)",
+				    what, sv, DBL_TRUE_MIN);
 	if (!isfinite(x)) {
 		if (!text)
 			return cb_error_set(err, CB_EINVAL,

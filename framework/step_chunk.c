@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "repo.h"
 #include "step_context.h"
+#include "text.h"
 #include "tx.h"
 
 #include <stdio.h>
@@ -242,7 +243,10 @@ static void record_skip(chunk_step *cs, cb_fault fault, const void *item, const 
 {
 	static const char *const names[] = { "read", "process", "write" };
 	json_t *list = json_object_get(cs->context, "skipped");
+	char msg[CB_ERROR_MESSAGE_MAX];
 
+	/* json_pack refuses invalid UTF-8: the skip would vanish silently. */
+	cb__utf8_sanitize(msg, sizeof(msg), err->message);
 	if (!json_is_array(list)) {
 		list = json_array();
 		if (!list || json_object_set_new(cs->context, "skipped", list) < 0)
@@ -250,7 +254,7 @@ static void record_skip(chunk_step *cs, cb_fault fault, const void *item, const 
 	}
 	(void)item; /* the message already names it (callback_failed) */
 	json_array_append_new(list, json_pack("{s:s, s:s}", "fault", names[fault], "message",
-					      err->message));
+					      msg));
 	while (json_array_size(list) > SKIPS_KEPT)
 		json_array_remove(list, 0);
 }

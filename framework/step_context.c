@@ -1,5 +1,6 @@
 /* Accessors of the step context and the chunk arena. */
 #include "step_context.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -48,6 +49,12 @@ int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_
 
 	if (n == 0 || n >= sizeof(m->exit_status))
 		return CB_EINVAL;
+	/* It is stored and shown: valid UTF-8 without control characters. */
+	if (!cb__utf8_valid(exit_status))
+		return CB_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)exit_status[i] < 0x20 || exit_status[i] == 0x7F)
+			return CB_EINVAL;
 	memcpy(m->exit_status, exit_status, n + 1);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* Job instances and executions: launch, state changes, parameters, contexts. */
 #include "repo.h"
+#include "text.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -336,9 +337,12 @@ int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
 			const char *exit_code, const char *exit_message, cb_error *err)
 {
-	char id[24];
-	const char *p[4] = { id, cb_status_name(status), exit_code, exit_message ? exit_message : "" };
+	char id[24], msg[CB_ERROR_MESSAGE_MAX], code[64];
+	const char *p[4] = { id, cb_status_name(status), code, msg };
 
+	/* Text columns refuse invalid UTF-8 (22021): the end must be recorded. */
+	cb__utf8_sanitize(msg, sizeof(msg), exit_message);
+	cb__utf8_sanitize(code, sizeof(code), exit_code);
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
 	PGresult *res;
 	int rc = 0;

@@ -112,14 +112,18 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 	/* Serialises concurrent `schema init`s: the second waits, then sees the work done. */
 	rc = cb__repo_command(conn, "schema lock", "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK_KEY ")",
 			      0, NULL, err);
+	/* Look before creating: CREATE TABLE IF NOT EXISTS checks the CREATE
+	 * privilege first, and an up-to-date schema must need none. */
 	if (rc == 0)
+		rc = schema_version(&v, conn, err);
+	if (rc == 0 && v < 0) {
 		rc = cb__repo_command(conn, "create batch_schema_version",
 				      "CREATE TABLE IF NOT EXISTS batch_schema_version ("
 				      "version int PRIMARY KEY, name text NOT NULL, "
 				      "installed_at timestamptz NOT NULL DEFAULT clock_timestamp())",
 				      0, NULL, err);
-	if (rc == 0)
-		rc = schema_version(&v, conn, err);
+		v = 0;
+	}
 	if (rc == 0 && v > target)
 		rc = cb_error_set(err, CB_EINVAL,
 				  "repository schema is at version %d, newer than this cbatch "

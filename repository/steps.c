@@ -1,5 +1,6 @@
 /* Step executions: history across an instance, creation, end, checkpoint. */
 #include "repo.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,10 +82,12 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 			 const char *exit_code, const char *exit_message, long long rollbacks,
 			 cb_error *err)
 {
-	char id[24], rb[24];
-	const char *p[5] = { id, cb_status_name(status), exit_code,
-			     exit_message ? exit_message : "", rb };
+	char id[24], rb[24], msg[CB_ERROR_MESSAGE_MAX], code[64];
+	const char *p[5] = { id, cb_status_name(status), code, msg, rb };
 
+	/* Text columns refuse invalid UTF-8 (22021): the end must be recorded. */
+	cb__utf8_sanitize(msg, sizeof(msg), exit_message);
+	cb__utf8_sanitize(code, sizeof(code), exit_code);
 	snprintf(id, sizeof(id), "%lld", step_execution_id);
 	snprintf(rb, sizeof(rb), "%lld", rollbacks);
 	return cb__repo_command(conn, "finish step execution",

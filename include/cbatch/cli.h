@@ -66,7 +66,9 @@ const cb_job *cb_registry_at(const cb_registry *reg, size_t i);
 /**
  * A command of the program's own (e.g. `example-setup`). @p conn is an open
  * connection (borrowed) made from --db / CBATCH_DB / PG* variables; argv[0]
- * is the command name. Return a CB_EXIT_* code.
+ * is the command name. With the global option --json, argv[1] is "--json":
+ * the command should then print one JSON document on stdout (errors too).
+ * Return a CB_EXIT_* code.
  */
 typedef int (*cb_command_fn)(void *ctx, PGconn *conn, int argc, char **argv);
 

@@ -57,7 +57,10 @@ void cb_error_clear(cb_error *err);
  * Record an error unless @p err already holds one (first error wins).
  * @param err  may be NULL (the code is still returned)
  * @param code a negative CB_E* code
- * @param fmt  printf format of a one-line message; newlines are replaced by spaces
+ * @param fmt  printf format of a one-line message; newlines are replaced by spaces.
+ *             The stored message is always valid UTF-8: invalid bytes (raw input,
+ *             a field cut in the middle of a character) become U+FFFD, and a
+ *             message too long for the buffer is cut at a character boundary.
  * @return @p code, so that `return cb_error_set(err, CB_EINVAL, ...)` reads well
  */
 int cb_error_set(cb_error *err, int code, const char *fmt, ...)
@@ -68,7 +71,8 @@ int cb_error_set(cb_error *err, int code, const char *fmt, ...)
 
 /**
  * Add context in front of an existing message ("step 'load': <message>").
- * Does nothing if @p err holds no error. Returns the error's code.
+ * Does nothing if @p err holds no error. Returns the error's code. The result
+ * is valid UTF-8, as with cb_error_set.
  */
 int cb_error_prefix(cb_error *err, const char *fmt, ...)
 #if defined(__GNUC__)

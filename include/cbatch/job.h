@@ -131,7 +131,8 @@ typedef struct cb_step_def {
  * (cb_job_add_transition). By default it is the step's status. May be called
  * by a tasklet, a processor (through cb_chunk_step) or a listener; the step
  * context is owned by the engine and this is the one field it lets plug-ins
- * change. @return 0 or CB_EINVAL (empty or longer than 31 bytes).
+ * change. @return 0 or CB_EINVAL (empty, longer than 31 bytes, not valid UTF-8
+ * or holding control characters).
  */
 int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_status);
 
@@ -259,6 +260,17 @@ typedef int (*cb_param_validator_fn)(void *ctx, PGconn *conn, const cb_params *p
  * passed back to it. Replaces an earlier one.
  */
 void cb_job_set_validator(cb_job *job, cb_param_validator_fn fn, void *ctx);
+
+/** Number of parameters declared with cb_job_add_param. */
+size_t cb_job_param_count(const cb_job *job);
+
+/**
+ * The @p i-th declared parameter, in declaration order. Any out-pointer may be
+ * NULL; @p name is borrowed from the job. @return 0, or CB_ENOTFOUND for a bad
+ * index.
+ */
+int cb_job_param_at(const cb_job *job, size_t i, const char **name, cb_param_type *type,
+		    int *required);
 
 /** Replace the incrementer used by `--next` (default: run.id, see cb_incrementer_run_id). */
 void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);

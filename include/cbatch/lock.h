@@ -41,10 +41,11 @@ extern "C" {
  * Configure the job's lock.
  * @param name_template NULL for the default: the job name followed by the
  *        identifying parameters, `job:name=value,name=value` (sorted by name;
- *        just `job` when there are none). Otherwise a template in which
- *        `{job}` is the job name and `{NAME}` the value of parameter NAME,
- *        e.g. "settlement:{targetDate}". A name longer than 400 bytes is
- *        replaced by `job:key=<job key>`. Copied.
+ *        just `job` when there are none; `,`, `=` and `\` in names and values
+ *        are escaped with a `\`, so that two instances never share a name).
+ *        Otherwise a template in which `{job}` is the job name and `{NAME}`
+ *        the value of parameter NAME, e.g. "settlement:{targetDate}". A name
+ *        longer than 400 bytes is replaced by `job:#key=<job key>`. Copied.
  * @param at_most_seconds the lease (> 0; 0 keeps the default)
  * @param at_least_seconds how long after it was taken the lock stays held
  *        even if the job finished sooner (>= 0)
@@ -84,6 +85,14 @@ int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
  * @return 0, CB_EDB, CB_ENOMEM.
  */
 int cb_metrics_text(char **out, PGconn *conn, cb_error *err);
+
+/**
+ * The same metrics as one JSON document: {"metrics": [{"name", "help",
+ * "type": "counter", "labels": {"job": ...} (empty for none), "value"}, ...]},
+ * one element per series, ordered by name and job. @p out receives a new
+ * reference. @return 0, CB_EDB, CB_ENOMEM.
+ */
+int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err);
 
 #ifdef __cplusplus
 }

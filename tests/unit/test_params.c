@@ -110,6 +110,7 @@ static void test_parse_canonical_values(void)
 		{ "a:double=-2.25", "-2.25" },
 		{ "a:double=1e300", "1.0000000000000001e+300" },
 		{ "a:double=4.9e-324", "4.9406564584124654e-324" },
+		{ "a:double=0e-999", "0" },
 		{ "a:string=  spaced  ", "  spaced  " },
 		{ "a:date=2024-02-29", "2024-02-29" },
 		{ "a:date=2000-02-29", "2000-02-29" },
@@ -288,6 +289,9 @@ static void test_reject_double(void)
 	reject("d:double=-inf", "must be finite");
 	reject("d:double=infinity", "must be finite");
 	reject("d:double=1e999", "invalid double '1e999' (infinite or out of range");
+	/* Underflow: not silently 0. */
+	reject("d:double=1e-400", "invalid double '1e-400' (out of range: it underflows to 0");
+	reject("d:double=-2.5e-330", "underflows to 0");
 	reject("d:double=", "invalid double ''");
 	reject("d:double=abc", "invalid double 'abc' (expected a decimal number)");
 	reject("d:double=1.5x", "invalid double '1.5x'");
