@@ -349,15 +349,22 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 	/* Only STARTING starts: a stop that arrived since the launch committed
 	 * (STOPPING), or a burial by another process, must not be overwritten. */
 	res = cb__repo_exec(conn, "mark job execution started",
-			    "WITH old AS (SELECT job_execution_id, status FROM batch_job_execution "
-			    " WHERE job_execution_id = $1 FOR UPDATE), "
-			    "upd AS (UPDATE batch_job_execution e SET status = 'STARTED', "
-			    " start_time = clock_timestamp(), last_updated = clock_timestamp(), "
-			    " version = e.version + 1 FROM old "
-			    " WHERE e.job_execution_id = old.job_execution_id "
-			    " AND old.status = 'STARTING' RETURNING 1) "
-			    "SELECT CASE WHEN EXISTS (SELECT 1 FROM upd) THEN 'STARTED' "
-			    " ELSE old.status END FROM old",
+			    "UPDATE batch_job_execution SET status = 'STARTED', "
+			    "start_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    "version = version + 1 WHERE job_execution_id = $1 "
+			    "AND status = 'STARTING' RETURNING status",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		*out = CB_STATUS_STARTED;
+		PQclear(res);
+		return 0;
+	}
+	PQclear(res);
+	/* Not started: say why. A status once left STARTING never returns to it. */
+	res = cb__repo_exec(conn, "read job execution status",
+			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1",
 			    1, p, err);
 	if (!res)
 		return CB_EDB;
@@ -365,7 +372,7 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
 	} else {
 		*out = cb_status_parse(PQgetvalue(res, 0, 0));
-		if (*out != CB_STATUS_STARTED && *out != CB_STATUS_STOPPING)
+		if (*out != CB_STATUS_STOPPING)
 			rc = cb_error_set(err, CB_EFENCED,
 					  "job execution %lld was ended by another process before "
 					  "it started (it is %s)", job_execution_id,
