@@ -313,8 +313,9 @@ static void test_stop_while_starting_ends_stopped_without_a_step(void)
 	cbt_exec(conn, "DROP TRIGGER cbt_hold_start ON batch_job_execution");
 	/* Restartable: the restart does the work. */
 	CBT_EQ_LL(ex("run", "ledger", "k:long=1", NULL), 0);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+		    "status = 'COMPLETED'",
 		    exec),
 		  1);
 	assert_exactly_once(conn);
@@ -404,7 +405,8 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	first = newest_execution(conn);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 1);
 	second = newest_execution(conn);
-	CBT_EQ_LL(q(conn, "SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld",
+	CBT_EQ_LL(q(conn,
+		    "SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld",
 		    second),
 		  first);
 	snprintf(a, sizeof(a), "%lld", first);
@@ -460,8 +462,9 @@ static void test_abandon_of_a_killed_owners_execution(void)
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500); /* the burial comes well after its last sign of life */
 	snprintf(id, sizeof(id), "%lld", exec);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-			  "AND status = 'STARTED'",
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+		    "AND status = 'STARTED'",
 		    exec),
 		  1);
 	CBT_EQ_LL(ex("abandon", id, NULL), 0);
@@ -472,8 +475,9 @@ static void test_abandon_of_a_killed_owners_execution(void)
 		    "LIKE 'abandoned by operator after its owner %%:%ld:%% was lost%%'",
 		    exec, (long)pid),
 		  1);
-	step = q(conn, "SELECT max(step_execution_id) FROM batch_step_execution WHERE "
-		       "job_execution_id = %lld",
+	step = q(conn,
+		 "SELECT max(step_execution_id) FROM batch_step_execution WHERE "
+		 "job_execution_id = %lld",
 		 exec);
 	CBT_EQ_LL(q(conn,
 		    "SELECT count(*) FROM batch_step_execution WHERE step_execution_id = %lld "
@@ -537,8 +541,9 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 		  1);
 	/* Restartable at once: the lock was released, not left to expire. */
 	CBT_EQ_LL(ex("restart", id, NULL), 0);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+		    "status = 'COMPLETED'",
 		    exec),
 		  1);
 	assert_exactly_once(conn);
@@ -594,8 +599,9 @@ static void test_killed_execution_buried_by_restart_ends_at_its_last_heartbeat(v
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=7", NULL), 0);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-			  "AND status = 'FAILED'",
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+		    "AND status = 'FAILED'",
 		    exec),
 		  1);
 	assert_ended_at_last_sign(conn, exec);
