@@ -77,8 +77,8 @@ static const struct builtin builtins[] = {
 	  "of the instance whose owner died (lease expired) is marked FAILED and\n"
 	  "restarted.\n\n"
 	  "Options:\n"
-	  "  --next           apply the job's incrementer (default: run.id of the newest\n"
-	  "                   instance + 1) to start a new instance on purpose\n"
+	  "  --next           apply the job's incrementer (default: the job's largest\n"
+	  "                   run.id + 1) to start a new instance on purpose\n"
 	  "  --lease SECONDS  lease of the execution lock for this run (default: the\n"
 	  "                   job's, 60s); a heartbeat extends it while the job runs\n",
 	  cmd_run },
@@ -89,12 +89,15 @@ static const struct builtin builtins[] = {
 	  "whose owner died (its lock lease expired) can be restarted too.\n",
 	  cmd_restart },
 	{ "stop", "EXECUTION_ID", "ask a running execution to stop after its current chunk",
-	  "STARTED becomes STOPPING; the running process ends as STOPPED (restartable)\n"
-	  "after its current chunk commits.\n",
+	  "STARTING or STARTED becomes STOPPING; the running process ends as STOPPED\n"
+	  "(restartable) after its current chunk commits, or before its first step.\n"
+	  "An execution whose owner was lost (lease expired) ends STOPPED at once.\n",
 	  cmd_stop },
 	{ "abandon", "EXECUTION_ID", "mark a failed or stopped execution as never to be restarted",
 	  "ABANDONED is final: the instance cannot be restarted; run it again with\n"
-	  "other identifying parameters (or --next).\n",
+	  "other identifying parameters (or --next). Only the newest execution of an\n"
+	  "instance can be abandoned: FAILED, STOPPED, or running with its owner lost\n"
+	  "(lease expired; its running steps end FAILED). A live one is refused.\n",
 	  cmd_abandon },
 	{ "executions", "[JOB] [--limit N]", "list executions, newest first",
 	  "Options:\n"
@@ -902,6 +905,7 @@ done:
 static int transition(struct cli *c, int stop)
 {
 	PGconn *conn = NULL;
+	cb_status now = CB_STATUS_UNKNOWN;
 	long long id;
 	int rc;
 
@@ -909,14 +913,14 @@ static int transition(struct cli *c, int stop)
 		return rc;
 	if ((rc = open_db(c, &conn, 1)) != 0)
 		return rc;
-	rc = stop ? cb_repo_request_stop(conn, id, &c->err) : cb_repo_abandon(conn, id, &c->err);
+	rc = stop ? cb_repo_stop(&now, conn, id, &c->err) : cb_repo_abandon(conn, id, &c->err);
 	if (rc < 0) {
 		rc = fail(c, exit_for(rc, 1));
 		goto done;
 	}
 	if (c->json) {
 		json_t *doc = json_pack("{s:I,s:s}", "job_execution_id", (json_int_t)id, "status",
-					stop ? "STOPPING" : "ABANDONED");
+					stop ? cb_status_name(now) : "ABANDONED");
 
 		if (!doc) {
 			rc = out_of_memory(c);
@@ -924,6 +928,8 @@ static int transition(struct cli *c, int stop)
 		}
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
+	} else if (stop && now == CB_STATUS_STOPPED) {
+		printf("execution %lld: its owner was lost; STOPPED now (restartable)\n", id);
 	} else if (stop) {
 		printf("execution %lld: stop requested; it ends as STOPPED after its current chunk "
 		       "commits\n",

@@ -138,6 +138,15 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name, context,
 				  err);
+	if (rc == CB_ECANCELED) {
+		/* Stop requested between steps: this step does not start. */
+		json_decref(context);
+		cb_error_clear(err);
+		*status = CB_STATUS_STOPPED;
+		snprintf(exit_status, es_size, "STOPPED");
+		snprintf(message, msg_size, "stopped before step '%s'", def->name);
+		return 0;
+	}
 	if (rc < 0) {
 		json_decref(context);
 		return rc;

@@ -72,6 +72,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	cb__launch l;
 	cb__run run;
 	cb_error runerr = CB_ERROR_INIT;
+	cb_status started = CB_STATUS_UNKNOWN;
 	int rc, audited = 0;
 
 	rc = cb_job_validate_params(job, params, err);
@@ -124,13 +125,20 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	run.fencing_token = grant.fencing_token;
 	run.lease_seconds = lease;
 
-	rc = cb__repo_job_started(conn, l.job_execution_id, &runerr);
-	if (rc == 0)
+	rc = cb__repo_job_started(&started, conn, l.job_execution_id, &runerr);
+	if (rc == 0 && started == CB_STATUS_STOPPING) {
+		/* A stop arrived between the launch and the start: honour it
+		 * without running a step; the instance stays restartable. */
+		result_set(out, CB_STATUS_STOPPED, "STOPPED",
+			   "stopped before it started: a stop was requested while it was "
+			   "starting");
+	} else if (rc == 0) {
 		rc = cb__repo_job_context(&run.job_context, conn, l.job_execution_id, &runerr);
-	if (rc == 0)
+	}
+	if (rc == 0 && started == CB_STATUS_STARTED)
 		rc = cb__heartbeat_start(&run.heartbeat, conn, lock_name, cb__owner_id(),
 					 grant.fencing_token, lease, l.job_execution_id, &runerr);
-	if (rc == 0) {
+	if (rc == 0 && started == CB_STATUS_STARTED) {
 		if (opts->handle_signals)
 			cb__signals_install();
 		CB__NOTIFY(job, before_job, job->name, l.job_execution_id);
@@ -159,7 +167,9 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 				       &ignored);
 		audited = lost || run.fenced;
 	}
-	CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status, out->exit_message);
+	if (started != CB_STATUS_STOPPING) /* after_job pairs with before_job */
+		CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status,
+			   out->exit_message);
 	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
 				 out->exit_message, err);
 	if (rc == CB_EFENCED) {

@@ -103,60 +103,245 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 	return rc;
 }
 
+/* What stop and abandon decide on, read under the instance's row lock. */
+typedef struct exec_state {
+	cb_status status;
+	char status_name[16];
+	long long newest;       /* the newest execution of its instance */
+	int owner_lost;         /* claims to run, but its lock is gone: dead */
+	char owner[200];
+	char lease_end[64];     /* its lock's lease end, "" if it has none */
+} exec_state;
+
+static void rollback_quietly(PGconn *conn)
+{
+	PGresult *res = PQexec(conn, "ROLLBACK");
+
+	PQclear(res);
+}
+
 /*
- * Change an execution's status from one of @p from_sql's statuses; report
- * CB_ENOTFOUND or CB_EINVAL naming the current status when it does not apply.
+ * BEGIN, then pin the execution for an operator's change: lock its instance
+ * row (launches of the instance lock it too, so none runs meanwhile), end the
+ * lock of a running execution whose lease expired (so that its owner, if it
+ * is only frozen, is fenced off and cannot outlive the verdict), then read
+ * its state with the execution row locked. @p verb names the change in the
+ * audit. On error the transaction is rolled back.
  */
-static int transition(PGconn *conn, long long job_execution_id, const char *sql,
-		      const char *verb, const char *allowed, cb_error *err)
+static int pin_execution(exec_state *out, PGconn *conn, const char *id, const char *verb,
+			 cb_error *err)
+{
+	const char *p[2] = { id, verb };
+	PGresult *res;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = cb__repo_command(conn, "begin", "BEGIN", 0, NULL, err);
+	if (rc < 0)
+		return rc;
+	res = cb__repo_exec(conn, "lock job instance",
+			    "SELECT i.job_instance_id FROM batch_job_instance i "
+			    "JOIN batch_job_execution e USING (job_instance_id) "
+			    "WHERE e.job_execution_id = $1 FOR UPDATE OF i",
+			    1, p, err);
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %s", id);
+		goto fail;
+	}
+	PQclear(res);
+	/* The release and the lease test are one UPDATE: a heartbeat that
+	 * extends the lease first wins (the row no longer matches), and one that
+	 * comes after finds the lock released. */
+	rc = cb__repo_command(conn, "release the lock of a dead owner",
+			      "WITH u AS (UPDATE batch_lock l SET released = true, "
+			      " updated_at = clock_timestamp() FROM batch_job_execution e "
+			      " WHERE e.job_execution_id = $1 "
+			      " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			      " AND l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
+			      " AND NOT l.released AND l.locked_until < clock_timestamp() "
+			      " RETURNING l.lock_name, l.owner_id, l.fencing_token, l.locked_until) "
+			      "INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, "
+			      " fencing_token, job_execution_id, detail) "
+			      "SELECT lock_name, owner_id, 'RELEASED', fencing_token, $1::bigint, "
+			      " format('released for the %s of execution %s: owner lost, lease "
+			      "  expired at %s', $2::text, $1::text, locked_until) FROM u",
+			      2, p, err);
+	if (rc < 0)
+		goto fail;
+	res = cb__repo_exec(conn, "read job execution",
+			    "SELECT e.status, (SELECT max(x.job_execution_id) FROM "
+			    " batch_job_execution x WHERE x.job_instance_id = e.job_instance_id), "
+			    " e.status IN ('STARTING', 'STARTED', 'STOPPING') AND "
+			    " " CB__OWNER_LOST_SQL("e") ", coalesce(e.owner_id, ''), "
+			    " coalesce((SELECT l.locked_until::text FROM batch_lock l "
+			    "  WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token), '') "
+			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 FOR UPDATE OF e",
+			    1, p, err);
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	snprintf(out->status_name, sizeof(out->status_name), "%s", PQgetvalue(res, 0, 0));
+	out->status = cb_status_parse(out->status_name);
+	out->newest = atoll(PQgetvalue(res, 0, 1));
+	out->owner_lost = PQgetvalue(res, 0, 2)[0] == 't';
+	snprintf(out->owner, sizeof(out->owner), "%s", PQgetvalue(res, 0, 3));
+	snprintf(out->lease_end, sizeof(out->lease_end), "%s", PQgetvalue(res, 0, 4));
+	PQclear(res);
+	return 0;
+fail:
+	rollback_quietly(conn);
+	return rc;
+}
+
+/* Run @p sql (parameters: id, then @p extra) and COMMIT; ROLLBACK on error. */
+static int change_and_commit(PGconn *conn, const char *what, const char *sql, const char *id,
+			     const char *extra, cb_error *err)
+{
+	const char *p[2] = { id, extra };
+	int rc = cb__repo_command(conn, what, sql, extra ? 2 : 1, p, err);
+
+	if (rc == 0)
+		rc = cb__repo_command(conn, "commit", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		rollback_quietly(conn);
+	return rc;
+}
+
+/*
+ * End a dead execution at its last sign of life: its running steps take
+ * @p step_status with message @p step_message ($2), the execution $3 with
+ * message $4 (a format() of its owner and last heartbeat). Then COMMIT.
+ */
+static int bury(PGconn *conn, const char *id, const char *step_status, const char *step_message,
+		const char *status, const char *message_format, cb_error *err)
+{
+	const char *p[5] = { id, step_message, status, message_format, step_status };
+	int rc;
+
+	rc = cb__repo_command(conn, "end dead job execution",
+			      "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
+			      " " CB__LAST_SIGN_SQL("e") " AS last_sign "
+			      " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
+			      " AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), "
+			      "s AS (UPDATE batch_step_execution s SET status = $5, exit_code = $5, "
+			      " exit_message = $2, "
+			      " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
+			      " last_updated = clock_timestamp(), version = s.version + 1 FROM d "
+			      " WHERE s.job_execution_id = d.job_execution_id "
+			      " AND s.status IN ('STARTING', 'STARTED', 'STOPPING')) "
+			      "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
+			      " exit_message = left(format($4, d.owner_id, "
+			      "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
+			      " end_time = d.last_sign, last_updated = clock_timestamp(), "
+			      " version = e.version + 1 FROM d WHERE e.job_execution_id = d.job_execution_id",
+			      5, p, err);
+	if (rc == 0)
+		rc = cb__repo_command(conn, "commit", "COMMIT", 0, NULL, err);
+	if (rc < 0)
+		rollback_quietly(conn);
+	return rc;
+}
+
+int cb_repo_stop(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];
-	const char *p[1] = { id };
-	PGresult *res;
-	int rc = 0;
+	exec_state st;
+	int rc;
 
+	*out = CB_STATUS_UNKNOWN;
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
-	res = cb__repo_exec(conn, verb, sql, 1, p, err);
-	if (!res)
-		return CB_EDB;
-	if (PQntuples(res) == 0)
-		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
-	else if (PQgetvalue(res, 0, 1)[0] != 't')
-		rc = cb_error_set(err, CB_EINVAL, "cannot %s job execution %lld: it is %s (only %s)",
-				  verb, job_execution_id, PQgetvalue(res, 0, 0), allowed);
-	PQclear(res);
+	rc = pin_execution(&st, conn, id, "stop", err);
+	if (rc < 0)
+		return rc;
+	if (!cb_status_is_running(st.status)) {
+		rollback_quietly(conn);
+		return cb_error_set(err, CB_EINVAL,
+				    "cannot stop job execution %lld: it is %s (only STARTING or "
+				    "STARTED executions can be stopped)",
+				    job_execution_id, st.status_name);
+	}
+	if (st.owner_lost) {
+		/* Nobody is left to notice a STOPPING: end it now, restartable. */
+		rc = bury(conn, id, "STOPPED", "owner lost; stopped by operator", "STOPPED",
+			  "owner lost; stopped by operator (owner %s, last heartbeat at %s)", err);
+		if (rc == 0)
+			*out = CB_STATUS_STOPPED;
+		return rc;
+	}
+	if (st.status == CB_STATUS_STOPPING) {
+		rollback_quietly(conn);
+		*out = CB_STATUS_STOPPING;
+		return 0;
+	}
+	rc = change_and_commit(conn, "stop",
+			       "UPDATE batch_job_execution SET status = 'STOPPING', "
+			       "last_updated = clock_timestamp(), version = version + 1 "
+			       "WHERE job_execution_id = $1 AND status IN ('STARTING', 'STARTED')",
+			       id, NULL, err);
+	if (rc == 0)
+		*out = CB_STATUS_STOPPING;
 	return rc;
 }
 
 int cb_repo_request_stop(PGconn *conn, long long job_execution_id, cb_error *err)
 {
-	/* The old status comes from the row before the update (a self-join on ctid
-	 * would race); FOR UPDATE in the CTE pins it. */
-	return transition(conn, job_execution_id,
-			  "WITH old AS (SELECT job_execution_id, status FROM batch_job_execution "
-			  " WHERE job_execution_id = $1 FOR UPDATE), "
-			  "upd AS (UPDATE batch_job_execution e SET status = 'STOPPING', "
-			  " last_updated = clock_timestamp(), version = e.version + 1 FROM old "
-			  " WHERE e.job_execution_id = old.job_execution_id "
-			  " AND old.status IN ('STARTING', 'STARTED') RETURNING 1) "
-			  "SELECT old.status, EXISTS (SELECT 1 FROM upd) OR old.status = 'STOPPING' "
-			  "FROM old",
-			  "stop", "STARTING or STARTED executions can be stopped", err);
+	cb_status ignored;
+
+	return cb_repo_stop(&ignored, conn, job_execution_id, err);
 }
 
 int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err)
 {
-	return transition(conn, job_execution_id,
-			  "WITH old AS (SELECT job_execution_id, status FROM batch_job_execution "
-			  " WHERE job_execution_id = $1 FOR UPDATE), "
-			  "upd AS (UPDATE batch_job_execution e SET status = 'ABANDONED', "
-			  " exit_code = 'ABANDONED', last_updated = clock_timestamp(), "
-			  " end_time = coalesce(e.end_time, clock_timestamp()), "
-			  " version = e.version + 1 FROM old "
-			  " WHERE e.job_execution_id = old.job_execution_id "
-			  " AND old.status IN ('FAILED', 'STOPPED') RETURNING 1) "
-			  "SELECT old.status, EXISTS (SELECT 1 FROM upd) FROM old",
-			  "abandon", "FAILED or STOPPED executions can be abandoned", err);
+	char id[24];
+	exec_state st;
+	int rc;
+
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	rc = pin_execution(&st, conn, id, "abandon", err);
+	if (rc < 0)
+		return rc;
+	if (st.status != CB_STATUS_FAILED && st.status != CB_STATUS_STOPPED &&
+	    !(cb_status_is_running(st.status) && st.owner_lost)) {
+		rollback_quietly(conn);
+		if (cb_status_is_running(st.status))
+			return cb_error_set(err, CB_EINVAL,
+					    "cannot abandon job execution %lld: it is %s and its "
+					    "owner %s is alive (lease until %s); stop it, or wait "
+					    "for it to end",
+					    job_execution_id, st.status_name,
+					    st.owner[0] ? st.owner : "(unknown)",
+					    st.lease_end[0] ? st.lease_end : "unknown");
+		return cb_error_set(err, CB_EINVAL,
+				    "cannot abandon job execution %lld: it is %s (only FAILED or "
+				    "STOPPED executions, or running ones whose owner was lost, "
+				    "can be abandoned)",
+				    job_execution_id, st.status_name);
+	}
+	if (st.newest != job_execution_id) {
+		rollback_quietly(conn);
+		return cb_error_set(err, CB_EINVAL,
+				    "cannot abandon job execution %lld: it is not the newest "
+				    "execution of its instance (that is %lld); abandon that one",
+				    job_execution_id, st.newest);
+	}
+	if (st.owner_lost)
+		return bury(conn, id, "FAILED", "owner lost", "ABANDONED",
+			    "abandoned by operator after its owner %s was lost (last heartbeat "
+			    "at %s)",
+			    err);
+	return change_and_commit(conn, "abandon",
+				 "UPDATE batch_job_execution SET status = 'ABANDONED', "
+				 "exit_code = 'ABANDONED', last_updated = clock_timestamp(), "
+				 "end_time = coalesce(end_time, clock_timestamp()), "
+				 "version = version + 1 "
+				 "WHERE job_execution_id = $1 AND status IN ('FAILED', 'STOPPED')",
+				 id, NULL, err);
 }
 
 int cb_repo_execution_job_name(char *out, size_t size, PGconn *conn, long long job_execution_id,

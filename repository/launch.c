@@ -76,7 +76,9 @@ static void rollback_quietly(PGconn *conn)
 /*
  * The newest execution claims to run. It is dead when the lock it ran under
  * (name, token) is no longer held by it: then mark it and its running steps
- * FAILED, saying why. *dead = 0 when its owner still holds its lock.
+ * FAILED, saying why, ended at its last sign of life (not now: a killed
+ * execution's duration must not run to its burial). *dead = 0 when its owner
+ * still holds its lock, or when it no longer claims to run.
  */
 static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *why,
 			cb_error *err)
@@ -88,21 +90,22 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 	*dead = 0;
 	snprintf(id, sizeof(id), "%lld", exec_id);
 	res = cb__repo_exec(conn, "check owner of running execution",
-			    "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time "
+			    "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
+			    " " CB__LAST_SIGN_SQL("e") " AS last_sign "
 			    " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			    " AND e.lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "
-			    "  WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
-			    "  AND NOT l.released AND l.locked_until >= clock_timestamp())), "
+			    " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    " AND " CB__OWNER_LOST_SQL("e") "), "
 			    "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
 			    " exit_code = 'FAILED', exit_message = 'owner lost', "
-			    " end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
+			    " last_updated = clock_timestamp(), "
 			    " version = s.version + 1 FROM d "
 			    " WHERE s.job_execution_id = d.job_execution_id "
 			    " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
 			    "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
 			    " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
 			    "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
-			    " end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    " end_time = d.last_sign, last_updated = clock_timestamp(), "
 			    " version = e.version + 1 FROM d "
 			    "WHERE e.job_execution_id = d.job_execution_id "
 			    "RETURNING (SELECT count(*) FROM s)",
@@ -123,7 +126,7 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	char inst[24], prev[24] = "", exec[24], *pjson = NULL;
 	PGresult *res = NULL;
 	cb_status last = CB_STATUS_UNKNOWN;
-	long long last_id = 0;
+	long long last_id = 0, abandoned_id = 0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -157,9 +160,15 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	{
 		const char *p[1] = { inst };
 
+		/* FOR UPDATE: the status read here is the one acted on (its owner
+		 * cannot end it meanwhile). An abandoned execution anywhere in the
+		 * instance forbids a restart, not only the newest one. */
 		res = cb__repo_exec(conn, "find last execution",
-				    "SELECT job_execution_id, status FROM batch_job_execution "
-				    "WHERE job_instance_id = $1 ORDER BY job_execution_id DESC LIMIT 1",
+				    "SELECT e.job_execution_id, e.status, (SELECT "
+				    " max(a.job_execution_id) FROM batch_job_execution a "
+				    " WHERE a.job_instance_id = $1 AND a.status = 'ABANDONED') "
+				    "FROM batch_job_execution e WHERE e.job_instance_id = $1 "
+				    "ORDER BY e.job_execution_id DESC LIMIT 1 FOR UPDATE",
 				    1, p, err);
 		if (!res) {
 			rc = CB_EDB;
@@ -168,6 +177,8 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 		if (PQntuples(res) == 1) {
 			last_id = atoll(PQgetvalue(res, 0, 0));
 			last = cb_status_parse(PQgetvalue(res, 0, 1));
+			if (!PQgetisnull(res, 0, 2))
+				abandoned_id = atoll(PQgetvalue(res, 0, 2));
 		}
 		PQclear(res);
 		res = NULL;
@@ -239,6 +250,17 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 					  cb_status_name(last));
 			goto fail;
 		}
+	}
+	if (out->restart_of && abandoned_id) {
+		rc = cb_error_set(err, CB_ENORESTART,
+				  "job '%s' instance %lld cannot be restarted: its execution %lld "
+				  "was abandoned", job_name, out->job_instance_id, abandoned_id);
+		if (!out->dead_owner)
+			goto fail;
+		/* Keep the burial: the execution is dead either way. */
+		cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
+		out->restart_of = 0;
+		goto done;
 	}
 	snprintf(token, sizeof(token), "%lld", fencing_token);
 	{
@@ -315,23 +337,50 @@ done:
 	return rc;
 }
 
-static int exec_id_command(PGconn *conn, const char *what, const char *sql,
-			   long long job_execution_id, cb_error *err)
+int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id,
+			 cb_error *err)
 {
 	char id[24];
 	const char *p[1] = { id };
+	PGresult *res;
+	int rc = 0;
 
+	*out = CB_STATUS_UNKNOWN;
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
-	return cb__repo_command(conn, what, sql, 1, p, err);
-}
-
-int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err)
-{
-	return exec_id_command(conn, "mark job execution started",
-			       "UPDATE batch_job_execution SET status = 'STARTED', "
-			       "start_time = clock_timestamp(), last_updated = clock_timestamp(), "
-			       "version = version + 1 WHERE job_execution_id = $1",
-			       job_execution_id, err);
+	/* Only STARTING starts: a stop that arrived since the launch committed
+	 * (STOPPING), or a burial by another process, must not be overwritten. */
+	res = cb__repo_exec(conn, "mark job execution started",
+			    "UPDATE batch_job_execution SET status = 'STARTED', "
+			    "start_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    "version = version + 1 WHERE job_execution_id = $1 "
+			    "AND status = 'STARTING' RETURNING status",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		*out = CB_STATUS_STARTED;
+		PQclear(res);
+		return 0;
+	}
+	PQclear(res);
+	/* Not started: say why. A status once left STARTING never returns to it. */
+	res = cb__repo_exec(conn, "read job execution status",
+			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 0) {
+		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
+	} else {
+		*out = cb_status_parse(PQgetvalue(res, 0, 0));
+		if (*out != CB_STATUS_STOPPING)
+			rc = cb_error_set(err, CB_EFENCED,
+					  "job execution %lld was ended by another process before "
+					  "it started (it is %s)", job_execution_id,
+					  PQgetvalue(res, 0, 0));
+	}
+	PQclear(res);
+	return rc;
 }
 
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
@@ -420,7 +469,8 @@ int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job
 {
 	const char *p[1] = { job_name };
 	PGresult *res;
-	int rc;
+	long long max_run_id = 0;
+	int rc, have_max = 0;
 
 	*out = NULL;
 	res = cb__repo_exec(conn, "load last instance parameters",
@@ -432,12 +482,40 @@ int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job
 			    1, p, err);
 	if (!res)
 		return CB_EDB;
-	if (PQntuples(res) == 0) {
-		PQclear(res);
-		return 0;
-	}
-	rc = params_from_result(out, res, err);
+	rc = PQntuples(res) ? params_from_result(out, res, err) : 0;
 	PQclear(res);
+	if (rc < 0)
+		return rc;
+	/* The newest instance need not have the largest run.id (one may have
+	 * been given by hand): the largest over all instances is the last one. */
+	res = cb__repo_exec(conn, "find largest run.id",
+			    "SELECT max(p.parameter_value::bigint) FROM batch_job_execution_params p "
+			    "JOIN batch_job_execution e USING (job_execution_id) "
+			    "JOIN batch_job_instance i USING (job_instance_id) "
+			    "WHERE i.job_name = $1 AND p.parameter_name = 'run.id' "
+			    "AND p.parameter_type = 'long' AND p.identifying "
+			    "AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$'",
+			    1, p, err);
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	if (!PQgetisnull(res, 0, 0)) {
+		max_run_id = atoll(PQgetvalue(res, 0, 0));
+		have_max = 1;
+	}
+	PQclear(res);
+	if (!have_max)
+		return 0;
+	if (!*out && (rc = cb_params_new(out, err)) < 0)
+		goto fail;
+	cb_params_remove(*out, "run.id");
+	rc = cb_params_add_long(*out, "run.id", max_run_id, 1, err);
+	if (rc == 0)
+		return 0;
+fail:
+	cb_params_free(*out);
+	*out = NULL;
 	return rc;
 }
 

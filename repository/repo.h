@@ -47,8 +47,31 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 		    long long expect_restart_of, const char *lock_name, long long fencing_token,
 		    const char *dead_why, cb_error *err);
 
-/* STARTING -> STARTED, start_time = now. */
-int cb__repo_job_started(PGconn *conn, long long job_execution_id, cb_error *err);
+/*
+ * SQL fragments shared by every statement that judges or buries an execution
+ * (all take the execution's table alias):
+ * CB__OWNER_LOST_SQL: true when the lock the execution ran under (its name
+ * and fencing token) is no longer held: taken over, released, or its lease
+ * expired. An execution that claims to run and whose owner is lost is dead.
+ * CB__LAST_SIGN_SQL: its last sign of life (the later of its heartbeat and its
+ * last update, never in the future): the end time of a dead execution.
+ */
+#define CB__OWNER_LOST_SQL(e)                                                                 \
+	"(" e ".lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "             \
+	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "      \
+	"AND NOT l.released AND l.locked_until >= clock_timestamp()))"
+#define CB__LAST_SIGN_SQL(e)                                                                  \
+	"least(clock_timestamp(), greatest(" e ".heartbeat_time, " e ".last_updated))"
+
+/*
+ * STARTING -> STARTED, start_time = now; guarded: only a STARTING execution
+ * starts. @p out receives CB_STATUS_STARTED, or CB_STATUS_STOPPING when a stop
+ * was requested while it was starting (it was not started: the caller ends
+ * it STOPPED without running a step). @return 0, CB_EFENCED (another process
+ * ended it: the message says its status), CB_ENOTFOUND, CB_EDB.
+ */
+int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id,
+			 cb_error *err);
 
 /* End the job execution: status, exit code/message, end_time. */
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
@@ -58,7 +81,12 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
 			 cb_error *err);
 
-/* Parameters of the newest instance of a job (first execution), or *out = NULL. */
+/*
+ * Parameters of the newest instance of a job (first execution), or *out =
+ * NULL when the job never ran. Its identifying long run.id is replaced by the
+ * largest identifying long run.id over all the job's instances (added when
+ * the newest instance has none), so that one more is always a new instance.
+ */
 int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job_name,
 				  cb_error *err);
 
@@ -86,7 +114,12 @@ int cb__repo_save_job_context(PGconn *conn, long long job_execution_id, const js
 int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_instance_id,
 			  const char *step_name, cb_error *err);
 
-/* Create a STARTED step execution with @p context (borrowed). */
+/*
+ * Create a STARTED step execution with @p context (borrowed), only while the
+ * job execution is STARTED. @return 0, CB_ECANCELED (a stop was requested:
+ * the job execution is STOPPING, no step was made), CB_EFENCED (the job
+ * execution was ended by another process), CB_EDB, CB_ENOMEM.
+ */
 int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
 			 const char *step_name, const json_t *context, cb_error *err);
 

@@ -57,25 +57,47 @@ int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_executio
 	char exec[24], *ctx = json_dumps(context, JSON_COMPACT);
 	const char *p[3] = { exec, step_name, ctx };
 	PGresult *res;
+	int rc = 0;
 
 	*out_id = 0;
 	if (!ctx)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
-	/* One statement: the step row and its context appear together. */
+	/* One statement: the step row and its context appear together, and only
+	 * while the job execution is STARTED: a stop requested between two steps
+	 * (STOPPING) ends the job before the next one, and an execution that
+	 * another process ended gets no new step. The job status comes back
+	 * either way, so a refusal costs no second round trip. */
 	res = cb__repo_exec(conn, "create step execution",
-			    "WITH s AS (INSERT INTO batch_step_execution "
+			    "WITH j AS (SELECT status FROM batch_job_execution "
+			    " WHERE job_execution_id = $1), "
+			    "s AS (INSERT INTO batch_step_execution "
 			    " (job_execution_id, step_name, status, start_time) "
-			    " VALUES ($1, $2, 'STARTED', clock_timestamp()) RETURNING step_execution_id) "
-			    "INSERT INTO batch_step_execution_context (step_execution_id, serialized_context) "
-			    "SELECT step_execution_id, $3::jsonb FROM s RETURNING step_execution_id",
+			    " SELECT $1, $2, 'STARTED', clock_timestamp() FROM j "
+			    " WHERE j.status = 'STARTED' RETURNING step_execution_id), "
+			    "c AS (INSERT INTO batch_step_execution_context "
+			    " (step_execution_id, serialized_context) "
+			    " SELECT step_execution_id, $3::jsonb FROM s RETURNING step_execution_id) "
+			    "SELECT j.status, (SELECT step_execution_id FROM c) FROM j",
 			    3, p, err);
 	free(ctx);
 	if (!res)
 		return CB_EDB;
-	*out_id = atoll(PQgetvalue(res, 0, 0));
+	if (PQntuples(res) == 0)
+		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
+	else if (!PQgetisnull(res, 0, 1))
+		*out_id = atoll(PQgetvalue(res, 0, 1));
+	else if (strcmp(PQgetvalue(res, 0, 0), "STOPPING") == 0)
+		rc = cb_error_set(err, CB_ECANCELED,
+				  "job execution %lld: stop requested before step '%s'",
+				  job_execution_id, step_name);
+	else
+		rc = cb_error_set(err, CB_EFENCED,
+				  "job execution %lld was ended by another process (it is %s); "
+				  "step '%s' not started", job_execution_id, PQgetvalue(res, 0, 0),
+				  step_name);
 	PQclear(res);
-	return 0;
+	return rc;
 }
 
 int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status status,

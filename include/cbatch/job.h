@@ -178,7 +178,10 @@ typedef struct cb_listener {
  * Computes the parameters of the next instance for `--next`.
  * @param out   receives a new cb_params (the engine frees it)
  * @param last  the identifying+non-identifying parameters of the job's newest
- *              instance's first execution, or NULL when the job never ran
+ *              instance's first execution, or NULL when the job never ran;
+ *              its `run.id` (identifying long) is the largest identifying
+ *              long run.id over all the job's instances (added if the newest
+ *              instance has none), so that one more is never a used instance
  * @param given the parameters given on this launch (borrowed)
  */
 typedef int (*cb_incrementer_fn)(void *ctx, cb_params **out, const cb_params *last,
@@ -277,8 +280,9 @@ void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);
 
 /**
  * The default incrementer: copies @p given and sets the identifying long
- * parameter `run.id` to one more than the newest instance's run.id (1 when
- * the job never ran or its newest instance has none).
+ * parameter `run.id` to one more than @p last's run.id, which is the largest
+ * run.id among all the job's instances (1 when no instance has one): `--next`
+ * always makes a new instance.
  */
 int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last,
 			  const cb_params *given, cb_error *err);

@@ -79,15 +79,33 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 			   cb_error *err);
 
 /**
- * Ask a running execution to stop: STARTED becomes STOPPING; the running
- * process notices at its next chunk commit and ends as STOPPED.
+ * Stop an execution. A live one (its owner holds its lock) that is STARTING
+ * or STARTED becomes STOPPING: the running process ends as STOPPED at its
+ * next chunk commit or step boundary, or before its first step when the stop
+ * came while it was starting (a STOPPING one is left as it is). A dead one
+ * (it claims to run but its owner lost its lock: lease expired, taken over
+ * or released) ends STOPPED at once with its running steps ("owner lost;
+ * stopped by operator"), at its last sign of life; its expired lock is
+ * released (audited as RELEASED) so that its owner, if only frozen, is
+ * fenced off. Either way the instance stays restartable.
+ * @p out receives CB_STATUS_STOPPING or CB_STATUS_STOPPED.
  * @return 0, CB_ENOTFOUND, CB_EINVAL (not running: message says its status), CB_EDB.
  */
+int cb_repo_stop(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err);
+
+/** As cb_repo_stop, without saying which status the execution took. */
 int cb_repo_request_stop(PGconn *conn, long long job_execution_id, cb_error *err);
 
 /**
- * Mark a FAILED or STOPPED execution ABANDONED; its instance can no longer
- * be restarted. @return 0, CB_ENOTFOUND, CB_EINVAL (wrong status), CB_EDB.
+ * Mark the newest execution of an instance ABANDONED; the instance can no
+ * longer be restarted (a launch refuses an instance with any ABANDONED
+ * execution). It must be FAILED or STOPPED, or dead: it claims to run but its
+ * owner lost its lock; then its running steps end FAILED ("owner lost") and
+ * it ends at its last sign of life, saying it was abandoned after its owner
+ * was lost, and its expired lock is released as by cb_repo_stop.
+ * @return 0, CB_ENOTFOUND, CB_EINVAL (wrong status; running with a live
+ *         owner, the message says until when its lease runs; or not the
+ *         newest execution of its instance, the message names the newest), CB_EDB.
  */
 int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err);
 
