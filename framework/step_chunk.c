@@ -473,6 +473,13 @@ static int reconnect(chunk_step *cs, cb_error *err)
 	PQreset(cs->sc.conn);
 	if (PQstatus(cs->sc.conn) != CONNECTION_OK)
 		return cb_pg_error(err, cs->sc.conn, NULL, "reconnect");
+	if (cs->run->lock_name) {
+		/* A takeover must find (and end) this session, not the old one. */
+		rc = cb__lock_record_session(cs->sc.conn, cs->run->lock_name, cb__owner_id(),
+					     cs->run->fencing_token, err);
+		if (rc < 0)
+			return rc;
+	}
 	rc = cb__repo_step_state(&cs->version, &ctx, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
