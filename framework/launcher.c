@@ -157,7 +157,6 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		cb_error ignored = CB_ERROR_INIT;
 
 		cb__heartbeat_stop(run.heartbeat);
-		if (getenv("CB_DEBUG")) fprintf(stderr, "DEBUG status=%d fenced=%d\n", out->status, run.fenced);
 		if (out->status == CB_STATUS_FAILED && !run.fenced) {
 			/* A takeover ends the old owner's session: its chunk then fails
 			 * on the connection, not on the fence. Say what happened. */
@@ -177,7 +176,6 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 				result_set(out, CB_STATUS_FAILED, "FAILED", msg);
 				run.fenced = !lost;
 			}
-			if (getenv("CB_DEBUG")) fprintf(stderr, "DEBUG held=%d err=%s\n", held, ignored.message);
 			cb_error_clear(&ignored);
 		}
 		/* Both when both: a chunk refused by the fence counts as fenced
