@@ -103,7 +103,7 @@ DECLARE
     v_pid int := pg_backend_pid();
     v_start timestamptz;
     v_saved text := current_setting('lock_timeout');
-    v_ended_pid int;
+    v_ended_pid int := -1; -- the old session already dealt with (-1: none yet)
     v_note text;
     v_tries int := 0;
     v_locked boolean;
@@ -224,7 +224,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     l batch_lock%ROWTYPE;
     v_saved text := current_setting('lock_timeout');
-    v_ended_pid int;
+    v_ended_pid int := -1; -- the old session already dealt with (-1: none yet)
     v_tries int := 0;
     v_done boolean;
     e record;

@@ -1673,6 +1673,224 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 	PQfinish(conn);
 }
 
+/* ---- 10. a crashed owner on this host (issue 8, item 4) ----------------------- */
+
+/*
+ * A live owner with a long lease (SIGSTOPped: alive, not responding) is not
+ * taken over, and the refusal says how long is left and names the way out.
+ * Killed (SIGKILL), it is taken over at once, far sooner than its lease of
+ * 60 s: its process on this host is gone (pid and process start time).
+ */
+static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char sql[512];
+	long long dead, mark;
+	double t0, took;
+	pid_t pid;
+
+	reset(conn);
+	add_rows(conn, 100000);
+	pid = ex_spawn("lock-dead.log", "run", "ledger", "d:long=1", "-chunk.size:long=10",
+		       "--lease", "60", NULL);
+	snprintf(sql, sizeof(sql),
+		 "SELECT (count(*) >= 300)::int FROM ledger l JOIN batch_job_execution e USING "
+		 "(job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
+		 (long)pid);
+	if (!wait_until(conn, 60000, sql)) {
+		CBT_FAILF("the job never wrote 300 rows");
+		kill(pid, SIGKILL);
+		cbt_wait(pid);
+		PQfinish(conn);
+		return;
+	}
+	kill(pid, SIGSTOP);
+	dead = execution_of(conn, pid);
+
+	/* Alive: refused, with the time left and `unlock --force`. */
+	mark = audit_mark(conn);
+	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 4);
+	CBT_CONTAINS(errout, "lock 'ledger' is held by ");
+	CBT_CONTAINS(errout, " s left): skipped; if its owner is gone, wait for the lease or run "
+			     "`unlock ledger --force`");
+	{
+		char *left = strstr(errout, " s left)");
+		char *open = left;
+
+		while (open && open > errout && *open != '(')
+			open--;
+		if (!left || !open || atoi(open + 1) < 50 || atoi(open + 1) > 60)
+			CBT_FAILF("the time left is not about 60 s: %s", errout);
+	}
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "OWNER_DEAD_TAKEOVER"), 0);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "AND status = 'STARTED'",
+		    dead),
+		  1);
+
+	/* Gone: taken over at once, audited, its execution buried and restarted. */
+	kill(pid, SIGKILL);
+	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
+	mark = audit_mark(conn);
+	t0 = cbt_now();
+	CBT_EQ_LL(ex("run", "ledger", "d:long=1", "--lease", "60", NULL), 0);
+	took = cbt_now() - t0;
+	if (took > 30)
+		CBT_FAILF("the takeover of a dead owner took %.1f s (lease 60 s)", took);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
+		    "'OWNER_DEAD_TAKEOVER' AND detail LIKE 'owner %%:%ld:%% is gone (its process "
+		    "on this host ended)%%'",
+		    mark, (long)pid),
+		  1);
+	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
+		    "status = 'FAILED' AND exit_message LIKE 'owner %%:%ld:%% lost: its process on "
+		    "this host is gone%%'",
+		    dead, (long)pid),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND status "
+		    "= 'COMPLETED'",
+		    dead),
+		  1);
+	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 0);
+	assert_exactly_once(conn);
+	CBT_EQ_LL(ex("metrics", NULL), 0);
+	CBT_CONTAINS(out, "\nlock_lease_expired_count 0\n");
+	PQfinish(conn);
+}
+
+/* ---- 11. a fenced chunk whose heartbeat failed first (issue 8, item 13f) -------- */
+
+/*
+ * The lock is taken away while a chunk waits on a row lock: the heartbeat
+ * notices first (HEARTBEAT_FAILED), then the chunk reaches its checkpoint and
+ * is refused by the fence. Both are on record, and the chunk counts in
+ * fenced_chunk_count.
+ */
+static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
+{
+	PGconn *conn = cbt_connect(db), *gate;
+	char text[65536];
+	long long first, token, exec;
+	pid_t pid;
+
+	reset(conn);
+	first = add_rows(conn, 20000);
+	gate = cbt_connect(db);
+	cbt_exec(gate, "BEGIN");
+	CBT_EQ_LL(q(gate, "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) x",
+		    first + 500),
+		  1);
+	pid = ex_spawn("lock-fenced-hb.log", "run", "ledger", "m:long=1", "-chunk.size:long=10",
+		       "--lease", "1", NULL);
+	if (!wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
+	    !wait_until(conn, 60000,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+			"current_database() AND application_name = 'cbatch' AND "
+			"wait_event_type = 'Lock'"))
+		CBT_FAILF("the job did not get to its 51st chunk");
+	exec = execution_of(conn, pid);
+	token = q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'");
+	/* Another owner now, as after a takeover that could not end the session. */
+	cbt_exec(conn, "UPDATE batch_lock SET fencing_token = fencing_token + 1, owner_id = "
+		       "'elsewhere:1:1:1:1:0' WHERE lock_name = 'ledger'");
+	/* Its heartbeat has stopped beating (it beats every 1/3 s). */
+	if (!wait_until(conn, 30000,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+			"AND application_name = 'cbatch-heartbeat' AND state = 'idle' AND "
+			"clock_timestamp() - state_change > interval '1.5 s'"))
+		CBT_FAILF("the heartbeat did not notice the loss");
+	cbt_exec(gate, "COMMIT");
+	PQfinish(gate);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
+	read_log("lock-fenced-hb.log", text, sizeof(text));
+	CBT_CONTAINS(text, "fenced off");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
+		    "job_execution_id = %lld AND outcome = 'HEARTBEAT_FAILED'",
+		    token, exec),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
+		    "job_execution_id = %lld AND outcome = 'FENCED'",
+		    token, exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
+	CBT_EQ_LL(ex("metrics", NULL), 0);
+	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
+	CBT_CONTAINS(out, "\nheartbeat_failure_count 1\n");
+	PQfinish(conn);
+}
+
+/* ---- 12. schema upgrade from version 1 ------------------------------------------- */
+
+/* A repository made by a cbatch of schema version 1, with a held lock and its
+ * audit, upgrades in place (twice is a no-op), and what it held still works. */
+static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char path[PATH_MAX], *sql = NULL;
+	long size;
+	FILE *f;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	snprintf(path, sizeof(path), "%s/sql/001_initial.sql", cbt_source_dir());
+	f = fopen(path, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	sql = calloc(1, (size_t)size + 1);
+	CU_ASSERT_FATAL(sql && fread(sql, 1, (size_t)size, f) == (size_t)size);
+	fclose(f);
+	cbt_exec(conn, "BEGIN");
+	cbt_exec(conn, sql);
+	free(sql);
+	cbt_exec(conn, "CREATE TABLE batch_schema_version (version int PRIMARY KEY, name text NOT "
+		       "NULL, installed_at timestamptz NOT NULL DEFAULT clock_timestamp()); "
+		       "INSERT INTO batch_schema_version (version, name) VALUES (1, "
+		       "'001_initial.sql'); COMMIT");
+	/* Version 1's own acquire: a lock held by someone for an hour. */
+	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock_acquire('legacy', "
+			  "'otherhost:1:0123456789abcdef', 3600)"),
+		  1);
+	CBT_EQ_LL(ex("schema", "check", NULL), 1); /* needs `schema init` */
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("schema", "check", NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(version) FROM batch_schema_version"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schema_version"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = "
+				     "'legacy' AND outcome = 'ACQUIRED'"),
+		  1);
+	/* Still held (no session on record for it), refused with the time left. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE lock_name = 'legacy' "
+				     "AND owner_backend_pid IS NULL AND NOT released"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_acquire('legacy', 'me', 60) "
+				     "WHERE outcome = 'SKIPPED_HELD' AND held_left_seconds > 3500"),
+		  1);
+	CBT_EQ_LL(ex("unlock", "legacy", "--force", "--reason", "upgrade", NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = "
+				     "'legacy' AND outcome = 'FORCE_UNLOCKED' AND detail LIKE "
+				     "'%(holder was otherhost:1:0123456789abcdef; no session "
+				     "recorded)'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_acquire('legacy', 'me', 60) "
+				     "WHERE outcome = 'ACQUIRED' AND fencing_token = 2"),
+		  1);
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", "100", NULL), 0);
+	CBT_EQ_LL(ex("run", "ledger", "u:long=1", NULL), 0);
+	assert_exactly_once(conn);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "contention: 2 then 8 launch at once, one runs, the rest skip",
 	  test_contention_exactly_one_runs_the_rest_skip },
@@ -1690,6 +1908,12 @@ static const CU_TestInfo tests[] = {
 	  test_terminated_job_backend_fails_cleanly_and_restart_completes },
 	{ "frozen owner inside a chunk is ended by the takeover",
 	  test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover },
+	{ "dead owner on this host is taken over at once",
+	  test_dead_owner_on_this_host_is_taken_over_at_once },
+	{ "fenced chunk counts even when the heartbeat failed first",
+	  test_fenced_chunk_counts_even_when_the_heartbeat_failed_first },
+	{ "schema upgrade from version 1 keeps locks and audit",
+	  test_schema_upgrade_from_version_1_keeps_locks_and_audit },
 	CU_TEST_INFO_NULL,
 };
 
