@@ -107,6 +107,7 @@ DECLARE
     v_note text;
     v_tries int := 0;
     v_locked boolean;
+    v_expired boolean;
     e record;
 BEGIN
     SELECT a.backend_start INTO v_start FROM pg_stat_activity a WHERE a.pid = v_pid;
@@ -139,10 +140,11 @@ BEGIN
         END;
         PERFORM set_config('lock_timeout', v_saved, true);
         EXIT WHEN v_locked;
-        -- Locked by an open transaction. Of a holder whose lease is live:
-        -- held, whatever that transaction does (it can only extend it).
-        IF NOT l.released AND l.locked_until >= clock_timestamp()
-           AND l.owner_id IS DISTINCT FROM p_dead_owner THEN
+        -- Locked by an open transaction. Not ours to take (a live lease, or
+        -- a release kept until its lock-at-least-for): held, whatever that
+        -- transaction does (it can only extend it).
+        IF l.locked_until >= clock_timestamp()
+           AND (l.released OR l.owner_id IS DISTINCT FROM p_dead_owner) THEN
             outcome := 'SKIPPED_HELD';
             EXIT;
         END IF;
@@ -167,8 +169,8 @@ BEGIN
         -- We hold the row lock: decide on its newest version.
         holder := l.owner_id;
         held_until := l.locked_until;
-        IF l.locked_until < clock_timestamp() OR (NOT l.released AND l.owner_id = p_dead_owner)
-        THEN
+        v_expired := l.locked_until < clock_timestamp();
+        IF v_expired OR (NOT l.released AND l.owner_id = p_dead_owner) THEN
             IF NOT l.released AND l.owner_backend_pid IS DISTINCT FROM v_ended_pid THEN
                 SELECT * INTO e FROM batch_lock_end_session(l.owner_backend_pid,
                                                             l.owner_backend_start);
@@ -183,7 +185,7 @@ BEGIN
              WHERE b.lock_name = p_lock_name;
             fencing_token := l.fencing_token + 1;
             outcome := CASE WHEN l.released THEN 'ACQUIRED'
-                            WHEN l.locked_until < clock_timestamp() THEN 'LEASE_EXPIRED_TAKEOVER'
+                            WHEN v_expired THEN 'LEASE_EXPIRED_TAKEOVER'
                             ELSE 'OWNER_DEAD_TAKEOVER' END;
         ELSE
             outcome := 'SKIPPED_HELD';
