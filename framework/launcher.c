@@ -55,6 +55,14 @@ static int take_lock(cb__lock_grant *g, PGconn *conn, const char *lock_name, dou
 
 	if (rc < 0)
 		return rc;
+	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
+		/* Its lease is over, but a session that could not be ended keeps
+		 * the lock row in an open transaction. */
+		return cb_error_set(err, CB_ERUNNING,
+				    "lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
+				    "skipped; a role allowed to end that session can run `unlock %s "
+				    "--force`",
+				    lock_name, g->holder, g->held_until, g->note, lock_name);
 	if (g->outcome == CB__LOCK_HELD)
 		return cb_error_set(err, CB_ERUNNING,
 				    "lock '%s' is held by %s until %s (%.0f s left): skipped; if its "

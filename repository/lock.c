@@ -52,7 +52,7 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
 		p[3] = holder;
 	res = cb__repo_exec(conn, "acquire lock",
 			    "SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
-			    "coalesce(old_session_ended, true) "
+			    "coalesce(old_session_ended, true), coalesce(note, '') "
 			    "FROM batch_lock_acquire($1, $2, $3::float8, $4)",
 			    4, p, err);
 	if (!res)
@@ -67,6 +67,7 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
 	snprintf(out->held_until, sizeof(out->held_until), "%s", PQgetvalue(res, 0, 3));
 	out->held_left_seconds = PQgetisnull(res, 0, 4) ? 0 : atof(PQgetvalue(res, 0, 4));
 	out->old_session_ended = PQgetvalue(res, 0, 5)[0] == 't';
+	snprintf(out->note, sizeof(out->note), "%s", PQgetvalue(res, 0, 6));
 	PQclear(res);
 	return 0;
 }

@@ -115,6 +115,7 @@ typedef struct cb__lock_grant {
 	char held_until[64];      /* its lease end, as text */
 	double held_left_seconds; /* when held: how long its lease still runs */
 	int old_session_ended;    /* 0: a replaced owner's session could not be ended */
+	char note[256];           /* what happened to that session, or "" */
 } cb__lock_grant;
 
 /*

@@ -90,12 +90,13 @@ $$;
 -- locked by a holder with a live lease is a skip at once; one whose owner's
 -- session could not be ended gives up after about 5 s (a skip, saying why).
 -- The caller's own session (pg_backend_pid) is recorded as the new owner's.
+-- note: what happened to the old owner's session (also in the audit detail).
 DROP FUNCTION batch_lock_acquire(varchar, varchar, double precision);
 CREATE FUNCTION batch_lock_acquire(p_lock_name varchar, p_owner_id varchar,
     p_lease_seconds double precision, p_dead_owner varchar DEFAULT NULL,
     OUT fencing_token bigint, OUT outcome varchar, OUT holder varchar,
     OUT held_until timestamptz, OUT held_left_seconds double precision,
-    OUT old_session_ended boolean)
+    OUT old_session_ended boolean, OUT note text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
@@ -194,6 +195,7 @@ BEGIN
         holder := l.owner_id;
         held_until := l.locked_until;
     END IF;
+    note := v_note;
     IF outcome = 'SKIPPED_HELD' THEN
         fencing_token := NULL;
         held_left_seconds := greatest(0, extract(epoch FROM held_until - clock_timestamp()));

@@ -1553,9 +1553,9 @@ static char proc_state(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
-static pid_t spawn_probe(const char *job, const char *log)
+static pid_t spawn_probe(const char *conninfo, const char *job, const char *log)
 {
-	const char *argv[] = { self_exe, "--probe", db, job, NULL };
+	const char *argv[] = { self_exe, "--probe", conninfo, job, NULL };
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);
@@ -1582,7 +1582,7 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 	reset(conn);
 	cbt_exec(conn, "CREATE TABLE sink (n bigint PRIMARY KEY)");
 	setenv("CBT_FREEZE_AT", "5", 1);
-	zpid = spawn_probe(FREEZE_JOB, "lock-freeze-zombie.log");
+	zpid = spawn_probe(db, FREEZE_JOB, "lock-freeze-zombie.log");
 	unsetenv("CBT_FREEZE_AT");
 	t0 = cbt_now();
 	while (proc_state(zpid) != 'T' && cbt_now() - t0 < 60)
@@ -1610,7 +1610,7 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 
 	mark = audit_mark(conn);
 	t0 = cbt_now();
-	spid = spawn_probe(FREEZE_JOB, "lock-freeze-successor.log");
+	spid = spawn_probe(db, FREEZE_JOB, "lock-freeze-successor.log");
 	rc = cbt_wait_timeout(spid, 3 * 2 * 1000 + 5000);
 	took = cbt_now() - t0;
 	read_log("lock-freeze-successor.log", log, sizeof(log));
@@ -1669,6 +1669,64 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
 		    FREEZE_JOB),
 		  token + 1);
+	printf("\n");
+	PQfinish(conn);
+}
+
+/*
+ * The same frozen owner, but the successor runs as another role without the
+ * privilege to end its session: the launch does not wait for as long as the
+ * owner stays frozen. It gives up within seconds, saying why (exit 4), and
+ * the owner, thawed, still owns its lock and finishes.
+ */
+static void test_frozen_owner_whose_session_cannot_be_ended_bounds_the_launch(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[65536], ra[64], rb[64], ca[CBT_CONNINFO_MAX], cbi[CBT_CONNINFO_MAX];
+	long long mark;
+	double t0, took;
+	pid_t zpid, spid;
+	int rc;
+
+	reset(conn);
+	cbt_exec(conn, "CREATE TABLE sink (n bigint PRIMARY KEY)");
+	snprintf(ra, sizeof(ra), "cbt_lock_fa_%ld", (long)getpid());
+	snprintf(rb, sizeof(rb), "cbt_lock_fb_%ld", (long)getpid());
+	make_role(conn, ra, ca, sizeof(ca));
+	make_role(conn, rb, cbi, sizeof(cbi));
+	setenv("CBT_FREEZE_AT", "5", 1);
+	zpid = spawn_probe(ca, FREEZE_JOB, "lock-freeze2-zombie.log");
+	unsetenv("CBT_FREEZE_AT");
+	t0 = cbt_now();
+	while (proc_state(zpid) != 'T' && cbt_now() - t0 < 60)
+		cbt_sleep_ms(10);
+	if (proc_state(zpid) != 'T') {
+		CBT_FAILF("the job never froze itself");
+		kill(zpid, SIGKILL);
+		cbt_wait(zpid);
+		PQfinish(conn);
+		return;
+	}
+	wait_lock_free(conn, FREEZE_JOB, 10000);
+	mark = audit_mark(conn);
+	t0 = cbt_now();
+	spid = spawn_probe(cbi, FREEZE_JOB, "lock-freeze2-successor.log");
+	rc = cbt_wait_timeout(spid, 3 * 2 * 1000 + 5000);
+	took = cbt_now() - t0;
+	read_log("lock-freeze2-successor.log", log, sizeof(log));
+	printf("\n    successor: exit %d after %.2f s: %s", rc, took, log);
+	CBT_EQ_LL(rc, 4);
+	CBT_CONTAINS(log, "cannot be taken over: its row stays locked by an open transaction; "
+			  "its session ");
+	CBT_CONTAINS(log, "could not be checked (insufficient privilege) and was left running");
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+	/* Thawed, it still owns its lock (nobody took it) and finishes. */
+	kill(zpid, SIGCONT);
+	CBT_EQ_LL(cbt_wait_timeout(zpid, 60000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
+	drop_role(conn, ra);
+	drop_role(conn, rb);
 	printf("\n");
 	PQfinish(conn);
 }
@@ -1908,6 +1966,8 @@ static const CU_TestInfo tests[] = {
 	  test_terminated_job_backend_fails_cleanly_and_restart_completes },
 	{ "frozen owner inside a chunk is ended by the takeover",
 	  test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover },
+	{ "frozen owner whose session cannot be ended bounds the launch",
+	  test_frozen_owner_whose_session_cannot_be_ended_bounds_the_launch },
 	{ "dead owner on this host is taken over at once",
 	  test_dead_owner_on_this_host_is_taken_over_at_once },
 	{ "fenced chunk counts even when the heartbeat failed first",
