@@ -109,8 +109,10 @@ static const struct builtin builtins[] = {
 	  cmd_locks },
 	{ "unlock", "LOCK_NAME --force [--reason TEXT]",
 	  "release a lock by hand (recorded with who and why)",
-	  "The lock's holder, if it still runs, is fenced off at its next chunk and\n"
-	  "fails. The release is recorded in batch_lock_audit as FORCE_UNLOCKED.\n",
+	  "The holder's database session is terminated (its open chunk rolls back;\n"
+	  "this needs the same role, superuser or pg_signal_backend), and if it still\n"
+	  "runs it is fenced off and fails. The release is recorded in\n"
+	  "batch_lock_audit as FORCE_UNLOCKED.\n",
 	  cmd_unlock },
 	{ "metrics", "", "print repository metrics in Prometheus text format",
 	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"

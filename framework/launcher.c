@@ -55,10 +55,20 @@ static int take_lock(cb__lock_grant *g, PGconn *conn, const char *lock_name, dou
 
 	if (rc < 0)
 		return rc;
+	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
+		/* Its lease is over, but a session that could not be ended keeps
+		 * the lock row in an open transaction. */
+		return cb_error_set(err, CB_ERUNNING,
+				    "lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
+				    "skipped; a role allowed to end that session can run `unlock %s "
+				    "--force`",
+				    lock_name, g->holder, g->held_until, g->note, lock_name);
 	if (g->outcome == CB__LOCK_HELD)
 		return cb_error_set(err, CB_ERUNNING,
-				    "lock '%s' is held by %s until %s: skipped", lock_name,
-				    g->holder, g->held_until);
+				    "lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
+				    "owner is gone, wait for the lease or run `unlock %s --force`",
+				    lock_name, g->holder, g->held_until, g->held_left_seconds,
+				    lock_name);
 	return 0;
 }
 
@@ -67,6 +77,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 			 const cb_launch_options *opts, cb_error *err)
 {
 	char key[CB_JOB_KEY_LEN + 1], dead_why[512] = "", *lock_name = NULL;
+	char saved_timeout[64] = "";
 	double lease = opts->lease_seconds > 0 ? opts->lease_seconds : job->lease_seconds;
 	cb__lock_grant grant;
 	cb__launch l;
@@ -95,6 +106,18 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	if (grant.outcome == CB__LOCK_TAKEOVER)
 		snprintf(dead_why, sizeof(dead_why), "owner %s lost: lease expired at %s",
 			 grant.holder, grant.held_until);
+	else if (grant.outcome == CB__LOCK_OWNER_DEAD)
+		snprintf(dead_why, sizeof(dead_why),
+			 "owner %s lost: its process on this host is gone (lease was until %s)",
+			 grant.holder, grant.held_until);
+	if (!grant.old_session_ended) {
+		/* The replaced owner's session could not be ended (privilege): its
+		 * open transaction may hold rows this run needs. Wait for them at
+		 * most a lease (55P03, retryable), never for as long as it is frozen. */
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__lock_bound_waits(saved_timeout, sizeof(saved_timeout), conn, lease, &ignored);
+	}
 	rc = cb__repo_launch(&l, conn, job->name, key, params, job->restartable, cb__owner_id(),
 			     expect_restart_of, lock_name, grant.fencing_token,
 			     dead_why[0] ? dead_why : NULL, err);
@@ -158,10 +181,33 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		cb_error ignored = CB_ERROR_INIT;
 
 		cb__heartbeat_stop(run.heartbeat);
+		if (out->status == CB_STATUS_FAILED && !run.fenced) {
+			/* A takeover ends the old owner's session: its chunk then fails
+			 * on the connection, not on the fence. Say what happened. */
+			int held = 1;
+
+			ensure_connection(conn);
+			if (cb__lock_held(&held, conn, lock_name, cb__owner_id(), grant.fencing_token,
+					  &ignored) == 0 &&
+			    !held) {
+				char msg[CB_ERROR_MESSAGE_MAX];
+
+				if (snprintf(msg, sizeof(msg),
+					     "fenced off: lock '%s' no longer carries fencing token "
+					     "%lld (taken over or released); %s",
+					     lock_name, grant.fencing_token, out->exit_message) < 0)
+					msg[0] = '\0';
+				result_set(out, CB_STATUS_FAILED, "FAILED", msg);
+				run.fenced = !lost;
+			}
+			cb_error_clear(&ignored);
+		}
+		/* Both when both: a chunk refused by the fence counts as fenced
+		 * even if the heartbeat had noticed the loss first. */
 		if (lost)
 			cb__lock_audit(conn, lock_name, cb__owner_id(), "HEARTBEAT_FAILED",
 				       grant.fencing_token, l.job_execution_id, why, &ignored);
-		else if (run.fenced)
+		if (run.fenced)
 			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
 				       grant.fencing_token, l.job_execution_id, out->exit_message,
 				       &ignored);
@@ -211,6 +257,11 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 				 job->lock_at_least_seconds, l.job_execution_id, &ignored);
 	}
 out:
+	if (saved_timeout[0]) {
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__lock_restore_waits(conn, saved_timeout, &ignored);
+	}
 	free(lock_name);
 	return rc;
 }

@@ -496,6 +496,10 @@ static int reconnect(chunk_step *cs, cb_error *err)
 			rc = cb_error_set(err, CB_EFENCED,
 					  "lock '%s' was taken over or released: nothing reopened",
 					  cs->run->lock_name);
+		/* A takeover must find (and end) this session, not the old one. */
+		if (rc == 0)
+			rc = cb__lock_record_session(cs->sc.conn, cs->run->lock_name,
+						     cb__owner_id(), cs->run->fencing_token, err);
 		if (rc < 0)
 			return rc;
 	}

@@ -58,7 +58,9 @@ int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *wh
 		msg = conn ? PQerrorMessage(conn) : "unknown error";
 	if (!state && conn && PQstatus(conn) == CONNECTION_BAD)
 		state = "08006";
-	if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
+	/* 55P03: a lock_timeout ran out (see the launcher's bounded waits). */
+	if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+		      strcmp(state, "55P03") == 0))
 		code = CB_ERETRY;
 	else if (state && strcmp(state, "CB002") == 0)
 		code = CB_EFENCED;

@@ -2,7 +2,9 @@
 #include "repo.h"
 #include "text.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +17,82 @@ static char owner_buf[200];
 static pid_t owner_pid;
 static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * State (field 3) and start time (field 22, clock ticks since boot) of
+ * process @p pid from /proc/PID/stat. The command name (field 2) may hold
+ * spaces and parentheses: fields are counted after its last ')'.
+ * @return 0, or -1 when there is no such process (or no /proc).
+ */
+static int proc_stat(char *state, unsigned long long *start, long pid)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -1;
+	p += 2;
+	*state = *p;
+	for (field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return -1;
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* This process's boot id (8 characters) and PID namespace inode, or "0". */
+static void host_marks(char *boot, size_t boot_size, char *pidns, size_t pidns_size)
+{
+	char link[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ssize_t n;
+
+	snprintf(boot, boot_size, "0");
+	if (f) {
+		char b[64] = "";
+
+		if (fgets(b, sizeof(b), f) && strlen(b) >= 8)
+			snprintf(boot, boot_size, "%.8s", b);
+		fclose(f);
+	}
+	snprintf(pidns, pidns_size, "0");
+	n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n > 0) {
+		char *a, *z;
+
+		link[n] = '\0';
+		a = strchr(link, '[');
+		z = a ? strchr(a, ']') : NULL;
+		if (a && z && z > a + 1)
+			snprintf(pidns, pidns_size, "%.*s", (int)(z - a - 1), a + 1);
+	}
+}
+
 const char *cb__owner_id(void)
 {
-	/* host:pid:random — a host name alone is not unique (containers). It is
-	 * made once per process: a child forked after the parent launched a job
-	 * is another process and must not carry its parent's identity. Threads
-	 * that launch at once must not see it half written. */
+	/* host:pid:starttime:pidns:boot:random — a host name alone is not unique
+	 * (containers); the pid's start time tells a reused pid from the owner
+	 * (cb__owner_gone). It is made once per process: a child forked after
+	 * the parent launched a job is another process and must not carry its
+	 * parent's identity. Threads that launch at once must not see it half
+	 * written. */
 	pthread_mutex_lock(&owner_mu);
 	if (!owner_buf[0] || owner_pid != getpid()) {
-		char host[96] = "unknown";
-		unsigned long long r = 0;
+		char host[96] = "unknown", boot[16], pidns[24], state;
+		unsigned long long r = 0, start = 0;
 		FILE *f = fopen("/dev/urandom", "rb");
 
 		if (!f || fread(&r, sizeof(r), 1, f) != 1)
@@ -33,11 +101,56 @@ const char *cb__owner_id(void)
 			fclose(f);
 		gethostname(host, sizeof(host) - 1);
 		host[sizeof(host) - 1] = '\0';
-		snprintf(owner_buf, sizeof(owner_buf), "%s:%ld:%016llx", host, (long)getpid(), r);
+		host_marks(boot, sizeof(boot), pidns, sizeof(pidns));
+		if (proc_stat(&state, &start, (long)getpid()) < 0)
+			start = 0;
+		snprintf(owner_buf, sizeof(owner_buf), "%s:%ld:%llu:%s:%s:%016llx", host,
+			 (long)getpid(), start, pidns, boot, r);
 		owner_pid = getpid();
 	}
 	pthread_mutex_unlock(&owner_mu);
 	return owner_buf;
+}
+
+int cb__owner_gone(const char *owner_id)
+{
+	char buf[256], host[96] = "", boot[16], pidns[24], *f[6], state, *end;
+	unsigned long long start, want;
+	long pid;
+
+	if (!owner_id || strlen(owner_id) >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", owner_id);
+	/* From the right: the host name comes first and is the free-form part. */
+	for (int i = 5; i >= 1; i--) {
+		char *c = strrchr(buf, ':');
+
+		if (!c)
+			return 0;
+		*c = '\0';
+		f[i] = c + 1;
+	}
+	f[0] = buf;
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	host_marks(boot, sizeof(boot), pidns, sizeof(pidns));
+	/* Another host, boot or PID namespace: its pids are not ours to look up. */
+	if (strcmp(f[0], host) != 0 || strcmp(f[4], boot) != 0 || strcmp(f[3], pidns) != 0 ||
+	    strcmp(boot, "0") == 0 || strcmp(pidns, "0") == 0)
+		return 0;
+	pid = strtol(f[1], &end, 10);
+	if (*end || pid <= 0)
+		return 0;
+	want = strtoull(f[2], &end, 10);
+	if (*end || want == 0)
+		return 0;
+	/* kill(0) sees processes that /proc may hide (hidepid); a process that
+	 * exists but whose stat cannot be read cannot be told apart: alive. */
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	if (proc_stat(&state, &start, pid) < 0)
+		return 0;
+	return start != want || state == 'Z' || state == 'X';
 }
 
 static int params_json(char **out, const cb_params *params, cb_error *err)

@@ -12,31 +12,124 @@ static void fmt_double(char *buf, size_t size, double v)
 	snprintf(buf, size, "%.6f", v);
 }
 
+/* The current holder of @p lock_name if its lease is live, else "". */
+static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_name,
+		       cb_error *err)
+{
+	const char *p[1] = { lock_name };
+	PGresult *res;
+
+	out[0] = '\0';
+	res = cb__repo_exec(conn, "read lock holder",
+			    "SELECT owner_id FROM batch_lock WHERE lock_name = $1 AND NOT released "
+			    "AND locked_until >= clock_timestamp()",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1)
+		snprintf(out, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
 int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
 		     const char *owner_id, double lease_seconds, cb_error *err)
 {
-	char lease[32];
-	const char *p[3] = { lock_name, owner_id, lease };
+	char lease[32], holder[256];
+	const char *p[4] = { lock_name, owner_id, lease, NULL };
 	PGresult *res;
 	const char *outcome;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	fmt_double(lease, sizeof(lease), lease_seconds);
+	/* A holder on this host whose process is gone is taken over at once. The
+	 * read takes no lock; the acquire checks again that it is still the owner. */
+	rc = live_holder(holder, sizeof(holder), conn, lock_name, err);
+	if (rc < 0)
+		return rc;
+	if (holder[0] && strcmp(holder, owner_id) != 0 && cb__owner_gone(holder))
+		p[3] = holder;
 	res = cb__repo_exec(conn, "acquire lock",
-			    "SELECT fencing_token, outcome, holder, held_until "
-			    "FROM batch_lock_acquire($1, $2, $3::float8)",
-			    3, p, err);
+			    "SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
+			    "coalesce(old_session_ended, true), coalesce(note, '') "
+			    "FROM batch_lock_acquire($1, $2, $3::float8, $4)",
+			    4, p, err);
 	if (!res)
 		return CB_EDB;
 	outcome = PQgetvalue(res, 0, 1);
 	out->outcome = strcmp(outcome, "SKIPPED_HELD") == 0		 ? CB__LOCK_HELD
 		       : strcmp(outcome, "LEASE_EXPIRED_TAKEOVER") == 0 ? CB__LOCK_TAKEOVER
+		       : strcmp(outcome, "OWNER_DEAD_TAKEOVER") == 0	 ? CB__LOCK_OWNER_DEAD
 									 : CB__LOCK_ACQUIRED;
 	out->fencing_token = PQgetisnull(res, 0, 0) ? 0 : atoll(PQgetvalue(res, 0, 0));
 	snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(res, 0, 2));
 	snprintf(out->held_until, sizeof(out->held_until), "%s", PQgetvalue(res, 0, 3));
+	out->held_left_seconds = PQgetisnull(res, 0, 4) ? 0 : atof(PQgetvalue(res, 0, 4));
+	out->old_session_ended = PQgetvalue(res, 0, 5)[0] == 't';
+	snprintf(out->note, sizeof(out->note), "%s", PQgetvalue(res, 0, 6));
 	PQclear(res);
 	return 0;
+}
+
+int cb__lock_record_session(PGconn *conn, const char *lock_name, const char *owner_id,
+			    long long token, cb_error *err)
+{
+	char tok[24];
+	const char *p[3] = { lock_name, owner_id, tok };
+
+	snprintf(tok, sizeof(tok), "%lld", token);
+	return cb__repo_command(conn, "record lock session",
+				"SELECT batch_lock_record_session($1, $2, $3::bigint)", 3, p, err);
+}
+
+int cb__lock_held(int *held, PGconn *conn, const char *lock_name, const char *owner_id,
+		  long long token, cb_error *err)
+{
+	char tok[24];
+	const char *p[3] = { lock_name, owner_id, tok };
+	PGresult *res;
+
+	*held = 0;
+	snprintf(tok, sizeof(tok), "%lld", token);
+	/* FOR SHARE: a takeover in flight (it ends our session under its row
+	 * lock) is waited for, so that its outcome is what we see. */
+	res = cb__repo_exec(conn, "check lock",
+			    "SELECT 1 FROM batch_lock WHERE lock_name = $1 AND owner_id = $2 "
+			    "AND fencing_token = $3::bigint AND NOT released FOR SHARE",
+			    3, p, err);
+	if (!res)
+		return CB_EDB;
+	*held = PQntuples(res) > 0;
+	PQclear(res);
+	return 0;
+}
+
+int cb__lock_bound_waits(char *saved, size_t size, PGconn *conn, double seconds, cb_error *err)
+{
+	char ms[32];
+	const char *p[1] = { ms };
+	PGresult *res;
+
+	saved[0] = '\0';
+	snprintf(ms, sizeof(ms), "%lld", (long long)(seconds * 1000.0 + 0.5));
+	res = cb__repo_exec(conn, "bound lock waits",
+			    "SELECT current_setting('lock_timeout'), "
+			    "set_config('lock_timeout', $1 || 'ms', false)",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	snprintf(saved, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+int cb__lock_restore_waits(PGconn *conn, const char *saved, cb_error *err)
+{
+	const char *p[1] = { saved };
+
+	return cb__repo_command(conn, "restore lock_timeout",
+				"SELECT set_config('lock_timeout', $1, false)", 1, p, err);
 }
 
 int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const char *owner_id,
@@ -126,19 +219,12 @@ int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
 
 	snprintf(detail, sizeof(detail), "forced by %s: %s", who, reason && *reason ? reason : "no reason given");
 	/* The row stays so that the next owner's token is higher: the old
-	 * holder, if it still runs, is fenced off at its next chunk. */
+	 * holder's session is ended, and if it still runs it is fenced off. */
 	res = cb__repo_exec(conn, "force unlock",
-			    "WITH u AS (UPDATE batch_lock SET locked_until = clock_timestamp(), "
-			    " released = true, updated_at = clock_timestamp() WHERE lock_name = $1 "
-			    " RETURNING lock_name, owner_id, fencing_token, job_execution_id) "
-			    "INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, "
-			    " job_execution_id, detail) "
-			    "SELECT lock_name, $2, 'FORCE_UNLOCKED', fencing_token, job_execution_id, "
-			    " $3 || ' (holder was ' || owner_id || ')' FROM u RETURNING 1",
-			    3, p, err);
+			    "SELECT unlocked FROM batch_lock_force_unlock($1, $2, $3)", 3, p, err);
 	if (!res)
 		return CB_EDB;
-	if (PQntuples(res) == 0)
+	if (PQgetvalue(res, 0, 0)[0] != 't')
 		rc = cb_error_set(err, CB_ENOTFOUND, "no lock named '%s'", lock_name);
 	PQclear(res);
 	return rc;
@@ -160,19 +246,22 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		 * lock succeeded. Only takings and force-unlocks are ordered: the old
 		 * holder's own FENCED / HEARTBEAT_FAILED (and skips) come in between. */
 		"WITH a AS (SELECT lock_name, outcome, event_time, "
-		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'FORCE_UNLOCKED') "
-		"  THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ('ACQUIRED', "
-		"   'LEASE_EXPIRED_TAKEOVER', 'FORCE_UNLOCKED') ORDER BY audit_id) END "
+		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', "
+		"  'FORCE_UNLOCKED') THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ("
+		"   'ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED') "
+		"   ORDER BY audit_id) END "
 		"  AS next_outcome "
 		"  FROM batch_lock_audit), "
 		"c AS (SELECT "
-		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')) AS ok, "
+		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
+		"   'OWNER_DEAD_TAKEOVER')) AS ok, "
 		"  count(*) FILTER (WHERE outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed, "
 		"  count(*) FILTER (WHERE outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired, "
 		"  count(*) FILTER (WHERE outcome = 'HEARTBEAT_FAILED') AS hb, "
 		"  count(*) FILTER (WHERE outcome = 'FENCED') AS fenced, "
 		"  count(*) FILTER (WHERE outcome = 'FORCE_UNLOCKED' "
-		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')) AS bypass "
+		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
+		"   'OWNER_DEAD_TAKEOVER')) AS bypass "
 		"  FROM a), "
 		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
 		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
@@ -188,8 +277,10 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  lease expired.', NULL, expired FROM c "
 		" UNION ALL SELECT 'heartbeat_failure_count', 'Heartbeats that found the lock lost "
 		"  or the database unreachable past the lease.', NULL, hb FROM c "
-		" UNION ALL SELECT 'fenced_chunk_count', 'Chunks rolled back because the "
-		"  execution lost its fencing token.', NULL, fenced FROM c "
+		" UNION ALL SELECT 'fenced_chunk_count', 'Executions whose chunk was rolled "
+		"  back because they had lost their lock (refused by the fence, or their "
+		"  session ended by a takeover), whatever else their heartbeat saw.', NULL, "
+		"  fenced FROM c "
 		" UNION ALL SELECT 'manual_rerun_lock_bypass_count', 'Force-unlocks followed by a "
 		"  run that took the lock.', NULL, bypass FROM c "
 		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "

@@ -137,7 +137,8 @@ extern const char cb__repo_checkpoint_sql[];
 typedef enum cb__lock_outcome {
 	CB__LOCK_ACQUIRED,
 	CB__LOCK_TAKEOVER,   /* the previous owner's lease had expired */
-	CB__LOCK_HELD        /* someone else holds it: a skip */
+	CB__LOCK_HELD,       /* someone else holds it: a skip */
+	CB__LOCK_OWNER_DEAD  /* its owner's process on this host was gone: taken over */
 } cb__lock_outcome;
 
 typedef struct cb__lock_grant {
@@ -145,9 +146,18 @@ typedef struct cb__lock_grant {
 	long long fencing_token;  /* 0 when held */
 	char holder[200];         /* previous or current holder */
 	char held_until[64];      /* its lease end, as text */
+	double held_left_seconds; /* when held: how long its lease still runs */
+	int old_session_ended;    /* 0: a replaced owner's session could not be ended */
+	char note[256];           /* what happened to that session, or "" */
 } cb__lock_grant;
 
-/* Acquire or take over; records the outcome in batch_lock_audit. */
+/*
+ * Acquire or take over; records the outcome in batch_lock_audit. A takeover
+ * (expired lease, or a holder on this host whose process is gone, see
+ * cb__owner_gone) first ends the previous owner's database session, so that
+ * its open transaction cannot hold up this one; out->old_session_ended says
+ * whether that worked. @p conn's session is recorded as the owner's.
+ */
 int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
 		     const char *owner_id, double lease_seconds, cb_error *err);
 
@@ -164,7 +174,32 @@ int cb__lock_release(PGconn *conn, const char *lock_name, const char *owner_id, 
 int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, const char *outcome,
 		   long long token, long long job_execution_id, const char *detail, cb_error *err);
 
-/* A per-process owner identity: host:pid:random. */
+/* Record @p conn's session as the lock owner's again (after a reconnect). */
+int cb__lock_record_session(PGconn *conn, const char *lock_name, const char *owner_id,
+			    long long token, cb_error *err);
+
+/* *held = 1 when the lock still carries our owner id and token, unreleased. */
+int cb__lock_held(int *held, PGconn *conn, const char *lock_name, const char *owner_id,
+		  long long token, cb_error *err);
+
+/* Set the session's lock_timeout to @p seconds; the previous value goes to
+ * @p saved for cb__lock_restore_waits. */
+int cb__lock_bound_waits(char *saved, size_t size, PGconn *conn, double seconds, cb_error *err);
+int cb__lock_restore_waits(PGconn *conn, const char *saved, cb_error *err);
+
+/*
+ * A per-process owner identity: host:pid:starttime:pidns:boot:random
+ * (process start time in clock ticks since boot, PID namespace inode, the
+ * first 8 characters of the boot id).
+ */
 const char *cb__owner_id(void);
+
+/*
+ * 1 only when @p owner_id (as cb__owner_id makes it) names a process of this
+ * host (same host name, boot and PID namespace) that is gone: no such pid, a
+ * pid with another start time (reused), or a zombie. 0 when it is alive or
+ * cannot be told (another host, another format).
+ */
+int cb__owner_gone(const char *owner_id);
 
 #endif

@@ -25,7 +25,7 @@ enum {
 	CB_ENOMEM = -2,         /**< out of memory */
 	CB_EINVAL = -3,         /**< invalid argument, parameter or input */
 	CB_EDB = -4,            /**< database error (SQLSTATE in the cb_error) */
-	CB_ERETRY = -5,         /**< transient database error (40001, 40P01): retry */
+	CB_ERETRY = -5,         /**< transient database error (40001, 40P01, 55P03): retry */
 	CB_EFENCED = -6,        /**< this execution lost its lock (fencing token) */
 	CB_ECANCELED = -7,      /**< stopped on request */
 	CB_ECOMPLETE = -8,      /**< job instance already completed */

@@ -62,7 +62,7 @@ typedef cb_fault_action (*cb_classify_fn)(void *user, cb_fault fault, const cb_e
 
 /**
  * The default classifier: CB_ERETRY (SQLSTATE 40001 serialization failure,
- * 40P01 deadlock) and a lost connection (SQLSTATE class 08) are RETRY;
+ * 40P01 deadlock, 55P03 lock timeout) and a lost connection (SQLSTATE class 08) are RETRY;
  * everything else FAIL.
  */
 cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *err);

@@ -19,8 +19,15 @@
  *    a late write of an owner that lost its lease rolls back (fenced off).
  *  - On completion the lock is released, but kept until at least
  *    `lock at least for` after it was taken.
+ *  - A takeover (and a force unlock) first terminates the previous owner's
+ *    database session, if pg_stat_activity still shows it (pid and backend
+ *    start), so that a frozen owner's open transaction cannot block the new
+ *    one; this needs the same role, superuser or pg_signal_backend.
+ *  - A lock whose owner runs on this host and whose process is gone (pid and
+ *    process start time) is taken over at once (OWNER_DEAD_TAKEOVER).
  *
- * The owner is a per-process identity (host:pid:random).
+ * The owner is a per-process identity
+ * (host:pid:process start time:PID namespace:boot id:random).
  */
 #ifndef CBATCH_LOCK_H
 #define CBATCH_LOCK_H
@@ -70,8 +77,10 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
 
 /**
  * Release a lock by hand, whoever holds it, and record who (@p who, e.g.
- * "user@host") and why in batch_lock_audit as FORCE_UNLOCKED. Its holder,
- * if alive, is fenced off at its next chunk. @return 0, CB_ENOTFOUND, CB_EDB.
+ * "user@host") and why in batch_lock_audit as FORCE_UNLOCKED. Its holder's
+ * database session is terminated first (as on a takeover), and the holder,
+ * if alive, is fenced off. @return 0, CB_ENOTFOUND, CB_EDB, or CB_ERETRY when
+ * the lock row stays locked by a session that could not be terminated.
  */
 int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
 			 const char *reason, cb_error *err);

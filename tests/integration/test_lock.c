@@ -33,6 +33,7 @@
 #include <cbatch.h>
 
 #include "cbtest.h"
+#include "numbers.h"
 #include "repo.h" /* cb__owner_id */
 
 static char db[CBT_CONNINFO_MAX];
@@ -82,6 +83,47 @@ static int ex(const char *first, ...)
 	build_argv(argv, NULL, db, first, ap);
 	va_end(ap);
 	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+/* As ex, connected with @p conninfo instead of db. */
+static int ex_with(const char *conninfo, const char *first, ...)
+{
+	const char *argv[MAXARGS];
+	va_list ap;
+
+	va_start(ap, first);
+	build_argv(argv, NULL, conninfo, first, ap);
+	va_end(ap);
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+/*
+ * A login role @p role with every right on the public schema's tables and
+ * sequences, not superuser; @p conninfo receives a conninfo for it.
+ */
+static void make_role(PGconn *conn, const char *role, char *conninfo, size_t size)
+{
+	const char *host = getenv("CBATCH_TEST_PGHOST"), *port = getenv("CBATCH_TEST_PGPORT");
+	char dbname[128], sql[1024];
+
+	cbt_query_str(conn, "SELECT current_database()", dbname, sizeof(dbname));
+	snprintf(conninfo, size, "host=%s port=%s user=%s dbname=%s", host ? host : "/tmp",
+		 port ? port : "5432", role, dbname);
+	snprintf(sql, sizeof(sql),
+		 "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
+		 "GRANT USAGE ON SCHEMA public TO %s; "
+		 "GRANT ALL ON ALL TABLES IN SCHEMA public TO %s; "
+		 "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO %s",
+		 role, role, role, role, role);
+	cbt_exec(conn, sql);
+}
+
+static void drop_role(PGconn *conn, const char *role)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+	cbt_exec(conn, sql);
 }
 
 /* As ex, in the background; stdout and stderr go to tmpdir/@p log. */
@@ -549,7 +591,14 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
  * it was, so the fencing token is the only thing that stops it).
  * @p new_work: fresh rows wait for the zombie, or nothing is left to write
  * (then it ends without a chunk, and must still end FAILED and be audited).
+ *
+ * The zombie and the taker run as two roles without privilege over each
+ * other: the taker cannot end the zombie's session (a takeover normally
+ * does, see the frozen-owner test), so the zombie wakes still connected and
+ * only the fence stands in its way.
  */
+static char zombie_db[CBT_CONNINFO_MAX], taker_db[CBT_CONNINFO_MAX];
+
 static void zombie_round(PGconn *conn, int round, int same_instance, int new_work)
 {
 	char zparam[32], tparam[32], log[64], text[65536];
@@ -561,7 +610,8 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	snprintf(tparam, sizeof(tparam), "z:long=%d", same_instance ? round : 100 + round);
 	snprintf(log, sizeof(log), "lock-zombie-%d.log", round);
 	add_rows(conn, 100000);
-	pid = ex_spawn(log, "run", "ledger", zparam, "-chunk.size:long=10", "--lease", "1", NULL);
+	pid = ex_spawn_with(NULL, zombie_db, log, "run", "ledger", zparam, "-chunk.size:long=10",
+			    "--lease", "1", NULL);
 	{
 		char sql[256];
 
@@ -586,11 +636,13 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	/* Past its lease (database time), a second process takes over and finishes. */
 	wait_lock_free(conn, "ledger", 10000);
 	mark = audit_mark(conn);
-	CBT_EQ_LL(ex("run", "ledger", tparam, "--lease", "5", NULL), 0);
+	CBT_EQ_LL(ex_with(taker_db, "run", "ledger", tparam, "--lease", "5", NULL), 0);
 	taker = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	/* It could not end the zombie's session, and says so. */
 	CBT_EQ_LL(q(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome "
-		    "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld",
+		    "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
+		    "'%%could not be checked (insufficient privilege) and was left running'",
 		    mark, token + 1),
 		  1);
 	if (same_instance) {
@@ -672,8 +724,8 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
 	read_log(log, text, sizeof(text));
 	CBT_CONTAINS(text, new_work ? "fenced off" : "ended by another process");
-	/* On record as fenced, or as a failed heartbeat: its heartbeat learns of
-	 * the loss at the same moment, and either names the cause. */
+	/* On record as fenced, or as a failed heartbeat, or both: its heartbeat
+	 * learns of the loss at the same moment. */
 	{
 		char outcome[64] = "";
 		char sql[256];
@@ -687,7 +739,8 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		printf("\n    zombie round %d: audited %s\n", round, outcome);
 	}
 	CBT_EQ_LL(q(conn,
-		    "SELECT count(*) FROM batch_lock_audit WHERE outcome IN ('FENCED', "
+		    "SELECT (count(*) BETWEEN 1 AND 2 AND count(DISTINCT outcome) = count(*))::int "
+		    "FROM batch_lock_audit WHERE outcome IN ('FENCED', "
 		    "'HEARTBEAT_FAILED') AND fencing_token = %lld AND owner_id LIKE "
 		    "'%%:%ld:%%'",
 		    token, (long)pid),
@@ -745,11 +798,18 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 static void test_zombie_woken_after_takeover_is_fenced_and_commits_nothing(void)
 {
 	PGconn *conn = cbt_connect(db);
+	char za[64], zb[64];
 
 	reset(conn);
+	snprintf(za, sizeof(za), "cbt_lock_za_%ld", (long)getpid());
+	snprintf(zb, sizeof(zb), "cbt_lock_zb_%ld", (long)getpid());
+	make_role(conn, za, zombie_db, sizeof(zombie_db));
+	make_role(conn, zb, taker_db, sizeof(taker_db));
 	zombie_round(conn, 1, 1, 1);
 	zombie_round(conn, 2, 0, 1);
 	zombie_round(conn, 3, 1, 0);
+	drop_role(conn, za);
+	drop_role(conn, zb);
 	PQfinish(conn);
 }
 
@@ -810,6 +870,93 @@ static cb_job *long_task_job(long_task *t)
 	return job;
 }
 
+/* ---- a job that freezes itself inside a chunk transaction -------------------- */
+
+#define FREEZE_JOB "freeze"
+#define FREEZE_ROWS 2000
+#define FREEZE_CHUNK 10
+
+/*
+ * The numbers job (1..FREEZE_ROWS into `sink (n PRIMARY KEY)`) whose writer,
+ * in chunk $CBT_FREEZE_AT (1-based), sends its insert and an UPDATE of the
+ * lock row (the row lock a chunk checkpoint takes), flushes them, and stops
+ * its own process with SIGSTOP: a frozen owner idle in transaction, holding
+ * row locks on the data and on batch_lock.
+ */
+typedef struct freezer {
+	cbt_numbers n;
+	int (*inner_write)(void *state, cb_tx *tx, void *const *items, size_t count,
+			   cb_error *err);
+	int (*inner_open)(void *state, const cb_step_context *sc, const json_t *saved,
+			  cb_error *err);
+	int freeze_at, chunks;
+	char lock_stmt[64];
+} freezer;
+
+static freezer frz;
+
+static int freeze_open(void *state, const cb_step_context *sc, const json_t *saved,
+		       cb_error *err)
+{
+	int rc = frz.inner_open(state, sc, saved, err);
+
+	if (rc == 0)
+		rc = cb_pg_prepare(cb_step_context_conn(sc), frz.lock_stmt, "frzlock",
+				   "UPDATE batch_lock SET updated_at = updated_at WHERE lock_name = '"
+				   FREEZE_JOB "'",
+				   0, err);
+	return rc;
+}
+
+static int freeze_write(void *state, cb_tx *tx, void *const *items, size_t count, cb_error *err)
+{
+	int rc = frz.inner_write(state, tx, items, count, err);
+
+	if (rc == 0 && ++frz.chunks == frz.freeze_at) {
+		rc = cb_tx_send(tx, frz.lock_stmt, 0, NULL, NULL, NULL, NULL, NULL, err);
+		if (rc == 0)
+			rc = cb_tx_flush(tx, err);
+		if (rc == 0)
+			raise(SIGSTOP);
+	}
+	return rc;
+}
+
+static int freeze_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			cb_error *err)
+{
+	int rc = cbt_numbers_build(user, sc, parts, err);
+
+	frz.inner_open = parts->writers[0].open;
+	frz.inner_write = parts->writers[0].write;
+	parts->writers[0].open = freeze_open;
+	parts->writers[0].write = freeze_write;
+	return rc;
+}
+
+static cb_job *freeze_job(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+	const char *at = getenv("CBT_FREEZE_AT");
+
+	memset(&frz, 0, sizeof(frz));
+	frz.n.last = FREEZE_ROWS;
+	frz.freeze_at = at ? atoi(at) : 0;
+	if (cb_job_new(&job, FREEZE_JOB, &err) < 0)
+		return NULL;
+	s.name = "numbers";
+	s.build = freeze_build;
+	s.user = &frz.n;
+	s.chunk_size = FREEZE_CHUNK;
+	if (cb_job_add_step(job, &s, &err) < 0) {
+		cb_job_free(job);
+		return NULL;
+	}
+	return job;
+}
+
 /* `--probe CONNINFO JOB`: launch JOB from this (other) process. Exit 4 when
  * refused as running, 0 if it ran and completed, 1 otherwise. */
 static int probe_main(const char *conninfo, const char *job_name)
@@ -819,16 +966,19 @@ static int probe_main(const char *conninfo, const char *job_name)
 	cb_error err = CB_ERROR_INIT;
 	cb_job_result r;
 	PGconn *conn = PQconnectdb(conninfo);
-	cb_job *job = long_task_job(&t);
+	int freeze = strcmp(job_name, FREEZE_JOB) == 0;
+	cb_job *job = freeze ? freeze_job() : long_task_job(&t);
 	int rc;
 
-	if (PQstatus(conn) != CONNECTION_OK || !job || strcmp(job_name, LONG_TASK_JOB) != 0) {
+	if (PQstatus(conn) != CONNECTION_OK || !job ||
+	    (!freeze && strcmp(job_name, LONG_TASK_JOB) != 0)) {
 		printf("probe: cannot start: %s\n", PQerrorMessage(conn));
 		return 1;
 	}
-	opts.lease_seconds = 1;
+	opts.lease_seconds = freeze ? 2 : 1;
 	rc = cb_job_launch(&r, conn, job, NULL, &opts, &err);
-	printf("probe %s: rc=%s %s\n", cb__owner_id(), cb_strcode(rc), err.message);
+	printf("probe %s: rc=%s %s; %s\n", cb__owner_id(), cb_strcode(rc), err.message,
+	       r.exit_message);
 	cb_job_free(job);
 	PQfinish(conn);
 	if (rc == CB_ERUNNING)
@@ -1383,6 +1533,422 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	PQfinish(conn);
 }
 
+/* ---- 9. a frozen owner inside its chunk transaction (issue 8, item 3) ---------- */
+
+/* The state letter of process @p pid (/proc/PID/stat), or '?'. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static pid_t spawn_probe(const char *conninfo, const char *job, const char *log)
+{
+	const char *argv[] = { self_exe, "--probe", conninfo, job, NULL };
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);
+	return cbt_spawn(argv, path);
+}
+
+/*
+ * The owner stops itself (SIGSTOP) inside a chunk transaction that holds row
+ * locks on its data and on the lock row, with a lease of 2 s. Past the lease
+ * a successor takes over: it must end the frozen owner's session (which
+ * rolls its transaction back) instead of waiting on its row locks for as long
+ * as it stays frozen, and finish within about a lease. Woken, the old owner
+ * finds its session gone and ends fenced off (exit 1), committing nothing.
+ */
+static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[65536];
+	long long zombie, token, zbackend, mark;
+	double t0, took;
+	pid_t zpid, spid;
+	int rc;
+
+	reset(conn);
+	cbt_exec(conn, "CREATE TABLE sink (n bigint PRIMARY KEY)");
+	setenv("CBT_FREEZE_AT", "5", 1);
+	zpid = spawn_probe(db, FREEZE_JOB, "lock-freeze-zombie.log");
+	unsetenv("CBT_FREEZE_AT");
+	t0 = cbt_now();
+	while (proc_state(zpid) != 'T' && cbt_now() - t0 < 60)
+		cbt_sleep_ms(10);
+	if (proc_state(zpid) != 'T') {
+		CBT_FAILF("the job never froze itself");
+		kill(zpid, SIGKILL);
+		cbt_wait(zpid);
+		PQfinish(conn);
+		return;
+	}
+	zombie = execution_of(conn, zpid);
+	token = q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'", FREEZE_JOB);
+	/* Frozen idle in transaction, holding the lock row and 10 data rows. */
+	zbackend = q(conn,
+		     "SELECT count(*) FROM pg_stat_activity a JOIN batch_lock l ON l.lock_name = "
+		     "'%s' AND a.pid = l.owner_backend_pid AND a.backend_start = "
+		     "l.owner_backend_start WHERE a.state = 'idle in transaction'",
+		     FREEZE_JOB);
+	CBT_EQ_LL(zbackend, 1);
+	zbackend = q(conn, "SELECT owner_backend_pid FROM batch_lock WHERE lock_name = '%s'",
+		     FREEZE_JOB);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 4 * FREEZE_CHUNK);
+	wait_lock_free(conn, FREEZE_JOB, 10000);
+
+	mark = audit_mark(conn);
+	t0 = cbt_now();
+	spid = spawn_probe(db, FREEZE_JOB, "lock-freeze-successor.log");
+	rc = cbt_wait_timeout(spid, 3 * 2 * 1000 + 5000);
+	took = cbt_now() - t0;
+	read_log("lock-freeze-successor.log", log, sizeof(log));
+	printf("\n    successor: exit %d after %.2f s: %s", rc, took, log);
+	CBT_EQ_LL(rc, 0);
+	/* Exact data: every number once, the zombie's rolled-back chunk redone. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT n) FROM sink WHERE n BETWEEN 1 AND "
+				     "2000"),
+		  FREEZE_ROWS);
+	/* A takeover that says it ended the old owner's session. */
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
+		    "'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
+		    "'lease of %%:%ld:%% expired at %%; its session %lld (idle in transaction) "
+		    "was terminated'",
+		    mark, token + 1, (long)zpid, zbackend),
+		  1);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld", zbackend), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+		    "status = 'COMPLETED'",
+		    zombie),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
+		    "status = 'FAILED' AND exit_message LIKE 'owner %% lost: lease expired at %%'",
+		    zombie),
+		  1);
+
+	/* Woken, the old owner has no session left: it ends fenced off. */
+	mark = audit_mark(conn);
+	kill(zpid, SIGCONT);
+	CBT_EQ_LL(cbt_wait_timeout(zpid, 60000), 1);
+	read_log("lock-freeze-zombie.log", log, sizeof(log));
+	CBT_CONTAINS(log, "fenced off");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome IN "
+		    "('FENCED', 'HEARTBEAT_FAILED') AND fencing_token = %lld",
+		    mark, token),
+		  q(conn,
+		    "SELECT count(DISTINCT outcome) FROM batch_lock_audit WHERE audit_id > %lld "
+		    "AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
+		    mark, token));
+	CBT_EQ_LL(q(conn,
+		    "SELECT (count(*) >= 1)::int FROM batch_lock_audit WHERE audit_id > %lld "
+		    "AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
+		    mark, token),
+		  1);
+	/* It committed nothing: 4 chunks before it froze, none after. */
+	CBT_EQ_LL(q(conn,
+		    "SELECT commit_count FROM batch_step_execution WHERE job_execution_id = %lld",
+		    zombie),
+		  4);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
+	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
+		    FREEZE_JOB),
+		  token + 1);
+	printf("\n");
+	PQfinish(conn);
+}
+
+/*
+ * The same frozen owner, but the successor runs as another role without the
+ * privilege to end its session: the launch does not wait for as long as the
+ * owner stays frozen. It gives up within seconds, saying why (exit 4), and
+ * the owner, thawed, still owns its lock and finishes.
+ */
+static void test_frozen_owner_whose_session_cannot_be_ended_bounds_the_launch(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[65536], ra[64], rb[64], ca[CBT_CONNINFO_MAX], cbi[CBT_CONNINFO_MAX];
+	long long mark;
+	double t0, took;
+	pid_t zpid, spid;
+	int rc;
+
+	reset(conn);
+	cbt_exec(conn, "CREATE TABLE sink (n bigint PRIMARY KEY)");
+	snprintf(ra, sizeof(ra), "cbt_lock_fa_%ld", (long)getpid());
+	snprintf(rb, sizeof(rb), "cbt_lock_fb_%ld", (long)getpid());
+	make_role(conn, ra, ca, sizeof(ca));
+	make_role(conn, rb, cbi, sizeof(cbi));
+	setenv("CBT_FREEZE_AT", "5", 1);
+	zpid = spawn_probe(ca, FREEZE_JOB, "lock-freeze2-zombie.log");
+	unsetenv("CBT_FREEZE_AT");
+	t0 = cbt_now();
+	while (proc_state(zpid) != 'T' && cbt_now() - t0 < 60)
+		cbt_sleep_ms(10);
+	if (proc_state(zpid) != 'T') {
+		CBT_FAILF("the job never froze itself");
+		kill(zpid, SIGKILL);
+		cbt_wait(zpid);
+		PQfinish(conn);
+		return;
+	}
+	wait_lock_free(conn, FREEZE_JOB, 10000);
+	mark = audit_mark(conn);
+	t0 = cbt_now();
+	spid = spawn_probe(cbi, FREEZE_JOB, "lock-freeze2-successor.log");
+	rc = cbt_wait_timeout(spid, 3 * 2 * 1000 + 5000);
+	took = cbt_now() - t0;
+	read_log("lock-freeze2-successor.log", log, sizeof(log));
+	printf("\n    successor: exit %d after %.2f s: %s", rc, took, log);
+	CBT_EQ_LL(rc, 4);
+	CBT_CONTAINS(log, "cannot be taken over: its row stays locked by an open transaction; "
+			  "its session ");
+	CBT_CONTAINS(log, "could not be checked (insufficient privilege) and was left running");
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+	/* Thawed, it still owns its lock (nobody took it) and finishes. */
+	kill(zpid, SIGCONT);
+	CBT_EQ_LL(cbt_wait_timeout(zpid, 60000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
+	drop_role(conn, ra);
+	drop_role(conn, rb);
+	printf("\n");
+	PQfinish(conn);
+}
+
+/* ---- 10. a crashed owner on this host (issue 8, item 4) ----------------------- */
+
+/*
+ * A live owner with a long lease (SIGSTOPped: alive, not responding) is not
+ * taken over, and the refusal says how long is left and names the way out.
+ * Killed (SIGKILL), it is taken over at once, far sooner than its lease of
+ * 60 s: its process on this host is gone (pid and process start time).
+ */
+static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char sql[512];
+	long long dead, mark;
+	double t0, took;
+	pid_t pid;
+
+	reset(conn);
+	add_rows(conn, 100000);
+	pid = ex_spawn("lock-dead.log", "run", "ledger", "d:long=1", "-chunk.size:long=10",
+		       "--lease", "60", NULL);
+	snprintf(sql, sizeof(sql),
+		 "SELECT (count(*) >= 300)::int FROM ledger l JOIN batch_job_execution e USING "
+		 "(job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
+		 (long)pid);
+	if (!wait_until(conn, 60000, sql)) {
+		CBT_FAILF("the job never wrote 300 rows");
+		kill(pid, SIGKILL);
+		cbt_wait(pid);
+		PQfinish(conn);
+		return;
+	}
+	kill(pid, SIGSTOP);
+	dead = execution_of(conn, pid);
+
+	/* Alive: refused, with the time left and `unlock --force`. */
+	mark = audit_mark(conn);
+	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 4);
+	CBT_CONTAINS(errout, "lock 'ledger' is held by ");
+	CBT_CONTAINS(errout, " s left): skipped; if its owner is gone, wait for the lease or run "
+			     "`unlock ledger --force`");
+	{
+		char *left = strstr(errout, " s left)");
+		char *open = left;
+
+		while (open && open > errout && *open != '(')
+			open--;
+		if (!left || !open || atoi(open + 1) < 50 || atoi(open + 1) > 60)
+			CBT_FAILF("the time left is not about 60 s: %s", errout);
+	}
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
+	CBT_EQ_LL(audit_count(conn, mark, "OWNER_DEAD_TAKEOVER"), 0);
+	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "AND status = 'STARTED'",
+		    dead),
+		  1);
+
+	/* Gone: taken over at once, audited, its execution buried and restarted. */
+	kill(pid, SIGKILL);
+	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
+	mark = audit_mark(conn);
+	t0 = cbt_now();
+	CBT_EQ_LL(ex("run", "ledger", "d:long=1", "--lease", "60", NULL), 0);
+	took = cbt_now() - t0;
+	if (took > 30)
+		CBT_FAILF("the takeover of a dead owner took %.1f s (lease 60 s)", took);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
+		    "'OWNER_DEAD_TAKEOVER' AND detail LIKE 'owner %%:%ld:%% is gone (its process "
+		    "on this host ended)%%'",
+		    mark, (long)pid),
+		  1);
+	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
+		    "status = 'FAILED' AND exit_message LIKE 'owner %%:%ld:%% lost: its process on "
+		    "this host is gone%%'",
+		    dead, (long)pid),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND status "
+		    "= 'COMPLETED'",
+		    dead),
+		  1);
+	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 0);
+	assert_exactly_once(conn);
+	CBT_EQ_LL(ex("metrics", NULL), 0);
+	CBT_CONTAINS(out, "\nlock_lease_expired_count 0\n");
+	PQfinish(conn);
+}
+
+/* ---- 11. a fenced chunk whose heartbeat failed first (issue 8, item 13f) -------- */
+
+/*
+ * The lock is taken away while a chunk waits on a row lock: the heartbeat
+ * notices first (HEARTBEAT_FAILED), then the chunk reaches its checkpoint and
+ * is refused by the fence. Both are on record, and the chunk counts in
+ * fenced_chunk_count.
+ */
+static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
+{
+	PGconn *conn = cbt_connect(db), *gate;
+	char text[65536];
+	long long first, token, exec;
+	pid_t pid;
+
+	reset(conn);
+	first = add_rows(conn, 20000);
+	gate = cbt_connect(db);
+	cbt_exec(gate, "BEGIN");
+	CBT_EQ_LL(q(gate, "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) x",
+		    first + 500),
+		  1);
+	pid = ex_spawn("lock-fenced-hb.log", "run", "ledger", "m:long=1", "-chunk.size:long=10",
+		       "--lease", "1", NULL);
+	if (!wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
+	    !wait_until(conn, 60000,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+			"current_database() AND application_name = 'cbatch' AND "
+			"wait_event_type = 'Lock'"))
+		CBT_FAILF("the job did not get to its 51st chunk");
+	exec = execution_of(conn, pid);
+	token = q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'");
+	/* Another owner now, as after a takeover that could not end the session. */
+	cbt_exec(conn, "UPDATE batch_lock SET fencing_token = fencing_token + 1, owner_id = "
+		       "'elsewhere:1:1:1:1:0' WHERE lock_name = 'ledger'");
+	/* Its heartbeat has stopped beating (it beats every 1/3 s). */
+	if (!wait_until(conn, 30000,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+			"AND application_name = 'cbatch-heartbeat' AND state = 'idle' AND "
+			"clock_timestamp() - state_change > interval '1.5 s'"))
+		CBT_FAILF("the heartbeat did not notice the loss");
+	cbt_exec(gate, "COMMIT");
+	PQfinish(gate);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
+	read_log("lock-fenced-hb.log", text, sizeof(text));
+	CBT_CONTAINS(text, "fenced off");
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
+		    "job_execution_id = %lld AND outcome = 'HEARTBEAT_FAILED'",
+		    token, exec),
+		  1);
+	CBT_EQ_LL(q(conn,
+		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
+		    "job_execution_id = %lld AND outcome = 'FENCED'",
+		    token, exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
+	CBT_EQ_LL(ex("metrics", NULL), 0);
+	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
+	CBT_CONTAINS(out, "\nheartbeat_failure_count 1\n");
+	PQfinish(conn);
+}
+
+/* ---- 12. schema upgrade from version 1 ------------------------------------------- */
+
+/* A repository made by a cbatch of schema version 1, with a held lock and its
+ * audit, upgrades in place (twice is a no-op), and what it held still works. */
+static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char path[PATH_MAX], *sql = NULL;
+	long size;
+	FILE *f;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	snprintf(path, sizeof(path), "%s/sql/001_initial.sql", cbt_source_dir());
+	f = fopen(path, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	sql = calloc(1, (size_t)size + 1);
+	CU_ASSERT_FATAL(sql && fread(sql, 1, (size_t)size, f) == (size_t)size);
+	fclose(f);
+	cbt_exec(conn, "BEGIN");
+	cbt_exec(conn, sql);
+	free(sql);
+	cbt_exec(conn, "CREATE TABLE batch_schema_version (version int PRIMARY KEY, name text NOT "
+		       "NULL, installed_at timestamptz NOT NULL DEFAULT clock_timestamp()); "
+		       "INSERT INTO batch_schema_version (version, name) VALUES (1, "
+		       "'001_initial.sql'); COMMIT");
+	/* Version 1's own acquire: a lock held by someone for an hour. */
+	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock_acquire('legacy', "
+			  "'otherhost:1:0123456789abcdef', 3600)"),
+		  1);
+	CBT_EQ_LL(ex("schema", "check", NULL), 1); /* needs `schema init` */
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("schema", "check", NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(version) FROM batch_schema_version"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schema_version"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = "
+				     "'legacy' AND outcome = 'ACQUIRED'"),
+		  1);
+	/* Still held (no session on record for it), refused with the time left. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE lock_name = 'legacy' "
+				     "AND owner_backend_pid IS NULL AND NOT released"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_acquire('legacy', 'me', 60) "
+				     "WHERE outcome = 'SKIPPED_HELD' AND held_left_seconds > 3500"),
+		  1);
+	CBT_EQ_LL(ex("unlock", "legacy", "--force", "--reason", "upgrade", NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = "
+				     "'legacy' AND outcome = 'FORCE_UNLOCKED' AND detail LIKE "
+				     "'%(holder was otherhost:1:0123456789abcdef; no session "
+				     "recorded)'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_acquire('legacy', 'me', 60) "
+				     "WHERE outcome = 'ACQUIRED' AND fencing_token = 2"),
+		  1);
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", "100", NULL), 0);
+	CBT_EQ_LL(ex("run", "ledger", "u:long=1", NULL), 0);
+	assert_exactly_once(conn);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "contention: 2 then 8 launch at once, one runs, the rest skip",
 	  test_contention_exactly_one_runs_the_rest_skip },
@@ -1398,6 +1964,16 @@ static const CU_TestInfo tests[] = {
 	  test_clock_skew_neither_steals_nor_keeps_a_lock },
 	{ "terminated job backend fails cleanly; restart completes",
 	  test_terminated_job_backend_fails_cleanly_and_restart_completes },
+	{ "frozen owner inside a chunk is ended by the takeover",
+	  test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover },
+	{ "frozen owner whose session cannot be ended bounds the launch",
+	  test_frozen_owner_whose_session_cannot_be_ended_bounds_the_launch },
+	{ "dead owner on this host is taken over at once",
+	  test_dead_owner_on_this_host_is_taken_over_at_once },
+	{ "fenced chunk counts even when the heartbeat failed first",
+	  test_fenced_chunk_counts_even_when_the_heartbeat_failed_first },
+	{ "schema upgrade from version 1 keeps locks and audit",
+	  test_schema_upgrade_from_version_1_keeps_locks_and_audit },
 	CU_TEST_INFO_NULL,
 };
 
