@@ -564,6 +564,34 @@ long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sq
 	return out;
 }
 
+long long cbt__queryf_ll(const char *file, int line, PGconn *conn, const char *fmt, ...)
+{
+	char sql[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(sql)) {
+		cbt__failf(file, line, 0, "query too long for cbt_queryf_ll: %.80s...", sql);
+		return -1;
+	}
+	return cbt__query_ll(file, line, conn, sql);
+}
+
+int cbt_wait_until(PGconn *conn, int timeout_ms, const char *sql)
+{
+	double deadline = cbt_now() + timeout_ms / 1000.0;
+
+	do {
+		if (cbt_query_ll(conn, sql) > 0)
+			return 1;
+		cbt_sleep_ms(5);
+	} while (cbt_now() < deadline);
+	return 0;
+}
+
 int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, char *out,
 		   size_t outsz)
 {

@@ -126,6 +126,8 @@ int cbt_main_suites(const char *name, const CU_SuiteInfo *suites);
  *         not an integer).
  */
 #define cbt_query_ll(conn, sql) cbt__query_ll(__FILE__, __LINE__, (conn), (sql))
+/* cbt_query_ll with printf-style SQL (for numbers and names the test made itself). */
+#define cbt_queryf_ll(conn, ...) cbt__queryf_ll(__FILE__, __LINE__, (conn), __VA_ARGS__)
 
 /**
  * Run a query and copy its first row's first column, as text, to @p out.
@@ -193,6 +195,9 @@ void cbt__wait_sessions_gone(const char *file, int line, PGconn *conn);
 /** Sleep @p ms milliseconds (restarted after signals). */
 void cbt_sleep_ms(int ms);
 
+/* Poll (every 5 ms) until @p sql, an integer query, is positive: 1, or 0 after @p timeout_ms. */
+int cbt_wait_until(PGconn *conn, int timeout_ms, const char *sql);
+
 /* ---- internals behind the macros ----------------------------------------- */
 
 void cbt__failf(const char *file, int line, int fatal, const char *fmt, ...)
@@ -215,6 +220,11 @@ void cbt__db_drop(const char *file, int line, const char *conninfo);
 PGconn *cbt__connect(const char *file, int line, const char *conninfo);
 int cbt__exec(const char *file, int line, PGconn *conn, const char *sql);
 long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql);
+long long cbt__queryf_ll(const char *file, int line, PGconn *conn, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 4, 5)))
+#endif
+	;
 int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, char *out,
 		   size_t outsz);
 

@@ -48,35 +48,6 @@ static int ex(const char *first, ...)
 	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
 }
 
-static long long q(PGconn *conn, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-
-static long long q(PGconn *conn, const char *fmt, ...)
-{
-	char sql[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	return cbt_query_ll(conn, sql);
-}
-
-static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
-{
-	double deadline = cbt_now() + timeout_ms / 1000.0;
-
-	do {
-		if (cbt_query_ll(conn, sql) > 0)
-			return 1;
-		cbt_sleep_ms(5);
-	} while (cbt_now() < deadline);
-	return 0;
-}
-
 /* A connection once the server accepts them again. */
 static PGconn *reconnect(void)
 {
@@ -146,7 +117,7 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 
 		pid = cbt_spawn(argv, log);
 	}
-	if (!wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
 	before = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
@@ -169,10 +140,10 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 
 	conn = reconnect();
 	/* Nothing it committed was lost: whole chunks, counted as written. */
-	written = q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec);
+	written = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec);
 	CU_ASSERT(written >= before);
 	CBT_EQ_LL(written % 10, 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
 		    "%lld",
 		    exec),
@@ -181,23 +152,23 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 	if (written >= 200000)
 		CBT_FAILF("the job finished before the restart; the test proves nothing");
 	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status IN ('FAILED', 'STARTED')",
 		    exec),
 		  1);
 	/* After the lease (database time) a run completes it, exactly once. */
-	if (!wait_until(conn, 15000,
+	if (!cbt_wait_until(conn, 15000,
 			"SELECT (count(*) = 0)::int FROM batch_lock WHERE "
 			"lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
 		CBT_FAILF("the lock is still held 15 s after the restart (lease 2 s)");
 	CBT_EQ_LL(ex("run", "ledger", NULL), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
 		    "status = 'COMPLETED'",
 		    exec),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'FAILED'",
 		    exec),

@@ -160,24 +160,6 @@ static void read_log(const char *log, char *buf, size_t size)
 	fclose(f);
 }
 
-static long long q(PGconn *conn, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-
-/* cbt_query_ll with printf-style SQL. */
-static long long q(PGconn *conn, const char *fmt, ...)
-{
-	char sql[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	return cbt_query_ll(conn, sql);
-}
-
 static double q_double(PGconn *conn, const char *sql)
 {
 	char buf[64];
@@ -185,19 +167,6 @@ static double q_double(PGconn *conn, const char *sql)
 	if (cbt_query_str(conn, sql, buf, sizeof(buf)) < 0)
 		return -1;
 	return atof(buf);
-}
-
-/* Poll until @p sql (an integer query) is non-zero; false after @p timeout_ms. */
-static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
-{
-	double deadline = cbt_now() + timeout_ms / 1000.0;
-
-	do {
-		if (cbt_query_ll(conn, sql) > 0)
-			return 1;
-		cbt_sleep_ms(5);
-	} while (cbt_now() < deadline);
-	return 0;
 }
 
 /* Fresh repository and an empty ledger example. */
@@ -213,7 +182,7 @@ static void reset(PGconn *conn)
 static long long add_rows(PGconn *conn, long long rows)
 {
 	char n[24];
-	long long first = q(conn, "SELECT coalesce(max(id), 0) + 1 FROM account");
+	long long first = cbt_queryf_ll(conn, "SELECT coalesce(max(id), 0) + 1 FROM account");
 
 	snprintf(n, sizeof(n), "%lld", rows);
 	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", n, NULL), 0);
@@ -248,7 +217,7 @@ static void assert_exactly_once(PGconn *conn)
  * server-side, so look only once the dead client's sessions are gone. */
 static void wait_no_client_sessions(PGconn *conn)
 {
-	if (!wait_until(conn, 30000, "SELECT ((" CLIENT_SESSIONS ") = 0)::int"))
+	if (!cbt_wait_until(conn, 30000, "SELECT ((" CLIENT_SESSIONS ") = 0)::int"))
 		CBT_FAILF("the killed client's sessions did not end within 30 s");
 }
 
@@ -261,13 +230,13 @@ static void wait_lock_free(PGconn *conn, const char *name, int timeout_ms)
 		 "SELECT (count(*) = 0)::int FROM batch_lock WHERE lock_name = "
 		 "'%s' AND locked_until >= clock_timestamp()",
 		 name);
-	if (!wait_until(conn, timeout_ms, sql))
+	if (!cbt_wait_until(conn, timeout_ms, sql))
 		CBT_FAILF("lock '%s' still held after %d ms", name, timeout_ms);
 }
 
 static long long audit_count(PGconn *conn, long long after_id, const char *outcome)
 {
-	return q(conn,
+	return cbt_queryf_ll(conn,
 		 "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 		 "outcome = '%s'",
 		 after_id, outcome);
@@ -281,7 +250,7 @@ static long long audit_mark(PGconn *conn)
 /* The job execution of the process @p pid (its owner id is host:pid:random). */
 static long long execution_of(PGconn *conn, pid_t pid)
 {
-	return q(conn,
+	return cbt_queryf_ll(conn,
 		 "SELECT coalesce(max(job_execution_id), 0) FROM batch_job_execution "
 		 "WHERE owner_id LIKE '%%:%ld:%%'",
 		 (long)pid);
@@ -406,19 +375,19 @@ static void contention_round(PGconn *conn, int round, int racers)
 	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), racers - 1);
 	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 		    "outcome = 'SKIPPED_HELD' AND detail LIKE 'held by %%'",
 		    mark),
 		  racers - 1);
 	/* One instance, one execution, completed. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution e JOIN "
 		    "batch_job_execution_params p USING (job_execution_id) WHERE "
 		    "p.parameter_name = 'round' AND p.parameter_value = '%d'",
 		    round),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution e JOIN "
 		    "batch_job_execution_params p USING (job_execution_id) WHERE "
 		    "p.parameter_name = 'round' AND p.parameter_value = '%d' "
@@ -473,7 +442,7 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 			 "SELECT count(*) FROM batch_lock WHERE owner_id LIKE "
 			 "'%%:%ld:%%' AND NOT released",
 			 (long)pid);
-		if (!wait_until(conn, 60000, sql))
+		if (!cbt_wait_until(conn, 60000, sql))
 			CBT_FAILF("round %d: the job never took the lock", round);
 		cbt_sleep_ms(delay_ms);
 		if (!still_running(pid)) {
@@ -486,13 +455,13 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 		CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
 		wait_no_client_sessions(conn);
 		dead = execution_of(conn, pid);
-		token = q(conn,
+		token = cbt_queryf_ll(conn,
 			  "SELECT fencing_token FROM batch_lock_audit WHERE owner_id LIKE "
 			  "'%%:%ld:%%' AND outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')",
 			  (long)pid);
 		/* Whole chunks only: the data, the source status and the checkpoint agree. */
 		written =
-			q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", dead);
+			cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", dead);
 		printf("\n    round %d: killed %d ms after it took the lock, %s, %lld rows "
 		       "committed",
 		       round, delay_ms,
@@ -501,7 +470,7 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 			      "execution was committed",
 		       written);
 		CBT_EQ_LL(written % 10, 0);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
 			    "WHERE job_execution_id = %lld",
 			    dead),
@@ -510,7 +479,7 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 			  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
 		/* The dead owner still claims to run; its lease ends within 1 s. */
 		if (dead)
-			CBT_EQ_LL(q(conn,
+			CBT_EQ_LL(cbt_queryf_ll(conn,
 				    "SELECT count(*) FROM batch_job_execution WHERE "
 				    "job_execution_id = %lld AND status IN ('STARTING', "
 				    "'STARTED')",
@@ -525,7 +494,7 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
 		/* Taken over (token + 1) from the dead owner, saying whose lease ended. */
 		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 			    "outcome = 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND "
 			    "detail LIKE 'lease of %%:%ld:%% expired at %%'",
@@ -533,20 +502,20 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 			  1);
 		if (dead) {
 			/* The dead execution is buried saying why, and restarted. */
-			CBT_EQ_LL(q(conn,
+			CBT_EQ_LL(cbt_queryf_ll(conn,
 				    "SELECT count(*) FROM batch_job_execution WHERE "
 				    "job_execution_id = %lld AND status = 'FAILED' AND "
 				    "exit_message LIKE 'owner %%:%ld:%% lost: lease expired at "
 				    "%%'",
 				    dead, (long)pid),
 				  1);
-			CBT_EQ_LL(q(conn,
+			CBT_EQ_LL(cbt_queryf_ll(conn,
 				    "SELECT count(*) FROM batch_job_execution WHERE restart_of "
 				    "= %lld AND status = 'COMPLETED'",
 				    dead),
 				  1);
 			/* The restart read only what the dead owner had not committed. */
-			CBT_EQ_LL(q(conn,
+			CBT_EQ_LL(cbt_queryf_ll(conn,
 				    "SELECT s.read_count FROM batch_step_execution s JOIN "
 				    "batch_job_execution e USING (job_execution_id) WHERE "
 				    "e.restart_of = %lld",
@@ -554,14 +523,14 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 				  40000 - written);
 		}
 		/* One live-or-done execution per round: the completed one. */
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution e JOIN "
 			    "batch_job_execution_params p USING (job_execution_id) WHERE "
 			    "p.parameter_name = 'round' AND p.parameter_value = '%d' AND "
 			    "e.status = 'COMPLETED'",
 			    round),
 			  1);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution e JOIN "
 			    "batch_job_execution_params p USING (job_execution_id) WHERE "
 			    "p.parameter_name = 'round' AND p.parameter_value = '%d'",
@@ -620,7 +589,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 			 "batch_job_execution e USING (job_execution_id) WHERE e.owner_id LIKE "
 			 "'%%:%ld:%%'",
 			 (long)pid);
-		if (!wait_until(conn, 60000, sql)) {
+		if (!cbt_wait_until(conn, 60000, sql)) {
 			CBT_FAILF("the job never wrote 300 rows");
 			kill(pid, SIGKILL);
 			cbt_wait(pid);
@@ -629,7 +598,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	}
 	kill(pid, SIGSTOP);
 	zombie = execution_of(conn, pid);
-	token = q(conn,
+	token = cbt_queryf_ll(conn,
 		  "SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
 		  "%lld",
 		  zombie);
@@ -639,53 +608,53 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	CBT_EQ_LL(ex_with(taker_db, "run", "ledger", tparam, "--lease", "5", NULL), 0);
 	taker = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
 	/* It could not end the zombie's session, and says so. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome "
 		    "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
 		    "'%%could not be checked (insufficient privilege) and was left running'",
 		    mark, token + 1),
 		  1);
 	if (same_instance) {
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT restart_of FROM batch_job_execution WHERE "
 			    "job_execution_id = %lld",
 			    taker),
 			  zombie);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
 			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
 			    "lease expired at %%'",
 			    zombie),
 			  1);
 	} else {
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
 			    "= %lld AND status = 'STARTED'",
 			    zombie),
 			  1);
 	}
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
-	if (q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker) == 0)
+	if (cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker) == 0)
 		CBT_FAILF("the zombie finished before it was stopped; the round proves nothing");
 
 	/* What the zombie had committed when it was taken over. */
-	zstep = q(conn,
+	zstep = cbt_queryf_ll(conn,
 		  "SELECT step_execution_id FROM batch_step_execution WHERE "
 		  "job_execution_id = %lld",
 		  zombie);
-	zwrites = q(conn,
+	zwrites = cbt_queryf_ll(conn,
 		    "SELECT write_count FROM batch_step_execution WHERE step_execution_id "
 		    "= %lld",
 		    zstep);
-	zcommits = q(conn,
+	zcommits = cbt_queryf_ll(conn,
 		     "SELECT commit_count FROM batch_step_execution WHERE "
 		     "step_execution_id = %lld",
 		     zstep);
-	zversion = q(conn,
+	zversion = cbt_queryf_ll(conn,
 		     "SELECT version FROM batch_step_execution WHERE step_execution_id = "
 		     "%lld",
 		     zstep);
-	zrows = q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie);
+	zrows = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie);
 	CBT_EQ_LL(zrows, zwrites);
 	/* New work, so that the zombie has something it could still write. */
 	if (new_work)
@@ -700,7 +669,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	cbt_exec(conn, "BEGIN; LOCK TABLE batch_lock IN EXCLUSIVE MODE");
 	kill(pid, SIGCONT);
 	if (new_work) {
-		if (!wait_until(watch, 30000,
+		if (!cbt_wait_until(watch, 30000,
 				"SELECT count(*) FROM pg_stat_activity WHERE "
 				"datname = current_database() AND application_name = 'cbatch' "
 				"AND wait_event_type = 'Lock'"))
@@ -711,7 +680,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		 * it a second of idleness to get there (if it does not, its
 		 * heartbeat tells it, which the assertions accept as well). Or it
 		 * was stopped inside a chunk, whose checkpoint now waits for us. */
-		if (!wait_until(watch, 30000,
+		if (!cbt_wait_until(watch, 30000,
 				"SELECT count(*) FROM pg_stat_activity WHERE datname = "
 				"current_database() AND application_name = 'cbatch' AND ((state = "
 				"'idle' AND clock_timestamp() - state_change > interval '1 s') OR "
@@ -738,7 +707,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		cbt_query_str(conn, sql, outcome, sizeof(outcome));
 		printf("\n    zombie round %d: audited %s\n", round, outcome);
 	}
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT (count(*) BETWEEN 1 AND 2 AND count(DISTINCT outcome) = count(*))::int "
 		    "FROM batch_lock_audit WHERE outcome IN ('FENCED', "
 		    "'HEARTBEAT_FAILED') AND fencing_token = %lld AND owner_id LIKE "
@@ -746,20 +715,20 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		    token, (long)pid),
 		  1);
 	/* It committed nothing after the takeover. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT write_count FROM batch_step_execution WHERE step_execution_id "
 		    "= %lld",
 		    zstep),
 		  zwrites);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT commit_count FROM batch_step_execution WHERE "
 		    "step_execution_id = %lld",
 		    zstep),
 		  zcommits);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie),
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", zombie),
 		  zrows);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker),
-		  q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", taker),
+		  cbt_queryf_ll(conn,
 		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
 		    "%lld",
 		    taker));
@@ -767,12 +736,12 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		  new_work ? 5000 : 0);
 	if (same_instance) {
 		/* Buried by the taker: the zombie's late end does not overwrite that. */
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT version FROM batch_step_execution WHERE "
 			    "step_execution_id = %lld",
 			    zstep),
 			  zversion);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
 			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
 			    "lease expired at %%'",
@@ -780,7 +749,7 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 			  1);
 	} else {
 		/* Its own execution: it ends it as FAILED, saying it was fenced off. */
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
 			    "= %lld AND status = 'FAILED' AND exit_message LIKE '%%fenced off%%'",
 			    zombie),
@@ -1103,11 +1072,11 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 		 "datname = current_database() AND usename = '%s' AND application_name = "
 		 "'cbatch-heartbeat'",
 		 role);
-	if (!wait_until(conn, 60000, sql) ||
-	    !wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+	if (!cbt_wait_until(conn, 60000, sql) ||
+	    !cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = execution_of(conn, pid);
-	token = q(conn,
+	token = cbt_queryf_ll(conn,
 		  "SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
 		  "%lld",
 		  exec);
@@ -1129,12 +1098,12 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 	CBT_CONTAINS(log, "heartbeat failed");
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished all its work; it did not stop");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
 		    "%lld AND status = 'FAILED' AND exit_message LIKE '%%heartbeat failed%%'",
 		    exec),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
 		    "'HEARTBEAT_FAILED' AND fencing_token = %lld",
 		    token),
@@ -1234,7 +1203,7 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CU_ASSERT(r.job_execution_id != first_exec);
 	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 		    "outcome = 'ACQUIRED' AND event_time >= '%s'::timestamptz + interval "
 		    "'3 s'",
@@ -1249,14 +1218,14 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	first = add_rows(conn, 20000);
 	gate = cbt_connect(db);
 	cbt_exec(gate, "BEGIN");
-	CBT_EQ_LL(q(gate,
+	CBT_EQ_LL(cbt_queryf_ll(gate,
 		    "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) "
 		    "x",
 		    first + 500),
 		  1);
 	pid = ex_spawn("lock-forced.log", "run", "ledger", "f:long=1", "-chunk.size:long=10", NULL);
-	if (!wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
-	    !wait_until(conn, 60000,
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
+	    !cbt_wait_until(conn, 60000,
 			"SELECT count(*) FROM pg_stat_activity WHERE datname = "
 			"current_database() AND application_name = 'cbatch' AND "
 			"wait_event_type = 'Lock'"))
@@ -1266,7 +1235,7 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_LL(ex("unlock", "ledger", "--force", "--reason", "test", NULL), 0);
 	CBT_CONTAINS(out, "FORCE_UNLOCKED");
 	CBT_EQ_LL(ex("unlock", "no-such-lock", "--force", NULL), 2);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 		    "outcome = 'FORCE_UNLOCKED' AND lock_name = 'ledger' AND detail LIKE "
 		    "'forced by %%@%%: test (holder was %%:%ld:%%)'",
@@ -1279,7 +1248,7 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_LL(rc, 1);
 	read_log("lock-forced.log", text, sizeof(text));
 	CBT_CONTAINS(text, "fenced off");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
 		    "outcome = 'FENCED' AND owner_id LIKE '%%:%ld:%%'",
 		    mark, (long)pid),
@@ -1369,7 +1338,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 			 "SELECT count(*) FROM batch_job_execution WHERE "
 			 "status = 'STARTED' AND owner_id LIKE '%%:%ld:%%'",
 			 (long)holder);
-		if (!wait_until(c2, 60000, sql))
+		if (!cbt_wait_until(c2, 60000, sql))
 			CBT_FAILF("the holder did not start");
 		mark = audit_mark(c2);
 		for (int i = 0; i < 2; i++) {
@@ -1417,7 +1386,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		wrapper = ex_spawn_with(prefix, db, log, "run", "ledger", param,
 					"-chunk.size:long=10", "--lease", "1", NULL);
 		/* faketime runs the job as its child: find the job by its execution. */
-		if (!wait_until(conn, 60000,
+		if (!cbt_wait_until(conn, 60000,
 				"SELECT count(*) FROM ledger l JOIN "
 				"batch_job_execution e USING (job_execution_id) WHERE e.status = "
 				"'STARTED'")) {
@@ -1431,7 +1400,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		}
 		dead = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_job_execution "
 					  "WHERE status = 'STARTED'");
-		pid = (pid_t)q(conn,
+		pid = (pid_t)cbt_queryf_ll(conn,
 			       "SELECT split_part(owner_id, ':', 2)::int FROM "
 			       "batch_job_execution WHERE job_execution_id = %lld",
 			       dead);
@@ -1467,7 +1436,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		mark = audit_mark(conn);
 		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
 		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
-		CBT_EQ_LL(q(conn,
+		CBT_EQ_LL(cbt_queryf_ll(conn,
 			    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
 			    "= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
 			    "lease expired at %%'",
@@ -1491,7 +1460,7 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	add_rows(conn, 100000);
 	pid = ex_spawn("lock-term.log", "run", "ledger", "t:long=1", "-chunk.size:long=10",
 		       "--lease", "1", NULL);
-	if (!wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = execution_of(conn, pid);
 	/* The job's own session, not its heartbeat's. */
@@ -1505,10 +1474,10 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	wait_no_client_sessions(conn);
 	/* Nothing committed was lost; whole chunks, and counts that agree. */
 	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= before);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec) % 10,
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec) % 10,
 		  0);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec),
-		  q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec),
+		  cbt_queryf_ll(conn,
 		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
 		    "%lld",
 		    exec));
@@ -1517,14 +1486,14 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished before its backend was terminated");
 	/* It reconnected to record the failure (or left its execution to the lease). */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
 		    "%lld AND status IN ('FAILED', 'STARTED')",
 		    exec),
 		  1);
 	wait_lock_free(conn, "ledger", 10000);
 	CBT_EQ_LL(ex("run", "ledger", "t:long=1", NULL), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
 		    "status = 'COMPLETED'",
 		    exec),
@@ -1595,15 +1564,15 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 		return;
 	}
 	zombie = execution_of(conn, zpid);
-	token = q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'", FREEZE_JOB);
+	token = cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'", FREEZE_JOB);
 	/* Frozen idle in transaction, holding the lock row and 10 data rows. */
-	zbackend = q(conn,
+	zbackend = cbt_queryf_ll(conn,
 		     "SELECT count(*) FROM pg_stat_activity a JOIN batch_lock l ON l.lock_name = "
 		     "'%s' AND a.pid = l.owner_backend_pid AND a.backend_start = "
 		     "l.owner_backend_start WHERE a.state = 'idle in transaction'",
 		     FREEZE_JOB);
 	CBT_EQ_LL(zbackend, 1);
-	zbackend = q(conn, "SELECT owner_backend_pid FROM batch_lock WHERE lock_name = '%s'",
+	zbackend = cbt_queryf_ll(conn, "SELECT owner_backend_pid FROM batch_lock WHERE lock_name = '%s'",
 		     FREEZE_JOB);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 4 * FREEZE_CHUNK);
 	wait_lock_free(conn, FREEZE_JOB, 10000);
@@ -1622,20 +1591,20 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 				     "2000"),
 		  FREEZE_ROWS);
 	/* A takeover that says it ended the old owner's session. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
 		    "'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
 		    "'lease of %%:%ld:%% expired at %%; its session %lld (idle in transaction) "
 		    "was terminated'",
 		    mark, token + 1, (long)zpid, zbackend),
 		  1);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld", zbackend), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld", zbackend), 0);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
 		    "status = 'COMPLETED'",
 		    zombie),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
 		    "status = 'FAILED' AND exit_message LIKE 'owner %% lost: lease expired at %%'",
 		    zombie),
@@ -1647,26 +1616,26 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 	CBT_EQ_LL(cbt_wait_timeout(zpid, 60000), 1);
 	read_log("lock-freeze-zombie.log", log, sizeof(log));
 	CBT_CONTAINS(log, "fenced off");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome IN "
 		    "('FENCED', 'HEARTBEAT_FAILED') AND fencing_token = %lld",
 		    mark, token),
-		  q(conn,
+		  cbt_queryf_ll(conn,
 		    "SELECT count(DISTINCT outcome) FROM batch_lock_audit WHERE audit_id > %lld "
 		    "AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
 		    mark, token));
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT (count(*) >= 1)::int FROM batch_lock_audit WHERE audit_id > %lld "
 		    "AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
 		    mark, token),
 		  1);
 	/* It committed nothing: 4 chunks before it froze, none after. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT commit_count FROM batch_step_execution WHERE job_execution_id = %lld",
 		    zombie),
 		  4);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
-	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
 		    FREEZE_JOB),
 		  token + 1);
 	printf("\n");
@@ -1755,7 +1724,7 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 		 "SELECT (count(*) >= 300)::int FROM ledger l JOIN batch_job_execution e USING "
 		 "(job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
 		 (long)pid);
-	if (!wait_until(conn, 60000, sql)) {
+	if (!cbt_wait_until(conn, 60000, sql)) {
 		CBT_FAILF("the job never wrote 300 rows");
 		kill(pid, SIGKILL);
 		cbt_wait(pid);
@@ -1782,7 +1751,7 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	}
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
 	CBT_EQ_LL(audit_count(conn, mark, "OWNER_DEAD_TAKEOVER"), 0);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 			  "AND status = 'STARTED'",
 		    dead),
 		  1);
@@ -1796,7 +1765,7 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	took = cbt_now() - t0;
 	if (took > 30)
 		CBT_FAILF("the takeover of a dead owner took %.1f s (lease 60 s)", took);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
 		    "'OWNER_DEAD_TAKEOVER' AND detail LIKE 'owner %%:%ld:%% is gone (its process "
 		    "on this host ended)%%'",
@@ -1804,13 +1773,13 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 		  1);
 	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
 		    "status = 'FAILED' AND exit_message LIKE 'owner %%:%ld:%% lost: its process on "
 		    "this host is gone%%'",
 		    dead, (long)pid),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND status "
 		    "= 'COMPLETED'",
 		    dead),
@@ -1841,24 +1810,24 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 	first = add_rows(conn, 20000);
 	gate = cbt_connect(db);
 	cbt_exec(gate, "BEGIN");
-	CBT_EQ_LL(q(gate, "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) x",
+	CBT_EQ_LL(cbt_queryf_ll(gate, "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) x",
 		    first + 500),
 		  1);
 	pid = ex_spawn("lock-fenced-hb.log", "run", "ledger", "m:long=1", "-chunk.size:long=10",
 		       "--lease", "1", NULL);
-	if (!wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
-	    !wait_until(conn, 60000,
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
+	    !cbt_wait_until(conn, 60000,
 			"SELECT count(*) FROM pg_stat_activity WHERE datname = "
 			"current_database() AND application_name = 'cbatch' AND "
 			"wait_event_type = 'Lock'"))
 		CBT_FAILF("the job did not get to its 51st chunk");
 	exec = execution_of(conn, pid);
-	token = q(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'");
+	token = cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'");
 	/* Another owner now, as after a takeover that could not end the session. */
 	cbt_exec(conn, "UPDATE batch_lock SET fencing_token = fencing_token + 1, owner_id = "
 		       "'elsewhere:1:1:1:1:0' WHERE lock_name = 'ledger'");
 	/* Its heartbeat has stopped beating (it beats every 1/3 s). */
-	if (!wait_until(conn, 30000,
+	if (!cbt_wait_until(conn, 30000,
 			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
 			"AND application_name = 'cbatch-heartbeat' AND state = 'idle' AND "
 			"clock_timestamp() - state_change > interval '1.5 s'"))
@@ -1868,12 +1837,12 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
 	read_log("lock-fenced-hb.log", text, sizeof(text));
 	CBT_CONTAINS(text, "fenced off");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
 		    "job_execution_id = %lld AND outcome = 'HEARTBEAT_FAILED'",
 		    token, exec),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
 		    "job_execution_id = %lld AND outcome = 'FENCED'",
 		    token, exec),
@@ -1915,7 +1884,7 @@ static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
 		       "INSERT INTO batch_schema_version (version, name) VALUES (1, "
 		       "'001_initial.sql'); COMMIT");
 	/* Version 1's own acquire: a lock held by someone for an hour. */
-	CBT_EQ_LL(q(conn, "SELECT fencing_token FROM batch_lock_acquire('legacy', "
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock_acquire('legacy', "
 			  "'otherhost:1:0123456789abcdef', 3600)"),
 		  1);
 	CBT_EQ_LL(ex("schema", "check", NULL), 1); /* needs `schema init` */

@@ -90,37 +90,6 @@ static pid_t ex_spawn(const char *log, const char *first, ...)
 	return cbt_spawn(argv, path);
 }
 
-static long long q(PGconn *conn, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-
-/* cbt_query_ll with printf-style SQL. */
-static long long q(PGconn *conn, const char *fmt, ...)
-{
-	char sql[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	return cbt_query_ll(conn, sql);
-}
-
-/* Poll until @p sql (an integer query) is non-zero; false after @p timeout_ms. */
-static int wait_until(PGconn *conn, int timeout_ms, const char *sql)
-{
-	double deadline = cbt_now() + timeout_ms / 1000.0;
-
-	do {
-		if (cbt_query_ll(conn, sql) > 0)
-			return 1;
-		cbt_sleep_ms(5);
-	} while (cbt_now() < deadline);
-	return 0;
-}
-
 /* Fresh repository and a ledger example with @p rows accounts. */
 static void reset(PGconn *conn, const char *rows)
 {
@@ -169,13 +138,13 @@ static pid_t start_ledger(PGconn *conn, const char *param, const char *lease, co
 		 "SELECT (count(*) >= 200)::int FROM ledger l JOIN batch_job_execution e "
 		 "USING (job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
 		 (long)pid);
-	if (!wait_until(conn, 60000, sql) || !still_running(pid)) {
+	if (!cbt_wait_until(conn, 60000, sql) || !still_running(pid)) {
 		CBT_FAILF("the job never wrote 200 rows while running; the test proves nothing");
 		kill(pid, SIGKILL);
 		cbt_wait(pid);
 		return -1;
 	}
-	*exec = q(conn,
+	*exec = cbt_queryf_ll(conn,
 		  "SELECT max(job_execution_id) FROM batch_job_execution WHERE owner_id LIKE "
 		  "'%%:%ld:%%'",
 		  (long)pid);
@@ -192,20 +161,20 @@ static void wait_lease_expired(PGconn *conn, long long exec)
 		 "ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
 		 "WHERE e.job_execution_id = %lld AND l.locked_until >= clock_timestamp()",
 		 exec);
-	if (!wait_until(conn, 20000, sql))
+	if (!cbt_wait_until(conn, 20000, sql))
 		CBT_FAILF("execution %lld: its lease did not expire within 20 s", exec);
 }
 
 /* The dead execution ended at its last sign of life, well before it was buried. */
 static void assert_ended_at_last_sign(PGconn *conn, long long exec)
 {
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND end_time <= heartbeat_time + interval '200 ms' "
 		    "AND end_time < last_updated - interval '1 s'",
 		    exec),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_step_execution s JOIN batch_job_execution e "
 		    "USING (job_execution_id) WHERE e.job_execution_id = %lld "
 		    "AND s.end_time > e.heartbeat_time + interval '200 ms'",
@@ -237,7 +206,7 @@ static void test_started_transition_is_guarded(void)
 	/* The launcher's start now finds the stop and does not overwrite it. */
 	CBT_PASS(cb__repo_job_started(&st, conn, l.job_execution_id, &err), &err);
 	CBT_EQ_STR(cb_status_name(st), "STOPPING");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPING' AND start_time IS NULL",
 		    l.job_execution_id),
@@ -249,7 +218,7 @@ static void test_started_transition_is_guarded(void)
 	CBT_PASS_FATAL(cb__repo_launch(&l, conn, "guarded", key, params, 1, "test:1:x", 0, NULL, 0,
 				       NULL, &err),
 		       &err);
-	q(conn,
+	cbt_queryf_ll(conn,
 	  "UPDATE batch_job_execution SET status = 'FAILED' WHERE job_execution_id = %lld "
 	  "RETURNING 1",
 	  l.job_execution_id);
@@ -257,7 +226,7 @@ static void test_started_transition_is_guarded(void)
 	CBT_CONTAINS(err.message, "FAILED");
 	cb_error_clear(&err);
 	/* The normal path. */
-	q(conn,
+	cbt_queryf_ll(conn,
 	  "UPDATE batch_job_execution SET status = 'STARTING' WHERE job_execution_id = %lld "
 	  "RETURNING 1",
 	  l.job_execution_id);
@@ -286,7 +255,7 @@ static void test_stop_while_starting_ends_stopped_without_a_step(void)
 		       "SELECT pg_advisory_lock(8806);");
 	pid = ex_spawn("transitions-starting.log", "run", "ledger", "k:long=1", NULL);
 	/* Its execution is committed STARTING and its start waits on our lock. */
-	if (!wait_until(conn, 60000,
+	if (!cbt_wait_until(conn, 60000,
 			"SELECT (SELECT count(*) FROM batch_job_execution WHERE status = "
 			"'STARTING') * (SELECT count(*) FROM pg_locks WHERE locktype = "
 			"'advisory' AND NOT granted)")) {
@@ -301,19 +270,19 @@ static void test_stop_while_starting_ends_stopped_without_a_step(void)
 	CBT_EQ_STR(cb_status_name(st), "STOPPING");
 	cbt_exec(conn, "SELECT pg_advisory_unlock(8806)");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED' AND exit_message LIKE 'stopped before it started%%'",
 		    exec),
 		  1);
-	CBT_EQ_LL(q(conn, "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld",
+	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld",
 		    exec),
 		  0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 0);
 	cbt_exec(conn, "DROP TRIGGER cbt_hold_start ON batch_job_execution");
 	/* Restartable: the restart does the work. */
 	CBT_EQ_LL(ex("run", "ledger", "k:long=1", NULL), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
 		    "status = 'COMPLETED'",
 		    exec),
@@ -371,12 +340,12 @@ static void test_stop_between_steps_keeps_the_next_step_from_starting(void)
 	CBT_EQ_STR(cb_status_name(r.status), "STOPPED");
 	CBT_CONTAINS(r.exit_message, "stopped before step 'second'");
 	CBT_EQ_LL(second_calls, 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld "
 		    "AND step_name = 'second'",
 		    r.job_execution_id),
 		  0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED'",
 		    r.job_execution_id),
@@ -405,7 +374,7 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	first = newest_execution(conn);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 1);
 	second = newest_execution(conn);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld",
 		    second),
 		  first);
@@ -427,7 +396,7 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	/* An older ABANDONED execution (as older versions allowed) still
 	 * forbids any restart of its instance, naming it. */
 	cbt_exec(conn, "ALTER TABLE ledger_away RENAME TO ledger");
-	q(conn,
+	cbt_queryf_ll(conn,
 	  "UPDATE batch_job_execution SET status = 'ABANDONED', exit_code = 'ABANDONED' "
 	  "WHERE job_execution_id = %lld RETURNING 1",
 	  first);
@@ -462,31 +431,31 @@ static void test_abandon_of_a_killed_owners_execution(void)
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500); /* the burial comes well after its last sign of life */
 	snprintf(id, sizeof(id), "%lld", exec);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STARTED'",
 		    exec),
 		  1);
 	CBT_EQ_LL(ex("abandon", id, NULL), 0);
 	CBT_CONTAINS(out, "ABANDONED");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'ABANDONED' AND exit_code = 'ABANDONED' AND exit_message "
 		    "LIKE 'abandoned by operator after its owner %%:%ld:%% was lost%%'",
 		    exec, (long)pid),
 		  1);
-	step = q(conn,
+	step = cbt_queryf_ll(conn,
 		 "SELECT max(step_execution_id) FROM batch_step_execution WHERE "
 		 "job_execution_id = %lld",
 		 exec);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_step_execution WHERE step_execution_id = %lld "
 		    "AND status = 'FAILED' AND exit_message = 'owner lost'",
 		    step),
 		  1);
 	assert_ended_at_last_sign(conn, exec);
 	/* Its expired lock was released, and the release is audited. */
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_lock_audit WHERE job_execution_id = %lld AND "
 		    "outcome = 'RELEASED' AND detail LIKE 'released for the abandon%%'",
 		    exec),
@@ -517,13 +486,13 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 	mark = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
 	CBT_EQ_LL(ex("stop", id, NULL), 0);
 	CBT_CONTAINS(out, "STOPPED now");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED' AND exit_message LIKE 'owner lost; stopped by "
 		    "operator%%'",
 		    exec),
 		  1);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED' AND exit_message = 'owner lost; stopped by operator'",
 		    exec),
@@ -534,14 +503,14 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 	kill(pid, SIGCONT);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), mark);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED'",
 		    exec),
 		  1);
 	/* Restartable at once: the lock was released, not left to expire. */
 	CBT_EQ_LL(ex("restart", id, NULL), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
 		    "status = 'COMPLETED'",
 		    exec),
@@ -571,7 +540,7 @@ static void test_live_owner_cannot_be_abandoned_and_stops_normally(void)
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished before the stop; the test proves nothing");
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'STOPPED'",
 		    exec),
@@ -599,7 +568,7 @@ static void test_killed_execution_buried_by_restart_ends_at_its_last_heartbeat(v
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=7", NULL), 0);
-	CBT_EQ_LL(q(conn,
+	CBT_EQ_LL(cbt_queryf_ll(conn,
 		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
 		    "AND status = 'FAILED'",
 		    exec),
