@@ -478,6 +478,45 @@ static void test_null_terminated_lists_in_reader_and_writers(void)
 	cb_registry_free(reg);
 }
 
+/* ---- the README's sample, built as printed (tests/CMakeLists.txt) ---------- */
+
+static void test_readme_sample_runs_a_keyset_reader_with_a_job_parameter(void)
+{
+	char bin[4096], out[4096], errout[4096];
+	const char *slash = strrchr(cbt_examples_bin(), '/');
+
+	CU_ASSERT_FATAL(slash != NULL);
+	snprintf(bin, sizeof(bin), "%.*s/readme_post", (int)(slash - cbt_examples_bin()),
+		 cbt_examples_bin());
+	cbt_exec(conn, "DROP TABLE IF EXISTS account, ledger; "
+		       "CREATE TABLE account (id bigserial PRIMARY KEY, seller_id int NOT NULL, "
+		       " amount numeric(12,2) NOT NULL, processed boolean NOT NULL DEFAULT false); "
+		       "CREATE TABLE ledger (account_id bigint PRIMARY KEY, seller_id int NOT NULL, "
+		       " amount numeric(12,2) NOT NULL, job_execution_id bigint NOT NULL); "
+		       "INSERT INTO account (seller_id, amount) "
+		       "SELECT g % 10, g FROM generate_series(1, 2500) g");
+	{
+		const char *const argv[] = { bin, "--db", db, "run", "post", "seller:long=7", NULL };
+
+		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 0);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger l JOIN account a ON "
+					     "a.id = l.account_id WHERE a.seller_id = 7 AND "
+					     "a.processed AND l.amount = a.amount"),
+			  250);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 250);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), 250);
+		/* The same instance again: already complete. */
+		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), CB_EXIT_COMPLETE);
+	}
+	{
+		/* A missing parameter: refused as usage before anything is written. */
+		const char *const argv[] = { bin, "--db", db, "run", "post", NULL };
+
+		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), CB_EXIT_USAGE);
+		CBT_CONTAINS(errout, "requires parameter seller:long");
+	}
+}
+
 static const CU_TestInfo tests[] = {
 	{ "registry owns a job from its creation", test_registry_owns_a_job_from_its_creation },
 	{ "list count and count macro", test_list_count_and_count_macro },
@@ -489,6 +528,8 @@ static const CU_TestInfo tests[] = {
 	{ "summary of a step that never ran", test_summary_of_a_step_that_never_ran },
 	{ "NULL-terminated lists in reader and writers",
 	  test_null_terminated_lists_in_reader_and_writers },
+	{ "README sample runs a keyset reader with a job parameter",
+	  test_readme_sample_runs_a_keyset_reader_with_a_job_parameter },
 	CU_TEST_INFO_NULL,
 };
 
