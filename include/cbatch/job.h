@@ -164,7 +164,8 @@ typedef struct cb_launch_options {
 	double lease_seconds;
 } cb_launch_options;
 
-#define CB_LAUNCH_OPTIONS_INIT { CB_LAUNCH_OPTIONS_VERSION, 0, NULL, NULL, 0, 0.0 }
+/** Launch options with every member zero but the version. */
+#define CB_LAUNCH_OPTIONS_INIT { .version = CB_LAUNCH_OPTIONS_VERSION }
 
 /** The outcome of an execution that ran. */
 typedef struct cb_job_result {
