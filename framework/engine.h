@@ -45,6 +45,18 @@ struct cb__param_spec {
 							   __VA_ARGS__);           \
 	} while (0)
 
+/*
+ * The one version check of plug-in and option structs: @p version must be
+ * 1..@p current (a struct written for an older version is fine; the caller
+ * reads only the members its version has). CB_EINVAL naming @p what otherwise.
+ */
+int cb__version_check(unsigned int version, unsigned int current, const char *what,
+		      cb_error *err);
+
+/* The bytes of a cb_writer / cb_processor of @p version (1..current). */
+size_t cb__writer_size(unsigned int version);
+size_t cb__processor_size(unsigned int version);
+
 /* Does @p status match the transition pattern (`*`, `?`)? */
 int cb__pattern_match(const char *pattern, const char *status);
 

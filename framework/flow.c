@@ -154,6 +154,7 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	memset(&sc, 0, sizeof(sc));
 	sc.job_name = job->name;
 	sc.step_name = def->name;
+	sc.job_instance_id = run->job_instance_id;
 	sc.job_execution_id = run->job_execution_id;
 	sc.step_execution_id = step_id;
 	sc.params = run->params;

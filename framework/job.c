@@ -64,6 +64,15 @@ void cb_job_free(cb_job *job)
 	free(job);
 }
 
+int cb__version_check(unsigned int version, unsigned int current, const char *what,
+		      cb_error *err)
+{
+	if (version >= 1 && version <= current)
+		return 0;
+	return cb_error_set(err, CB_EINVAL, "%s of unknown version %u (this library knows 1..%u)",
+			    what, version, current);
+}
+
 const char *cb_job_name(const cb_job *job)
 {
 	return job->name;
@@ -74,9 +83,10 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	cb_step_def *steps;
 	char *name;
 
-	if (!def || def->version != CB_STEP_DEF_VERSION)
-		return cb_error_set(err, CB_EINVAL, "job '%s': step definition of unknown version",
-				    job->name);
+	if (!def)
+		return cb_error_set(err, CB_EINVAL, "job '%s': step definition is NULL", job->name);
+	if (cb__version_check(def->version, CB_STEP_DEF_VERSION, "step definition", err) < 0)
+		return cb_error_prefix(err, "job '%s'", job->name);
 	if (!valid_name(def->name))
 		return cb_error_set(err, CB_EINVAL, "job '%s': invalid step name '%.100s'",
 				    job->name, def->name ? def->name : "");
@@ -165,9 +175,10 @@ int cb_job_add_listener(cb_job *job, const cb_listener *listener, cb_error *err)
 {
 	cb_listener *l;
 
-	if (!listener || listener->version != CB_LISTENER_VERSION)
-		return cb_error_set(err, CB_EINVAL, "job '%s': listener of unknown version",
-				    job->name);
+	if (!listener)
+		return cb_error_set(err, CB_EINVAL, "job '%s': listener is NULL", job->name);
+	if (cb__version_check(listener->version, CB_LISTENER_VERSION, "listener", err) < 0)
+		return cb_error_prefix(err, "job '%s'", job->name);
 	l = realloc(job->listeners, (job->nlisteners + 1) * sizeof(*l));
 	if (!l)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
@@ -325,32 +336,4 @@ int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error 
 					    "job's parameters)", job->name, name);
 	}
 	return 0;
-}
-
-static int sqlstate_class(const cb_error *err, const char *cls)
-{
-	return strncmp(err->sqlstate, cls, 2) == 0;
-}
-
-cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *err)
-{
-	(void)user;
-	(void)fault;
-	if (err->code == CB_ERETRY || sqlstate_class(err, "08") ||
-	    strcmp(err->sqlstate, "57P01") == 0)
-		return CB_FAULT_RETRY;
-	return CB_FAULT_FAIL;
-}
-
-cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err)
-{
-	cb_fault_action a = cb_classify_default(user, fault, err);
-
-	if (a != CB_FAULT_FAIL)
-		return a;
-	if (fault != CB_FAULT_WRITE && err->code == CB_EINVAL)
-		return CB_FAULT_SKIP;
-	if (fault == CB_FAULT_WRITE && (sqlstate_class(err, "22") || sqlstate_class(err, "23")))
-		return CB_FAULT_SKIP;
-	return CB_FAULT_FAIL;
 }

@@ -268,10 +268,9 @@ out:
 
 static int check_options(const cb_launch_options *opts, cb_error *err)
 {
-	if (opts && opts->version != CB_LAUNCH_OPTIONS_VERSION)
-		return cb_error_set(err, CB_EINVAL, "launch options of unknown version %u",
-				    opts->version);
-	return 0;
+	return opts ? cb__version_check(opts->version, CB_LAUNCH_OPTIONS_VERSION,
+					"launch options", err)
+		    : 0;
 }
 
 int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_params *given,

@@ -94,6 +94,26 @@ int cb_registry_add(cb_registry *reg, cb_job *job, cb_error *err)
 	return 0;
 }
 
+int cb_registry_new_job(cb_job **out, cb_registry *reg, const char *name, cb_error *err)
+{
+	cb_job *job;
+	int rc;
+
+	if (!out)
+		return cb_error_set(err, CB_EINVAL, "cb_registry_new_job: out is NULL");
+	*out = NULL;
+	if (!reg)
+		return cb_error_set(err, CB_EINVAL, "cb_registry_new_job: registry is NULL");
+	rc = cb_job_new(&job, name, err);
+	if (rc < 0)
+		return rc;
+	rc = cb_registry_add(reg, job, err);
+	if (rc < 0)
+		return rc;
+	*out = job;
+	return 0;
+}
+
 const cb_job *cb_registry_find(const cb_registry *reg, const char *name)
 {
 	size_t i;

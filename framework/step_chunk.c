@@ -35,7 +35,7 @@ typedef struct chunk_step {
 	cb_step_context sc;
 	cb_chunk chunk;
 	cb_chunk_parts parts;
-	int built, reader_open;
+	int built, reader_open, processor_open;
 	size_t writers_open;
 	cb_tx *tx;
 	void **items, **outs;
@@ -114,6 +114,8 @@ static void close_parts(chunk_step *cs)
 {
 	cb_chunk_parts *p = &cs->parts;
 
+	if (cs->processor_open && p->processor.close)
+		p->processor.close(p->processor.state);
 	for (size_t i = 0; i < cs->writers_open; i++)
 		if (p->writers[i].close)
 			p->writers[i].close(p->writers[i].state);
@@ -129,7 +131,7 @@ static void close_parts(chunk_step *cs)
 			p->reader.free(p->reader.state);
 	}
 	memset(p, 0, sizeof(*p));
-	cs->built = cs->reader_open = 0;
+	cs->built = cs->reader_open = cs->processor_open = 0;
 	cs->writers_open = 0;
 }
 
@@ -143,17 +145,32 @@ static int open_parts(chunk_step *cs, cb_error *err)
 	cs->built = 1;
 	if (rc < 0)
 		return callback_failed(cs, rc, "build", NULL, err);
-	if (p->reader.version != CB_READER_VERSION || !p->reader.read)
-		return cb_error_set(err, CB_EINVAL, "build gave no reader (or one of unknown version)");
+	if (!p->reader.read)
+		return cb_error_set(err, CB_EINVAL, "build gave no reader (no read function)");
+	if (cb__version_check(p->reader.version, CB_READER_VERSION, "reader", err) < 0)
+		return cb_error_prefix(err, "build");
 	if (p->nwriters < 1 || p->nwriters > CB_MAX_WRITERS)
 		return cb_error_set(err, CB_EINVAL, "build gave %zu writers (1..%d allowed)",
 				    p->nwriters, CB_MAX_WRITERS);
-	for (size_t i = 0; i < p->nwriters; i++)
-		if (p->writers[i].version != CB_WRITER_VERSION || !p->writers[i].write)
-			return cb_error_set(err, CB_EINVAL, "writer %zu has no write function or "
-					    "an unknown version", i);
-	if (p->processor.process && p->processor.version != CB_PROCESSOR_VERSION)
-		return cb_error_set(err, CB_EINVAL, "processor of unknown version");
+	for (size_t i = 0; i < p->nwriters; i++) {
+		cb_writer *w = &p->writers[i];
+
+		if (!w->write)
+			return cb_error_set(err, CB_EINVAL, "build: writer %zu has no write function",
+					    i);
+		if (cb__version_check(w->version, CB_WRITER_VERSION, "writer", err) < 0)
+			return cb_error_prefix(err, "build: writer %zu", i);
+		/* Members after the writer's version are not its own: never read them. */
+		memset((char *)w + cb__writer_size(w->version), 0,
+		       sizeof(*w) - cb__writer_size(w->version));
+	}
+	if (p->processor.process) {
+		if (cb__version_check(p->processor.version, CB_PROCESSOR_VERSION, "processor",
+				      err) < 0)
+			return cb_error_prefix(err, "build");
+		memset((char *)&p->processor + cb__processor_size(p->processor.version), 0,
+		       sizeof(p->processor) - cb__processor_size(p->processor.version));
+	}
 	if (p->reader.open) {
 		rc = p->reader.open(p->reader.state, &cs->sc,
 				    json_object_get(cs->context, "reader"), err);
@@ -172,6 +189,12 @@ static int open_parts(chunk_step *cs, cb_error *err)
 				return callback_failed(cs, rc, "writer open", NULL, err);
 		}
 		cs->writers_open = i + 1;
+	}
+	if (p->processor.process) {
+		rc = p->processor.open ? p->processor.open(p->processor.state, &cs->sc, err) : 0;
+		if (rc < 0)
+			return callback_failed(cs, rc, "processor open", NULL, err);
+		cs->processor_open = 1;
 	}
 	return 0;
 }

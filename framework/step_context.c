@@ -2,9 +2,11 @@
 #include "step_context.h"
 #include "text.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbatch/job.h"
+#include "repo.h"
 
 const char *cb_step_context_job_name(const cb_step_context *sc)
 {
@@ -14,6 +16,11 @@ const char *cb_step_context_job_name(const cb_step_context *sc)
 const char *cb_step_context_step_name(const cb_step_context *sc)
 {
 	return sc->step_name;
+}
+
+long long cb_step_context_job_instance_id(const cb_step_context *sc)
+{
+	return sc->job_instance_id;
 }
 
 long long cb_step_context_job_execution_id(const cb_step_context *sc)
@@ -29,6 +36,43 @@ long long cb_step_context_step_execution_id(const cb_step_context *sc)
 const cb_params *cb_step_context_params(const cb_step_context *sc)
 {
 	return sc->params;
+}
+
+const char *cb_step_param(const cb_step_context *sc, const char *name)
+{
+	return sc && name ? cb_params_get(sc->params, name) : NULL;
+}
+
+long long cb_step_param_long(const cb_step_context *sc, const char *name, long long dflt)
+{
+	long long v;
+
+	if (!sc || !name || cb_params_get_long(sc->params, name, &v) < 0)
+		return dflt;
+	return v;
+}
+
+double cb_step_param_double(const cb_step_context *sc, const char *name, double dflt)
+{
+	cb_param_type type;
+	const char *value;
+
+	if (!sc || !name || cb_params_find(sc->params, name, &type, &value, NULL) < 0 ||
+	    (type != CB_PARAM_DOUBLE && type != CB_PARAM_LONG))
+		return dflt;
+	return strtod(value, NULL); /* validated when the parameter was parsed */
+}
+
+int cb_step_context_step_summary(const cb_step_context *sc, const char *step_name,
+				 cb_step_summary *out, cb_error *err)
+{
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!sc || !step_name || !out)
+		return cb_error_set(err, CB_EINVAL, "cb_step_context_step_summary: %s is NULL",
+				    !sc ? "step context" : !step_name ? "step name" : "out");
+	out->status = CB_STATUS_UNKNOWN;
+	return cb__repo_step_summary(out, sc->conn, sc->job_instance_id, step_name, err);
 }
 
 size_t cb_step_context_chunk_size(const cb_step_context *sc)

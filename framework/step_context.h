@@ -3,11 +3,13 @@
 #define CB_FRAMEWORK_STEP_CONTEXT_H
 
 #include "cbatch/item.h"
+#include "cbatch/step.h"
 #include "arena.h"
 
 struct cb_step_context {
 	const char *job_name;
 	const char *step_name;
+	long long job_instance_id;
 	long long job_execution_id;
 	long long step_execution_id;
 	const cb_params *params;

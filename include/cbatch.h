@@ -10,6 +10,7 @@
 #include "cbatch/pg.h"
 #include "cbatch/item.h"
 #include "cbatch/repository.h"
+#include "cbatch/step.h"
 #include "cbatch/job.h"
 #include "cbatch/lock.h"
 #include "cbatch/readers.h"

@@ -755,6 +755,7 @@ static int check_ident(const char *s, const char *what, const char *label, size_
 int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err)
 {
 	const char *what = "pg keyset reader";
+	cb_pg_keyset_options o;
 	struct keyset *ks;
 	size_t i, j;
 	int rc;
@@ -763,6 +764,12 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	/* Counts of 0 with a list: NULL-terminated lists (item.h, CB_COUNT). */
+	o = *opts;
+	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
+	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
+	o.nquery_params = cb_list_count(o.query_params, o.nquery_params);
+	opts = &o;
 	if (opts->version != CB_PG_KEYSET_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);

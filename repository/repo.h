@@ -202,4 +202,13 @@ const char *cb__owner_id(void);
  */
 int cb__owner_gone(const char *owner_id);
 
+/*
+ * Sum the step executions named @p step_name of job instance
+ * @p job_instance_id over all its job executions into @p out (step.h's
+ * cb_step_summary; executions 0 when there is none). @return 0 or CB_EDB.
+ */
+struct cb_step_summary;
+int cb__repo_step_summary(struct cb_step_summary *out, PGconn *conn, long long job_instance_id,
+			  const char *step_name, cb_error *err);
+
 #endif

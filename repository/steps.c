@@ -1,5 +1,6 @@
 /* Step executions: history across an instance, creation, end, checkpoint. */
 #include "repo.h"
+#include "cbatch/step.h"
 #include "text.h"
 
 #include <stdio.h>
@@ -167,4 +168,43 @@ int cb__repo_save_job_context(PGconn *conn, long long job_execution_id, const js
 			      2, p, err);
 	free(text);
 	return rc;
+}
+
+int cb__repo_step_summary(cb_step_summary *out, PGconn *conn, long long job_instance_id,
+			  const char *step_name, cb_error *err)
+{
+	char inst[24];
+	const char *p[2] = { inst, step_name };
+	PGresult *res;
+
+	memset(out, 0, sizeof(*out));
+	out->status = CB_STATUS_UNKNOWN;
+	snprintf(inst, sizeof(inst), "%lld", job_instance_id);
+	res = cb__repo_exec(conn, "sum step executions",
+			    "SELECT count(*), "
+			    " (array_agg(s.status ORDER BY s.step_execution_id DESC))[1], "
+			    " coalesce(sum(s.read_count), 0), coalesce(sum(s.write_count), 0), "
+			    " coalesce(sum(s.filter_count), 0), "
+			    " coalesce(sum(s.read_skip_count + s.process_skip_count "
+			    "              + s.write_skip_count), 0), "
+			    " coalesce(sum(s.duplicate_target_write_count), 0), "
+			    " coalesce(sum(s.commit_count), 0), coalesce(sum(s.rollback_count), 0) "
+			    "FROM batch_step_execution s "
+			    "JOIN batch_job_execution e USING (job_execution_id) "
+			    "WHERE e.job_instance_id = $1 AND s.step_name = $2",
+			    2, p, err);
+	if (!res)
+		return cb_error_prefix(err, "step '%.100s'", step_name);
+	out->executions = atoll(PQgetvalue(res, 0, 0));
+	if (!PQgetisnull(res, 0, 1))
+		out->status = cb_status_parse(PQgetvalue(res, 0, 1));
+	out->read_count = atoll(PQgetvalue(res, 0, 2));
+	out->write_count = atoll(PQgetvalue(res, 0, 3));
+	out->filter_count = atoll(PQgetvalue(res, 0, 4));
+	out->skip_count = atoll(PQgetvalue(res, 0, 5));
+	out->duplicate_count = atoll(PQgetvalue(res, 0, 6));
+	out->commit_count = atoll(PQgetvalue(res, 0, 7));
+	out->rollback_count = atoll(PQgetvalue(res, 0, 8));
+	PQclear(res);
+	return 0;
 }

@@ -248,6 +248,7 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 {
 	struct status *s;
 	const char *what = "pg status writer";
+	cb_pg_status_options o;
 	size_t i, j;
 	int rc;
 
@@ -255,6 +256,9 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	o = *opts; /* a NULL-terminated key list (item.h, CB_COUNT) */
+	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
+	opts = &o;
 	if (opts->version != CB_PG_STATUS_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);

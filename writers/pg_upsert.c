@@ -273,6 +273,7 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 {
 	struct upsert *u = NULL;
 	const char *what = "pg upsert writer";
+	cb_pg_upsert_options o;
 	size_t i, k;
 	int rc;
 
@@ -280,6 +281,11 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	/* NULL-terminated lists (not update_columns: an empty count there is DO NOTHING). */
+	o = *opts;
+	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
+	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
+	opts = &o;
 	if (opts->version != CB_PG_UPSERT_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);

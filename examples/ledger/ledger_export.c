@@ -6,8 +6,6 @@
  * no line twice, none torn. `-atomic:long=1` writes to "<file>.tmp" and
  * publishes it as the file when the export completes.
  */
-#include <stdio.h>
-
 #include "examples.h"
 
 static const char *const cols[] = { "account_id", "seller_id", "amount" };
@@ -17,7 +15,7 @@ static int format_row(void *ctx, const void *item, cb_csv_row *row, cb_error *er
 {
 	const cb_row *r = item;
 
-	(void)ctx, (void)err;
+	(void)ctx, (void)err; /* the row keeps its first error, as cb_values does */
 	for (int i = 0; i < 3; i++)
 		cb_csv_row_add(row, cb_row_get(r, i), (size_t)cb_row_len(r, i));
 	return 0;
@@ -27,28 +25,25 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
-	long long atomic = 0;
+	cb_writer w;
 	int rc;
 
 	(void)user;
 	ro.table = "ledger";
 	ro.columns = cols;
-	ro.ncolumns = 3;
+	ro.ncolumns = CB_COUNT(cols);
 	ro.key_columns = key;
-	ro.nkeys = 1;
-	rc = cb_pg_keyset_reader_new(&parts->reader, &ro, err);
-	if (rc < 0)
+	ro.nkeys = CB_COUNT(key);
+	if ((rc = cb_pg_keyset_reader_new(&parts->reader, &ro, err)) < 0)
 		return rc;
-	wo.path = cb_params_get(cb_step_context_params(sc), "file");
+	wo.path = cb_step_param(sc, "file");
 	wo.header = cols;
-	wo.nheader = 3;
+	wo.nheader = CB_COUNT(cols);
 	wo.format = format_row;
-	if (cb_params_get_long(cb_step_context_params(sc), "atomic", &atomic) == 0)
-		wo.atomic = atomic != 0;
-	rc = cb_csv_writer_new(&parts->writers[0], &wo, err);
-	if (rc == 0)
-		parts->nwriters = 1;
-	return rc;
+	wo.atomic = cb_step_param_long(sc, "atomic", 0) != 0;
+	if ((rc = cb_csv_writer_new(&w, &wo, err)) < 0)
+		return rc;
+	return cb_chunk_parts_add_writer(parts, &w, err);
 }
 
 int ledger_export_register(cb_registry *reg, cb_error *err)
@@ -57,19 +52,11 @@ int ledger_export_register(cb_registry *reg, cb_error *err)
 	cb_job *job;
 	int rc;
 
-	rc = cb_job_new(&job, "ledger_export", err);
-	if (rc < 0)
-		return rc;
 	step.name = "export";
 	step.build = build;
-	rc = cb_job_add_step(job, &step, err);
-	if (rc == 0)
-		rc = cb_job_add_param(job, "file", CB_PARAM_STRING, 1, err);
-	if (rc == 0)
-		rc = cb_job_set_description(job, "export the ledger to a CSV file (file=PATH)", err);
-	if (rc < 0) {
-		cb_job_free(job);
+	if ((rc = cb_registry_new_job(&job, reg, "ledger_export", err)) < 0 ||
+	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
+	    (rc = cb_job_add_param(job, "file", CB_PARAM_STRING, 1, err)) < 0)
 		return rc;
-	}
-	return cb_registry_add(reg, job, err);
+	return cb_job_set_description(job, "export the ledger to a CSV file (file=PATH)", err);
 }

@@ -7,16 +7,23 @@
  *
  *     int main(int argc, char **argv)
  *     {
- *             cb_registry *reg;
+ *             cb_registry *reg = NULL;
  *             cb_error err = CB_ERROR_INIT;
+ *             int rc;
+ *
  *             if (cb_registry_new(&reg, &err) < 0 || my_jobs_register(reg, &err) < 0) {
  *                     fprintf(stderr, "cbatch: %s\n", err.message);
- *                     return 2;
+ *                     cb_registry_free(reg);
+ *                     return CB_EXIT_USAGE;
  *             }
- *             int rc = cb_cli_main(reg, argc, argv);
+ *             rc = cb_cli_main(reg, argc, argv);
  *             cb_registry_free(reg);
  *             return rc;
  *     }
+ *
+ * where my_jobs_register creates each job with cb_registry_new_job: the
+ * registry owns a job from its creation, so a job half set up when a later
+ * call fails is freed with the registry.
  *
  * Exit codes: CB_EXIT_* below. The library never calls exit(); cb_cli_main
  * returns the code for main to return.
@@ -51,7 +58,17 @@ int cb_registry_new(cb_registry **out, cb_error *err);
 void cb_registry_free(cb_registry *reg);
 
 /**
- * Add a job. The registry steals @p job, also when this fails.
+ * Create an empty job named @p name, owned by @p reg from the start: it is
+ * registered at once and freed by cb_registry_free, also when setting it up
+ * fails later. Add its steps and settings through @p out (borrowed).
+ * @p out receives the job, or NULL on failure.
+ * @return 0, CB_EINVAL (NULL argument, invalid name, a job of that name is
+ *         already registered), CB_ENOMEM.
+ */
+int cb_registry_new_job(cb_job **out, cb_registry *reg, const char *name, cb_error *err);
+
+/**
+ * Add a job made with cb_job_new. The registry steals @p job, also when this fails.
  * @return 0, CB_EINVAL (a job of that name is already registered), CB_ENOMEM.
  */
 int cb_registry_add(cb_registry *reg, cb_job *job, cb_error *err);

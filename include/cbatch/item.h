@@ -39,16 +39,53 @@ typedef struct cb_step_context cb_step_context;
 /** The chunk being processed: an arena and the step context. Borrowed. */
 typedef struct cb_chunk cb_chunk;
 
-/** The job's name. */
+/**
+ * The number of elements of an array (not a pointer), e.g. for option
+ * members such as `columns` / `ncolumns`:
+ *
+ *     static const char *const cols[] = { "id", "amount" };
+ *     o.columns = cols; o.ncolumns = CB_COUNT(cols);
+ *
+ * The built-in readers and writers also accept NULL-terminated lists: when
+ * a count is 0 and its list is not NULL, the list is counted up to its
+ * first NULL (see each option struct for the exceptions).
+ */
+#define CB_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+/**
+ * The length of a list of strings as the built-in readers and writers take
+ * it: @p n when it is not 0, else the number of entries of @p list before
+ * its first NULL (0 for a NULL list). @p list is borrowed.
+ */
+size_t cb_list_count(const char *const *list, size_t n);
+
+/** The job's name (borrowed from the engine; lives for the step). */
 const char *cb_step_context_job_name(const cb_step_context *sc);
 /** The step's name. */
 const char *cb_step_context_step_name(const cb_step_context *sc);
+/** The job instance id: the same in every execution (restart) of the instance. */
+long long cb_step_context_job_instance_id(const cb_step_context *sc);
 /** The job execution id (e.g. to stamp target rows). */
 long long cb_step_context_job_execution_id(const cb_step_context *sc);
 /** The step execution id. */
 long long cb_step_context_step_execution_id(const cb_step_context *sc);
 /** The execution's parameters (identifying and not). Borrowed. */
 const cb_params *cb_step_context_params(const cb_step_context *sc);
+/**
+ * The value of the execution's parameter @p name as text (borrowed, lives
+ * for the step: a string as given, a long or double in decimal, a date as
+ * YYYY-MM-DD), or NULL when there is none. Shorthand for
+ * cb_params_get(cb_step_context_params(sc), name).
+ */
+const char *cb_step_param(const cb_step_context *sc, const char *name);
+/**
+ * The long parameter @p name, or @p dflt when there is none or it is not a
+ * long. (Declare the parameter with cb_job_add_param for its type to be
+ * checked at launch.)
+ */
+long long cb_step_param_long(const cb_step_context *sc, const char *name, long long dflt);
+/** The double parameter @p name (a long is converted), or @p dflt as cb_step_param_long. */
+double cb_step_param_double(const cb_step_context *sc, const char *name, double dflt);
 /** The commit interval in items. */
 size_t cb_step_context_chunk_size(const cb_step_context *sc);
 /** The step's connection, for cb_pg_prepare in `open`. Borrowed. */
@@ -64,7 +101,24 @@ void *cb_chunk_alloc(cb_chunk *chunk, size_t size);
 /** The step context of this chunk. */
 const cb_step_context *cb_chunk_step(const cb_chunk *chunk);
 
+/*
+ * Versions. Each plug-in struct carries the version it was written for; the
+ * step accepts every version from 1 to the current one and reads only the
+ * members that the plug-in's version has (members added later are marked
+ * "since version N"). Start from the INIT macro, which sets the current
+ * version and zeroes the rest, and set members by name:
+ *
+ *     cb_processor p = CB_PROCESSOR_INIT;
+ *     p.process = validate;
+ *
+ * or use a designated initializer, `{ .version = CB_PROCESSOR_VERSION,
+ * .process = validate }`.
+ */
+
 #define CB_READER_VERSION 1
+
+/** A reader with every member NULL (set at least `read`). */
+#define CB_READER_INIT { .version = CB_READER_VERSION }
 
 /** A source of items. */
 typedef struct cb_reader {
@@ -104,12 +158,19 @@ typedef struct cb_reader {
 	void (*free)(void *state);
 } cb_reader;
 
-#define CB_PROCESSOR_VERSION 1
+/**
+ * The processor's version: 2 added `open` and `close`. Version 1 processors
+ * (without them) still work.
+ */
+#define CB_PROCESSOR_VERSION 2
+
+/** A processor with every member NULL (set `process`). */
+#define CB_PROCESSOR_INIT { .version = CB_PROCESSOR_VERSION }
 
 /** Transforms, validates or filters items. */
 typedef struct cb_processor {
 	unsigned int version; /**< CB_PROCESSOR_VERSION */
-	void *state;
+	void *state;          /**< passed to every call; owned by the processor */
 	/**
 	 * Process one item. Set @p out to the item to write (the input itself,
 	 * or one from cb_chunk_alloc), or to NULL to filter it out (counted in
@@ -118,14 +179,32 @@ typedef struct cb_processor {
 	int (*process)(void *state, cb_chunk *chunk, void *item, void **out, cb_error *err);
 	/** Free the state. May be NULL. */
 	void (*free)(void *state);
+	/**
+	 * Prepare once per step execution (since version 2): called after the
+	 * reader and the writers opened and before the first chunk, outside any
+	 * transaction, with the step context (borrowed; @p sc lives for the
+	 * step). E.g. look up column positions in a header, or read a parameter.
+	 * A failure fails the step; `close` is then not called. May be NULL.
+	 */
+	int (*open)(void *state, const cb_step_context *sc, cb_error *err);
+	/** Release what `open` acquired (since version 2). May be NULL. */
+	void (*close)(void *state);
 } cb_processor;
 
-#define CB_WRITER_VERSION 1
+/**
+ * The writer's version: 2 added the outcome hooks `rollback`, `savepoint`,
+ * `rollback_to_savepoint` and `complete`. Version 1 writers (without them)
+ * still work.
+ */
+#define CB_WRITER_VERSION 2
+
+/** A writer with every member NULL (set at least `write`). */
+#define CB_WRITER_INIT { .version = CB_WRITER_VERSION }
 
 /** A sink of items. */
 typedef struct cb_writer {
 	unsigned int version; /**< CB_WRITER_VERSION */
-	void *state;
+	void *state;          /**< passed to every call; owned by the writer */
 	/** Prepare to write; @p saved as for the reader. May be NULL. */
 	int (*open)(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err);
 	/**
@@ -140,24 +219,25 @@ typedef struct cb_writer {
 	/** Free the state. May be NULL. */
 	void (*free)(void *state);
 	/*
-	 * Writers whose output lives outside the database transaction (files)
-	 * need to hear about its outcome; database writers leave these NULL.
+	 * Since version 2: writers whose output lives outside the database
+	 * transaction (files) need to hear about its outcome; database writers
+	 * leave these NULL. The step reads them only from a version 2 writer.
 	 */
 	/**
 	 * The chunk rolled back (after write, perhaps after update): undo its
-	 * output. Called only for a chunk in which this writer's `write` was
+	 * output (since version 2). Called only for a chunk in which this writer's `write` was
 	 * called, so a writer may take its previous `update` as committed when
 	 * `write` is next called (the engine calls it only after a COMMIT).
 	 */
 	void (*rollback)(void *state);
-	/** Item-by-item scan: called before each item is written under a savepoint. */
+	/** Item-by-item scan: called before each item is written under a savepoint (since 2). */
 	void (*savepoint)(void *state);
-	/** Item-by-item scan: the item since the last savepoint was rolled back (skipped). */
+	/** Item-by-item scan: the item since the last savepoint was rolled back (since 2). */
 	void (*rollback_to_savepoint)(void *state);
 	/**
 	 * The step's last chunk committed: finish the output (fsync, publish an
 	 * atomic file) before the step is recorded COMPLETED. A failure fails
-	 * the step, which stays restartable.
+	 * the step, which stays restartable (since version 2).
 	 */
 	int (*complete)(void *state, cb_error *err);
 } cb_writer;

@@ -1,13 +1,14 @@
 /**
  * @file job.h
- * Defining jobs and steps, and launching them.
+ * Defining jobs and launching them (steps: step.h).
  *
  * A cb_job is a named sequence of steps. It is a definition only: it holds no
  * connection and no run state, so one definition can be launched many times.
  *
- * Lifecycle: cb_job_new, cb_job_add_step for each step in order, optional
- * setters, then cb_job_launch / cb_job_restart any number of times, then
- * cb_job_free (or hand it to a registry, which then owns it; see cli.h).
+ * Lifecycle: cb_registry_new_job (the registry owns the job from its
+ * creation; cli.h) or cb_job_new, then cb_job_add_step for each step in
+ * order and optional setters, then cb_job_launch / cb_job_restart any number
+ * of times, then cb_registry_free or cb_job_free.
  */
 #ifndef CBATCH_JOB_H
 #define CBATCH_JOB_H
@@ -18,161 +19,14 @@
 #include "item.h"
 #include "params.h"
 #include "repository.h"
+#include "step.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/** A job definition: a named sequence of steps. Opaque; see the lifecycle above. */
 typedef struct cb_job cb_job;
-
-/** The most writers a chunk step may have; they run in order, in one transaction. */
-#define CB_MAX_WRITERS 8
-/** Commit interval used when a step does not set one. */
-#define CB_DEFAULT_CHUNK_SIZE 1000
-
-/**
- * What a chunk step's build callback fills in. The step owns what is put
- * here from the moment build returns (even if it returns an error): it calls
- * each component's `free`.
- */
-typedef struct cb_chunk_parts {
-	cb_reader reader;
-	cb_processor processor;          /**< optional: zeroed means pass-through */
-	cb_writer writers[CB_MAX_WRITERS];
-	size_t nwriters;
-} cb_chunk_parts;
-
-typedef enum cb_step_kind { CB_STEP_CHUNK = 0, CB_STEP_TASKLET = 1 } cb_step_kind;
-
-/** Where a chunk step's item failed. */
-typedef enum cb_fault { CB_FAULT_READ = 0, CB_FAULT_PROCESS = 1, CB_FAULT_WRITE = 2 } cb_fault;
-
-/** What to do about a failure, as a classifier decides. */
-typedef enum cb_fault_action {
-	CB_FAULT_FAIL = 0,  /**< roll back the chunk and fail the step */
-	CB_FAULT_SKIP = 1,  /**< skip the item (counted; over the skip limit the step fails) */
-	CB_FAULT_RETRY = 2  /**< roll back and retry the chunk (up to the retry limit) */
-} cb_fault_action;
-
-/**
- * Decides what a failure means. @p err holds the code, SQLSTATE and message.
- * Called for read, process and write failures separately (@p fault).
- */
-typedef cb_fault_action (*cb_classify_fn)(void *user, cb_fault fault, const cb_error *err);
-
-/**
- * The default classifier: CB_ERETRY (SQLSTATE 40001 serialization failure,
- * 40P01 deadlock, 55P03 lock timeout) and a lost connection (SQLSTATE class 08) are RETRY;
- * everything else FAIL.
- */
-cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *err);
-
-/**
- * As cb_classify_default, but bad input — CB_EINVAL from a reader or
- * processor, and data errors from the database (SQLSTATE classes 22 data
- * exception and 23 integrity constraint violation) in writes — is SKIP.
- */
-cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err);
-
-#define CB_STEP_DEF_VERSION 1
-
-/**
- * A step definition. Strings are copied by cb_job_add_step; @p user is
- * borrowed and must outlive the job.
- */
-typedef struct cb_step_def {
-	unsigned int version; /**< CB_STEP_DEF_VERSION */
-	const char *name;     /**< unique within the job */
-	cb_step_kind kind;
-	/**
-	 * Commit interval of a chunk step; 0 means CB_DEFAULT_CHUNK_SIZE. A long
-	 * parameter `chunk.size` (usually non-identifying: `-chunk.size:long=500`)
-	 * overrides it for one execution.
-	 */
-	size_t chunk_size;
-	/**
-	 * Chunk steps: create the reader, processor and writers for one step
-	 * execution (parameters are in @p sc). Called before anything is read,
-	 * and again after a retry had to reconnect.
-	 */
-	int (*build)(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err);
-	/**
-	 * Tasklet steps: do one unit of work inside @p tx (not pipelined: plain
-	 * libpq calls on cb_tx_conn(tx) are fine). Return CB_DONE when finished,
-	 * 0 to be called again in a new transaction, or a negative code to fail.
-	 * @p context is the step's execution context (a JSON object, borrowed):
-	 * changes to it are saved in the same transaction.
-	 */
-	int (*tasklet)(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
-		       cb_error *err);
-	void *user;
-	/** Non-zero: run this step again on restart even if it completed (e.g. a cleanup). */
-	int allow_start_if_complete;
-	/**
-	 * Most items a chunk step may skip (read + process + write) before it
-	 * fails; 0: none. A long parameter `skip.limit` overrides it per run.
-	 */
-	unsigned int skip_limit;
-	/** Most retries of one chunk for a RETRY failure; 0: none. */
-	unsigned int retry_limit;
-	/** Backoff before the first retry, doubled each time (ms); 0: 100. */
-	unsigned int retry_backoff_ms;
-	/** The classifier; NULL: cb_classify_default. Called with @p user. */
-	cb_classify_fn classify;
-	/** Most executions of this step in one job instance; 0: unlimited. */
-	unsigned int start_limit;
-} cb_step_def;
-
-#define CB_STEP_DEF_INIT \
-	{ CB_STEP_DEF_VERSION, NULL, CB_STEP_CHUNK, 0, NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
-
-/**
- * Set the step's exit status (e.g. "NOOP"), which transitions match on
- * (cb_job_add_transition). By default it is the step's status. May be called
- * by a tasklet, a processor (through cb_chunk_step) or a listener; the step
- * context is owned by the engine and this is the one field it lets plug-ins
- * change. @return 0 or CB_EINVAL (empty, longer than 31 bytes, not valid UTF-8
- * or holding control characters).
- */
-int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_status);
-
-/**
- * The job execution's context, shared by the steps (borrowed JSON object; a
- * step may change it). It is saved at every step end and with every tasklet
- * commit, and restored on restart.
- */
-json_t *cb_step_context_job_context(const cb_step_context *sc);
-
-#define CB_LISTENER_VERSION 1
-
-/**
- * Callbacks around a job's life. Every member may be NULL. Listeners observe;
- * they cannot fail the job (return values are not used), except that
- * after_step may change the step's exit status with
- * cb_step_context_set_exit_status. Called in the launching thread.
- */
-typedef struct cb_listener {
-	unsigned int version; /**< CB_LISTENER_VERSION */
-	void *ctx;
-	void (*before_job)(void *ctx, const char *job_name, long long job_execution_id);
-	void (*after_job)(void *ctx, const char *job_name, long long job_execution_id,
-			  cb_status status, const char *exit_message);
-	void (*before_step)(void *ctx, const cb_step_context *sc);
-	void (*after_step)(void *ctx, const cb_step_context *sc, cb_status status);
-	void (*before_chunk)(void *ctx, const cb_step_context *sc);
-	/** After the chunk committed. */
-	void (*after_chunk)(void *ctx, const cb_step_context *sc);
-	/** The chunk rolled back because of @p err. */
-	void (*chunk_error)(void *ctx, const cb_step_context *sc, const cb_error *err);
-	void (*read_error)(void *ctx, const cb_step_context *sc, const cb_error *err);
-	void (*process_error)(void *ctx, const cb_step_context *sc, const void *item,
-			      const cb_error *err);
-	void (*write_error)(void *ctx, const cb_step_context *sc, void *const *items, size_t n,
-			    const cb_error *err);
-	/** An item was skipped (@p item is NULL for read skips). */
-	void (*skip)(void *ctx, const cb_step_context *sc, cb_fault fault, const void *item,
-		     const cb_error *err);
-} cb_listener;
 
 /**
  * Computes the parameters of the next instance for `--next`.
@@ -310,7 +164,8 @@ typedef struct cb_launch_options {
 	double lease_seconds;
 } cb_launch_options;
 
-#define CB_LAUNCH_OPTIONS_INIT { CB_LAUNCH_OPTIONS_VERSION, 0, NULL, NULL, 0, 0.0 }
+/** Launch options with every member zero but the version. */
+#define CB_LAUNCH_OPTIONS_INIT { .version = CB_LAUNCH_OPTIONS_VERSION }
 
 /** The outcome of an execution that ran. */
 typedef struct cb_job_result {

@@ -16,7 +16,8 @@ extern "C" {
 
 /**
  * Options of the PostgreSQL keyset paging reader. All strings are copied by
- * cb_pg_keyset_reader_new.
+ * cb_pg_keyset_reader_new. Lists take their count, CB_COUNT(list), or a
+ * count of 0 and a NULL-terminated list.
  *
  * The reader runs, inside each chunk transaction,
  *
@@ -59,9 +60,9 @@ typedef struct cb_pg_keyset_options {
 	const char *schema;          /**< NULL: unqualified (search_path) */
 	const char *table;           /**< required */
 	const char *const *columns;  /**< selected columns (identifiers), NULL: all ("*") */
-	size_t ncolumns;
+	size_t ncolumns;             /**< 0: @p columns is NULL-terminated (or NULL) */
 	const char *const *key_columns; /**< sort key, unique together, PK last; required */
-	size_t nkeys;
+	size_t nkeys;                /**< 0: @p key_columns is NULL-terminated */
 	const char *where;           /**< the unprocessed filter, e.g. "NOT processed"; NULL: none */
 	size_t page_size;            /**< rows per page; 0: the step's chunk size */
 	/**
@@ -72,12 +73,12 @@ typedef struct cb_pg_keyset_options {
 	 * own parameters after them. Copied.
 	 */
 	const char *query;
-	const char *const *query_params;
-	size_t nquery_params;
+	const char *const *query_params; /**< values of $1..$n of @p query (copied) */
+	size_t nquery_params;            /**< 0: @p query_params is NULL-terminated (or NULL) */
 } cb_pg_keyset_options;
 
-#define CB_PG_KEYSET_OPTIONS_INIT \
-	{ CB_PG_KEYSET_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0 }
+/** Keyset reader options with every member zero but the version. */
+#define CB_PG_KEYSET_OPTIONS_INIT { .version = CB_PG_KEYSET_OPTIONS_VERSION }
 
 /**
  * Fill @p out with a keyset paging reader. The reader owns a copy of the
@@ -134,7 +135,8 @@ typedef struct cb_csv_options {
 	size_t buffer_size; /**< read buffer in bytes; 0: 64 KiB. Memory is flat in file size */
 } cb_csv_options;
 
-#define CB_CSV_OPTIONS_INIT { CB_CSV_OPTIONS_VERSION, NULL, ',', 0, 0, NULL, 0, 0, 0, 0, 0 }
+/** CSV reader options: the version, ',' as delimiter, every other member zero. */
+#define CB_CSV_OPTIONS_INIT { .version = CB_CSV_OPTIONS_VERSION, .delimiter = ',' }
 
 /** The column names of a CSV header row. Owned by the reader. */
 typedef struct cb_csv_header cb_csv_header;
@@ -272,7 +274,8 @@ typedef struct cb_jsonl_options {
 	size_t buffer_size;   /**< read buffer in bytes; 0: 64 KiB */
 } cb_jsonl_options;
 
-#define CB_JSONL_OPTIONS_INIT { CB_JSONL_OPTIONS_VERSION, NULL, 0, 0, 0, 0 }
+/** JSON lines reader options with every member zero but the version. */
+#define CB_JSONL_OPTIONS_INIT { .version = CB_JSONL_OPTIONS_VERSION }
 
 /**
  * Fill @p out with a JSON lines reader of @p opts (copied). The step calls
@@ -325,12 +328,13 @@ long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
 typedef struct cb_pg_cursor_options {
 	unsigned int version;        /**< CB_PG_CURSOR_OPTIONS_VERSION */
 	const char *query;           /**< required; copied */
-	const char *const *query_params;
+	const char *const *query_params; /**< values of $1..$n (copied) */
 	size_t nquery_params;
 	size_t fetch_size;           /**< rows per FETCH; 0: the step's chunk size */
 } cb_pg_cursor_options;
 
-#define CB_PG_CURSOR_OPTIONS_INIT { CB_PG_CURSOR_OPTIONS_VERSION, NULL, NULL, 0, 0 }
+/** Cursor reader options with every member zero but the version. */
+#define CB_PG_CURSOR_OPTIONS_INIT { .version = CB_PG_CURSOR_OPTIONS_VERSION }
 
 /** Fill @p out with a cursor reader (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err);

@@ -24,6 +24,15 @@ extern "C" {
  * bind callback, which calls cb_values_set* once per column (in the writer's
  * column order). Values are copied at once; no allocation per field once the
  * writer's buffers have grown.
+ *
+ * The values keep the first error: once a cb_values_set* call failed, the
+ * later ones do nothing and return that error, and the writer reports it
+ * (naming the column and the item) whatever the bind returns. So a bind may
+ * make its calls in a row and return 0, without checking each:
+ *
+ *     cb_values_set(out, 0, cb_row_get(row, 0), cb_row_len(row, 0));
+ *     cb_values_set_long(out, 1, n);
+ *     return 0;
  */
 typedef struct cb_values cb_values;
 
@@ -69,9 +78,9 @@ typedef struct cb_pg_upsert_options {
 	const char *schema;            /**< NULL: unqualified */
 	const char *table;             /**< required */
 	const char *const *columns;    /**< target columns, in bind order; required */
-	size_t ncolumns;
+	size_t ncolumns;               /**< 0: @p columns is NULL-terminated */
 	const char *const *key_columns; /**< conflict target (a unique constraint's columns); required */
-	size_t nkeys;
+	size_t nkeys;                  /**< 0: @p key_columns is NULL-terminated */
 	const char *const *update_columns; /**< NULL: all non-key columns; with nupdate 0 and
 					      non-NULL: DO NOTHING */
 	size_t nupdate;
@@ -148,7 +157,7 @@ typedef struct cb_pg_status_options {
 	const char *schema;
 	const char *table;             /**< required */
 	const char *const *key_columns; /**< required */
-	size_t nkeys;
+	size_t nkeys;                  /**< 0: @p key_columns is NULL-terminated */
 	const char *set_column;        /**< required, e.g. "processed" */
 	const char *set_value;         /**< text of the new value, e.g. "true"; sent as a
 					    parameter; NULL: SQL NULL */

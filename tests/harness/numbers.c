@@ -152,7 +152,8 @@ int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *par
 	(void)err;
 	parts->reader = (cb_reader){ CB_READER_VERSION, n, n_open, n_read, n_update, n_describe,
 				     n_rollback, n_close, NULL };
-	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, n, n_process, NULL };
+	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
+					   .state = n, .process = n_process };
 	parts->writers[0] = (cb_writer){ .version = CB_WRITER_VERSION, .state = n, .open = w_open,
 					 .write = w_write };
 	parts->nwriters = 1;

@@ -938,11 +938,13 @@ static void test_errors(void)
 	o.key_columns = key;
 	o.nkeys = 1;
 
-	/* options */
+	/* options (a count of 0 takes the list as NULL-terminated: no list, no keys) */
+	o.key_columns = NULL;
 	o.nkeys = 0;
 	CBT_FAILS_WITH(CB_EINVAL, cb_pg_upsert_writer_new(&w, &o, &err), &err);
 	CU_ASSERT_PTR_NULL(w.write);
 	cb_error_clear(&err);
+	o.key_columns = key;
 	o.nkeys = 1;
 	ko.table = "e";
 	CBT_FAILS_WITH(CB_EINVAL, cb_pg_keyset_reader_new(&r, &ko, &err), &err);

@@ -335,7 +335,8 @@ static int build_cursor(void *user, const cb_step_context *sc, cb_chunk_parts *p
 	rc = cb_pg_cursor_reader_new(&parts->reader, &r, err);
 	if (rc < 0)
 		return rc;
-	parts->processor = (cb_processor){ CB_PROCESSOR_VERSION, NULL, refuse_poison, NULL };
+	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
+					   .process = refuse_poison };
 	w.table = "cursor_out";
 	w.columns = cols;
 	w.ncolumns = 2;
