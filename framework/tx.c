@@ -459,3 +459,28 @@ int cb__tx_commit(cb_tx *tx, cb_error *err)
 	leave_pipeline(tx);
 	return 0;
 }
+
+int cb_tx_count_duplicates(cb_tx *tx, long long n, cb_error *err)
+{
+	static const char sql[] = "SELECT " CB_TX_DUPLICATES_ADD("$1::bigint");
+	char num[24];
+	const char *values[1] = { num };
+
+	if (n < 0)
+		return cb_error_set(err, CB_EINVAL, "duplicate count %lld is negative", n);
+	if (n == 0)
+		return 0;
+	snprintf(num, sizeof(num), "%lld", n);
+	if (!tx->pipelined) {
+		PGresult *res = PQexecParams(tx->conn, sql, 1, NULL, values, NULL, NULL, 0);
+		int rc = 0;
+
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			rc = cb_pg_error(err, tx->conn, res, "duplicate count");
+		PQclear(res);
+		return rc;
+	}
+	if (!PQsendQueryParams(tx->conn, sql, 1, NULL, values, NULL, NULL, 0))
+		return cb_pg_error(err, tx->conn, NULL, "duplicate count");
+	return enqueue(tx, NULL, NULL, NULL, 0, "duplicate count", err);
+}

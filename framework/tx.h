@@ -1,8 +1,9 @@
-/* The chunk transaction: internal side of cb_tx (see include/cbatch/pg.h). */
+/* The chunk transaction: internal side of cb_tx (see include/cbatch/pg.h and sys/tx.h). */
 #ifndef CB_FRAMEWORK_TX_H
 #define CB_FRAMEWORK_TX_H
 
 #include "cbatch/pg.h"
+#include "cbatch/sys/tx.h"
 
 /*
  * Create a transaction handle for @p conn (borrowed). pipelined: the handle
