@@ -70,9 +70,10 @@ typedef struct cb__run {
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
 int cb__run_check_lock(const cb__run *run, cb_error *err);
 
-/* The last four checkpoint parameters: job context, lock name, token, lease. */
-void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
-			  char *lease_buf);
+struct cb__checkpoint;
+
+/* Set the checkpoint's fence from the run: lock name, fencing token, lease. */
+void cb__run_fence(const cb__run *run, struct cb__checkpoint *c);
 
 /* What a step ended with. */
 typedef struct cb__step_outcome {

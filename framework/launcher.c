@@ -36,15 +36,11 @@ int cb__run_check_lock(const cb__run *run, cb_error *err)
 	return cb_error_set(err, CB_EFENCED, "heartbeat failed, stopped writing: %s", why);
 }
 
-void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
-			  char *lease_buf)
+void cb__run_fence(const cb__run *run, cb__checkpoint *c)
 {
-	snprintf(token_buf, 24, "%lld", run->fencing_token);
-	snprintf(lease_buf, 32, "%.6f", run->lease_seconds);
-	params[0] = NULL; /* job context: saved by the engine between steps */
-	params[1] = run->lock_name;
-	params[2] = run->lock_name ? token_buf : NULL;
-	params[3] = run->lock_name ? lease_buf : NULL;
+	c->lock_name = run->lock_name;
+	c->fencing_token = run->fencing_token;
+	c->lease_seconds = run->lease_seconds;
 }
 
 /* Take the lock; a held lock is a skip (CB_ERUNNING), already audited. */
