@@ -12,6 +12,7 @@
 #include "cbatch/repository.h"
 #include "cbatch/job.h"
 #include "cbatch/lock.h"
+#include "cbatch/metrics.h"
 #include "cbatch/readers.h"
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"

@@ -18,6 +18,7 @@
 
 #include "cbatch/params.h"
 #include "cbatch/lock.h"
+#include "cbatch/metrics.h"
 #include "cbatch/repository.h"
 #include "cli_internal.h"
 #include "text.h"
