@@ -191,18 +191,6 @@ int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams, const char *const 
 	return enqueue(tx, on_result, ctx, NULL, 0, stmt_name, err);
 }
 
-int cb__tx_send_text(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
-		     char *out, size_t size, cb_error *err)
-{
-	pending p = { NULL, NULL, out, size, stmt_name };
-
-	if (!tx->pipelined)
-		return exec_now(tx, stmt_name, nparams, values, NULL, NULL, &p, err);
-	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, NULL, NULL, 0))
-		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	return enqueue(tx, NULL, NULL, out, size, stmt_name, err);
-}
-
 static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *err)
 {
 	if (!tx->pipelined) {
