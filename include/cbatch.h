@@ -5,6 +5,7 @@
 #ifndef CBATCH_H
 #define CBATCH_H
 
+#include "cbatch/version.h"
 #include "cbatch/error.h"
 #include "cbatch/params.h"
 #include "cbatch/pg.h"

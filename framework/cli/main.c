@@ -24,12 +24,10 @@
 #include "cbatch/lock.h"
 #include "cbatch/metrics.h"
 #include "cbatch/repository.h"
+#include "cbatch/version.h"
 #include "cli_internal.h"
 #include "text.h"
 
-#ifndef CBATCH_VERSION
-#define CBATCH_VERSION "0.1.0"
-#endif
 
 struct builtin {
 	const char *name;
@@ -629,10 +627,10 @@ static const char *base_name(const char *path)
 static void print_version(const struct cli *c)
 {
 	if (strcmp(c->prog, "cbatch") == 0)
-		printf("cbatch %s (repository schema %d)\n", CBATCH_VERSION,
+		printf("cbatch %s (repository schema %d)\n", cb_version(),
 		       cb_repo_schema_target());
 	else
-		printf("%s (cbatch %s, repository schema %d)\n", c->prog, CBATCH_VERSION,
+		printf("%s (cbatch %s, repository schema %d)\n", c->prog, cb_version(),
 		       cb_repo_schema_target());
 }
 

@@ -18,6 +18,16 @@ int main(void)
 		fprintf(stderr, "unexpected key %s\n", key);
 		return 1;
 	}
+#ifdef CONSUMER_PACKAGE_VERSION
+	/* One version everywhere: the package (CMake or pkg-config), the
+	 * installed version.h and the library. */
+	if (strcmp(CONSUMER_PACKAGE_VERSION, CB_VERSION_STRING) != 0 ||
+	    strcmp(cb_version(), CB_VERSION_STRING) != 0) {
+		fprintf(stderr, "version mismatch: package %s, header %s, library %s\n",
+			CONSUMER_PACKAGE_VERSION, CB_VERSION_STRING, cb_version());
+		return 1;
+	}
+#endif
 	puts("consumer: linked against the installed cbatch");
 	return 0;
 }
