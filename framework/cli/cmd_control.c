@@ -66,7 +66,6 @@ int cb__cli_cmd_abandon(struct cli *c)
 	return transition(c, 0);
 }
 
-
 /* ---- unlock -------------------------------------------------------------- */
 
 int cb__cli_cmd_unlock(struct cli *c)
@@ -85,10 +84,14 @@ int cb__cli_cmd_unlock(struct cli *c)
 		return cb__cli_out_of_memory(c);
 	rc = cb__cli_split_args(c, pos, &npos, flags, values);
 	if (rc == 0 && npos != 1)
-		rc = cb__cli_usage_error(c, "unlock: name one lock (usage: %s unlock LOCK_NAME --force "
-				 "[--reason TEXT])", c->prog);
+		rc = cb__cli_usage_error(
+			c,
+			"unlock: name one lock (usage: %s unlock LOCK_NAME --force "
+			"[--reason TEXT])",
+			c->prog);
 	if (rc == 0 && !values[0])
-		rc = cb__cli_usage_error(c, "unlock: releasing a lock someone may hold needs --force");
+		rc = cb__cli_usage_error(c,
+					 "unlock: releasing a lock someone may hold needs --force");
 	if (rc == 0)
 		rc = cb__cli_text_arg(c, "lock name", pos[0]);
 	if (rc == 0)
@@ -111,8 +114,8 @@ int cb__cli_cmd_unlock(struct cli *c)
 		goto done;
 	}
 	if (c->json) {
-		json_t *doc = json_pack("{s:s,s:s}", "lock_name", pos[0], "outcome",
-					"FORCE_UNLOCKED");
+		json_t *doc =
+			json_pack("{s:s,s:s}", "lock_name", pos[0], "outcome", "FORCE_UNLOCKED");
 
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);

@@ -82,7 +82,6 @@ int cb__cli_cmd_jobs(struct cli *c)
 	return 0;
 }
 
-
 /* ---- executions and show ------------------------------------------------- */
 
 /* An execution's or step's duration: from duration_seconds, else its times. */
@@ -162,16 +161,16 @@ int cb__cli_cmd_executions(struct cli *c)
 		goto done;
 	if (npos > 1) {
 		rc = cb__cli_usage_error(c,
-				 "executions: unexpected argument '%.100s' (usage: %s "
-				 "executions [JOB] [--limit N])",
-				 pos[1], c->prog);
+					 "executions: unexpected argument '%.100s' (usage: %s "
+					 "executions [JOB] [--limit N])",
+					 pos[1], c->prog);
 		goto done;
 	}
 	if (npos && (rc = cb__cli_text_arg(c, "job name", pos[0])) != 0)
 		goto done;
 	if (values[0] && (cb__cli_parse_positive(&limit, values[0]) < 0 || limit > 1000000)) {
-		rc = cb__cli_usage_error(c, "executions: invalid --limit '%.100s' (expected 1..1000000)",
-				 values[0]);
+		rc = cb__cli_usage_error(
+			c, "executions: invalid --limit '%.100s' (expected 1..1000000)", values[0]);
 		goto done;
 	}
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
@@ -414,17 +413,15 @@ done:
 	return rc;
 }
 
-
 /* ---- locks and metrics --------------------------------------------------- */
-
 
 int cb__cli_cmd_locks(struct cli *c)
 {
 	json_t *list = NULL;
 	PGconn *conn = NULL;
 	cb__cli_table *t = NULL;
-	static const char *const headers[] = { "LOCK", "OWNER", "TOKEN", "LEASE LEFT", "STATE",
-					       "EXECUTION" };
+	static const char *const headers[] = { "LOCK",       "OWNER", "TOKEN",
+					       "LEASE LEFT", "STATE", "EXECUTION" };
 	int rc;
 
 	if ((rc = cb__cli_no_args(c)) != 0 || (rc = cb__cli_open_db(c, &conn, 1)) != 0)
@@ -458,9 +455,9 @@ int cb__cli_cmd_locks(struct cli *c)
 		cells[1] = cb__cli_json_get_text(l, "owner_id", owner, sizeof(owner));
 		cells[2] = cb__cli_json_get_text(l, "fencing_token", token, sizeof(token));
 		cells[3] = left;
-		cells[4] = json_is_true(json_object_get(l, "released")) ? "released"
-			   : secs > 0				    ? "held"
-								    : "expired";
+		cells[4] = json_is_true(json_object_get(l, "released")) ? "released" :
+			   secs > 0                                     ? "held" :
+									  "expired";
 		cells[5] = cb__cli_json_get_text(l, "job_execution_id", exec, sizeof(exec));
 		if (cb__cli_table_add(t, cells) < 0) {
 			rc = cb__cli_out_of_memory(c);

@@ -114,8 +114,11 @@ static int parse_lease(struct cli *c, const char *v, double *out)
 		return 0;
 	*out = strtod(v, &end);
 	if (end == v || *end || !(*out >= 0.1 && *out <= 86400.0))
-		return cb__cli_usage_error(c, "%s: --lease '%.40s' must be a number of seconds from 0.1 "
-				   "to 86400", c->argv[0], v);
+		return cb__cli_usage_error(
+			c,
+			"%s: --lease '%.40s' must be a number of seconds from 0.1 "
+			"to 86400",
+			c->argv[0], v);
 	return 0;
 }
 
@@ -138,8 +141,8 @@ int cb__cli_cmd_run(struct cli *c)
 	    (rc = parse_lease(c, values[1], &lease)) != 0)
 		goto done;
 	if (npos == 0) {
-		rc = cb__cli_usage_error(c, "run: missing JOB (usage: %s run JOB [PARAM ...] [--next])",
-				 c->prog);
+		rc = cb__cli_usage_error(
+			c, "run: missing JOB (usage: %s run JOB [PARAM ...] [--next])", c->prog);
 		goto done;
 	}
 	job = cb_registry_find(c->reg, pos[0]);
@@ -169,7 +172,6 @@ done:
 	return rc;
 }
 
-
 int cb__cli_cmd_restart(struct cli *c)
 {
 	static const char *const flags[] = { "--lease=", NULL };
@@ -195,10 +197,11 @@ int cb__cli_cmd_restart(struct cli *c)
 		char known[300];
 
 		cb__cli_job_list(known, sizeof(known), c->reg);
-		rc = cb__cli_usage_error(c,
-				 "execution %lld is of job '%s', which is not registered in "
-				 "this program (known: %s)",
-				 id, name, known[0] ? known : "none");
+		rc = cb__cli_usage_error(
+			c,
+			"execution %lld is of job '%s', which is not registered in "
+			"this program (known: %s)",
+			id, name, known[0] ? known : "none");
 		goto done;
 	}
 	rc = execute(c, conn, job, NULL, 0, id, lease);

@@ -28,7 +28,8 @@ int cb__cli_cmd_schema(struct cli *c)
 		return cb__cli_usage_error(c, "schema: too many arguments");
 	sub = c->argv[1];
 	if (strcmp(sub, "init") != 0 && strcmp(sub, "check") != 0)
-		return cb__cli_usage_error(c, "schema: unknown subcommand '%.100s' (init or check)", sub);
+		return cb__cli_usage_error(c, "schema: unknown subcommand '%.100s' (init or check)",
+					   sub);
 	if ((rc = cb__cli_open_db(c, &conn, 0)) != 0)
 		return rc;
 	if (strcmp(sub, "init") == 0) {

@@ -28,7 +28,6 @@
 #include "cli_internal.h"
 #include "text.h"
 
-
 struct builtin {
 	const char *name;
 	const char *synopsis; /* arguments after the name */
@@ -205,10 +204,11 @@ int cb__cli_unknown_job(struct cli *c, const char *name)
 	char known[300];
 
 	if (cb_registry_count(c->reg) == 0)
-		return cb__cli_usage_error(c,
-				   "unknown job '%.100s' (no jobs are registered in this "
-				   "program; run jobs with the program that registers them)",
-				   name);
+		return cb__cli_usage_error(
+			c,
+			"unknown job '%.100s' (no jobs are registered in this "
+			"program; run jobs with the program that registers them)",
+			name);
 	cb__cli_job_list(known, sizeof(known), c->reg);
 	return cb__cli_usage_error(c, "unknown job '%.100s' (known: %s)", name, known);
 }
@@ -245,7 +245,7 @@ int cb__cli_text_arg(struct cli *c, const char *what, const char *arg)
 	if (!arg || cb__utf8_valid(arg))
 		return 0;
 	return cb__cli_usage_error(c, "%s: %s '%.100s' is not valid UTF-8", c->argv[0], what,
-			   cb__cli_term(shown, sizeof(shown), arg));
+				   cb__cli_term(shown, sizeof(shown), arg));
 }
 
 /* Parse an execution id argument; a usage error names it. */
@@ -253,8 +253,9 @@ int cb__cli_parse_id(struct cli *c, long long *out, const char *arg)
 {
 	if (cb__cli_parse_positive(out, arg) == 0)
 		return 0;
-	return cb__cli_usage_error(c, "%s: invalid execution id '%.100s' (expected a positive integer)",
-			   c->argv[0], arg);
+	return cb__cli_usage_error(
+		c, "%s: invalid execution id '%.100s' (expected a positive integer)", c->argv[0],
+		arg);
 }
 
 /*
@@ -265,7 +266,7 @@ int cb__cli_parse_id(struct cli *c, long long *out, const char *arg)
  * `--` ends the options. @return 0, or the exit code of a reported usage error.
  */
 int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char *const *flags,
-		      const char **values)
+		       const char **values)
 {
 	int i, done = 0;
 
@@ -295,8 +296,8 @@ int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char
 				}
 			} else if (strncmp(a, fl, fn - 1) == 0 && a[fn - 1] == '\0') {
 				if (i + 1 >= c->argc)
-					return cb__cli_usage_error(c, "%s: option '%s' needs a value",
-							   c->argv[0], a);
+					return cb__cli_usage_error(
+						c, "%s: option '%s' needs a value", c->argv[0], a);
 				values[f] = c->argv[++i];
 				matched = 1;
 			} else if (strncmp(a, fl, fn) == 0) {
@@ -305,16 +306,15 @@ int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char
 			}
 		}
 		if (!matched)
-			return cb__cli_usage_error(c, "%s: unknown option '%.100s' (see '%s %s --help')",
-					   c->argv[0], a, c->prog, c->argv[0]);
+			return cb__cli_usage_error(
+				c, "%s: unknown option '%.100s' (see '%s %s --help')", c->argv[0],
+				a, c->prog, c->argv[0]);
 	}
 	return 0;
 }
 
-
 /* Exactly one execution id argument, and the options in @p flags. */
-int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags,
-		       const char **values)
+int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags, const char **values)
 {
 	const char **pos;
 	size_t npos;
@@ -326,8 +326,9 @@ int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags,
 	rc = cb__cli_split_args(c, pos, &npos, flags, values);
 	if (rc == 0 && npos != 1)
 		rc = cb__cli_usage_error(c, "%s: %s (usage: %s %s EXECUTION_ID)", c->argv[0],
-				 npos ? "expected one EXECUTION_ID" : "missing EXECUTION_ID",
-				 c->prog, c->argv[0]);
+					 npos ? "expected one EXECUTION_ID" :
+						"missing EXECUTION_ID",
+					 c->prog, c->argv[0]);
 	else if (rc == 0)
 		rc = cb__cli_parse_id(c, id, pos[0]);
 	free(pos);
@@ -343,7 +344,8 @@ int cb__cli_one_id(struct cli *c, long long *id)
 int cb__cli_no_args(struct cli *c)
 {
 	if (c->argc > 1)
-		return cb__cli_usage_error(c, "%s: unexpected argument '%.100s'", c->argv[0], c->argv[1]);
+		return cb__cli_usage_error(c, "%s: unexpected argument '%.100s'", c->argv[0],
+					   c->argv[1]);
 	return 0;
 }
 
@@ -627,8 +629,7 @@ static const char *base_name(const char *path)
 static void print_version(const struct cli *c)
 {
 	if (strcmp(c->prog, "cbatch") == 0)
-		printf("cbatch %s (repository schema %d)\n", cb_version(),
-		       cb_repo_schema_target());
+		printf("cbatch %s (repository schema %d)\n", cb_version(), cb_repo_schema_target());
 	else
 		printf("%s (cbatch %s, repository schema %d)\n", c->prog, cb_version(),
 		       cb_repo_schema_target());
@@ -739,7 +740,8 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 	} else if (db_missing) {
 		rc = cb__cli_usage_error(&c, "option '--db' needs a value");
 	} else if (bad) {
-		rc = cb__cli_usage_error(&c, "unknown option '%.100s' (see '%s --help')", bad, c.prog);
+		rc = cb__cli_usage_error(&c, "unknown option '%.100s' (see '%s --help')", bad,
+					 c.prog);
 	} else if (version) {
 		print_version(&c);
 		rc = 0;
@@ -753,7 +755,8 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 	} else if ((k = cb__registry_find_command(reg, cmd)) >= 0) {
 		rc = run_extra(&c, k);
 	} else {
-		rc = cb__cli_usage_error(&c, "unknown command '%.100s' (see '%s --help')", cmd, c.prog);
+		rc = cb__cli_usage_error(&c, "unknown command '%.100s' (see '%s --help')", cmd,
+					 c.prog);
 	}
 	/* Output that never reached its reader is a failure (a full disk, a closed pipe). */
 	if (fflush(stdout) != 0 && rc == 0) {

@@ -126,8 +126,7 @@ static void test_connect_like_opens_a_named_session_to_the_same_database(void)
 }
 
 static const CU_TestInfo tests[] = {
-	{ "writers count duplicates with the chunk",
-	  test_writers_count_duplicates_with_the_chunk },
+	{ "writers count duplicates with the chunk", test_writers_count_duplicates_with_the_chunk },
 	{ "tasklets may call count duplicates", test_tasklets_may_call_count_duplicates },
 	{ "connect like opens a named session to the same database",
 	  test_connect_like_opens_a_named_session_to_the_same_database },

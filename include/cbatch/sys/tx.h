@@ -83,9 +83,9 @@ int cb_tx_pipelined(const cb_tx *tx);
  *         failed: message and SQLSTATE in @p err), CB_ERETRY (40001/40P01 in
  *         non-pipeline mode), CB_ENOMEM, or the handler's code
  */
-int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams,
-	       const char *const *values, const int *lengths, const int *formats,
-	       cb_result_fn on_result, void *ctx, cb_error *err);
+int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
+	       const int *lengths, const int *formats, cb_result_fn on_result, void *ctx,
+	       cb_error *err);
 
 /**
  * Send everything queued, wait for all of it, and run the handlers.
@@ -121,8 +121,7 @@ int cb_tx_flush(cb_tx *tx, cb_error *err);
  * @return 0, CB_EDB, CB_ERETRY, CB_ENOMEM, or a queued handler's code
  */
 int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
-		const char *const *values, const int *lengths, const int *formats,
-		cb_error *err);
+		const char *const *values, const int *lengths, const int *formats, cb_error *err);
 
 /**
  * Run `COPY ... FROM STDIN` inside the transaction.
@@ -156,8 +155,8 @@ int cb_tx_copy(cb_tx *tx, const char *copy_sql, const char *data, size_t len, cb
  * CB_TX_DUPLICATES_ADD("$3::bigint - (SELECT count(*) FILTER (WHERE ins) FROM w)")`.
  * @p expr must be a string literal of SQL text.
  */
-#define CB_TX_DUPLICATES_ADD(expr)                                                       \
-	"set_config('cbatch.duplicate_writes', (coalesce(nullif(current_setting("          \
+#define CB_TX_DUPLICATES_ADD(expr)                                                                 \
+	"set_config('cbatch.duplicate_writes', (coalesce(nullif(current_setting("                  \
 	"'cbatch.duplicate_writes', true), ''), '0')::bigint + " expr ")::text, true)"
 
 /**
