@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include <cbatch.h>
+#include <cbatch/sys/conn.h>
+#include <cbatch/sys/tx.h>
 
 int main(void)
 {
@@ -28,6 +30,14 @@ int main(void)
 		return 1;
 	}
 #endif
+	/* The plug-in author's surface is installed and exported too. */
+	{
+		PGconn *(*volatile like)(PGconn *, const char *) = cb_pg_connect_like;
+		int (*volatile dups)(cb_tx *, long long, cb_error *) = cb_tx_count_duplicates;
+
+		if (!like || !dups)
+			return 1;
+	}
 	puts("consumer: linked against the installed cbatch");
 	return 0;
 }
