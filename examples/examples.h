@@ -3,11 +3,9 @@
 #define CB_EXAMPLES_H
 
 #include <cbatch.h>
-#include "schema_sql.h"
-
-/* examples/<name>/schema.sql, embedded at build time (name "ledger/schema.sql"). */
-extern const struct cb__migration cb_example_schemas[];
-extern const size_t cb_example_schemas_count;
+/* examples/<name>/schema.sql, embedded at build time (name "ledger/schema.sql"):
+ * cb_example_schemas[], cb_example_schemas_count. */
+#include "example_sql.h"
 
 /* Register the `ledger` job. */
 int ledger_register(cb_registry *reg, cb_error *err);

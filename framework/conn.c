@@ -1,9 +1,9 @@
 /* Opening a second connection like an existing one (heartbeat, cursor reader). */
-#include "conn.h"
+#include "cbatch/sys/conn.h"
 
 #include <string.h>
 
-PGconn *cb__connect_like(PGconn *like, const char *application_name)
+PGconn *cb_pg_connect_like(PGconn *like, const char *application_name)
 {
 	PQconninfoOption *opts = PQconninfo(like), *o;
 	const char *keys[64], *vals[64];
@@ -27,4 +27,3 @@ PGconn *cb__connect_like(PGconn *like, const char *application_name)
 	PQconninfoFree(opts);
 	return c;
 }
-

@@ -82,9 +82,16 @@ typedef struct cb__run {
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
 int cb__run_check_lock(const cb__run *run, cb_error *err);
 
-/* The last four checkpoint parameters: job context, lock name, token, lease. */
-void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
-			  char *lease_buf);
+struct cb__checkpoint;
+struct cb__lock_grant;
+
+/* Take @p lock_name for a run (framework/lock.c): acquire, or take over an
+ * expired lease; a held lock is a skip (CB_ERUNNING, already audited). */
+int cb__lock_take(struct cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
+		  cb_error *err);
+
+/* Set the checkpoint's fence from the run: lock name, fencing token, lease. */
+void cb__run_fence(const cb__run *run, struct cb__checkpoint *c);
 
 /* What a step ended with. */
 typedef struct cb__step_outcome {

@@ -6,7 +6,7 @@
  * point another process may legitimately have taken over.
  */
 #include "heartbeat.h"
-#include "conn.h"
+#include "cbatch/sys/conn.h"
 #include "engine.h"
 #include "repo.h"
 
@@ -79,7 +79,7 @@ static void *beat(void *arg)
 
 		if (!hb->conn || PQstatus(hb->conn) != CONNECTION_OK) {
 			PQfinish(hb->conn);
-			hb->conn = cb__connect_like(hb->like, "cbatch-heartbeat");
+			hb->conn = cb_pg_connect_like(hb->like, "cbatch-heartbeat");
 		}
 		rc = PQstatus(hb->conn) == CONNECTION_OK
 			     ? cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
@@ -128,7 +128,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	pthread_cond_init(&hb->cv, NULL);
 	/* Connect here, in the caller's thread: a job that cannot open its
 	 * heartbeat connection should not start. */
-	hb->conn = cb__connect_like(like, "cbatch-heartbeat");
+	hb->conn = cb_pg_connect_like(like, "cbatch-heartbeat");
 	if (PQstatus(hb->conn) != CONNECTION_OK) {
 		cb_error_set(err, CB_EDB, "heartbeat connection: %s", PQerrorMessage(hb->conn));
 		cb__heartbeat_stop(hb);

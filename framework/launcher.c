@@ -27,51 +27,6 @@ static void ensure_connection(PGconn *conn)
 		PQreset(conn);
 }
 
-int cb__run_check_lock(const cb__run *run, cb_error *err)
-{
-	char why[CB_ERROR_MESSAGE_MAX];
-
-	if (!cb__heartbeat_lost(run->heartbeat, why, sizeof(why)))
-		return 0;
-	return cb_error_set(err, CB_EFENCED, "heartbeat failed, stopped writing: %s", why);
-}
-
-void cb__run_fence_params(const cb__run *run, const char **params, char *token_buf,
-			  char *lease_buf)
-{
-	snprintf(token_buf, 24, "%lld", run->fencing_token);
-	snprintf(lease_buf, 32, "%.6f", run->lease_seconds);
-	params[0] = NULL; /* job context: saved by the engine between steps */
-	params[1] = run->lock_name;
-	params[2] = run->lock_name ? token_buf : NULL;
-	params[3] = run->lock_name ? lease_buf : NULL;
-}
-
-/* Take the lock; a held lock is a skip (CB_ERUNNING), already audited. */
-static int take_lock(cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
-		     cb_error *err)
-{
-	int rc = cb__lock_acquire(g, conn, lock_name, cb__owner_id(), lease, err);
-
-	if (rc < 0)
-		return rc;
-	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
-		/* Its lease is over, but a session that could not be ended keeps
-		 * the lock row in an open transaction. */
-		return cb_error_set(err, CB_ERUNNING,
-				    "lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
-				    "skipped; a role allowed to end that session can run `unlock %s "
-				    "--force`",
-				    lock_name, g->holder, g->held_until, g->note, lock_name);
-	if (g->outcome == CB__LOCK_HELD)
-		return cb_error_set(err, CB_ERUNNING,
-				    "lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
-				    "owner is gone, wait for the lease or run `unlock %s --force`",
-				    lock_name, g->holder, g->held_until, g->held_left_seconds,
-				    lock_name);
-	return 0;
-}
-
 static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 			 const cb_params *params, long long expect_restart_of,
 			 const cb_launch_options *opts, cb_error *err)
@@ -100,7 +55,7 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 	if (rc == 0)
 		rc = cb_job_lock_name(&lock_name, job, params, err);
 	if (rc == 0)
-		rc = take_lock(&grant, conn, lock_name, lease, err);
+		rc = cb__lock_take(&grant, conn, lock_name, lease, err);
 	if (rc < 0)
 		goto out;
 	if (grant.outcome == CB__LOCK_TAKEOVER)

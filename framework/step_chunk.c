@@ -46,6 +46,7 @@ typedef struct chunk_step {
 	int read_called;
 	unsigned char write_called[CB_MAX_WRITERS];
 	char checkpoint_stmt[64];
+	cb__checkpoint checkpoint; /* the one being committed */
 	long long version;
 	long long commits, skips;
 	counts total;
@@ -302,43 +303,28 @@ static int skip(chunk_step *cs, cb_fault fault, const void *item, cb_error *err)
 	return 0;
 }
 
-/* Queue the checkpoint of @p c; its status answer lands in @p status. */
+/* Queue the checkpoint of @p c; its status answer lands in @p status at commit. */
 static int queue_checkpoint(chunk_step *cs, const counts *c, char *status, size_t size,
 			    cb_error *err)
 {
-	char ids[3][24], n[6][24], token[24], lease[32], *ctx_text;
-	const char *params[CB__CHECKPOINT_NPARAMS];
-	int rc;
+	cb__checkpoint *k = &cs->checkpoint; /* borrowed by the pipeline until the commit */
 
-	ctx_text = json_dumps(cs->context, JSON_COMPACT);
-	if (!ctx_text)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	snprintf(ids[0], 24, "%lld", cs->sc.step_execution_id);
-	snprintf(ids[1], 24, "%lld", cs->version);
-	snprintf(ids[2], 24, "%lld", cs->sc.job_execution_id);
-	snprintf(n[0], 24, "%lld", c->read);
-	snprintf(n[1], 24, "%lld", c->written);
-	snprintf(n[2], 24, "%lld", c->filtered);
-	snprintf(n[3], 24, "%lld", c->read_skip);
-	snprintf(n[4], 24, "%lld", c->write_skip);
-	snprintf(n[5], 24, "%lld", c->process_skip);
-	params[0] = ids[0];
-	params[1] = ids[1];
-	params[2] = n[0];
-	params[3] = n[1];
-	params[4] = n[2];
-	params[5] = "1";
-	params[6] = n[3];
-	params[7] = n[4];
-	params[8] = n[5];
-	params[9] = "0"; /* duplicates: writers add theirs server-side */
-	params[10] = ctx_text;
-	params[11] = ids[2];
-	cb__run_fence_params(cs->run, &params[12], token, lease);
-	rc = cb__tx_send_text(cs->tx, cs->checkpoint_stmt, CB__CHECKPOINT_NPARAMS, params, status,
-			      size, err);
-	free(ctx_text);
-	return rc;
+	memset(k, 0, sizeof(*k));
+	k->step_execution_id = cs->sc.step_execution_id;
+	k->version = cs->version;
+	k->read = c->read;
+	k->written = c->written;
+	k->filtered = c->filtered;
+	k->commits = 1;
+	k->read_skips = c->read_skip;
+	k->write_skips = c->write_skip;
+	k->process_skips = c->process_skip;
+	k->context = cs->context;
+	k->job_execution_id = cs->sc.job_execution_id;
+	cb__run_fence(cs->run, k);
+	k->status = status;
+	k->status_size = size;
+	return cb__repo_checkpoint_queue(cs->tx, cs->checkpoint_stmt, k, err);
 }
 
 static int write_items(chunk_step *cs, void *const *items, size_t n, cb_error *err)
@@ -532,8 +518,7 @@ static int reconnect(chunk_step *cs, cb_error *err)
 	json_object_clear(cs->context);
 	json_object_update(cs->context, ctx);
 	json_decref(ctx);
-	rc = cb_pg_prepare(cs->sc.conn, cs->checkpoint_stmt, "ckpt", cb__repo_checkpoint_sql,
-			   CB__CHECKPOINT_NPARAMS, err);
+	rc = cb__repo_checkpoint_prepare(cs->sc.conn, cs->checkpoint_stmt, "ckpt", err);
 	if (rc == 0)
 		rc = open_parts(cs, err);
 	return rc;
@@ -749,8 +734,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 		cb_error_set(err, CB_ENOMEM, "out of memory (chunk of %zu)", cs.sc.chunk_size);
 		goto done;
 	}
-	if (cb_pg_prepare(run->conn, cs.checkpoint_stmt, "ckpt", cb__repo_checkpoint_sql,
-			  CB__CHECKPOINT_NPARAMS, err) < 0)
+	if (cb__repo_checkpoint_prepare(run->conn, cs.checkpoint_stmt, "ckpt", err) < 0)
 		goto done;
 	if (cb__tx_new(&cs.tx, run->conn, 1, err) < 0)
 		goto done;

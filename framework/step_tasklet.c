@@ -24,12 +24,12 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *
 	sc->chunk_size = 1;
 	out->status = CB_STATUS_FAILED;
 
-	if (cb_pg_prepare(run->conn, stmt, "tckpt", cb__repo_checkpoint_sql,
-			  CB__CHECKPOINT_NPARAMS, err) < 0 ||
+	if (cb__repo_checkpoint_prepare(run->conn, stmt, "tckpt", err) < 0 ||
 	    cb__tx_new(&tx, run->conn, 0, err) < 0)
 		goto done;
 	for (;;) {
-		char ids[3][24], status[16] = "", *ctx_text, *job_ctx, token[24], lease[32];
+		char status[16] = "";
+		cb__checkpoint k;
 		int result;
 
 		if (cb__stop_signalled()) {
@@ -50,30 +50,17 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *
 			cb_error_prefix(err, "tasklet");
 			goto rollback;
 		}
-		ctx_text = json_dumps(context, JSON_COMPACT);
-		job_ctx = json_dumps(run->job_context, JSON_COMPACT);
-		if (!ctx_text || !job_ctx) {
-			free(ctx_text);
-			free(job_ctx);
-			cb_error_set(err, CB_ENOMEM, "out of memory");
-			goto rollback;
-		}
-		snprintf(ids[0], 24, "%lld", sc->step_execution_id);
-		snprintf(ids[1], 24, "%lld", version);
-		snprintf(ids[2], 24, "%lld", run->job_execution_id);
-		{
-			const char *params[CB__CHECKPOINT_NPARAMS] = {
-				ids[0], ids[1], "0", "0", "0", "1", "0", "0", "0", "0",
-				ctx_text, ids[2], NULL, NULL, NULL, NULL
-			};
-
-			cb__run_fence_params(run, &params[12], token, lease);
-			params[12] = job_ctx; /* a tasklet's job context commits with it */
-			rc = cb__tx_send_text(tx, stmt, CB__CHECKPOINT_NPARAMS, params, status,
-					      sizeof(status), err);
-		}
-		free(ctx_text);
-		free(job_ctx);
+		memset(&k, 0, sizeof(k));
+		k.step_execution_id = sc->step_execution_id;
+		k.version = version;
+		k.commits = 1;
+		k.context = context;
+		k.job_execution_id = run->job_execution_id;
+		k.job_context = run->job_context; /* a tasklet's job context commits with it */
+		cb__run_fence(run, &k);
+		k.status = status;
+		k.status_size = sizeof(status);
+		rc = cb__repo_checkpoint_queue(tx, stmt, &k, err);
 		if (rc == 0)
 			rc = cb__tx_commit(tx, err);
 		if (rc < 0)

@@ -17,8 +17,6 @@
 typedef struct pending {
 	cb_result_fn fn;
 	void *ctx;
-	char *text_out; /* cb__tx_send_text */
-	size_t text_size;
 	const char *what; /* for messages */
 } pending;
 
@@ -136,8 +134,7 @@ void cb__tx_free(cb_tx *tx)
 	free(tx);
 }
 
-static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, char *text_out, size_t text_size,
-		   const char *what, cb_error *err)
+static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, const char *what, cb_error *err)
 {
 	if (tx->nqueue == tx->capqueue) {
 		size_t cap = tx->capqueue ? tx->capqueue * 2 : 16;
@@ -148,17 +145,12 @@ static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, char *text_out, size_t
 		tx->queue = q;
 		tx->capqueue = cap;
 	}
-	tx->queue[tx->nqueue++] = (pending){ fn, ctx, text_out, text_size, what };
+	tx->queue[tx->nqueue++] = (pending){ fn, ctx, what };
 	return 0;
 }
 
 static int deliver(const pending *p, const PGresult *res, cb_error *err)
 {
-	if (p->text_out) {
-		if (PQntuples(res) < 1 || PQnfields(res) < 1)
-			return cb_error_set(err, CB_EDB, "%s returned no row", p->what);
-		snprintf(p->text_out, p->text_size, "%s", PQgetvalue(res, 0, 0));
-	}
 	return p->fn ? p->fn(p->ctx, res, err) : 0;
 }
 
@@ -182,25 +174,13 @@ int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams, const char *const 
 	       const int *lengths, const int *formats, cb_result_fn on_result, void *ctx,
 	       cb_error *err)
 {
-	pending p = { on_result, ctx, NULL, 0, stmt_name };
+	pending p = { on_result, ctx, stmt_name };
 
 	if (!tx->pipelined)
 		return exec_now(tx, stmt_name, nparams, values, lengths, formats, &p, err);
 	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
 		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	return enqueue(tx, on_result, ctx, NULL, 0, stmt_name, err);
-}
-
-int cb__tx_send_text(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
-		     char *out, size_t size, cb_error *err)
-{
-	pending p = { NULL, NULL, out, size, stmt_name };
-
-	if (!tx->pipelined)
-		return exec_now(tx, stmt_name, nparams, values, NULL, NULL, &p, err);
-	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, NULL, NULL, 0))
-		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	return enqueue(tx, NULL, NULL, out, size, stmt_name, err);
+	return enqueue(tx, on_result, ctx, stmt_name, err);
 }
 
 static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *err)
@@ -216,7 +196,7 @@ static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *er
 	}
 	if (!PQsendQueryParams(tx->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
 		return cb_pg_error(err, tx->conn, NULL, what);
-	return enqueue(tx, NULL, NULL, NULL, 0, what, err);
+	return enqueue(tx, NULL, NULL, what, err);
 }
 
 /*
@@ -317,7 +297,7 @@ int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
 	}
 	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
 		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	rc = enqueue(tx, NULL, NULL, NULL, 0, stmt_name, err);
+	rc = enqueue(tx, NULL, NULL, stmt_name, err);
 	if (rc < 0)
 		return rc;
 	rc = drain(tx, out, err);
@@ -458,4 +438,29 @@ int cb__tx_commit(cb_tx *tx, cb_error *err)
 	tx->active = 0;
 	leave_pipeline(tx);
 	return 0;
+}
+
+int cb_tx_count_duplicates(cb_tx *tx, long long n, cb_error *err)
+{
+	static const char sql[] = "SELECT " CB_TX_DUPLICATES_ADD("$1::bigint");
+	char num[24];
+	const char *values[1] = { num };
+
+	if (n < 0)
+		return cb_error_set(err, CB_EINVAL, "duplicate count %lld is negative", n);
+	if (n == 0)
+		return 0;
+	snprintf(num, sizeof(num), "%lld", n);
+	if (!tx->pipelined) {
+		PGresult *res = PQexecParams(tx->conn, sql, 1, NULL, values, NULL, NULL, 0);
+		int rc = 0;
+
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			rc = cb_pg_error(err, tx->conn, res, "duplicate count");
+		PQclear(res);
+		return rc;
+	}
+	if (!PQsendQueryParams(tx->conn, sql, 1, NULL, values, NULL, NULL, 0))
+		return cb_pg_error(err, tx->conn, NULL, "duplicate count");
+	return enqueue(tx, NULL, NULL, "duplicate count", err);
 }

@@ -1,8 +1,9 @@
-/* The chunk transaction: internal side of cb_tx (see include/cbatch/pg.h). */
+/* The chunk transaction: internal side of cb_tx (see include/cbatch/pg.h and sys/tx.h). */
 #ifndef CB_FRAMEWORK_TX_H
 #define CB_FRAMEWORK_TX_H
 
 #include "cbatch/pg.h"
+#include "cbatch/sys/tx.h"
 
 /*
  * Create a transaction handle for @p conn (borrowed). pipelined: the handle
@@ -13,11 +14,6 @@ void cb__tx_free(cb_tx *tx);
 
 /* Queue BEGIN (pipelined) or run it (plain). */
 int cb__tx_begin(cb_tx *tx, cb_error *err);
-
-/* Queue a statement whose single result row's first column is copied into
- * @p out (size bytes) at flush time. Used for the checkpoint's status. */
-int cb__tx_send_text(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
-		     char *out, size_t size, cb_error *err);
 
 /* Queue COMMIT, flush everything, leave pipeline mode. On failure the
  * transaction is rolled back before returning (the COMMIT never ran). */

@@ -5,6 +5,7 @@
 #ifndef CBATCH_H
 #define CBATCH_H
 
+#include "cbatch/version.h"
 #include "cbatch/error.h"
 #include "cbatch/params.h"
 #include "cbatch/pg.h"
@@ -13,6 +14,7 @@
 #include "cbatch/step.h"
 #include "cbatch/job.h"
 #include "cbatch/lock.h"
+#include "cbatch/metrics.h"
 #include "cbatch/readers.h"
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"

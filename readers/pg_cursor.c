@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "cbatch/sys/conn.h"
 
 struct page {
 	PGresult *res;
@@ -88,7 +88,7 @@ static int cur_open(void *state, const cb_step_context *sc, const json_t *saved,
 
 	cur_close(c);
 	c->fetch = c->opt_fetch ? c->opt_fetch : cb_step_context_chunk_size(sc);
-	c->conn = cb__connect_like(cb_step_context_conn(sc), "cbatch-cursor");
+	c->conn = cb_pg_connect_like(cb_step_context_conn(sc), "cbatch-cursor");
 	if (PQstatus(c->conn) != CONNECTION_OK)
 		return cb_pg_error(err, c->conn, NULL, c->what);
 	c->committed = 0;

@@ -22,6 +22,7 @@
  * one whose update() already ran (a failed COMMIT).
  */
 #include "cbatch/readers.h"
+#include "cbatch/sys/tx.h"
 
 #include <limits.h>
 #include <stdarg.h>

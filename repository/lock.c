@@ -1,11 +1,166 @@
-/* The execution lock's SQL: acquire, heartbeat, release, audit, listing, metrics. */
+/*
+ * The execution lock, repository side: the owner identity that holds it, and
+ * its SQL (acquire and takeover, heartbeat, release, audit, listing,
+ * force-unlock). Its engine side (lock name, taking it for a run, the fence
+ * that every checkpoint carries) is framework/lock.c, the heartbeat thread
+ * framework/heartbeat.c; the metrics are repository/metrics.c.
+ */
 #include "repo.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cbatch/lock.h"
+
+/* ---- owner identity ---- */
+
+static char owner_buf[200];
+static pid_t owner_pid;
+static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * State (field 3) and start time (field 22, clock ticks since boot) of
+ * process @p pid from /proc/PID/stat. The command name (field 2) may hold
+ * spaces and parentheses: fields are counted after its last ')'.
+ * @return 0, or -1 when there is no such process (or no /proc).
+ */
+static int proc_stat(char *state, unsigned long long *start, long pid)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -1;
+	p += 2;
+	*state = *p;
+	for (field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return -1;
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* This process's boot id (8 characters) and PID namespace inode, or "0". */
+static void host_marks(char *boot, size_t boot_size, char *pidns, size_t pidns_size)
+{
+	char link[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ssize_t n;
+
+	snprintf(boot, boot_size, "0");
+	if (f) {
+		char b[64] = "";
+
+		if (fgets(b, sizeof(b), f) && strlen(b) >= 8)
+			snprintf(boot, boot_size, "%.8s", b);
+		fclose(f);
+	}
+	snprintf(pidns, pidns_size, "0");
+	n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n > 0) {
+		char *a, *z;
+
+		link[n] = '\0';
+		a = strchr(link, '[');
+		z = a ? strchr(a, ']') : NULL;
+		if (a && z && z > a + 1)
+			snprintf(pidns, pidns_size, "%.*s", (int)(z - a - 1), a + 1);
+	}
+}
+
+const char *cb__owner_id(void)
+{
+	/* host:pid:starttime:pidns:boot:random — a host name alone is not unique
+	 * (containers); the pid's start time tells a reused pid from the owner
+	 * (cb__owner_gone). It is made once per process: a child forked after
+	 * the parent launched a job is another process and must not carry its
+	 * parent's identity. Threads that launch at once must not see it half
+	 * written. */
+	pthread_mutex_lock(&owner_mu);
+	if (!owner_buf[0] || owner_pid != getpid()) {
+		char host[96] = "unknown", boot[16], pidns[24], state;
+		unsigned long long r = 0, start = 0;
+		FILE *f = fopen("/dev/urandom", "rb");
+
+		if (!f || fread(&r, sizeof(r), 1, f) != 1)
+			r = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
+		if (f)
+			fclose(f);
+		gethostname(host, sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		host_marks(boot, sizeof(boot), pidns, sizeof(pidns));
+		if (proc_stat(&state, &start, (long)getpid()) < 0)
+			start = 0;
+		snprintf(owner_buf, sizeof(owner_buf), "%s:%ld:%llu:%s:%s:%016llx", host,
+			 (long)getpid(), start, pidns, boot, r);
+		owner_pid = getpid();
+	}
+	pthread_mutex_unlock(&owner_mu);
+	return owner_buf;
+}
+
+int cb__owner_gone(const char *owner_id)
+{
+	char buf[256], host[96] = "", boot[16], pidns[24], *f[6], state, *end;
+	unsigned long long start, want;
+	long pid;
+
+	if (!owner_id || strlen(owner_id) >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", owner_id);
+	/* From the right: the host name comes first and is the free-form part. */
+	for (int i = 5; i >= 1; i--) {
+		char *c = strrchr(buf, ':');
+
+		if (!c)
+			return 0;
+		*c = '\0';
+		f[i] = c + 1;
+	}
+	f[0] = buf;
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	host_marks(boot, sizeof(boot), pidns, sizeof(pidns));
+	/* Another host, boot or PID namespace: its pids are not ours to look up. */
+	if (strcmp(f[0], host) != 0 || strcmp(f[4], boot) != 0 || strcmp(f[3], pidns) != 0 ||
+	    strcmp(boot, "0") == 0 || strcmp(pidns, "0") == 0)
+		return 0;
+	pid = strtol(f[1], &end, 10);
+	if (*end || pid <= 0)
+		return 0;
+	want = strtoull(f[2], &end, 10);
+	if (*end || want == 0)
+		return 0;
+	/* kill(0) sees processes that /proc may hide (hidepid); a process that
+	 * exists but whose stat cannot be read cannot be told apart: alive. */
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	if (proc_stat(&state, &start, pid) < 0)
+		return 0;
+	return start != want || state == 'Z' || state == 'X';
+}
+
+/* ---- the lock's SQL ---- */
 
 static void fmt_double(char *buf, size_t size, double v)
 {
@@ -230,222 +385,3 @@ int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
 	return rc;
 }
 
-/*
- * The metric series, one row each: name, help, job label (NULL for none),
- * value; ordered by name, then job. Formatting (and its escaping) is done in C,
- * so the SQL holds no backslash: it reads the same under any
- * standard_conforming_strings.
- */
-static PGresult *metrics_rows(PGconn *conn, cb_error *err)
-{
-	/* One query reads every counter; they come from the audit and the step
-	 * executions, so every process sees the same numbers. */
-	return cb__repo_exec(
-		conn, "metrics",
-		/* A bypass is a force-unlock after which the next taking of the same
-		 * lock succeeded. Only takings and force-unlocks are ordered: the old
-		 * holder's own FENCED / HEARTBEAT_FAILED (and skips) come in between. */
-		"WITH a AS (SELECT lock_name, outcome, event_time, "
-		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', "
-		"  'FORCE_UNLOCKED') THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ("
-		"   'ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED') "
-		"   ORDER BY audit_id) END "
-		"  AS next_outcome "
-		"  FROM batch_lock_audit), "
-		"c AS (SELECT "
-		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS ok, "
-		"  count(*) FILTER (WHERE outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed, "
-		"  count(*) FILTER (WHERE outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired, "
-		"  count(*) FILTER (WHERE outcome = 'HEARTBEAT_FAILED') AS hb, "
-		"  count(*) FILTER (WHERE outcome = 'FENCED') AS fenced, "
-		"  count(*) FILTER (WHERE outcome = 'FORCE_UNLOCKED' "
-		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS bypass "
-		"  FROM a), "
-		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
-		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
-		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
-		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d "
-		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
-		"  JOIN batch_job_instance i USING (job_instance_id) GROUP BY i.job_name), "
-		"x AS (SELECT 'lock_acquire_success_count' AS m, 'Locks acquired, including lease "
-		"  takeovers.' AS h, NULL::text AS job, ok AS v FROM c "
-		" UNION ALL SELECT 'lock_acquire_failed_count', 'Launches skipped because the lock "
-		"  was held, or lock errors.', NULL, failed FROM c "
-		" UNION ALL SELECT 'lock_lease_expired_count', 'Locks taken over after the owner''s "
-		"  lease expired.', NULL, expired FROM c "
-		" UNION ALL SELECT 'heartbeat_failure_count', 'Heartbeats that found the lock lost "
-		"  or the database unreachable past the lease.', NULL, hb FROM c "
-		" UNION ALL SELECT 'fenced_chunk_count', 'Executions whose chunk was rolled "
-		"  back because they had lost their lock (refused by the fence, or their "
-		"  session ended by a takeover), whatever else their heartbeat saw.', NULL, "
-		"  fenced FROM c "
-		" UNION ALL SELECT 'manual_rerun_lock_bypass_count', 'Force-unlocks followed by a "
-		"  run that took the lock.', NULL, bypass FROM c "
-		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "
-		"  duplicates by idempotent writers.', NULL, coalesce((SELECT sum(d) FROM s), 0) "
-		" UNION ALL SELECT 'items_read_count', 'Items read.', job_name, r FROM s "
-		" UNION ALL SELECT 'items_written_count', 'Items written.', job_name, w FROM s "
-		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', job_name, k FROM s "
-		" UNION ALL SELECT 'items_filtered_count', 'Items filtered by processors.', "
-		"  job_name, f FROM s "
-		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', job_name, cm FROM s "
-		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', job_name, rb "
-		"  FROM s) "
-		"SELECT m, h, job, coalesce(v, 0)::text FROM x ORDER BY m, job NULLS FIRST",
-		0, NULL, err);
-}
-
-/* Help text on one line: runs of white space (from the SQL's line breaks) as one. */
-static void help_text(char *out, size_t size, const char *h)
-{
-	size_t n = 0;
-	int gap = 0;
-
-	for (; *h && n + 1 < size; h++) {
-		if (*h == ' ' || *h == '\t' || *h == '\n' || *h == '\r') {
-			gap = n > 0;
-			continue;
-		}
-		if (gap && n + 2 < size)
-			out[n++] = ' ';
-		gap = 0;
-		out[n++] = *h;
-	}
-	out[n] = '\0';
-}
-
-typedef struct mbuf {
-	char *s;
-	size_t len, cap;
-	int failed;
-} mbuf;
-
-static void madd(mbuf *b, const char *s, size_t n)
-{
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *p = realloc(b->s, cap);
-
-		if (!p) {
-			b->failed = 1;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void mstr(mbuf *b, const char *s)
-{
-	madd(b, s, strlen(s));
-}
-
-/* The exposition format's escaping: \\ and \n always, \" in label values. */
-static void mescaped(mbuf *b, const char *s, int label)
-{
-	for (; *s; s++) {
-		if (*s == '\\')
-			mstr(b, "\\\\");
-		else if (*s == '\n')
-			mstr(b, "\\n");
-		else if (*s == '"' && label)
-			mstr(b, "\\\"");
-		else
-			madd(b, s, 1);
-	}
-}
-
-int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
-{
-	mbuf b = { NULL, 0, 0, 0 };
-	PGresult *res;
-	int i, n;
-
-	*out = NULL;
-	res = metrics_rows(conn, err);
-	if (!res)
-		return CB_EDB;
-	n = PQntuples(res);
-	mstr(&b, "");
-	for (i = 0; i < n; i++) {
-		const char *m = PQgetvalue(res, i, 0);
-
-		if (i == 0 || strcmp(m, PQgetvalue(res, i - 1, 0)) != 0) {
-			char help[512];
-
-			help_text(help, sizeof(help), PQgetvalue(res, i, 1));
-			mstr(&b, "# HELP ");
-			mstr(&b, m);
-			mstr(&b, " ");
-			mescaped(&b, help, 0);
-			mstr(&b, "\n# TYPE ");
-			mstr(&b, m);
-			mstr(&b, " counter\n");
-		}
-		mstr(&b, m);
-		if (!PQgetisnull(res, i, 2)) {
-			mstr(&b, "{job=\"");
-			mescaped(&b, PQgetvalue(res, i, 2), 1);
-			mstr(&b, "\"}");
-		}
-		mstr(&b, " ");
-		mstr(&b, PQgetvalue(res, i, 3));
-		mstr(&b, "\n");
-	}
-	PQclear(res);
-	if (b.failed) {
-		free(b.s);
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	}
-	*out = b.s;
-	return 0;
-}
-
-int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err)
-{
-	json_t *doc = json_object(), *arr = json_array();
-	PGresult *res;
-	int i, n, rc = 0;
-
-	*out = NULL;
-	if (!doc || !arr || json_object_set_new(doc, "metrics", arr) < 0) {
-		json_decref(doc);
-		if (doc)
-			return cb_error_set(err, CB_ENOMEM, "out of memory");
-		json_decref(arr);
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	}
-	res = metrics_rows(conn, err);
-	if (!res) {
-		json_decref(doc);
-		return CB_EDB;
-	}
-	n = PQntuples(res);
-	for (i = 0; i < n && rc == 0; i++) {
-		char help[512];
-		json_t *labels = json_object(), *series;
-
-		help_text(help, sizeof(help), PQgetvalue(res, i, 1));
-		if (labels && !PQgetisnull(res, i, 2))
-			json_object_set_new(labels, "job", json_string(PQgetvalue(res, i, 2)));
-		series = json_pack("{s:s, s:s, s:s, s:o*, s:I}", "name", PQgetvalue(res, i, 0),
-				   "help", help, "type", "counter", "labels", labels, "value",
-				   (json_int_t)strtoll(PQgetvalue(res, i, 3), NULL, 10));
-		if (!series || json_array_append_new(arr, series) < 0)
-			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
-	}
-	PQclear(res);
-	if (rc < 0) {
-		json_decref(doc);
-		return rc;
-	}
-	*out = doc;
-	return 0;
-}

@@ -10,6 +10,7 @@
 #include <libpq-fe.h>
 #include "cbatch/params.h"
 #include "cbatch/repository.h"
+#include "cbatch/pg.h"
 
 /* Run a parameterised statement; on failure record it in err. The result is
  * returned for the caller to PQclear (NULL on failure). */
@@ -128,9 +129,43 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 			 const char *exit_code, const char *exit_message, long long rollbacks,
 			 cb_error *err);
 
-/* SQL of the checkpoint statement that the chunk engine prepares. 16 parameters. */
-extern const char cb__repo_checkpoint_sql[];
-#define CB__CHECKPOINT_NPARAMS 16
+/*
+ * The chunk checkpoint (batch_chunk_checkpoint): one commit's worth of a step
+ * execution's bookkeeping. The counts are this commit's increments; the row's
+ * version must equal @c version (it becomes version + 1) and, when @c lock_name
+ * is set, the lock row must still carry @c fencing_token (its lease is then
+ * extended by @c lease_seconds), or the statement fails and the chunk with it.
+ * Only repository/steps.c knows the statement's parameters.
+ */
+typedef struct cb__checkpoint {
+	long long step_execution_id;
+	long long version;
+	long long read, written, filtered, commits;
+	long long read_skips, write_skips, process_skips;
+	long long duplicates; /* writers add theirs server-side (sys/tx.h): usually 0 */
+	const json_t *context; /* the step's execution context (borrowed) */
+	long long job_execution_id;
+	const json_t *job_context; /* NULL: left as it is (the engine saves it between steps) */
+	const char *lock_name;     /* NULL: the run holds no lock */
+	long long fencing_token;
+	double lease_seconds;
+	/* out: the job execution's status (e.g. "STOPPING"), written at flush time */
+	char *status;
+	size_t status_size;
+} cb__checkpoint;
+
+/* Prepare the checkpoint statement on @p conn (not in pipeline mode) under a
+ * name written to @p name_out (64 bytes). @return 0 or CB_EDB. */
+int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err);
+
+/*
+ * Queue the checkpoint @p c in @p tx with the statement @p stmt (from
+ * cb__repo_checkpoint_prepare). @p c is borrowed until the transaction is
+ * flushed or committed: c->status receives the answer then. One JSON
+ * serialisation per call (the context), as the chunk has always cost.
+ * @return 0, CB_ENOMEM, CB_EDB (plain mode: the statement failed)
+ */
+int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb_error *err);
 
 /* ---- locks (repository/lock.c) ---- */
 

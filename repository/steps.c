@@ -2,15 +2,86 @@
 #include "repo.h"
 #include "cbatch/step.h"
 #include "text.h"
+#include "cbatch/sys/tx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char cb__repo_checkpoint_sql[] =
+#define CHECKPOINT_NPARAMS 16
+
+static const char checkpoint_sql[] =
 	"SELECT batch_chunk_checkpoint($1::bigint, $2::bigint, $3::bigint, $4::bigint, "
 	"$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::jsonb, "
 	"$12::bigint, $13::jsonb, $14::varchar, $15::bigint, $16::float8)";
+
+int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err)
+{
+	return cb_pg_prepare(conn, name_out, prefix, checkpoint_sql, CHECKPOINT_NPARAMS, err);
+}
+
+static int checkpoint_status(void *ctx, const PGresult *res, cb_error *err)
+{
+	cb__checkpoint *c = ctx;
+
+	if (PQntuples(res) < 1 || PQnfields(res) < 1)
+		return cb_error_set(err, CB_EDB, "checkpoint returned no row");
+	if (c->status && c->status_size)
+		snprintf(c->status, c->status_size, "%s", PQgetvalue(res, 0, 0));
+	return 0;
+}
+
+int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb_error *err)
+{
+	enum { STEP, VERSION, READ, WRITE, FILTER, COMMIT, READ_SKIP, WRITE_SKIP, PROCESS_SKIP,
+	       DUPLICATE, JOB_EXECUTION, TOKEN, NUMS };
+	char n[NUMS][24], lease[32], *ctx_text, *job_ctx = NULL;
+	const char *p[CHECKPOINT_NPARAMS];
+	int rc;
+
+	ctx_text = json_dumps(c->context, JSON_COMPACT);
+	if (c->job_context)
+		job_ctx = json_dumps(c->job_context, JSON_COMPACT);
+	if (!ctx_text || (c->job_context && !job_ctx)) {
+		free(ctx_text);
+		free(job_ctx);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	snprintf(n[STEP], 24, "%lld", c->step_execution_id);
+	snprintf(n[VERSION], 24, "%lld", c->version);
+	snprintf(n[READ], 24, "%lld", c->read);
+	snprintf(n[WRITE], 24, "%lld", c->written);
+	snprintf(n[FILTER], 24, "%lld", c->filtered);
+	snprintf(n[COMMIT], 24, "%lld", c->commits);
+	snprintf(n[READ_SKIP], 24, "%lld", c->read_skips);
+	snprintf(n[WRITE_SKIP], 24, "%lld", c->write_skips);
+	snprintf(n[PROCESS_SKIP], 24, "%lld", c->process_skips);
+	snprintf(n[DUPLICATE], 24, "%lld", c->duplicates);
+	snprintf(n[JOB_EXECUTION], 24, "%lld", c->job_execution_id);
+	snprintf(n[TOKEN], 24, "%lld", c->fencing_token);
+	snprintf(lease, sizeof(lease), "%.6f", c->lease_seconds);
+	/* The statement's parameters, in batch_chunk_checkpoint's order. */
+	p[0] = n[STEP];
+	p[1] = n[VERSION];
+	p[2] = n[READ];
+	p[3] = n[WRITE];
+	p[4] = n[FILTER];
+	p[5] = n[COMMIT];
+	p[6] = n[READ_SKIP];
+	p[7] = n[WRITE_SKIP];
+	p[8] = n[PROCESS_SKIP];
+	p[9] = n[DUPLICATE];
+	p[10] = ctx_text;
+	p[11] = n[JOB_EXECUTION];
+	p[12] = job_ctx;
+	p[13] = c->lock_name;
+	p[14] = c->lock_name ? n[TOKEN] : NULL;
+	p[15] = c->lock_name ? lease : NULL;
+	rc = cb_tx_send(tx, stmt, CHECKPOINT_NPARAMS, p, NULL, NULL, checkpoint_status, c, err);
+	free(ctx_text);
+	free(job_ctx);
+	return rc;
+}
 
 int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_instance_id,
 			  const char *step_name, cb_error *err)

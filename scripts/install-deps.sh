@@ -6,8 +6,8 @@
 # Required: a C toolchain, CMake, pkg-config, the libpq, jansson, xxHash and
 # CUnit development packages, faketime (the lock tests run a worker with its
 # clock an hour off), and a PostgreSQL server (the tests run their own
-# throwaway cluster; see scripts/pg-cluster.sh). Optional: clang, used by some
-# checks; failing to install it is only a warning.
+# throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
+# checks: fuzzing, scripts/format-check.sh); failing to install them is only a warning.
 #
 # Installed packages are detected with dpkg, so a machine that has everything
 # needs neither root nor network. As root, missing packages are installed with
@@ -20,7 +20,7 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
 	faketime)
-optional=(clang)
+optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
 

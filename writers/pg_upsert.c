@@ -147,7 +147,7 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		/* Rows that existed already (updated, or left alone by DO NOTHING)
 		 * are duplicates; the count rides in a transaction-local setting that
 		 * the chunk checkpoint adds to the step, so it commits with the chunk. */
-		cb__sql_add(&s, " RETURNING (xmax = 0) AS _cb_ins) SELECT " CB__DUPLICATES_ADD(
+		cb__sql_add(&s, " RETURNING (xmax = 0) AS _cb_ins) SELECT " CB_TX_DUPLICATES_ADD(
 					"$%zu::bigint - (SELECT count(*) FILTER (WHERE _cb_ins) FROM _cb_w)"),
 			    u->ncolumns + (u->stamp ? 2 : 1));
 	return cb__sql_done(&s, out, err);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "cbatch/writers.h"
+#include "cbatch/sys/tx.h"
 
 /* One column's array literal being built: "{"a","b",NULL" then "}". */
 struct cb_values_col {
@@ -123,16 +124,6 @@ int cb__sql_open(cb__sql *s, cb_error *err);
 void cb__sql_add(cb__sql *s, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))
-/*
- * SQL that adds the integer expression to the chunk's absorbed duplicate
- * writes: a transaction-local setting that batch_chunk_checkpoint() adds to
- * the step's duplicate_target_write_count, so the count commits (or rolls
- * back, savepoints included) with the chunk's data, in the same round trip.
- */
-#define CB__DUPLICATES_ADD(expr)                                                         \
-	"set_config('cbatch.duplicate_writes', (coalesce(nullif(current_setting("          \
-	"'cbatch.duplicate_writes', true), ''), '0')::bigint + " expr ")::text, true)"
-
 #endif
 	;
 /* Finish: @p out receives the new text (free). @return 0 or CB_ENOMEM. */
@@ -143,14 +134,7 @@ int cb__strv_dup(char ***out, const char *const *v, size_t n);
 /* Free an array made by cb__strv_dup. NULL-safe. */
 void cb__strv_free(char **v, size_t n);
 
-/*
- * SQL that adds the integer expression to the chunk's absorbed duplicate
- * writes: a transaction-local setting that batch_chunk_checkpoint() adds to
- * the step's duplicate_target_write_count, so the count commits (or rolls
- * back, savepoints included) with the chunk's data, in the same round trip.
- */
-#define CB__DUPLICATES_ADD(expr)                                                         \
-	"set_config('cbatch.duplicate_writes', (coalesce(nullif(current_setting("          \
-	"'cbatch.duplicate_writes', true), ''), '0')::bigint + " expr ")::text, true)"
+/* The public duplicate-count fragment (include/cbatch/sys/tx.h), under its old name. */
+#define CB__DUPLICATES_ADD(expr) CB_TX_DUPLICATES_ADD(expr)
 
 #endif

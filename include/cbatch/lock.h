@@ -85,24 +85,6 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
 int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
 			 const char *reason, cb_error *err);
 
-/**
- * Repository metrics in Prometheus text exposition format: lock outcomes
- * (lock_acquire_success_count, lock_acquire_failed_count,
- * lock_lease_expired_count, heartbeat_failure_count,
- * manual_rerun_lock_bypass_count), duplicate_target_write_count, and items
- * read/written/skipped per job. @p out receives a new string (free()).
- * @return 0, CB_EDB, CB_ENOMEM.
- */
-int cb_metrics_text(char **out, PGconn *conn, cb_error *err);
-
-/**
- * The same metrics as one JSON document: {"metrics": [{"name", "help",
- * "type": "counter", "labels": {"job": ...} (empty for none), "value"}, ...]},
- * one element per series, ordered by name and job. @p out receives a new
- * reference. @return 0, CB_EDB, CB_ENOMEM.
- */
-int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 /* The numbers test job's reader, processor and writer (see numbers.h). */
 #include "numbers.h"
 
+#include "cbatch/sys/tx.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

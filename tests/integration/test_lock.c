@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <cbatch.h>
+#include <cbatch/sys/tx.h>
 
 #include "cbtest.h"
 #include "numbers.h"

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include <cbatch.h>
+#include <cbatch/sys/conn.h>
+#include <cbatch/sys/tx.h>
 
 int main(void)
 {
@@ -17,6 +19,24 @@ int main(void)
 	if (strcmp(key, "3f4be0e2cfd34c39b7cd25c92f4ad646") != 0) {
 		fprintf(stderr, "unexpected key %s\n", key);
 		return 1;
+	}
+#ifdef CONSUMER_PACKAGE_VERSION
+	/* One version everywhere: the package (CMake or pkg-config), the
+	 * installed version.h and the library. */
+	if (strcmp(CONSUMER_PACKAGE_VERSION, CB_VERSION_STRING) != 0 ||
+	    strcmp(cb_version(), CB_VERSION_STRING) != 0) {
+		fprintf(stderr, "version mismatch: package %s, header %s, library %s\n",
+			CONSUMER_PACKAGE_VERSION, CB_VERSION_STRING, cb_version());
+		return 1;
+	}
+#endif
+	/* The plug-in author's surface is installed and exported too. */
+	{
+		PGconn *(*volatile like)(PGconn *, const char *) = cb_pg_connect_like;
+		int (*volatile dups)(cb_tx *, long long, cb_error *) = cb_tx_count_duplicates;
+
+		if (!like || !dups)
+			return 1;
 	}
 	puts("consumer: linked against the installed cbatch");
 	return 0;

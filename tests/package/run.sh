@@ -11,7 +11,9 @@ cmake -S "$src/tests/package" -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$scrat
 cmake --build "$scratch/consumer" >/dev/null
 LD_LIBRARY_PATH="$scratch/prefix/lib:$scratch/prefix/lib64:${LD_LIBRARY_PATH:-}" "$scratch/consumer/consumer"
 libdir=$(ls -d "$scratch"/prefix/lib*/pkgconfig | head -1)
+pcversion=$(PKG_CONFIG_PATH=$libdir pkg-config --modversion cbatch)
 PKG_CONFIG_PATH=$libdir cc -o "$scratch/consumer-pc" "$src/tests/package/consumer.c" \
+	-DCONSUMER_PACKAGE_VERSION="\"$pcversion\"" \
 	$(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs cbatch)
 LD_LIBRARY_PATH="$scratch/prefix/lib:$scratch/prefix/lib64:${LD_LIBRARY_PATH:-}" "$scratch/consumer-pc"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the error object (framework/error.c): first error wins,
+ * Unit tests for the error object (core/error.c): first error wins,
  * context prefixes, one-line messages, truncation, and code names.
  */
 #include "cbatch/error.h"

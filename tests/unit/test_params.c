@@ -1,5 +1,5 @@
 /*
- * Unit tests for typed job parameters (framework/params.c): the command-line
+ * Unit tests for typed job parameters (core/params.c): the command-line
  * syntax, validation of every type, accessors, and the job key, including
  * pinned vectors that fail if the encoding of version 1 ever changes.
  */

@@ -19,10 +19,73 @@ int cb__registry_command_at(const cb_registry *reg, size_t i, const char **name,
 /* Index of the extra command @p name, or -1. */
 long cb__registry_find_command(const cb_registry *reg, const char *name);
 
-/* ---- cli.c --------------------------------------------------------------- */
+/* ---- main.c: built-in command names ------------------------------------- */
 
 /* Non-zero if @p name is a built-in command (an extra command may not take it). */
 int cb__cli_is_builtin(const char *name);
+
+/* ---- main.c: the CLI's state, global options, dispatch, help ------------- */
+
+#define CB__CLI_DEFAULT_LIMIT 20
+
+/* One invocation: the program's registry, global options, the command's words. */
+struct cli {
+	cb_registry *reg;
+	const char *prog; /* basename of argv[0], for usage lines */
+	const char *db;   /* --db (a private copy: argv's is scrubbed), or NULL */
+	int json;         /* --json */
+	int argc;         /* the command's arguments, global options removed */
+	char **argv;      /* argv[0] is the command name; NULL-terminated */
+	cb_error err;
+};
+
+/* The exit code for a negative CB_E* code; @p by_id: the command names an id. */
+int cb__cli_exit_for(int code, int by_id);
+/* Print c->err as the command's one-line error and return @p exitcode. */
+int cb__cli_fail(struct cli *c, int exitcode);
+/* Report a usage error (exit 2). The message is one line; it ends with a hint. */
+int cb__cli_usage_error(struct cli *c, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+/* Report that memory ran out (exit 1). */
+int cb__cli_out_of_memory(struct cli *c);
+/* The registered job names, comma-separated, into @p buf. */
+void cb__cli_job_list(char *buf, size_t size, const cb_registry *reg);
+/* Report an unknown job name (exit 2), listing the known ones. */
+int cb__cli_unknown_job(struct cli *c, const char *name);
+/* The declared parameters of @p job as one line, into @p buf. */
+void cb__cli_param_list(char *buf, size_t size, const cb_job *job);
+int cb__cli_parse_positive(long long *out, const char *s);
+int cb__cli_text_arg(struct cli *c, const char *what, const char *arg);
+int cb__cli_parse_id(struct cli *c, long long *out, const char *arg);
+int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char *const *flags, const char **values);
+int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags, const char **values);
+int cb__cli_one_id(struct cli *c, long long *id);
+int cb__cli_no_args(struct cli *c);
+int cb__cli_open_db(struct cli *c, PGconn **conn, int check);
+
+/* ---- the built-in commands: cmd_<family>.c -------------------------------- */
+
+/* cmd_schema.c */
+int cb__cli_cmd_schema(struct cli *c);
+/* cmd_list.c: listings */
+int cb__cli_cmd_jobs(struct cli *c);
+int cb__cli_cmd_executions(struct cli *c);
+int cb__cli_cmd_show(struct cli *c);
+int cb__cli_cmd_locks(struct cli *c);
+/* cmd_run.c */
+int cb__cli_cmd_run(struct cli *c);
+int cb__cli_cmd_restart(struct cli *c);
+/* cmd_control.c */
+int cb__cli_cmd_stop(struct cli *c);
+int cb__cli_cmd_abandon(struct cli *c);
+int cb__cli_cmd_unlock(struct cli *c);
+/* cmd_metrics.c */
+int cb__cli_cmd_metrics(struct cli *c);
+/* main.c */
+int cb__cli_cmd_help(struct cli *c);
 
 /* ---- cli_format.c: tables, times, JSON ----------------------------------- */
 

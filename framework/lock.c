@@ -1,5 +1,13 @@
-/* The job's lock settings and the lock name of a launch. */
+/*
+ * The execution lock, engine side: the job's lock settings, the lock name of
+ * a launch, taking the lock for a run (acquire or take over: a held lock is a
+ * skip), and what the steps need while they run (the heartbeat's verdict, the
+ * fence every checkpoint carries). The lock's SQL and the owner identity are
+ * repository/lock.c; the heartbeat thread is heartbeat.c.
+ */
 #include "engine.h"
+#include "heartbeat.h"
+#include "repo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,5 +185,47 @@ int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	}
 	*out = b.s;
+	return 0;
+}
+
+/* ---- a run and its lock ---- */
+
+int cb__run_check_lock(const cb__run *run, cb_error *err)
+{
+	char why[CB_ERROR_MESSAGE_MAX];
+
+	if (!cb__heartbeat_lost(run->heartbeat, why, sizeof(why)))
+		return 0;
+	return cb_error_set(err, CB_EFENCED, "heartbeat failed, stopped writing: %s", why);
+}
+
+void cb__run_fence(const cb__run *run, cb__checkpoint *c)
+{
+	c->lock_name = run->lock_name;
+	c->fencing_token = run->fencing_token;
+	c->lease_seconds = run->lease_seconds;
+}
+
+int cb__lock_take(cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
+		  cb_error *err)
+{
+	int rc = cb__lock_acquire(g, conn, lock_name, cb__owner_id(), lease, err);
+
+	if (rc < 0)
+		return rc;
+	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
+		/* Its lease is over, but a session that could not be ended keeps
+		 * the lock row in an open transaction. */
+		return cb_error_set(err, CB_ERUNNING,
+				    "lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
+				    "skipped; a role allowed to end that session can run `unlock %s "
+				    "--force`",
+				    lock_name, g->holder, g->held_until, g->note, lock_name);
+	if (g->outcome == CB__LOCK_HELD)
+		return cb_error_set(err, CB_ERUNNING,
+				    "lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
+				    "owner is gone, wait for the lease or run `unlock %s --force`",
+				    lock_name, g->holder, g->held_until, g->held_left_seconds,
+				    lock_name);
 	return 0;
 }

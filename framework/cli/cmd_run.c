@@ -1,0 +1,211 @@
+/* `run` and `restart`: launch a job and report its result as an exit code. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbatch/cli.h"
+#include "cbatch/params.h"
+#include "cbatch/lock.h"
+#include "cbatch/metrics.h"
+#include "cbatch/repository.h"
+#include "cli_internal.h"
+#include "text.h"
+
+/* ---- run and restart ----------------------------------------------------- */
+
+static int result_exit(const cb_job_result *r)
+{
+	switch (r->status) {
+	case CB_STATUS_COMPLETED:
+		return CB_EXIT_COMPLETED;
+	case CB_STATUS_STOPPED:
+		return CB_EXIT_STOPPED;
+	default:
+		return CB_EXIT_FAILED;
+	}
+}
+
+/* Print the outcome of an execution that ran, and return its exit code. */
+static int report_result(struct cli *c, const char *job_name, const cb_job_result *r,
+			 double seconds)
+{
+	const char *status = cb_status_name(r->status);
+	char shown[CB_ERROR_MESSAGE_MAX * 4];
+
+	if (c->json) {
+		json_t *doc = json_object();
+
+		if (!doc)
+			return cb__cli_out_of_memory(c);
+		json_object_set_new(doc, "job_execution_id", json_integer(r->job_execution_id));
+		json_object_set_new(doc, "job_instance_id", json_integer(r->job_instance_id));
+		json_object_set_new(doc, "job_name", cb__cli_json_text(job_name));
+		json_object_set_new(doc, "status", cb__cli_json_text(status));
+		json_object_set_new(doc, "exit_code", cb__cli_json_text(r->exit_code));
+		json_object_set_new(doc, "exit_message", cb__cli_json_text(r->exit_message));
+		json_object_set_new(doc, "restarted", json_boolean(r->restarted));
+		json_object_set_new(doc, "dead_owner_recovered", json_boolean(r->dead_owner));
+		json_object_set_new(doc, "lock_name", cb__cli_json_text(r->lock_name));
+		json_object_set_new(doc, "fencing_token", json_integer(r->fencing_token));
+		/* Milliseconds are what a wall clock of a run means. */
+		json_object_set_new(doc, "elapsed_seconds",
+				    json_real((double)(long long)(seconds * 1000 + 0.5) / 1000));
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	} else {
+		printf("job %s execution %lld (instance %lld): %s", job_name, r->job_execution_id,
+		       r->job_instance_id, status);
+		if (r->exit_code[0] && strcmp(r->exit_code, status) != 0)
+			printf(" [%s]", r->exit_code);
+		printf(" in %.2fs", seconds);
+		if (r->restarted)
+			printf(" (restart)");
+		if (r->exit_message[0])
+			printf(" \xe2\x80\x94 %s",
+			       cb__cli_term(shown, sizeof(shown), r->exit_message));
+		putchar('\n');
+	}
+	if (r->status == CB_STATUS_FAILED)
+		fprintf(stderr, "cbatch: job %s execution %lld failed: %s\n", job_name,
+			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message));
+	return result_exit(r);
+}
+
+/* Launch or restart (@p restart_id > 0) @p job and report. */
+static int execute(struct cli *c, PGconn *conn, const cb_job *job, const cb_params *params,
+		   int next, long long restart_id, double lease)
+{
+	cb_launch_options opts = CB_LAUNCH_OPTIONS_INIT;
+	cb_job_result res;
+	cb__cli_progress progress;
+	double t0;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	opts.next = next;
+	opts.handle_signals = 1;
+	opts.lease_seconds = lease;
+	cb__cli_progress_init(&progress, stderr, cb_job_name(job));
+	if (isatty(STDERR_FILENO)) {
+		opts.progress = cb__cli_progress_update;
+		opts.progress_ctx = &progress;
+	}
+	t0 = cb__cli_now();
+	if (restart_id > 0)
+		rc = cb_job_restart(&res, conn, job, restart_id, &opts, &c->err);
+	else
+		rc = cb_job_launch(&res, conn, job, params, &opts, &c->err);
+	cb__cli_progress_clear(&progress);
+	if (rc < 0)
+		return cb__cli_fail(c, cb__cli_exit_for(rc, restart_id > 0));
+	return report_result(c, cb_job_name(job), &res, cb__cli_now() - t0);
+}
+
+/* --lease SECONDS: 0 when absent. */
+static int parse_lease(struct cli *c, const char *v, double *out)
+{
+	char *end;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	*out = strtod(v, &end);
+	if (end == v || *end || !(*out >= 0.1 && *out <= 86400.0))
+		return cb__cli_usage_error(
+			c,
+			"%s: --lease '%.40s' must be a number of seconds from 0.1 "
+			"to 86400",
+			c->argv[0], v);
+	return 0;
+}
+
+int cb__cli_cmd_run(struct cli *c)
+{
+	static const char *const flags[] = { "--next", "--lease=", NULL };
+	const char *values[2] = { NULL, NULL };
+	double lease = 0;
+	const char **pos;
+	size_t npos, i;
+	const cb_job *job;
+	cb_params *params = NULL;
+	PGconn *conn = NULL;
+	int rc;
+
+	pos = calloc((size_t)c->argc, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0 ||
+	    (rc = parse_lease(c, values[1], &lease)) != 0)
+		goto done;
+	if (npos == 0) {
+		rc = cb__cli_usage_error(
+			c, "run: missing JOB (usage: %s run JOB [PARAM ...] [--next])", c->prog);
+		goto done;
+	}
+	job = cb_registry_find(c->reg, pos[0]);
+	if (!job) {
+		rc = cb__cli_unknown_job(c, pos[0]);
+		goto done;
+	}
+	/* Every parameter is checked before anything connects or writes. */
+	if (cb_params_new(&params, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_FAILED);
+		goto done;
+	}
+	for (i = 1; i < npos; i++) {
+		rc = cb_params_parse_arg(params, pos[i], &c->err);
+		if (rc < 0) {
+			rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+			goto done;
+		}
+	}
+	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
+		goto done;
+	rc = execute(c, conn, job, params, values[0] != NULL, 0, lease);
+done:
+	PQfinish(conn);
+	cb_params_free(params);
+	free(pos);
+	return rc;
+}
+
+int cb__cli_cmd_restart(struct cli *c)
+{
+	static const char *const flags[] = { "--lease=", NULL };
+	const char *values[1] = { NULL };
+	char name[CB_PARAM_NAME_MAX + 28];
+	const cb_job *job;
+	PGconn *conn = NULL;
+	long long id;
+	double lease = 0;
+	int rc;
+
+	if ((rc = cb__cli_one_id_with(c, &id, flags, values)) != 0 ||
+	    (rc = parse_lease(c, values[0], &lease)) != 0)
+		return rc;
+	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
+		return rc;
+	if ((rc = cb_repo_execution_job_name(name, sizeof(name), conn, id, &c->err)) < 0) {
+		rc = cb__cli_fail(c, cb__cli_exit_for(rc, 1));
+		goto done;
+	}
+	job = cb_registry_find(c->reg, name);
+	if (!job) {
+		char known[300];
+
+		cb__cli_job_list(known, sizeof(known), c->reg);
+		rc = cb__cli_usage_error(
+			c,
+			"execution %lld is of job '%s', which is not registered in "
+			"this program (known: %s)",
+			id, name, known[0] ? known : "none");
+		goto done;
+	}
+	rc = execute(c, conn, job, NULL, 0, id, lease);
+done:
+	PQfinish(conn);
+	return rc;
+}

@@ -1,0 +1,769 @@
+/*
+ * The command-line interface shared by `cbatch` and every job program:
+ * global options, dispatch, help, errors and exit codes, and the helpers
+ * that the commands share.
+ *
+ * Reading order: cb_cli_main (global options, dispatch) at the end of this
+ * file, then the built-in commands by family, as libgit2's src/cli/cmd_*.c:
+ * cb__cli_cmd_run.c (run, restart), cmd_control.c (stop, abandon, unlock),
+ * cmd_list.c (jobs, executions, show, locks), cb__cli_cmd_schema.c, cb__cli_cmd_metrics.c.
+ * Output helpers are in cli_format.c, the progress line in cli_progress.c.
+ * Only the public API (and core/text.h) is used, as any job program could.
+ */
+#include "cbatch/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbatch/params.h"
+#include "cbatch/lock.h"
+#include "cbatch/metrics.h"
+#include "cbatch/repository.h"
+#include "cbatch/version.h"
+#include "cli_internal.h"
+#include "text.h"
+
+struct builtin {
+	const char *name;
+	const char *synopsis; /* arguments after the name */
+	const char *summary;
+	const char *help; /* further lines of `COMMAND --help`, or NULL */
+	int (*fn)(struct cli *c);
+};
+
+/* ---- the table of built-in commands -------------------------------------- */
+
+static const struct builtin builtins[] = {
+	{ "schema", "init|check",
+	  "create or upgrade (init) or verify (check) the repository schema",
+	  "init is safe to run any number of times, also concurrently: it applies only\n"
+	  "the migrations the database lacks and prints the version before and after.\n",
+	  cb__cli_cmd_schema },
+	{ "jobs", "", "list the jobs registered in this program", NULL, cb__cli_cmd_jobs },
+	{ "run", "JOB [PARAM ...] [--next]", "launch a job (or restart its failed instance)",
+	  "Creates the job instance named by JOB and its identifying parameters (or\n"
+	  "restarts it if it failed or stopped), takes its lock and runs the steps.\n"
+	  "Parameters are all checked before anything is written. SIGINT/SIGTERM stop\n"
+	  "the job after its current chunk commits (exit 5; restartable).\n\n"
+	  "A held lock is a skip (exit 4), recorded in batch_lock_audit. An execution\n"
+	  "of the instance whose owner died (lease expired) is marked FAILED and\n"
+	  "restarted.\n\n"
+	  "Options:\n"
+	  "  --next           apply the job's incrementer (default: the job's largest\n"
+	  "                   run.id + 1) to start a new instance on purpose\n"
+	  "  --lease SECONDS  lease of the execution lock for this run (default: the\n"
+	  "                   job's, 60s); a heartbeat extends it while the job runs\n",
+	  cb__cli_cmd_run },
+	{ "restart", "EXECUTION_ID [--lease SECONDS]", "restart a failed or stopped execution",
+	  "Starts a new execution of the same instance with the same parameters:\n"
+	  "completed steps are skipped and the failed step resumes from its last\n"
+	  "committed chunk. The job must be registered in this program. An execution\n"
+	  "whose owner died (its lock lease expired) can be restarted too.\n",
+	  cb__cli_cmd_restart },
+	{ "stop", "EXECUTION_ID", "ask a running execution to stop after its current chunk",
+	  "STARTING or STARTED becomes STOPPING; the running process ends as STOPPED\n"
+	  "(restartable) after its current chunk commits, or before its first step.\n"
+	  "An execution whose owner was lost (lease expired) ends STOPPED at once.\n",
+	  cb__cli_cmd_stop },
+	{ "abandon", "EXECUTION_ID", "mark a failed or stopped execution as never to be restarted",
+	  "ABANDONED is final: the instance cannot be restarted; run it again with\n"
+	  "other identifying parameters (or --next). Only the newest execution of an\n"
+	  "instance can be abandoned: FAILED, STOPPED, or running with its owner lost\n"
+	  "(lease expired; its running steps end FAILED). A live one is refused.\n",
+	  cb__cli_cmd_abandon },
+	{ "executions", "[JOB] [--limit N]", "list executions, newest first",
+	  "Options:\n"
+	  "  --limit N   show at most N executions (default 20)\n",
+	  cb__cli_cmd_executions },
+	{ "show", "EXECUTION_ID", "show an execution, its parameters and its steps", NULL,
+	  cb__cli_cmd_show },
+	{ "locks", "", "list execution locks with owner, fencing token and lease left", NULL,
+	  cb__cli_cmd_locks },
+	{ "unlock", "LOCK_NAME --force [--reason TEXT]",
+	  "release a lock by hand (recorded with who and why)",
+	  "The holder's database session is terminated (its open chunk rolls back;\n"
+	  "this needs the same role, superuser or pg_signal_backend), and if it still\n"
+	  "runs it is fenced off and fails. The release is recorded in\n"
+	  "batch_lock_audit as FORCE_UNLOCKED.\n",
+	  cb__cli_cmd_unlock },
+	{ "metrics", "", "print repository metrics in Prometheus text format",
+	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"
+	  "one element per series.\n",
+	  cb__cli_cmd_metrics },
+	{ "help", "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
+};
+#define NBUILTINS (sizeof(builtins) / sizeof(builtins[0]))
+
+/* ---- errors and exit codes ----------------------------------------------- */
+
+/* The exit code for a negative CB_E* code. @p by_id: the command names an
+ * execution id, so "not found" is the operator's input error. */
+int cb__cli_exit_for(int code, int by_id)
+{
+	switch (code) {
+	case 0:
+		return CB_EXIT_COMPLETED;
+	case CB_EINVAL:
+		return CB_EXIT_USAGE;
+	case CB_ECOMPLETE:
+	case CB_ENORESTART:
+		return CB_EXIT_COMPLETE;
+	case CB_ERUNNING:
+		return CB_EXIT_RUNNING;
+	case CB_ECANCELED:
+		return CB_EXIT_STOPPED;
+	case CB_ENOTFOUND:
+		return by_id ? CB_EXIT_USAGE : CB_EXIT_FAILED;
+	default:
+		return CB_EXIT_FAILED;
+	}
+}
+
+/*
+ * Report c->err and return @p exitcode: one line on stderr and, with --json,
+ * an {"error": {...}} document on stdout so that a script always gets JSON.
+ */
+int cb__cli_fail(struct cli *c, int exitcode)
+{
+	json_t *doc, *e;
+
+	if (c->err.code == 0)
+		c->err.code = CB_ERROR;
+	if (c->err.message[0] == '\0')
+		snprintf(c->err.message, sizeof(c->err.message), "failed (%s)",
+			 cb_strcode(c->err.code));
+	/* A message may quote a connection string (libpq does): no passwords. */
+	cb__redact_secrets_inplace(c->err.message, sizeof(c->err.message));
+	{
+		char shown[CB_ERROR_MESSAGE_MAX * 4];
+
+		fprintf(stderr, "cbatch: %s\n", cb__cli_term(shown, sizeof(shown), c->err.message));
+	}
+	if (!c->json)
+		return exitcode;
+	e = json_object();
+	doc = json_object();
+	if (e && doc && json_object_set_new(doc, "error", e) == 0) {
+		json_object_set_new(e, "code", json_string(cb_strcode(c->err.code)));
+		json_object_set_new(e, "message", cb__cli_json_text(c->err.message));
+		if (c->err.sqlstate[0])
+			json_object_set_new(e, "sqlstate", cb__cli_json_text(c->err.sqlstate));
+		json_object_set_new(e, "exit_code", json_integer(exitcode));
+		cb__cli_json_print(stdout, doc);
+	} else {
+		json_decref(e);
+	}
+	json_decref(doc);
+	return exitcode;
+}
+
+/* Report a usage error (exit 2). The message is one line; it ends with a hint. */
+int cb__cli_usage_error(struct cli *c, const char *fmt, ...)
+{
+	char msg[CB_ERROR_MESSAGE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cb_error_set(&c->err, CB_EINVAL, "%s", msg);
+	return cb__cli_fail(c, CB_EXIT_USAGE);
+}
+
+int cb__cli_out_of_memory(struct cli *c)
+{
+	cb_error_set(&c->err, CB_ENOMEM, "out of memory");
+	return cb__cli_fail(c, CB_EXIT_FAILED);
+}
+
+/* "a, b, c" of the registered jobs, cut with "..." to fit @p size. */
+void cb__cli_job_list(char *buf, size_t size, const cb_registry *reg)
+{
+	size_t i, n = cb_registry_count(reg), len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		const char *name = cb_job_name(cb_registry_at(reg, i));
+		size_t need = strlen(name) + (i ? 2 : 0);
+
+		if (len + need + 5 >= size) {
+			snprintf(buf + len, size - len, "%s...", i ? ", " : "");
+			return;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", name);
+	}
+}
+
+int cb__cli_unknown_job(struct cli *c, const char *name)
+{
+	char known[300];
+
+	if (cb_registry_count(c->reg) == 0)
+		return cb__cli_usage_error(
+			c,
+			"unknown job '%.100s' (no jobs are registered in this "
+			"program; run jobs with the program that registers them)",
+			name);
+	cb__cli_job_list(known, sizeof(known), c->reg);
+	return cb__cli_usage_error(c, "unknown job '%.100s' (known: %s)", name, known);
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+/* A positive decimal integer, as execution ids are. @return 0 or -1. */
+int cb__cli_parse_positive(long long *out, const char *s)
+{
+	long long v = 0;
+	const char *p = s;
+
+	if (!*p)
+		return -1;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		if (v > (LLONG_MAX - (*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* An argument that reaches the repository must be valid UTF-8 (text columns
+ * refuse anything else): invalid input, exit 2. @return 0 or the exit code. */
+int cb__cli_text_arg(struct cli *c, const char *what, const char *arg)
+{
+	char shown[400];
+
+	if (!arg || cb__utf8_valid(arg))
+		return 0;
+	return cb__cli_usage_error(c, "%s: %s '%.100s' is not valid UTF-8", c->argv[0], what,
+				   cb__cli_term(shown, sizeof(shown), arg));
+}
+
+/* Parse an execution id argument; a usage error names it. */
+int cb__cli_parse_id(struct cli *c, long long *out, const char *arg)
+{
+	if (cb__cli_parse_positive(out, arg) == 0)
+		return 0;
+	return cb__cli_usage_error(
+		c, "%s: invalid execution id '%.100s' (expected a positive integer)", c->argv[0],
+		arg);
+}
+
+/*
+ * Split the command's arguments into positionals (into @p pos, which holds
+ * c->argc entries) and the options in @p flags (NULL-terminated names such as
+ * "--next"; a name ending in '=' takes a value: "--limit=" accepts both
+ * "--limit N" and "--limit=N"). Values go to @p values[i] (flags get "1").
+ * `--` ends the options. @return 0, or the exit code of a reported usage error.
+ */
+int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char *const *flags,
+		       const char **values)
+{
+	int i, done = 0;
+
+	*npos = 0;
+	for (i = 1; i < c->argc; i++) {
+		const char *a = c->argv[i];
+		size_t f;
+		int matched = 0;
+
+		if (done || strncmp(a, "--", 2) != 0) {
+			/* Includes "-name=value": a non-identifying parameter. */
+			pos[(*npos)++] = a;
+			continue;
+		}
+		if (a[2] == '\0') {
+			done = 1;
+			continue;
+		}
+		for (f = 0; flags && flags[f] && !matched; f++) {
+			const char *fl = flags[f];
+			size_t fn = strlen(fl);
+
+			if (fl[fn - 1] != '=') {
+				if (strcmp(a, fl) == 0) {
+					values[f] = "1";
+					matched = 1;
+				}
+			} else if (strncmp(a, fl, fn - 1) == 0 && a[fn - 1] == '\0') {
+				if (i + 1 >= c->argc)
+					return cb__cli_usage_error(
+						c, "%s: option '%s' needs a value", c->argv[0], a);
+				values[f] = c->argv[++i];
+				matched = 1;
+			} else if (strncmp(a, fl, fn) == 0) {
+				values[f] = a + fn;
+				matched = 1;
+			}
+		}
+		if (!matched)
+			return cb__cli_usage_error(
+				c, "%s: unknown option '%.100s' (see '%s %s --help')", c->argv[0],
+				a, c->prog, c->argv[0]);
+	}
+	return 0;
+}
+
+/* Exactly one execution id argument, and the options in @p flags. */
+int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags, const char **values)
+{
+	const char **pos;
+	size_t npos;
+	int rc;
+
+	pos = calloc((size_t)c->argc, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	rc = cb__cli_split_args(c, pos, &npos, flags, values);
+	if (rc == 0 && npos != 1)
+		rc = cb__cli_usage_error(c, "%s: %s (usage: %s %s EXECUTION_ID)", c->argv[0],
+					 npos ? "expected one EXECUTION_ID" :
+						"missing EXECUTION_ID",
+					 c->prog, c->argv[0]);
+	else if (rc == 0)
+		rc = cb__cli_parse_id(c, id, pos[0]);
+	free(pos);
+	return rc;
+}
+
+int cb__cli_one_id(struct cli *c, long long *id)
+{
+	return cb__cli_one_id_with(c, id, NULL, NULL);
+}
+
+/* No arguments after the command name. */
+int cb__cli_no_args(struct cli *c)
+{
+	if (c->argc > 1)
+		return cb__cli_usage_error(c, "%s: unexpected argument '%.100s'", c->argv[0],
+					   c->argv[1]);
+	return 0;
+}
+
+/* ---- database ------------------------------------------------------------ */
+
+/* Show server warnings (not the NOTICE chatter of IF NOT EXISTS). */
+static void notice_receiver(void *arg, const PGresult *res)
+{
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	(void)arg;
+	if (sev && msg && strcmp(sev, "WARNING") == 0)
+		fprintf(stderr, "cbatch: server warning: %s\n", msg);
+}
+
+int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
+{
+	const char *keys[] = { "dbname", "fallback_application_name", NULL };
+	const char *vals[] = { NULL, "cbatch", NULL };
+	PGconn *conn;
+
+	if (!out)
+		return cb_error_set(err, CB_EINVAL, "cb_cli_connect: out is NULL");
+	*out = NULL;
+	if (!conninfo)
+		conninfo = getenv("CBATCH_DB");
+	/* Empty values are ignored by libpq, leaving its PG* variables and defaults;
+	 * expand_dbname lets conninfo be a "key=value" string, a URI or a bare name. */
+	vals[0] = conninfo ? conninfo : "";
+	conn = PQconnectdbParams(keys, vals, 1);
+	if (!conn)
+		return cb_error_set(err, CB_ENOMEM, "out of memory connecting to the database");
+	if (PQstatus(conn) != CONNECTION_OK) {
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		/* libpq quotes a malformed URI whole, password included. */
+		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(conn));
+		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
+		PQfinish(conn);
+		return CB_EDB;
+	}
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
+	*out = conn;
+	return 0;
+}
+
+/* Connect (and check the schema when @p check). @return 0, or the exit code
+ * of a reported error. */
+int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
+{
+	int rc = cb_cli_connect(conn, c->db, &c->err);
+
+	if (rc < 0)
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	if (check && cb_repo_schema_check(*conn, &c->err) < 0) {
+		PQfinish(*conn);
+		*conn = NULL;
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	}
+	return 0;
+}
+
+/* ---- help ---------------------------------------------------------------- */
+
+static const char global_options_help[] =
+	"Global options (before or after the command):\n"
+	"  --db CONNINFO  PostgreSQL connection string or URI; default $CBATCH_DB,\n"
+	"                 else libpq's PG* variables (PGHOST, PGDATABASE, ...)\n"
+	"  --json         print one JSON document on stdout (errors too)\n"
+	"  -h, --help     show help and exit\n"
+	"  --version      show the version and exit\n";
+
+static const char exit_codes_help[] =
+	"Exit codes: 0 completed, 1 failed, 2 usage or invalid input, 3 instance\n"
+	"already complete (or abandoned), 4 skipped (already running / lock held),\n"
+	"5 stopped (restartable).\n";
+
+static const char params_help[] =
+	"Parameters: [-]NAME[:TYPE]=VALUE\n"
+	"  TYPE   string (the default), long, double or date (YYYY-MM-DD)\n"
+	"  -      a leading '-' makes the parameter non-identifying: it is stored\n"
+	"         with the execution but is not part of the job instance's identity\n"
+	"  NAME   1..100 characters of [A-Za-z0-9_.-], starting with a letter or '_'\n"
+	"  The identifying parameters name the job instance: a completed instance\n"
+	"  does not run again, a failed or stopped one is restarted.\n"
+	"  Examples: targetDate:date=2026-06-30  run.id:long=7  -chunk.size:long=500\n";
+
+static const struct builtin *find_builtin(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NBUILTINS; i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return &builtins[i];
+	return NULL;
+}
+
+int cb__cli_is_builtin(const char *name)
+{
+	return name && find_builtin(name) != NULL;
+}
+
+static void print_general_help(const struct cli *c, FILE *f)
+{
+	size_t i, n;
+	char known[300];
+
+	fprintf(f, "usage: %s [--db CONNINFO] [--json] COMMAND [ARGS...]\n\n", c->prog);
+	fputs("Run and operate cbatch jobs; the job repository lives in PostgreSQL.\n\n"
+	      "Commands:\n",
+	      f);
+	for (i = 0; i < NBUILTINS; i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "%s %s", builtins[i].name, builtins[i].synopsis);
+		fprintf(f, "  %-30s %s\n", left, builtins[i].summary);
+	}
+	n = cb__registry_command_count(c->reg);
+	if (n > 0) {
+		fputs("\nCommands of this program:\n", f);
+		for (i = 0; i < n; i++) {
+			const char *name, *summary;
+
+			cb__registry_command_at(c->reg, i, &name, &summary, NULL, NULL);
+			fprintf(f, "  %-30s %s\n", name, summary);
+		}
+	}
+	if (cb_registry_count(c->reg) > 0) {
+		cb__cli_job_list(known, sizeof(known), c->reg);
+		fprintf(f, "\nJobs: %s\n", known);
+	}
+	fprintf(f, "\n%s\n%s\nRun '%s COMMAND --help' for a command's usage.\n",
+		global_options_help, exit_codes_help, c->prog);
+}
+
+/* "targetDate:date (required), tz:string" of the job's declared parameters. */
+void cb__cli_param_list(char *buf, size_t size, const cb_job *job)
+{
+	size_t i, n = cb_job_param_count(job), len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && len + 1 < size; i++) {
+		const char *name;
+		cb_param_type type;
+		int required, w;
+
+		cb_job_param_at(job, i, &name, &type, &required);
+		w = snprintf(buf + len, size - len, "%s%s:%s%s", i ? ", " : "", name,
+			     cb_param_type_name(type), required ? " (required)" : "");
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+}
+
+/* `run JOB --help`: the job's declared parameters. */
+static void print_job_params(const struct cli *c, FILE *f)
+{
+	const cb_job *job = c->argc > 1 ? cb_registry_find(c->reg, c->argv[1]) : NULL;
+	size_t i, n = job ? cb_job_param_count(job) : 0;
+
+	if (!job)
+		return;
+	fprintf(f, "\nJob '%s'", cb_job_name(job));
+	if (cb_job_description(job)[0])
+		fprintf(f, ": %s", cb_job_description(job));
+	if (n == 0) {
+		fputs("\n  declares no parameters (any are accepted)\n", f);
+		return;
+	}
+	fputs("\n  declared parameters (other identifying ones are refused):\n", f);
+	for (i = 0; i < n; i++) {
+		const char *name;
+		cb_param_type type;
+		int required;
+
+		cb_job_param_at(job, i, &name, &type, &required);
+		fprintf(f, "    %-24s %-7s %s\n", name, cb_param_type_name(type),
+			required ? "required" : "optional");
+	}
+}
+
+static void print_builtin_help(const struct cli *c, const struct builtin *b, FILE *f)
+{
+	fprintf(f, "usage: %s %s %s\n\n%s.\n", c->prog, b->name, b->synopsis, b->summary);
+	if (b->help)
+		fprintf(f, "\n%s", b->help);
+	if (strcmp(b->name, "run") == 0) {
+		print_job_params(c, f);
+		fprintf(f, "\n%s", params_help);
+	}
+	fprintf(f, "\n%s\n%s", global_options_help, exit_codes_help);
+}
+
+/* `COMMAND --help`: @return 0, or 2 for an unknown command. */
+static int command_help(struct cli *c, const char *name)
+{
+	const struct builtin *b = find_builtin(name);
+	long k;
+
+	if (b) {
+		print_builtin_help(c, b, stdout);
+		return 0;
+	}
+	k = cb__registry_find_command(c->reg, name);
+	if (k >= 0) {
+		const char *summary;
+
+		cb__registry_command_at(c->reg, (size_t)k, NULL, &summary, NULL, NULL);
+		printf("usage: %s %s [ARGS...]\n\n%s\n\n"
+		       "A command of this program: it gets a database connection made from\n"
+		       "--db, $CBATCH_DB or libpq's PG* variables, and its own arguments.\n\n%s",
+		       c->prog, name, summary[0] ? summary : "(no description)",
+		       global_options_help);
+		return 0;
+	}
+	return cb__cli_usage_error(c, "unknown command '%.100s' (see '%s --help')", name, c->prog);
+}
+
+int cb__cli_cmd_help(struct cli *c)
+{
+	if (c->argc > 2)
+		return cb__cli_usage_error(c, "help: too many arguments");
+	if (c->argc == 2)
+		return command_help(c, c->argv[1]);
+	print_general_help(c, stdout);
+	return 0;
+}
+
+/* ---- extra commands ------------------------------------------------------ */
+
+static int run_extra(struct cli *c, long k)
+{
+	cb_command_fn fn;
+	void *ctx;
+	PGconn *conn = NULL;
+	int rc;
+
+	char **argv = c->argv;
+	int argc = c->argc;
+
+	cb__registry_command_at(c->reg, (size_t)k, NULL, NULL, &fn, &ctx);
+	if (c->json) {
+		/* The global --json reaches the command as its argv[1]. */
+		argv = calloc((size_t)argc + 2, sizeof(*argv));
+		if (!argv)
+			return cb__cli_out_of_memory(c);
+		argv[0] = c->argv[0];
+		argv[1] = (char *)"--json";
+		memcpy(argv + 2, c->argv + 1, (size_t)argc * sizeof(*argv)); /* with the NULL */
+		argc++;
+	}
+	if ((rc = cb__cli_open_db(c, &conn, 0)) != 0) {
+		if (argv != c->argv)
+			free(argv);
+		return rc;
+	}
+	rc = fn(ctx, conn, argc, argv);
+	PQfinish(conn);
+	if (argv != c->argv)
+		free(argv);
+	/* A command that returned a CB_E* code by mistake still fails visibly. */
+	if (rc < 0 || rc > 125)
+		rc = CB_EXIT_FAILED;
+	return rc;
+}
+
+/* ---- entry point --------------------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+	const char *s;
+
+	if (!path || !*path)
+		return "cbatch";
+	s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void print_version(const struct cli *c)
+{
+	if (strcmp(c->prog, "cbatch") == 0)
+		printf("cbatch %s (repository schema %d)\n", cb_version(), cb_repo_schema_target());
+	else
+		printf("%s (cbatch %s, repository schema %d)\n", c->prog, cb_version(),
+		       cb_repo_schema_target());
+}
+
+/*
+ * Hide the secrets of --db's value @p arg from `ps` (/proc/PID/cmdline):
+ * overwrite the bytes in place with the value's redacted form (padded with
+ * NULs), or with '*' where that does not fit.
+ */
+static void scrub_arg(char *arg)
+{
+	size_t n = strlen(arg);
+	char *red = malloc(n + 8);
+
+	if (red && cb__redact_secrets(red, n + 8, arg) <= n) {
+		if (strcmp(red, arg) != 0) {
+			memset(arg, 0, n);
+			memcpy(arg, red, strlen(red));
+		}
+	} else {
+		memset(arg, '*', n);
+	}
+	free(red);
+}
+
+/* Take --db's value: a private copy into @p c, the argument scrubbed. */
+static int take_db(struct cli *c, char *value, char **copy)
+{
+	free(*copy);
+	*copy = strdup(value);
+	if (!*copy)
+		return -1;
+	c->db = *copy;
+	scrub_arg(value);
+	return 0;
+}
+
+int cb_cli_main(cb_registry *reg, int argc, char **argv)
+{
+	char *db_copy = NULL;
+	struct cli c;
+	const char *bad = NULL, *cmd = NULL;
+	int i, help = 0, version = 0, dashdash = 0, db_missing = 0, rc;
+	const struct builtin *b;
+	long k;
+
+	memset(&c, 0, sizeof(c));
+	cb_error_clear(&c.err);
+	c.reg = reg;
+	c.prog = base_name(argc > 0 ? argv[0] : NULL);
+	if (argc < 1)
+		argc = 1;
+	c.argv = calloc((size_t)argc + 1, sizeof(*c.argv));
+	if (!c.argv) {
+		fprintf(stderr, "cbatch: out of memory\n");
+		return CB_EXIT_FAILED;
+	}
+	/* Global options anywhere; the first other word is the command, and every
+	 * later word (options included) belongs to it. */
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (dashdash) {
+			if (!cmd)
+				cmd = a;
+			c.argv[c.argc++] = argv[i];
+		} else if (strcmp(a, "--") == 0) {
+			dashdash = 1;
+			if (cmd)
+				c.argv[c.argc++] = argv[i];
+		} else if (strcmp(a, "--db") == 0) {
+			if (i + 1 >= argc)
+				db_missing = 1;
+			else if (take_db(&c, argv[++i], &db_copy) < 0)
+				db_missing = -1;
+		} else if (strncmp(a, "--db=", 5) == 0) {
+			if (take_db(&c, argv[i] + 5, &db_copy) < 0)
+				db_missing = -1;
+		} else if (strcmp(a, "--json") == 0) {
+			c.json = 1;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			help = 1;
+		} else if (strcmp(a, "--version") == 0) {
+			version = 1;
+		} else if (!cmd && a[0] == '-') {
+			if (!bad)
+				bad = a;
+		} else {
+			if (!cmd)
+				cmd = a;
+			c.argv[c.argc++] = argv[i];
+		}
+	}
+	c.argv[c.argc] = NULL;
+
+	if (help) {
+		if (!cmd) {
+			print_general_help(&c, stdout);
+			rc = 0;
+		} else if (strcmp(cmd, "help") == 0 && c.argc > 1) {
+			rc = command_help(&c, c.argv[1]);
+		} else {
+			rc = command_help(&c, cmd);
+		}
+	} else if (db_missing < 0) {
+		rc = cb__cli_out_of_memory(&c);
+	} else if (db_missing) {
+		rc = cb__cli_usage_error(&c, "option '--db' needs a value");
+	} else if (bad) {
+		rc = cb__cli_usage_error(&c, "unknown option '%.100s' (see '%s --help')", bad,
+					 c.prog);
+	} else if (version) {
+		print_version(&c);
+		rc = 0;
+	} else if (!cmd && c.json) {
+		rc = cb__cli_usage_error(&c, "no command given (see '%s --help')", c.prog);
+	} else if (!cmd) {
+		print_general_help(&c, stderr);
+		rc = CB_EXIT_USAGE;
+	} else if ((b = find_builtin(cmd)) != NULL) {
+		rc = b->fn(&c);
+	} else if ((k = cb__registry_find_command(reg, cmd)) >= 0) {
+		rc = run_extra(&c, k);
+	} else {
+		rc = cb__cli_usage_error(&c, "unknown command '%.100s' (see '%s --help')", cmd,
+					 c.prog);
+	}
+	/* Output that never reached its reader is a failure (a full disk, a closed pipe). */
+	if (fflush(stdout) != 0 && rc == 0) {
+		fprintf(stderr, "cbatch: cannot write the output: %s\n", strerror(errno));
+		rc = CB_EXIT_FAILED;
+	}
+	free(c.argv);
+	free(db_copy);
+	return rc;
+}
