@@ -131,7 +131,7 @@ typedef struct cb_pg_copy_options {
 /** Fill @p out with a COPY writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_error *err);
 
-#define CB_PG_STATUS_OPTIONS_VERSION 1
+#define CB_PG_STATUS_OPTIONS_VERSION 2
 
 /**
  * Options of the status writer, which marks the chunk's source rows:
@@ -144,7 +144,7 @@ int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_err
  * the `cb_row *` item's columns of the same names.
  */
 typedef struct cb_pg_status_options {
-	unsigned int version;          /**< CB_PG_STATUS_OPTIONS_VERSION */
+	unsigned int version;          /**< CB_PG_STATUS_OPTIONS_VERSION (1 or 2) */
 	const char *schema;
 	const char *table;             /**< required */
 	const char *const *key_columns; /**< required */
@@ -163,10 +163,27 @@ typedef struct cb_pg_status_options {
 	const char *expect_value;
 	/** Non-zero: keys that did not transition count as duplicate target writes. */
 	int count_unchanged;
+	/**
+	 * Since version 2. Non-zero: also mark the chunk's filtered items (read,
+	 * but dropped by the processor), in the same transaction with the same
+	 * statement, so that a rerun does not read and filter them again. The
+	 * engine hands them over through cb_writer's write_filtered hook.
+	 */
+	int mark_filtered;
+	/** Since version 2: the value for filtered items; NULL: @p set_value. */
+	const char *filtered_value;
+	/**
+	 * Since version 2: the keys of a filtered item, which is the reader's
+	 * item (not a processor's output); NULL: cb_bind_row_by_name, for
+	 * `cb_row *` items of the PostgreSQL readers.
+	 */
+	cb_bind_fn filtered_bind;
+	void *filtered_bind_ctx;
 } cb_pg_status_options;
 
-#define CB_PG_STATUS_OPTIONS_INIT \
-	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+#define CB_PG_STATUS_OPTIONS_INIT                                                            \
+	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, \
+	  0, NULL, NULL, NULL }
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err);
