@@ -4,7 +4,9 @@
  * committed account and the CSV writer truncates the file to the length its
  * last committed chunk left, so a killed export restarts into an exact file:
  * no line twice, none torn. `-atomic:long=1` writes to "<file>.tmp" and
- * publishes it as the file when the export completes.
+ * publishes it as the file when the export completes. `file` is a template
+ * (e.g. ledger-{job_execution}.csv); an existing file is refused unless
+ * `-append:long=1`.
  */
 #include <stdio.h>
 
@@ -27,7 +29,7 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
-	long long atomic = 0;
+	long long atomic = 0, append = 0;
 	int rc;
 
 	(void)user;
@@ -45,6 +47,8 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	wo.format = format_row;
 	if (cb_params_get_long(cb_step_context_params(sc), "atomic", &atomic) == 0)
 		wo.atomic = atomic != 0;
+	if (cb_params_get_long(cb_step_context_params(sc), "append", &append) == 0 && append)
+		wo.if_exists = CB_FILE_APPEND;
 	rc = cb_csv_writer_new(&parts->writers[0], &wo, err);
 	if (rc == 0)
 		parts->nwriters = 1;
