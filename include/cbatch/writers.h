@@ -261,8 +261,9 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  * the truncation to the committed offset on restart stays exact.
  * CB_FILE_REPLACE starts an empty file, as before. One case is left to the
  * operator: a process killed between its first chunk's update and COMMIT
- * leaves lines that no committed context accounts for; the restart then
- * refuses the file (CB_FILE_FAIL), or keeps those lines (CB_FILE_APPEND).
+ * (or whose connection broke there, the COMMIT not having happened) leaves
+ * lines that no committed context accounts for; the reopen then refuses the
+ * file (CB_FILE_FAIL), or keeps those lines (CB_FILE_APPEND).
  */
 
 /** What a file writer does with a file that exists at its first open. */
