@@ -731,6 +731,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	cs.chunk.sc = &cs.sc;
 	cb__arena_init(&cs.chunk.arena);
 	out->status = CB_STATUS_FAILED;
+	out->before_chunks = 1;
 
 	cs.sc.chunk_size = (size_t)param_long(run, "chunk.size",
 					      def->chunk_size ? (long long)def->chunk_size
@@ -758,6 +759,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	if (open_parts(&cs, err) < 0)
 		goto done;
 	run_chunks(&cs, out);
+	out->before_chunks = 0;
 done:
 	if (cs.tx && cb__tx_active(cs.tx)) {
 		cb_error ignored = CB_ERROR_INIT;

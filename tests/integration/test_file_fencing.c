@@ -879,7 +879,8 @@ static void test_new_instance_refuses_an_existing_file(void)
 		fputs("id,payload\n1,from an earlier export\n", f);
 		fclose(f);
 	}
-	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 1);
+	/* invalid input, nothing written: exit 2 */
+	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 2);
 	CBT_CONTAINS(errout, path);
 	CBT_CONTAINS(errout, "exists; remove it, choose another path, or set append");
 	kept = slurp(path, &len);
