@@ -354,6 +354,43 @@ static void test_status_writer_marks_filtered_items(void)
 	cb_job_free(job);
 }
 
+/* A write failure skipped item by item (a scan): filtered items are still
+ * marked once, in the scan's transaction; the skipped row stays unmarked. */
+static void test_status_writer_marks_filtered_items_in_a_scan(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "filtering_scan", &err), &err);
+	s.name = "only";
+	s.build = build_filtering;
+	s.chunk_size = 7;
+	s.classify = cb_classify_skip_invalid;
+	s.skip_limit = 5;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	cbt_exec(conn, "DROP TABLE IF EXISTS src, dst; "
+		       "CREATE TABLE src (id bigint PRIMARY KEY, amount bigint NOT NULL, "
+		       " state text NOT NULL DEFAULT 'READY'); "
+		       "CREATE TABLE dst (id bigint PRIMARY KEY, amount bigint NOT NULL "
+		       " CHECK (amount <> 13)); "
+		       "INSERT INTO src (id, amount) SELECT g, CASE WHEN g % 3 = 0 THEN -g "
+		       " ELSE g END FROM generate_series(1, 50) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 33);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'DONE'"), 33);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'FILTERED'"), 16);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'READY'"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_skip_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering_scan'"),
+		  1);
+	cb_job_free(job);
+}
+
 static int build_copy(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
 		      cb_error *err)
 {
@@ -482,6 +519,8 @@ static const CU_TestInfo tests[] = {
 	{ "conditional transition counts rows that did not move",
 	  test_conditional_transition_counts_rows_that_did_not_move },
 	{ "status writer marks filtered items", test_status_writer_marks_filtered_items },
+	{ "status writer marks filtered items in a scan",
+	  test_status_writer_marks_filtered_items_in_a_scan },
 	CU_TEST_INFO_NULL,
 };
 
