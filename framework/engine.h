@@ -77,6 +77,7 @@ typedef struct cb__run {
 	double lease_seconds;
 	struct cb__heartbeat *heartbeat;
 	int fenced;          /* a step failed because this execution lost its lock */
+	int invalid_input;   /* the last failed step found invalid input before any chunk */
 } cb__run;
 
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
@@ -98,6 +99,7 @@ typedef struct cb__step_outcome {
 	cb_status status;    /* COMPLETED, FAILED or STOPPED */
 	long long rollbacks; /* not yet recorded in the repository */
 	cb_error error;      /* why, when FAILED */
+	int before_chunks;   /* FAILED before its first chunk (parameters, build, open) */
 } cb__step_outcome;
 
 /* Run one step execution. @p sc is filled by the flow (ids, params, job

@@ -171,6 +171,8 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	if (oc.status == CB_STATUS_FAILED) {
 		if (oc.error.code == CB_EFENCED)
 			run->fenced = 1;
+		/* e.g. a writer's file exists, a reader's is missing: nothing written */
+		run->invalid_input = oc.before_chunks && oc.error.code == CB_EINVAL;
 		cb_error_prefix(&oc.error, "step '%s'", def->name);
 		snprintf(message, msg_size, "%s", oc.error.message);
 	} else if (oc.status == CB_STATUS_STOPPED) {
@@ -228,6 +230,7 @@ int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err)
 		idx = next_step(job, idx, status, exit_status, message, &end);
 	}
 	out->status = end.status;
+	out->invalid_input = end.status == CB_STATUS_FAILED && run->invalid_input;
 	snprintf(out->exit_code, sizeof(out->exit_code), "%s", cb_status_name(end.status));
 	snprintf(out->exit_message, sizeof(out->exit_message), "%s", end.message);
 	return 0;

@@ -13,6 +13,7 @@ static void result_set(cb_job_result *out, cb_status status, const char *exit_co
 		       const char *message)
 {
 	out->status = status;
+	out->invalid_input = 0; /* the outcome is this one now */
 	snprintf(out->exit_code, sizeof(out->exit_code), "%s", exit_code);
 	snprintf(out->exit_message, sizeof(out->exit_message), "%s", message ? message : "");
 }

@@ -38,8 +38,8 @@ typedef struct chunk_step {
 	int built, reader_open, processor_open;
 	size_t writers_open;
 	cb_tx *tx;
-	void **items, **outs;
-	size_t nitems, nouts;
+	void **items, **outs, **filtered; /* filtered: read items the processor dropped */
+	size_t nitems, nouts, nfiltered;
 	/* This attempt called the reader's read / writer i's write: only those
 	 * hear of a rollback (see item.h: a reader or writer settles the
 	 * previous chunk's commit when it is next called). */
@@ -341,6 +341,23 @@ static int write_items(chunk_step *cs, void *const *items, size_t n, cb_error *e
 	return 0;
 }
 
+/* The chunk's filtered items, to the writers that ask for them. */
+static int write_filtered(chunk_step *cs, cb_error *err)
+{
+	for (size_t i = 0; cs->nfiltered > 0 && i < cs->parts.nwriters; i++) {
+		cb_writer *w = &cs->parts.writers[i];
+		int rc;
+
+		if (!w->write_filtered)
+			continue;
+		cs->write_called[i] = 1;
+		rc = w->write_filtered(w->state, cs->tx, cs->filtered, cs->nfiltered, err);
+		if (rc < 0)
+			return callback_failed(cs, rc, "write_filtered", NULL, err);
+	}
+	return 0;
+}
+
 /*
  * One attempt at a chunk, up to and including COMMIT. Read and process
  * faults classified SKIP are absorbed here; any other failure returns with
@@ -355,7 +372,7 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 	int rc;
 
 	memset(a, 0, sizeof(*a));
-	cs->nitems = cs->nouts = 0;
+	cs->nitems = cs->nouts = cs->nfiltered = 0;
 	cs->read_called = 0;
 	memset(cs->write_called, 0, sizeof(cs->write_called));
 	rc = cb__tx_begin(cs->tx, err);
@@ -408,6 +425,7 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 			}
 			if (!out) {
 				a->c.filtered++;
+				cs->filtered[cs->nfiltered++] = cs->items[i];
 				continue;
 			}
 		}
@@ -416,6 +434,8 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 	a->c.written = (long long)cs->nouts;
 	a->fault = CB_FAULT_WRITE;
 	rc = write_items(cs, cs->outs, cs->nouts, err);
+	if (rc == 0)
+		rc = write_filtered(cs, err);
 	if (rc == 0)
 		rc = update_context(cs, err);
 	if (rc == 0)
@@ -440,6 +460,9 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 {
 	int rc = cb__tx_begin(cs->tx, err);
 	size_t kept = 0;
+
+	if (rc == 0)
+		rc = write_filtered(cs, err);
 
 	for (size_t i = 0; rc == 0 && i < cs->nouts; i++) {
 		rc = cb__tx_command(cs->tx, "SAVEPOINT cb_scan", err);
@@ -716,6 +739,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	cs.chunk.sc = &cs.sc;
 	cb__arena_init(&cs.chunk.arena);
 	out->status = CB_STATUS_FAILED;
+	out->before_chunks = 1;
 
 	cs.sc.chunk_size = (size_t)param_long(run, "chunk.size",
 					      def->chunk_size ? (long long)def->chunk_size
@@ -730,7 +754,8 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	}
 	cs.items = calloc(cs.sc.chunk_size, sizeof(void *));
 	cs.outs = calloc(cs.sc.chunk_size, sizeof(void *));
-	if (!cs.items || !cs.outs) {
+	cs.filtered = calloc(cs.sc.chunk_size, sizeof(void *));
+	if (!cs.items || !cs.outs || !cs.filtered) {
 		cb_error_set(err, CB_ENOMEM, "out of memory (chunk of %zu)", cs.sc.chunk_size);
 		goto done;
 	}
@@ -741,6 +766,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	if (open_parts(&cs, err) < 0)
 		goto done;
 	run_chunks(&cs, out);
+	out->before_chunks = 0;
 done:
 	if (cs.tx && cb__tx_active(cs.tx)) {
 		cb_error ignored = CB_ERROR_INIT;
@@ -752,6 +778,7 @@ done:
 	cb__arena_free(&cs.chunk.arena);
 	free(cs.items);
 	free(cs.outs);
+	free(cs.filtered);
 	if (cs.checkpoint_stmt[0] && PQstatus(run->conn) == CONNECTION_OK) {
 		/* Statement names are per process; a long-lived program reuses the connection. */
 		char sql[96];

@@ -168,8 +168,7 @@ static int cw_open(void *state, const cb_step_context *sc, const json_t *saved, 
 {
 	struct csvw *w = state;
 
-	(void)sc;
-	return cb__fsink_open(&w->sink, saved, w->head, w->head_len, err);
+	return cb__fsink_open(&w->sink, sc, saved, w->head, w->head_len, err);
 }
 
 static int cw_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
@@ -313,7 +312,7 @@ int cb_csv_writer_new(cb_writer *out, const cb_csv_writer_options *opts, cb_erro
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "CSV writer: no options");
-	if (opts->version != CB_CSV_WRITER_OPTIONS_VERSION)
+	if (opts->version < 1 || opts->version > CB_CSV_WRITER_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "CSV writer: unsupported options version %u",
 				    opts->version);
 	if (!opts->path || !opts->path[0])
@@ -341,8 +340,9 @@ int cb_csv_writer_new(cb_writer *out, const cb_csv_writer_options *opts, cb_erro
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return cb_error_set(err, CB_ENOMEM, "CSV writer: out of memory");
+	/* if_exists: since version 2 */
 	rc = cb__fsink_init(&w->sink, "CSV writer", opts->path, opts->atomic, opts->temp_path,
-			    opts->fsync, err);
+			    opts->fsync, opts->version >= 2 ? opts->if_exists : CB_FILE_FAIL, err);
 	if (rc) {
 		free(w);
 		return rc;

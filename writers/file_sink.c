@@ -17,34 +17,47 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* "<path>.tmp", new. */
+static char *tmp_of(const char *path)
+{
+	size_t n = strlen(path);
+	char *t = malloc(n + 5);
+
+	if (t) {
+		memcpy(t, path, n);
+		memcpy(t + n, ".tmp", 5);
+	}
+	return t;
+}
+
 int cb__fsink_init(cb__fsink *s, const char *what, const char *path, int atomic,
-		   const char *temp_path, int do_fsync, cb_error *err)
+		   const char *temp_path, int do_fsync, int if_exists, cb_error *err)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 	s->what = what;
 	s->do_fsync = do_fsync != 0;
+	s->atomic = atomic != 0;
+	if (if_exists != CB_FILE_FAIL && if_exists != CB_FILE_APPEND &&
+	    if_exists != CB_FILE_REPLACE)
+		return cb_error_set(err, CB_EINVAL,
+				    "%s %s: if_exists %d is not a cb_file_if_exists", what, path,
+				    if_exists);
+	s->if_exists = if_exists;
+	/* Until open expands them, the paths are the templates (for messages). */
+	s->tmpl = strdup(path);
 	if (atomic) {
 		s->final_path = strdup(path);
-		if (temp_path) {
-			s->path = strdup(temp_path);
-		} else {
-			size_t n = strlen(path);
-
-			s->path = malloc(n + 5);
-			if (s->path) {
-				memcpy(s->path, path, n);
-				memcpy(s->path + n, ".tmp", 5);
-			}
-		}
-		if (!s->final_path || !s->path) {
-			cb__fsink_free(s);
-			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
-		}
+		s->path = temp_path ? strdup(temp_path) : tmp_of(path);
+		if (temp_path)
+			s->temp_tmpl = strdup(temp_path);
 	} else {
 		s->path = strdup(path);
-		if (!s->path)
-			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	}
+	if (!s->tmpl || !s->path || (atomic && !s->final_path) ||
+	    (temp_path && atomic && !s->temp_tmpl)) {
+		cb__fsink_free(s);
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
 	}
 	return 0;
 }
@@ -71,6 +84,8 @@ void cb__fsink_free(cb__fsink *s)
 	free(s->buf);
 	free(s->path);
 	free(s->final_path);
+	free(s->tmpl);
+	free(s->temp_tmpl);
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 }
@@ -236,14 +251,239 @@ static int install(cb__fsink *s, int fd, char *tmp, cb_error *err)
 	return rc;
 }
 
+/* @p path, made absolute against the working directory: new in *@p out. */
+static int absolute(char **out, const char *path, const char *what, cb_error *err)
+{
+	char *cwd;
+	size_t a, b;
+
+	*out = NULL;
+	if (path[0] == '/') {
+		*out = strdup(path);
+		return *out ? 0 : cb_error_set(err, CB_ENOMEM, "%s %s: out of memory", what, path);
+	}
+	while (path[0] == '.' && path[1] == '/')
+		path += 2;
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return cb_error_set(err, CB_ERROR,
+				    "%s %s: cannot make the path absolute: getcwd failed: %s", what,
+				    path, strerror(errno));
+	a = strlen(cwd);
+	b = strlen(path);
+	*out = malloc(a + b + 2);
+	if (!*out) {
+		free(cwd);
+		return cb_error_set(err, CB_ENOMEM, "%s %s: out of memory", what, path);
+	}
+	memcpy(*out, cwd, a);
+	if (a == 0 || cwd[a - 1] != '/')
+		(*out)[a++] = '/';
+	memcpy(*out + a, path, b + 1);
+	free(cwd);
+	return 0;
+}
+
+/* Expand the template @p tmpl and make it absolute: new in *@p out. */
+static int expand(char **out, const cb__fsink *s, const char *tmpl, const cb_step_context *sc,
+		  cb_error *err)
+{
+	char *x = NULL;
+	int rc = cb_file_path_expand(&x, tmpl, sc, err);
+
+	*out = NULL;
+	if (rc < 0) {
+		cb_error_prefix(err, "%s", s->what);
+		return rc;
+	}
+	rc = absolute(out, x, s->what, err);
+	free(x);
+	return rc;
+}
+
+/* A saved path: an absolute path, or an error. */
+static int saved_path(char **out, const cb__fsink *s, const json_t *j, const char *key,
+		      cb_error *err)
+{
+	const char *v = json_string_value(j);
+
+	*out = NULL;
+	if (!v || v[0] != '/')
+		return cb_error_set(err, CB_EINVAL, "%s %s: saved \"%s\" is not an absolute path",
+				    s->what, s->tmpl, key);
+	*out = strdup(v);
+	return *out ? 0 : cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+}
+
+/* Can the committed context (JSON) hold these paths? */
+static int utf8_ok(const char *a, const char *b)
+{
+	json_t *ja = json_string(a), *jb = b ? json_string(b) : NULL;
+	int ok = ja && (!b || jb);
+
+	json_decref(ja);
+	json_decref(jb);
+	return ok;
+}
+
+/*
+ * The paths of this open: those of the committed context when it has them
+ * (a restart writes where the first open decided, whatever the working
+ * directory or the template say now), else the templates' expansion.
+ */
+static int resolve_paths(cb__fsink *s, const cb_step_context *sc, const json_t *saved,
+			 cb_error *err)
+{
+	const json_t *jp = json_is_object(saved) ? json_object_get(saved, "path") : NULL;
+	const json_t *jt = json_is_object(saved) ? json_object_get(saved, "temp_path") : NULL;
+	char *target = NULL, *temp = NULL;
+	int rc;
+
+	if (jp) {
+		rc = saved_path(&target, s, jp, "path", err);
+		if (rc == 0 && s->atomic && jt)
+			rc = saved_path(&temp, s, jt, "temp_path", err);
+	} else {
+		rc = expand(&target, s, s->tmpl, sc, err);
+		if (rc == 0 && s->atomic && s->temp_tmpl)
+			rc = expand(&temp, s, s->temp_tmpl, sc, err);
+	}
+	if (rc == 0 && s->atomic && !temp && !(temp = tmp_of(target)))
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+	if (rc == 0 && !utf8_ok(target, temp))
+		rc = cb_error_set(err, CB_EINVAL,
+				  "%s %s: the path is not valid UTF-8 (the committed context "
+				  "keeps it as JSON)",
+				  s->what, s->tmpl);
+	if (rc == 0 && s->atomic && strcmp(temp, target) == 0)
+		rc = cb_error_set(err, CB_EINVAL,
+				  "%s %s: the temporary path must differ from the path", s->what,
+				  target);
+	if (rc < 0) {
+		free(target);
+		free(temp);
+		return rc;
+	}
+	free(s->path);
+	free(s->final_path);
+	if (s->atomic) {
+		s->path = temp;
+		s->final_path = target;
+	} else {
+		s->path = target;
+		s->final_path = NULL;
+	}
+	return 0;
+}
+
+/* Does the open file @p fd (of @p size bytes) hold exactly @p head? */
+static int holds_only(int fd, long long size, const char *head, size_t head_len)
+{
+	char buf[4096];
+	size_t done = 0;
+
+	if (size != (long long)head_len)
+		return 0;
+	while (done < head_len) {
+		size_t want = head_len - done < sizeof(buf) ? head_len - done : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || memcmp(buf, head + done, (size_t)n) != 0)
+			return 0;
+		done += (size_t)n;
+	}
+	return 1;
+}
+
+/*
+ * A first open (no committed offset): a new file with the header, or, for
+ * CB_FILE_APPEND, with the existing file's content and then the header if
+ * it was empty. CB_FILE_FAIL refuses a file that holds more than the header.
+ */
+static int start_file(cb__fsink *s, const char *head, size_t head_len, cb_error *err)
+{
+	const char *target = s->final_path ? s->final_path : s->path;
+	struct stat st;
+	long long keep = 0;
+	mode_t mode = 0666;
+	char *tmp = NULL;
+	int rc = 0, src = -1, fd;
+
+	if (s->if_exists != CB_FILE_REPLACE) {
+		do
+			src = open(target, O_RDONLY | O_CLOEXEC);
+		while (src < 0 && errno == EINTR);
+		if (src < 0 && errno != ENOENT)
+			return cb_error_set(err, CB_ERROR, "%s %s: open failed: %s", s->what,
+					    target, strerror(errno));
+	}
+	if (src >= 0) {
+		if (fstat(src, &st) < 0)
+			rc = cb_error_set(err, CB_ERROR, "%s %s: stat failed: %s", s->what, target,
+					  strerror(errno));
+		else if (!S_ISREG(st.st_mode))
+			rc = cb_error_set(err, CB_EINVAL, "%s %s: exists and is not a regular file",
+					  s->what, target);
+		else if (s->if_exists == CB_FILE_FAIL &&
+			 !holds_only(src, (long long)st.st_size, head, head_len))
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s %s: the file exists; remove it, choose another path, "
+					  "or set append (if_exists = CB_FILE_APPEND)",
+					  s->what, target);
+		else if (s->if_exists == CB_FILE_APPEND && st.st_size > 0) {
+			char last = 0;
+
+			keep = (long long)st.st_size;
+			mode = st.st_mode & 07777;
+			head_len = 0; /* a file with content has its header */
+			if (pread(src, &last, 1, (off_t)(keep - 1)) != 1 || last != '\n')
+				rc = cb_error_set(
+					err, CB_EINVAL,
+					"%s %s: cannot append: the file does not end with "
+					"a line break",
+					s->what, target);
+		}
+		if (rc < 0) {
+			close(src);
+			return rc;
+		}
+	}
+	fd = create_beside(&tmp, s->path, mode);
+	if (fd < 0) {
+		rc = io_error(s, "create", err);
+		if (src >= 0)
+			close(src);
+		return rc;
+	}
+	if (keep > 0 && copy_prefix(fd, src, keep) < 0)
+		rc = io_error(s, "copying the existing file", err);
+	else if (head_len && write_at(fd, head, head_len, keep) < 0)
+		rc = io_error(s, "writing", err);
+	if (src >= 0)
+		close(src);
+	if (rc < 0) {
+		unlink(tmp);
+		free(tmp);
+		close(fd);
+		return rc;
+	}
+	rc = install(s, fd, tmp, err);
+	if (rc < 0)
+		return rc;
+	s->flushed = s->committed = keep + (long long)head_len;
+	return 0;
+}
+
 /*
  * Every open puts a new file (a new inode) at the path, written beside it and
  * renamed over it: a process that lost its lock but still holds the file it
  * opened (a frozen owner woken after a takeover) can only write into, or cut,
  * a file that no longer has a name.
  */
-int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
-		   cb_error *err)
+int cb__fsink_open(cb__fsink *s, const cb_step_context *sc, const json_t *saved, const char *head,
+		   size_t head_len, cb_error *err)
 {
 	const json_t *jo = json_is_object(saved) ? json_object_get(saved, "offset") : NULL;
 	struct stat st;
@@ -252,24 +492,11 @@ int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t h
 	int rc, src, fd;
 
 	cb__fsink_close(s);
-	if (!jo) {
-		/* first run: a fresh file */
-		fd = create_beside(&tmp, s->path, 0666);
-		if (fd < 0)
-			return io_error(s, "create", err);
-		if (head_len && write_at(fd, head, head_len, 0) < 0) {
-			rc = io_error(s, "writing", err);
-			unlink(tmp);
-			free(tmp);
-			close(fd);
-			return rc;
-		}
-		rc = install(s, fd, tmp, err);
-		if (rc < 0)
-			return rc;
-		s->flushed = s->committed = (long long)head_len;
-		return 0;
-	}
+	rc = resolve_paths(s, sc, saved, err);
+	if (rc < 0)
+		return rc;
+	if (!jo)
+		return start_file(s, head, head_len, err);
 	if (!json_is_integer(jo) || json_integer_value(jo) < 0)
 		return cb_error_set(err, CB_EINVAL,
 				    "%s %s: saved position is not {\"offset\": N >= 0}", s->what,
@@ -396,7 +623,10 @@ int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err)
 		s->flushed += (long long)s->len;
 	}
 	s->len = s->mark = 0;
-	if (json_object_set_new(out, "offset", json_integer((json_int_t)s->flushed)) < 0)
+	if (json_object_set_new(out, "offset", json_integer((json_int_t)s->flushed)) < 0 ||
+	    json_object_set_new(out, "path", json_string(s->final_path ? s->final_path : s->path)) <
+		    0 ||
+	    (s->final_path && json_object_set_new(out, "temp_path", json_string(s->path)) < 0))
 		return cb_error_set(err, CB_ENOMEM, "%s %s: out of memory", s->what, s->path);
 	s->pending = 1;
 	return 0;

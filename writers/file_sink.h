@@ -31,6 +31,10 @@ typedef struct cb__fsink {
 	char *path;       /* where the lines go: the final path, or the temp path */
 	char *final_path; /* atomic mode: the name published by cb_file_publish; else NULL */
 	const char *what; /* names the writer in messages ("CSV writer") */
+	char *tmpl;       /* the path option, a template (cb_file_path_expand) */
+	char *temp_tmpl;  /* atomic mode's temp_path option; NULL: "<path>.tmp" */
+	int atomic;
+	int if_exists; /* a cb_file_if_exists */
 	int do_fsync;
 	int fd;    /* -1 when closed */
 	char *buf; /* lines written since the last update() */
@@ -42,24 +46,28 @@ typedef struct cb__fsink {
 } cb__fsink;
 
 /*
- * Set up @p s for @p path; @p temp_path (NULL: "<path>.tmp") when @p atomic.
- * Strings are copied. @return 0 or CB_ENOMEM.
+ * Set up @p s for the template @p path; @p temp_path (NULL: "<path>.tmp")
+ * when @p atomic; @p if_exists a cb_file_if_exists. Strings are copied; the
+ * paths are expanded at open. @return 0, CB_EINVAL (bad if_exists), CB_ENOMEM.
  */
 int cb__fsink_init(cb__fsink *s, const char *what, const char *path, int atomic,
-		   const char *temp_path, int do_fsync, cb_error *err);
+		   const char *temp_path, int do_fsync, int if_exists, cb_error *err);
 /* Close and free everything. NULL-safe. */
 void cb__fsink_free(cb__fsink *s);
 
 /*
- * Open the file, as a new inode at s->path. Without a saved offset (@p saved
- * NULL or without "offset"): a new file with @p head (@p head_len bytes, may
- * be 0). With one: the file must exist and be at least that long; its first
- * offset bytes are copied into the new file (copy_file_range, else
- * read/write), which keeps the old file's mode. @return 0, CB_EINVAL (bad
- * context, file missing or shorter), CB_ERROR (I/O).
+ * Open the file, as a new inode at s->path. The paths come from @p saved
+ * ("path", "temp_path"), else from the templates expanded with @p sc and
+ * made absolute. Without a saved offset (@p saved NULL or without
+ * "offset"): a new file with @p head (@p head_len bytes, may be 0), or per
+ * s->if_exists when a file is there (writers.h, "An existing file"). With
+ * one: the file must exist and be at least that long; its first offset
+ * bytes are copied into the new file (copy_file_range, else read/write),
+ * which keeps the old file's mode. @return 0, CB_EINVAL (bad context or
+ * template, file missing or shorter, file exists), CB_ERROR (I/O), CB_ENOMEM.
  */
-int cb__fsink_open(cb__fsink *s, const json_t *saved, const char *head, size_t head_len,
-		   cb_error *err);
+int cb__fsink_open(cb__fsink *s, const cb_step_context *sc, const json_t *saved, const char *head,
+		   size_t head_len, cb_error *err);
 /* Close the file; lines not flushed (a chunk that never reached update) are dropped. */
 void cb__fsink_close(cb__fsink *s);
 
@@ -74,7 +82,8 @@ void cb__fsink_cut(cb__fsink *s, size_t len);
 
 /*
  * update(): write the buffered lines at the end of the committed data,
- * fsync if asked, and store {"offset": new length} into @p out.
+ * fsync if asked, and store {"offset": new length, "path": the absolute
+ * path, "temp_path": the file written, in atomic mode} into @p out.
  * @return 0, CB_ERROR (I/O: the file is cut back, the lines dropped), CB_ENOMEM.
  */
 int cb__fsink_flush(cb__fsink *s, json_t *out, cb_error *err);

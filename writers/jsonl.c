@@ -21,8 +21,7 @@ static int jw_open(void *state, const cb_step_context *sc, const json_t *saved, 
 {
 	struct jsonlw *w = state;
 
-	(void)sc;
-	return cb__fsink_open(&w->sink, saved, NULL, 0, err);
+	return cb__fsink_open(&w->sink, sc, saved, NULL, 0, err);
 }
 
 struct dump {
@@ -163,7 +162,7 @@ int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "JSON lines writer: no options");
-	if (opts->version != CB_JSONL_WRITER_OPTIONS_VERSION)
+	if (opts->version < 1 || opts->version > CB_JSONL_WRITER_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL,
 				    "JSON lines writer: unsupported options version %u",
 				    opts->version);
@@ -177,8 +176,10 @@ int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return cb_error_set(err, CB_ENOMEM, "JSON lines writer: out of memory");
+	/* if_exists: since version 2 */
 	rc = cb__fsink_init(&w->sink, "JSON lines writer", opts->path, opts->atomic,
-			    opts->temp_path, opts->fsync, err);
+			    opts->temp_path, opts->fsync,
+			    opts->version >= 2 ? opts->if_exists : CB_FILE_FAIL, err);
 	if (rc) {
 		free(w);
 		return rc;

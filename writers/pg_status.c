@@ -5,6 +5,7 @@
  */
 #include "cbatch/writers.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +18,18 @@ struct status {
 	char **keys;
 	size_t nkeys;
 	char *set_column;
-	char *set_value; /* NULL: SQL NULL */
+	char *set_value;     /* NULL: SQL NULL */
 	char *expect_column; /* conditional transition: only rows where it equals expect_value */
 	char *expect_value;
 	int count_unchanged; /* rows that did not transition count as duplicate writes */
 	char count[24];
 	cb_bind_fn bind;
 	void *bind_ctx;
+	/* filtered items (since options version 2) */
+	int mark_filtered;
+	char *filtered_value; /* NULL: set_value */
+	cb_bind_fn filtered_bind;
+	void *filtered_bind_ctx;
 	char what[200];
 	/* from open */
 	int opened;
@@ -61,6 +67,7 @@ static void status_free(void *state)
 	free(s->set_value);
 	free(s->expect_column);
 	free(s->expect_value);
+	free(s->filtered_value);
 	free(s);
 }
 
@@ -123,8 +130,9 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 			cb__sql_add(&b, " AND %s%s IS NULL", s->nkeys == 1 ? "" : "_cb_t.", qexp);
 	}
 	if (s->count_unchanged)
-		cb__sql_add(&b, " RETURNING 1) SELECT " CB__DUPLICATES_ADD(
-					"$%zu::bigint - (SELECT count(*) FROM _cb_u)"),
+		cb__sql_add(&b,
+			    " RETURNING 1) SELECT " CB__DUPLICATES_ADD(
+				    "$%zu::bigint - (SELECT count(*) FROM _cb_u)"),
 			    next);
 	rc = cb__sql_done(&b, out, err);
 done:
@@ -212,9 +220,10 @@ static int status_result(void *ctx, const PGresult *res, cb_error *err)
 	return cb__pg_result_check(res, s->conn, "status update", s->what, err);
 }
 
-static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
+/* One UPDATE for @p n items, their keys bound by @p bind, set to @p value. */
+static int send_update(struct status *s, cb_tx *tx, void *const *items, size_t n, cb_bind_fn bind,
+		       void *bind_ctx, const char *value, cb_error *err)
 {
-	struct status *s = state;
 	size_t i;
 	int rc;
 
@@ -222,11 +231,10 @@ static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		return cb_error_set(err, CB_EINVAL, "%s: write before open", s->what);
 	if (n == 0)
 		return 0;
-	rc = cb__values_bind_chunk(&s->values, s->bind, s->bind_ctx, s->sc, items, n,
-				   s->what, err);
+	rc = cb__values_bind_chunk(&s->values, bind, bind_ctx, s->sc, items, n, s->what, err);
 	if (rc)
 		return rc;
-	s->params[0] = s->set_value;
+	s->params[0] = value;
 	rc = cb__values_finish(&s->values, s->params + 1, err);
 	if (rc)
 		return rc;
@@ -237,10 +245,30 @@ static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		snprintf(s->count, sizeof(s->count), "%zu", n);
 		s->params[i++] = s->count;
 	}
-	rc = cb_tx_send(tx, s->stmt, (int)nparams(s), s->params, NULL, NULL, status_result, s,
-			err);
+	/* libpq copies the parameters at once: the buffers may be reused */
+	rc = cb_tx_send(tx, s->stmt, (int)nparams(s), s->params, NULL, NULL, status_result, s, err);
 	if (rc)
 		cb_error_prefix(err, "%s", s->what);
+	return rc;
+}
+
+static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
+{
+	struct status *s = state;
+
+	return send_update(s, tx, items, n, s->bind, s->bind_ctx, s->set_value, err);
+}
+
+/* The chunk's filtered items (the reader's items): marked too (mark_filtered). */
+static int status_write_filtered(void *state, cb_tx *tx, void *const *items, size_t n,
+				 cb_error *err)
+{
+	struct status *s = state;
+	int rc = send_update(s, tx, items, n, s->filtered_bind, s->filtered_bind_ctx,
+			     s->filtered_value ? s->filtered_value : s->set_value, err);
+
+	if (rc < 0)
+		cb_error_prefix(err, "filtered items");
 	return rc;
 }
 
@@ -256,12 +284,16 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
-	o = *opts; /* a NULL-terminated key list (item.h, CB_COUNT) */
-	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
-	opts = &o;
-	if (opts->version != CB_PG_STATUS_OPTIONS_VERSION)
+	if (opts->version < 1 || opts->version > CB_PG_STATUS_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);
+	/* Copy only what the caller's version has (a version-1 struct ends
+	 * before mark_filtered); then count a NULL-terminated key list (CB_COUNT). */
+	memset(&o, 0, sizeof(o));
+	memcpy(&o, opts,
+	       opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_status_options, mark_filtered));
+	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
+	opts = &o;
 	if (!opts->table || !opts->table[0])
 		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
 	if (opts->schema && !opts->schema[0])
@@ -313,6 +345,17 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		}
 	}
 
+	if (opts->version >= 2 && opts->mark_filtered) {
+		s->mark_filtered = 1;
+		s->filtered_bind = opts->filtered_bind;
+		s->filtered_bind_ctx = opts->filtered_bind_ctx;
+		if (opts->filtered_value && !(s->filtered_value = strdup(opts->filtered_value))) {
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+			status_free(s);
+			return rc;
+		}
+	}
+
 	out->version = CB_WRITER_VERSION;
 	out->state = s;
 	out->open = status_open;
@@ -320,5 +363,6 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	out->update = NULL;
 	out->close = status_close;
 	out->free = status_free;
+	out->write_filtered = s->mark_filtered ? status_write_filtered : NULL;
 	return 0;
 }

@@ -4,7 +4,9 @@
  * committed account and the CSV writer truncates the file to the length its
  * last committed chunk left, so a killed export restarts into an exact file:
  * no line twice, none torn. `-atomic:long=1` writes to "<file>.tmp" and
- * publishes it as the file when the export completes.
+ * publishes it as the file when the export completes. `file` is a template
+ * (e.g. ledger-{job_execution}.csv); an existing file is refused unless
+ * `-append:long=1`.
  */
 #include "examples.h"
 
@@ -41,6 +43,8 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	wo.nheader = CB_COUNT(cols);
 	wo.format = format_row;
 	wo.atomic = cb_step_param_long(sc, "atomic", 0) != 0;
+	if (cb_step_param_long(sc, "append", 0) != 0)
+		wo.if_exists = CB_FILE_APPEND;
 	if ((rc = cb_csv_writer_new(&w, &wo, err)) < 0)
 		return rc;
 	return cb_chunk_parts_add_writer(parts, &w, err);

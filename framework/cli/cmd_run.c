@@ -24,7 +24,7 @@ static int result_exit(const cb_job_result *r)
 	case CB_STATUS_STOPPED:
 		return CB_EXIT_STOPPED;
 	default:
-		return CB_EXIT_FAILED;
+		return r->invalid_input ? CB_EXIT_USAGE : CB_EXIT_FAILED;
 	}
 }
 

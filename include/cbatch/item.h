@@ -240,6 +240,14 @@ typedef struct cb_writer {
 	 * the step, which stays restartable (since version 2).
 	 */
 	int (*complete)(void *state, cb_error *err);
+	/**
+	 * Write the chunk's filtered items: the items read whose processor set
+	 * its output to NULL (borrowed, @p n >= 1), in the chunk transaction,
+	 * after `write`, e.g. to mark their source rows as done so that a rerun
+	 * does not read and filter them again. Not called for a chunk without
+	 * filtered items. May be NULL.
+	 */
+	int (*write_filtered)(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err);
 } cb_writer;
 
 #ifdef __cplusplus

@@ -178,6 +178,12 @@ typedef struct cb_job_result {
 	int dead_owner;         /**< non-zero: the restarted execution's owner had died */
 	long long fencing_token; /**< the token this execution held its lock with */
 	char lock_name[401];    /**< the lock it ran under */
+	/**
+	 * Non-zero: FAILED because the failing step found its input invalid
+	 * (CB_EINVAL) before its first chunk, e.g. a file writer's file exists
+	 * or a reader's file is missing: nothing was written. The CLI exits 2.
+	 */
+	int invalid_input;
 } cb_job_result;
 
 /**

@@ -140,7 +140,7 @@ typedef struct cb_pg_copy_options {
 /** Fill @p out with a COPY writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_error *err);
 
-#define CB_PG_STATUS_OPTIONS_VERSION 1
+#define CB_PG_STATUS_OPTIONS_VERSION 2
 
 /**
  * Options of the status writer, which marks the chunk's source rows:
@@ -153,7 +153,7 @@ int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_err
  * the `cb_row *` item's columns of the same names.
  */
 typedef struct cb_pg_status_options {
-	unsigned int version;          /**< CB_PG_STATUS_OPTIONS_VERSION */
+	unsigned int version;          /**< CB_PG_STATUS_OPTIONS_VERSION (1 or 2) */
 	const char *schema;
 	const char *table;             /**< required */
 	const char *const *key_columns; /**< required */
@@ -172,10 +172,27 @@ typedef struct cb_pg_status_options {
 	const char *expect_value;
 	/** Non-zero: keys that did not transition count as duplicate target writes. */
 	int count_unchanged;
+	/**
+	 * Since version 2. Non-zero: also mark the chunk's filtered items (read,
+	 * but dropped by the processor), in the same transaction with the same
+	 * statement, so that a rerun does not read and filter them again. The
+	 * engine hands them over through cb_writer's write_filtered hook.
+	 */
+	int mark_filtered;
+	/** Since version 2: the value for filtered items; NULL: @p set_value. */
+	const char *filtered_value;
+	/**
+	 * Since version 2: the keys of a filtered item, which is the reader's
+	 * item (not a processor's output); NULL: cb_bind_row_by_name, for
+	 * `cb_row *` items of the PostgreSQL readers.
+	 */
+	cb_bind_fn filtered_bind;
+	void *filtered_bind_ctx;
 } cb_pg_status_options;
 
-#define CB_PG_STATUS_OPTIONS_INIT \
-	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+#define CB_PG_STATUS_OPTIONS_INIT                                                            \
+	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, \
+	  0, NULL, NULL, NULL }
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err);
@@ -198,8 +215,8 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  *   between update() and COMMIT) go away, and the restarted step writes them
  *   again. No duplicate or torn line survives a crash. A file shorter than
  *   the offset, or missing, is an open error (CB_EINVAL). Without a saved
- *   offset (first run, or no chunk committed yet) open() starts an empty
- *   file with the header.
+ *   offset (first run, or no chunk committed yet) open() starts a file with
+ *   the header (see "An existing file" below).
  * - Every open() puts a new file (a new inode) at the path: it writes the
  *   header, or copies the committed prefix, into a new file beside it
  *   ("<path>.~cb<pid>.<n>", O_EXCL) and renames that over the path. A process
@@ -231,7 +248,64 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
  * published). Readers of `path` see either the old file or the complete new one,
  * never a part. A crash between the rename and the step's COMPLETED record is
  * harmless: the rerun finds the file published (see cb_file_publish).
+ *
+ * Paths. The `path` (and `temp_path`) options are templates, expanded at the
+ * step's first open (cb_file_path_expand); a relative result is resolved
+ * against the working directory then. That absolute path is saved in the
+ * writer's committed context ({"offset": N, "path": ..., and "temp_path" in
+ * atomic mode}), and a restart writes to the saved path, whatever its
+ * working directory and whatever the template would expand to now (e.g.
+ * {job_execution} of the restart).
+ *
+ * An existing file. A step that starts without a committed context (a new
+ * instance, or one whose first chunk never committed) and finds a file at
+ * the path (the published path in atomic mode) acts on `if_exists`:
+ * CB_FILE_FAIL (the default) refuses it with CB_EINVAL, "... exists; remove
+ * it, choose another path, or set append", unless the file holds exactly
+ * what the open would write (the header, or nothing): such a file is left by
+ * a first chunk that never committed and is replaced. CB_FILE_APPEND keeps
+ * the file's content as the prefix of the new file (the header is written
+ * only when the file is empty; a file that does not end with a line break is
+ * refused): the committed offsets count from the start of the file, so that
+ * the truncation to the committed offset on restart stays exact.
+ * CB_FILE_REPLACE starts an empty file, as before. One case is left to the
+ * operator: a process killed between its first chunk's update and COMMIT
+ * (or whose connection broke there, the COMMIT not having happened) leaves
+ * lines that no committed context accounts for; the reopen then refuses the
+ * file (CB_FILE_FAIL), or keeps those lines (CB_FILE_APPEND).
  */
+
+/** What a file writer does with a file that exists at its first open. */
+typedef enum cb_file_if_exists {
+	CB_FILE_FAIL = 0,   /**< refuse it (CB_EINVAL), unless it holds only the header */
+	CB_FILE_APPEND = 1, /**< keep its content and write after it */
+	CB_FILE_REPLACE = 2 /**< replace it with a new file */
+} cb_file_if_exists;
+
+/**
+ * Expand the path template @p tmpl with the step context @p sc (borrowed;
+ * NULL is accepted for a template without placeholders):
+ *
+ *     {job}             the job's name
+ *     {step}            the step's name
+ *     {job_execution}   the job execution id
+ *     {step_execution}  the step execution id
+ *     {job_instance}    the job instance id
+ *     {param:NAME}      the value of parameter NAME as text (its canonical
+ *                       form, e.g. 2026-06-30 for a date)
+ *     {{ and }}         a literal brace
+ *
+ * A value never steers the file outside the template's directory: a value
+ * that is empty, starts with '.', or contains '/' or a control character is
+ * refused (CB_EINVAL naming the placeholder and the value), so no component
+ * made with one can be "." or "..". The file writers call it at their first
+ * open; it is public for jobs that name files by other means.
+ *
+ * @param out  set to the expanded path (new: free it with free()), or NULL on error
+ * @return 0, CB_EINVAL (unknown placeholder, unbalanced brace, parameter
+ *         not set, refused value), CB_ENOMEM.
+ */
+int cb_file_path_expand(char **out, const char *tmpl, const cb_step_context *sc, cb_error *err);
 
 /**
  * Publish a file written in atomic mode: fsync @p temp_path, rename it to
@@ -287,12 +361,12 @@ typedef int (*cb_csv_format_fn)(void *ctx, const void *item, cb_csv_row *row, cb
  */
 int cb_csv_format_record(void *ctx, const void *item, cb_csv_row *row, cb_error *err);
 
-#define CB_CSV_WRITER_OPTIONS_VERSION 1
+#define CB_CSV_WRITER_OPTIONS_VERSION 2
 
 /** Options of the CSV writer. Strings are copied by cb_csv_writer_new. */
 typedef struct cb_csv_writer_options {
-	unsigned int version;         /**< CB_CSV_WRITER_OPTIONS_VERSION */
-	const char *path;             /**< the output file; required */
+	unsigned int version;         /**< CB_CSV_WRITER_OPTIONS_VERSION (1 or 2) */
+	const char *path;             /**< the output file, a template (cb_file_path_expand); required */
 	char delimiter;               /**< 0: ','. Not '"', CR or LF */
 	const char *line_end;         /**< "\n" (NULL) or "\r\n" (RFC 4180) */
 	const char *const *header;    /**< header row, written on a first run; NULL: none */
@@ -302,11 +376,14 @@ typedef struct cb_csv_writer_options {
 	int quote_all;                /**< non-zero: quote every field (NULL fields excepted) */
 	int fsync;                    /**< non-zero: fdatasync after each chunk's lines */
 	int atomic;                   /**< non-zero: write to @p temp_path; see cb_file_publish */
-	const char *temp_path;        /**< atomic mode's file; NULL: "<path>.tmp" */
+	const char *temp_path;        /**< atomic mode's file, a template; NULL: "<path>.tmp" */
+	/** Since version 2: a cb_file_if_exists, for a file found at the first open. */
+	int if_exists;
 } cb_csv_writer_options;
 
 #define CB_CSV_WRITER_OPTIONS_INIT \
-	{ CB_CSV_WRITER_OPTIONS_VERSION, NULL, ',', NULL, NULL, 0, NULL, NULL, 0, 0, 0, NULL }
+	{ CB_CSV_WRITER_OPTIONS_VERSION, NULL, ',', NULL, NULL, 0, NULL, NULL, 0, 0, 0, NULL, \
+	  CB_FILE_FAIL }
 
 /**
  * Fill @p out with a CSV writer (options copied; the step calls out->free).
@@ -325,12 +402,12 @@ int cb_csv_writer_new(cb_writer *out, const cb_csv_writer_options *opts, cb_erro
  */
 typedef int (*cb_jsonl_format_fn)(void *ctx, const void *item, json_t **out, cb_error *err);
 
-#define CB_JSONL_WRITER_OPTIONS_VERSION 1
+#define CB_JSONL_WRITER_OPTIONS_VERSION 2
 
 /** Options of the JSON lines writer. Strings are copied. */
 typedef struct cb_jsonl_writer_options {
-	unsigned int version;      /**< CB_JSONL_WRITER_OPTIONS_VERSION */
-	const char *path;          /**< the output file; required */
+	unsigned int version;      /**< CB_JSONL_WRITER_OPTIONS_VERSION (1 or 2) */
+	const char *path;          /**< the output file, a template (cb_file_path_expand); required */
 	cb_jsonl_format_fn format; /**< NULL: items are `json_t *` (borrowed) */
 	void *format_ctx;
 	/**
@@ -342,11 +419,13 @@ typedef struct cb_jsonl_writer_options {
 	size_t dump_flags;
 	int fsync;                 /**< non-zero: fdatasync after each chunk's lines */
 	int atomic;                /**< non-zero: write to @p temp_path; see cb_file_publish */
-	const char *temp_path;     /**< NULL: "<path>.tmp" */
+	const char *temp_path;     /**< a template; NULL: "<path>.tmp" */
+	/** Since version 2: a cb_file_if_exists, for a file found at the first open. */
+	int if_exists;
 } cb_jsonl_writer_options;
 
 #define CB_JSONL_WRITER_OPTIONS_INIT \
-	{ CB_JSONL_WRITER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL }
+	{ CB_JSONL_WRITER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL, CB_FILE_FAIL }
 
 /**
  * Fill @p out with a JSON lines writer: each item becomes one line of

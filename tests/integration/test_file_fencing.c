@@ -59,15 +59,21 @@ static int format_row(void *ctx, const void *item, cb_csv_row *row, cb_error *er
 	return 0;
 }
 
-/* Freeze this whole process on the item CBT_PAUSE_AT names (once). */
+/* Freeze this whole process on the item CBT_PAUSE_AT names (once); fail
+ * the chunk on the item CBT_FAIL_AT names (once). */
 static int pause_at(void *state, cb_chunk *chunk, void *item, void **out, cb_error *err)
 {
 	const char *at = getenv("CBT_PAUSE_AT");
+	const char *fail = getenv("CBT_FAIL_AT");
 
-	(void)state, (void)chunk, (void)err;
+	(void)state, (void)chunk;
 	if (at && strcmp(cb_row_get(item, 0), at) == 0) {
 		unsetenv("CBT_PAUSE_AT");
 		raise(SIGSTOP);
+	}
+	if (fail && strcmp(cb_row_get(item, 0), fail) == 0) {
+		unsetenv("CBT_FAIL_AT");
+		return cb_error_set(err, CB_ERROR, "injected failure at id %s", cb_row_get(item, 0));
 	}
 	*out = item;
 	return 0;
@@ -78,7 +84,7 @@ static int build_export(void *user, const cb_step_context *sc, cb_chunk_parts *p
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
 	const cb_params *p = cb_step_context_params(sc);
-	long long atomic = 0;
+	long long atomic = 0, append = 0;
 	int rc;
 
 	(void)user;
@@ -98,13 +104,16 @@ static int build_export(void *user, const cb_step_context *sc, cb_chunk_parts *p
 	wo.nheader = 2;
 	wo.format = format_row;
 	wo.atomic = atomic != 0;
+	(void)cb_params_get_long(p, "append", &append);
+	wo.if_exists = append ? CB_FILE_APPEND : CB_FILE_FAIL;
 	rc = cb_csv_writer_new(&parts->writers[0], &wo, err);
 	if (rc == 0)
 		parts->nwriters = 1;
 	return rc;
 }
 
-/* The job: `file_export file=PATH [-atomic:long=1]`, retry @p retry_limit. */
+/* The job: `file_export file=PATH [-atomic:long=1] [-append:long=1]`, retry
+ * @p retry_limit. PATH is a template (cb_file_path_expand). */
 static cb_job *export_job(const char *name, unsigned int retry_limit, cb_error *err)
 {
 	cb_step_def step = CB_STEP_DEF_INIT;
@@ -779,6 +788,160 @@ static void test_failed_reconnect_reports_the_chunks_own_error(void)
 	cb_job_free(job);
 }
 
+/* ---- issue 9: paths fixed at the first open, existing files --------------- */
+
+/* The newest step execution's committed context, @p member of writer.0. */
+static void committed_text(char *out, size_t size, const char *job, const char *member)
+{
+	char sql[600];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT c.serialized_context->'writer.0'->>'%s' FROM "
+		 "batch_step_execution_context c JOIN batch_step_execution s USING "
+		 "(step_execution_id) JOIN batch_job_execution e USING (job_execution_id) JOIN "
+		 "batch_job_instance i USING (job_instance_id) WHERE i.job_name = '%s' "
+		 "ORDER BY s.step_execution_id DESC LIMIT 1",
+		 member, job);
+	cbt_query_str(conn, sql, out, size);
+}
+
+/* Launch @p job with `file=@p file` (and -append:long=1 when @p append). */
+static void launch(cb_job_result *r, cb_job *job, const char *file, int append)
+{
+	cb_error err = CB_ERROR_INIT;
+	char arg[700];
+	cb_params *p = NULL;
+
+	snprintf(arg, sizeof(arg), "file=%s", file);
+	CBT_PASS(cb_params_new(&p, &err), &err);
+	CBT_PASS(cb_params_parse_arg(p, arg, &err), &err);
+	if (append)
+		CBT_PASS(cb_params_parse_arg(p, "-append:long=1", &err), &err);
+	CBT_PASS(cb_job_launch(r, conn, job, p, NULL, &err), &err);
+	cb_params_free(p);
+}
+
+static void test_restart_from_another_directory_finds_the_same_file(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = export_job("relative_export", 0, &err);
+	char base[512], a[600], b[600], cwd[4096], want[700], saved[1024];
+	cb_job_result r;
+	long long first;
+
+	CBT_PASS_FATAL(job ? 0 : err.code, &err);
+	CU_ASSERT_FATAL(getcwd(cwd, sizeof(cwd)) != NULL);
+	fresh_dir(base, sizeof(base), "relative");
+	snprintf(a, sizeof(a), "%s/a", base);
+	snprintf(b, sizeof(b), "%s/b", base);
+	CU_ASSERT_FATAL(mkdir(a, 0777) == 0 && mkdir(b, 0777) == 0);
+	/* The first execution runs in a/ and fails after 7 chunks. */
+	CU_ASSERT_FATAL(chdir(a) == 0);
+	setenv("CBT_FAIL_AT", "750", 1);
+	launch(&r, job, "out-{job_execution}.csv", 0);
+	unsetenv("CBT_FAIL_AT");
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	first = r.job_execution_id;
+	snprintf(want, sizeof(want), "%s/out-%lld.csv", a, first);
+	committed_text(saved, sizeof(saved), "relative_export", "path");
+	CBT_EQ_STR(saved, want);
+	/* The restart runs in b/, as another execution: it finishes the same file. */
+	CU_ASSERT_FATAL(chdir(b) == 0);
+	CBT_PASS(cb_job_restart(&r, conn, job, first, NULL, &err), &err);
+	CU_ASSERT_FATAL(chdir(cwd) == 0);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CU_ASSERT(r.job_execution_id != first);
+	assert_exact(want, "relative_export", "after the restart from another directory");
+	CBT_EQ_LL(entries(a), 1);
+	CBT_EQ_LL(entries(b), 0);
+	unlink(want);
+	rmdir(a);
+	rmdir(b);
+	rmdir(base);
+	cb_job_free(job);
+}
+
+static void test_new_instance_refuses_an_existing_file(void)
+{
+	char dir[512], path[600], file_arg[640], out[4096], errout[8192];
+	const char *argv[] = { self_exe(), "--as-job", "--db", db, "run", "file_export",
+			       file_arg,   NULL };
+	size_t len;
+	char *kept;
+
+	fresh_dir(dir, sizeof(dir), "exists");
+	snprintf(path, sizeof(path), "%s/out.csv", dir);
+	snprintf(file_arg, sizeof(file_arg), "file=%s", path);
+	{
+		FILE *f = fopen(path, "w");
+
+		CU_ASSERT_FATAL(f != NULL);
+		fputs("id,payload\n1,from an earlier export\n", f);
+		fclose(f);
+	}
+	/* invalid input, nothing written: exit 2 */
+	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 2);
+	CBT_CONTAINS(errout, path);
+	CBT_CONTAINS(errout, "exists; remove it, choose another path, or set append");
+	kept = slurp(path, &len);
+	CBT_EQ_LL(len, 36);
+	CU_ASSERT(kept && memcmp(kept, "id,payload\n1,from an earlier export\n", 36) == 0);
+	free(kept);
+	CBT_EQ_LL(entries(dir), 1);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_append_mode_appends_and_restarts_exactly(void)
+{
+	static const char prefix[] = "id,payload\n0,kept from before\n";
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = export_job("append_export", 0, &err);
+	char dir[512], path[600];
+	size_t want_len = 0, have_len = 0;
+	char *want, *have, *full;
+	cb_job_result r;
+	FILE *f;
+
+	CBT_PASS_FATAL(job ? 0 : err.code, &err);
+	fresh_dir(dir, sizeof(dir), "append");
+	snprintf(path, sizeof(path), "%s/out.csv", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(prefix, f);
+	fclose(f);
+	setenv("CBT_FAIL_AT", "750", 1);
+	launch(&r, job, path, 1);
+	unsetenv("CBT_FAIL_AT");
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	/* Lines that no commit accounts for (a chunk written before a COMMIT
+	 * that never happened) go on restart. */
+	f = fopen(path, "a");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("999,never committed\n", f);
+	fclose(f);
+	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	/* The old content, then the export without a second header. */
+	full = expected_output(&want_len);
+	CU_ASSERT_FATAL(full != NULL);
+	want = malloc(want_len + sizeof(prefix));
+	CU_ASSERT_FATAL(want != NULL);
+	memcpy(want, prefix, sizeof(prefix) - 1);
+	memcpy(want + sizeof(prefix) - 1, full + 11, want_len - 11);
+	want_len = want_len - 11 + sizeof(prefix) - 1;
+	have = slurp(path, &have_len);
+	CU_ASSERT(have && first_difference(want, want_len, have, have_len) == 0);
+	CBT_EQ_LL(committed_offset("append_export"), (long long)have_len);
+	free(full);
+	free(want);
+	free(have);
+	CBT_EQ_LL(entries(dir), 1);
+	unlink(path);
+	rmdir(dir);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "zombie leaves the successor's file alone",
 	  test_zombie_leaves_the_successors_file_alone },
@@ -790,6 +953,11 @@ static const CU_TestInfo tests[] = {
 	  test_lost_commit_answer_then_restart_keeps_committed_lines },
 	{ "failed reconnect reports the chunk's own error",
 	  test_failed_reconnect_reports_the_chunks_own_error },
+	{ "restart from another directory finds the same file",
+	  test_restart_from_another_directory_finds_the_same_file },
+	{ "new instance refuses an existing file", test_new_instance_refuses_an_existing_file },
+	{ "append mode appends and restarts exactly",
+	  test_append_mode_appends_and_restarts_exactly },
 	CU_TEST_INFO_NULL,
 };
 

@@ -257,6 +257,140 @@ static void test_conditional_transition_counts_rows_that_did_not_move(void)
 	cb_job_free(job);
 }
 
+/* ---- the status writer marks filtered items too ------------------------- */
+
+static const char *const src_cols[] = { "id", "amount" };
+
+/* Negative amounts are filtered out: never written to the target. */
+static int drop_negative(void *state, cb_chunk *chunk, void *item, void **res, cb_error *err)
+{
+	const char *amount = cb_row_get(item, 1);
+
+	(void)state, (void)chunk, (void)err;
+	*res = amount && amount[0] == '-' ? NULL : item;
+	return 0;
+}
+
+static int build_filtering(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			   cb_error *err)
+{
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_upsert_options u = CB_PG_UPSERT_OPTIONS_INIT;
+	cb_pg_status_options st = CB_PG_STATUS_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "src";
+	r.columns = src_cols;
+	r.ncolumns = 2;
+	r.key_columns = item_key;
+	r.nkeys = 1;
+	r.where = "state = 'READY'";
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	parts->processor.version = CB_PROCESSOR_VERSION;
+	parts->processor.process = drop_negative;
+	u.table = "dst";
+	u.columns = src_cols;
+	u.ncolumns = 2;
+	u.key_columns = item_key;
+	u.nkeys = 1;
+	rc = cb_pg_upsert_writer_new(&parts->writers[0], &u, err);
+	if (rc < 0)
+		return rc;
+	parts->nwriters = 1;
+	st.table = "src";
+	st.key_columns = item_key;
+	st.nkeys = 1;
+	st.set_column = "state";
+	st.set_value = "DONE";
+	st.mark_filtered = 1;
+	st.filtered_value = "FILTERED";
+	rc = cb_pg_status_writer_new(&parts->writers[1], &st, err);
+	parts->nwriters += rc == 0;
+	return rc;
+}
+
+static void test_status_writer_marks_filtered_items(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("filtering", build_filtering);
+	cb_launch_options opts = CB_LAUNCH_OPTIONS_INIT;
+	cb_job_result r;
+
+	/* 50 rows, every third negative (16 filtered, in chunks of 7 that hold
+	 * both kinds), then a chunk of 7 filtered rows only. */
+	cbt_exec(conn, "CREATE TABLE src (id bigint PRIMARY KEY, amount bigint NOT NULL, "
+		       " state text NOT NULL DEFAULT 'READY'); "
+		       "CREATE TABLE dst (id bigint PRIMARY KEY, amount bigint NOT NULL); "
+		       "INSERT INTO src (id, amount) SELECT g, CASE WHEN g % 3 = 0 THEN -g "
+		       " ELSE g END FROM generate_series(1, 50) g; "
+		       /* a chunk of filtered rows only: ids 101..107 */
+		       "INSERT INTO src (id, amount) SELECT g, -1 FROM generate_series(101, 107) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 34);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'DONE'"), 34);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'FILTERED'"), 23);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src s JOIN dst USING (id) "
+				     "WHERE s.state <> 'DONE'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT filter_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering'"),
+		  23);
+	/* a deliberate rerun reads nothing: the filtered rows are marked too */
+	opts.next = 1;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, &opts, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering' ORDER BY step_execution_id DESC "
+				     "LIMIT 1"),
+		  0);
+	cb_job_free(job);
+}
+
+/* A write failure skipped item by item (a scan): filtered items are still
+ * marked once, in the scan's transaction; the skipped row stays unmarked. */
+static void test_status_writer_marks_filtered_items_in_a_scan(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def s = CB_STEP_DEF_INIT;
+	cb_job *job = NULL;
+	cb_job_result r;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "filtering_scan", &err), &err);
+	s.name = "only";
+	s.build = build_filtering;
+	s.chunk_size = 7;
+	s.classify = cb_classify_skip_invalid;
+	s.skip_limit = 5;
+	CBT_PASS(cb_job_add_step(job, &s, &err), &err);
+	cbt_exec(conn, "DROP TABLE IF EXISTS src, dst; "
+		       "CREATE TABLE src (id bigint PRIMARY KEY, amount bigint NOT NULL, "
+		       " state text NOT NULL DEFAULT 'READY'); "
+		       "CREATE TABLE dst (id bigint PRIMARY KEY, amount bigint NOT NULL "
+		       " CHECK (amount <> 13)); "
+		       "INSERT INTO src (id, amount) SELECT g, CASE WHEN g % 3 = 0 THEN -g "
+		       " ELSE g END FROM generate_series(1, 50) g");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 33);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'DONE'"), 33);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'FILTERED'"), 16);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src WHERE state = 'READY'"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_skip_count FROM batch_step_execution s JOIN "
+				     "batch_job_execution e USING (job_execution_id) JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'filtering_scan'"),
+		  1);
+	cb_job_free(job);
+}
+
 static int build_copy(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
 		      cb_error *err)
 {
@@ -385,6 +519,9 @@ static const CU_TestInfo tests[] = {
 	  test_insert_if_absent_keeps_first_writes_and_counts_conflicts },
 	{ "conditional transition counts rows that did not move",
 	  test_conditional_transition_counts_rows_that_did_not_move },
+	{ "status writer marks filtered items", test_status_writer_marks_filtered_items },
+	{ "status writer marks filtered items in a scan",
+	  test_status_writer_marks_filtered_items_in_a_scan },
 	CU_TEST_INFO_NULL,
 };
 

@@ -1050,6 +1050,7 @@ static void test_writer_quoting(void)
 	cb_writer w;
 
 	o.path = path_of("out.csv");
+	o.if_exists = CB_FILE_REPLACE; /* this test reopens over its old files */
 	o.header = hdr;
 	o.nheader = 3;
 	o.format = format_row;
@@ -1107,6 +1108,7 @@ static void test_writer_fields(void)
 	char *got;
 
 	o.path = path_of("fields.csv");
+	o.if_exists = CB_FILE_REPLACE; /* this test reopens over its old files */
 	o.format = format_various;
 	o.delimiter = ';';
 	open_writer(&w, &o, NULL);
@@ -1205,6 +1207,7 @@ static void test_writer_truncate(void)
 	char msg[800];
 
 	o.path = path_of("trunc.csv");
+	o.if_exists = CB_FILE_REPLACE; /* this test reopens over its old files */
 	o.header = two_cols;
 	o.nheader = 2;
 	o.format = format_row;
@@ -1342,9 +1345,10 @@ static void test_sink_rollback(void)
 	cb__fsink s;
 	json_t *ctx = json_object();
 
-	CBT_PASS_FATAL(cb__fsink_init(&s, "test sink", path_of("sink.txt"), 0, NULL, 0, &err),
+	CBT_PASS_FATAL(cb__fsink_init(&s, "test sink", path_of("sink.txt"), 0, NULL, 0,
+				      CB_FILE_REPLACE, &err),
 		       &err);
-	CBT_PASS_FATAL(cb__fsink_open(&s, NULL, "H\n", 2, &err), &err);
+	CBT_PASS_FATAL(cb__fsink_open(&s, NULL, NULL, "H\n", 2, &err), &err);
 	cb__fsink_begin_write(&s);
 	cb__fsink_append(&s, "one\n", 4);
 	CBT_PASS(cb__fsink_flush(&s, ctx, &err), &err);
@@ -1391,6 +1395,7 @@ static void test_writer_atomic(void)
 	cb_writer w;
 
 	o.path = path_of("atomic.csv");
+	o.if_exists = CB_FILE_REPLACE; /* this test reopens over its old files */
 	o.header = two_cols;
 	o.nheader = 2;
 	o.format = format_row;

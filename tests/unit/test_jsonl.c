@@ -353,6 +353,7 @@ static void test_writer(void)
 	cb_writer w;
 
 	o.path = path_of("out.jsonl");
+	o.if_exists = CB_FILE_REPLACE;                  /* this test reopens over its old files */
 	o.dump_flags = JSON_SORT_KEYS | JSON_INDENT(4); /* indent is ignored */
 	write_str(o.path, "old\n");
 	open_writer(&w, &o, NULL);
