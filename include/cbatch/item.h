@@ -245,7 +245,7 @@ typedef struct cb_writer {
 	 * its output to NULL (borrowed, @p n >= 1), in the chunk transaction,
 	 * after `write`, e.g. to mark their source rows as done so that a rerun
 	 * does not read and filter them again. Not called for a chunk without
-	 * filtered items. May be NULL.
+	 * filtered items. May be NULL (since version 2).
 	 */
 	int (*write_filtered)(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err);
 } cb_writer;
