@@ -7,8 +7,8 @@
 typedef struct cb_arena_block cb_arena_block;
 
 typedef struct cb_arena {
-	cb_arena_block *head;    /* block being filled */
-	cb_arena_block *spare;   /* blocks kept from earlier chunks */
+	cb_arena_block *head;  /* block being filled */
+	cb_arena_block *spare; /* blocks kept from earlier chunks */
 } cb_arena;
 
 void cb__arena_init(cb_arena *a);

@@ -80,21 +80,37 @@ int cb_error_prefix(cb_error *err, const char *fmt, ...)
 const char *cb_strcode(int code)
 {
 	switch (code) {
-	case CB_OK: return "CB_OK";
-	case CB_DONE: return "CB_DONE";
-	case CB_ERROR: return "CB_ERROR";
-	case CB_ENOMEM: return "CB_ENOMEM";
-	case CB_EINVAL: return "CB_EINVAL";
-	case CB_EDB: return "CB_EDB";
-	case CB_ERETRY: return "CB_ERETRY";
-	case CB_EFENCED: return "CB_EFENCED";
-	case CB_ECANCELED: return "CB_ECANCELED";
-	case CB_ECOMPLETE: return "CB_ECOMPLETE";
-	case CB_ERUNNING: return "CB_ERUNNING";
-	case CB_ENOTFOUND: return "CB_ENOTFOUND";
-	case CB_ENORESTART: return "CB_ENORESTART";
-	case CB_ESTALE: return "CB_ESTALE";
-	case CB_ECALLBACK: return "CB_ECALLBACK";
-	default: return "CB_UNKNOWN";
+	case CB_OK:
+		return "CB_OK";
+	case CB_DONE:
+		return "CB_DONE";
+	case CB_ERROR:
+		return "CB_ERROR";
+	case CB_ENOMEM:
+		return "CB_ENOMEM";
+	case CB_EINVAL:
+		return "CB_EINVAL";
+	case CB_EDB:
+		return "CB_EDB";
+	case CB_ERETRY:
+		return "CB_ERETRY";
+	case CB_EFENCED:
+		return "CB_EFENCED";
+	case CB_ECANCELED:
+		return "CB_ECANCELED";
+	case CB_ECOMPLETE:
+		return "CB_ECOMPLETE";
+	case CB_ERUNNING:
+		return "CB_ERUNNING";
+	case CB_ENOTFOUND:
+		return "CB_ENOTFOUND";
+	case CB_ENORESTART:
+		return "CB_ENORESTART";
+	case CB_ESTALE:
+		return "CB_ESTALE";
+	case CB_ECALLBACK:
+		return "CB_ECALLBACK";
+	default:
+		return "CB_UNKNOWN";
 	}
 }

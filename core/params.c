@@ -22,7 +22,7 @@
 #include <xxhash.h>
 
 #define KEY_PREFIX "cbatch-job-key:1\n"
-#define SYNTAX "expected [-]NAME[:TYPE]=VALUE"
+#define SYNTAX     "expected [-]NAME[:TYPE]=VALUE"
 /* How much of an argument or value an error message quotes. */
 #define SHOW_MAX 80
 
@@ -140,8 +140,7 @@ static void show_char(char dst[8], unsigned char c)
 
 /* Name rules from params.h; `what` is the quoted argument, `base` the offset
  * of the name within it. */
-static int check_name(const char *name, size_t len, const char *what, size_t base,
-		      cb_error *err)
+static int check_name(const char *name, size_t len, const char *what, size_t base, cb_error *err)
 {
 	char c[8];
 	size_t i;
@@ -196,8 +195,8 @@ static int check_date(const char *v, const char *what, cb_error *err)
 	}
 	if (i < 10 || v[10] != '\0')
 		return cb_error_set(err, CB_EINVAL,
-				    "parameter '%s': invalid date '%s' (expected YYYY-MM-DD)",
-				    what, sv);
+				    "parameter '%s': invalid date '%s' (expected YYYY-MM-DD)", what,
+				    sv);
 	y = (v[0] - '0') * 1000 + (v[1] - '0') * 100 + (v[2] - '0') * 10 + (v[3] - '0');
 	m = (v[5] - '0') * 10 + (v[6] - '0');
 	d = (v[8] - '0') * 10 + (v[9] - '0');
@@ -207,8 +206,8 @@ static int check_date(const char *v, const char *what, cb_error *err)
 				    what, sv);
 	if (m < 1 || m > 12)
 		return cb_error_set(err, CB_EINVAL,
-				    "parameter '%s': invalid date '%s' (month must be 01-12)",
-				    what, sv);
+				    "parameter '%s': invalid date '%s' (month must be 01-12)", what,
+				    sv);
 	if (d < 1 || d > days_in_month(y, m))
 		return cb_error_set(err, CB_EINVAL,
 				    "parameter '%s': invalid date '%s' (%.7s has %d days)", what,
@@ -238,9 +237,9 @@ static int canon_long(char *out, size_t cap, const char *v, const char *what, cb
 	/* strtoll would skip leading white space; a value never has any. */
 	if (!((v[0] >= '0' && v[0] <= '9') ||
 	      ((v[0] == '-' || v[0] == '+') && v[1] >= '0' && v[1] <= '9')))
-		return cb_error_set(err, CB_EINVAL,
-				    "parameter '%s': invalid long '%s' (expected a decimal integer)",
-				    what, sv);
+		return cb_error_set(
+			err, CB_EINVAL,
+			"parameter '%s': invalid long '%s' (expected a decimal integer)", what, sv);
 	errno = 0;
 	x = strtoll(v, &end, 10);
 	if (*end != '\0')
@@ -296,9 +295,10 @@ static int canon_double(char *out, size_t cap, double x, const char *text, const
 	if (text)
 		show(sv, text, strlen(text));
 	if (bad)
-		return cb_error_set(err, CB_EINVAL,
-				    "parameter '%s': invalid double '%s' (expected a decimal number)",
-				    what, sv);
+		return cb_error_set(
+			err, CB_EINVAL,
+			"parameter '%s': invalid double '%s' (expected a decimal number)", what,
+			sv);
 	/* Subnormals are kept (they round-trip); a value that became 0 is refused. */
 	if (range && x == 0)
 		return cb_error_set(err, CB_EINVAL,
@@ -373,9 +373,8 @@ static int add(cb_params *p, const char *name, size_t namelen, cb_param_type typ
 		return rc;
 	for (i = 0; i < p->n; i++)
 		if (strlen(p->v[i].name) == namelen && memcmp(p->v[i].name, name, namelen) == 0)
-			return cb_error_set(err, CB_EINVAL,
-					    "parameter '%s': duplicate name '%.*s'", what,
-					    (int)namelen, name);
+			return cb_error_set(err, CB_EINVAL, "parameter '%s': duplicate name '%.*s'",
+					    what, (int)namelen, name);
 
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 8;
@@ -473,7 +472,9 @@ int cb_params_add(cb_params *p, const char *name, cb_param_type type, const char
 
 	if (!p || !name || !value)
 		return cb_error_set(err, CB_EINVAL, "cb_params_add: %s is NULL",
-				    !p ? "set" : !name ? "name" : "value");
+				    !p    ? "set" :
+				    !name ? "name" :
+					    "value");
 	show(sn, name, strlen(name));
 	return add(p, name, strlen(name), type, value, identifying, sn, 0, err);
 }
@@ -531,8 +532,7 @@ int cb_params_parse_arg(cb_params *p, const char *arg, cb_error *err)
 	}
 	eq = strchr(name, '=');
 	if (!eq)
-		return cb_error_set(err, CB_EINVAL, "parameter '%s': missing '=' (%s)", sa,
-				    SYNTAX);
+		return cb_error_set(err, CB_EINVAL, "parameter '%s': missing '=' (%s)", sa, SYNTAX);
 	colon = memchr(name, ':', (size_t)(eq - name));
 	namelen = (size_t)((colon ? colon : eq) - name);
 	if (colon) {
@@ -564,8 +564,8 @@ size_t cb_params_count(const cb_params *p)
 	return p ? p->n : 0;
 }
 
-static void fill(const struct entry *e, const char **name, cb_param_type *type,
-		 const char **value, int *identifying)
+static void fill(const struct entry *e, const char **name, cb_param_type *type, const char **value,
+		 int *identifying)
 {
 	if (name)
 		*name = e->name;
@@ -586,8 +586,8 @@ int cb_params_at(const cb_params *p, size_t i, const char **name, cb_param_type 
 	return 0;
 }
 
-int cb_params_find(const cb_params *p, const char *name, cb_param_type *type,
-		   const char **value, int *identifying)
+int cb_params_find(const cb_params *p, const char *name, cb_param_type *type, const char **value,
+		   int *identifying)
 {
 	const struct entry *e = find(p, name);
 

@@ -88,8 +88,8 @@ static int exec_sql(PGconn *conn, const char *what, const char *sql, int nparams
 		    const char *const *values)
 {
 	/* Schema files hold several statements: only the simple protocol takes those. */
-	PGresult *res = nparams ? PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0)
-				: PQexec(conn, sql);
+	PGresult *res = nparams ? PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0) :
+				  PQexec(conn, sql);
 	int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
 
 	if (!ok)
@@ -156,12 +156,16 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 			return CB_EXIT_COMPLETED;
 		} else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
 			if (parse_count(argv[++i], &rows))
-				return failure(CB_EXIT_USAGE, "--rows '%s' is not a non-negative "
-					       "integer", argv[i]);
+				return failure(CB_EXIT_USAGE,
+					       "--rows '%s' is not a non-negative "
+					       "integer",
+					       argv[i]);
 		} else if (strcmp(argv[i], "--negative-at") == 0 && i + 1 < argc) {
 			if (parse_count(argv[++i], &negative))
-				return failure(CB_EXIT_USAGE, "--negative-at '%s' is not a "
-					       "non-negative integer", argv[i]);
+				return failure(CB_EXIT_USAGE,
+					       "--negative-at '%s' is not a "
+					       "non-negative integer",
+					       argv[i]);
 		} else if (strcmp(argv[i], "--date") == 0 && i + 1 < argc) {
 			date = argv[++i];
 		} else if (strcmp(argv[i], "--reset") == 0) {
@@ -181,8 +185,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		return CB_EXIT_FAILED;
 	if (strcmp(example, "settlement") == 0)
 		return setup_settlement(conn, rows, date, reset);
-	if (reset && exec_sql(conn, "reset", "TRUNCATE account, ledger RESTART IDENTITY", 0,
-			      NULL) < 0)
+	if (reset &&
+	    exec_sql(conn, "reset", "TRUNCATE account, ledger RESTART IDENTITY", 0, NULL) < 0)
 		return CB_EXIT_FAILED;
 	snprintf(nrows, sizeof(nrows), "%lld", rows);
 	snprintf(neg, sizeof(neg), "%lld", negative);
@@ -201,7 +205,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 			return CB_EXIT_FAILED;
 		if (exec_sql(conn, "sequence",
 			     "SELECT setval(pg_get_serial_sequence('account', 'id'), "
-			     "greatest((SELECT max(id) FROM account), 1))", 0, NULL) < 0)
+			     "greatest((SELECT max(id) FROM account), 1))",
+			     0, NULL) < 0)
 			return CB_EXIT_FAILED;
 	}
 	return ready("ledger", "accounts", rows, NULL);

@@ -37,12 +37,12 @@ struct cb__param_spec {
 };
 
 /* Call listener member @p fn with the given arguments on each of the job's listeners. */
-#define CB__NOTIFY(job, fn, ...)                                                   \
-	do {                                                                       \
-		for (size_t cb__i = 0; cb__i < (job)->nlisteners; cb__i++)         \
-			if ((job)->listeners[cb__i].fn)                            \
-				(job)->listeners[cb__i].fn((job)->listeners[cb__i].ctx, \
-							   __VA_ARGS__);           \
+#define CB__NOTIFY(job, fn, ...)                                                                   \
+	do {                                                                                       \
+		for (size_t cb__i = 0; cb__i < (job)->nlisteners; cb__i++)                         \
+			if ((job)->listeners[cb__i].fn)                                            \
+				(job)->listeners[cb__i].fn((job)->listeners[cb__i].ctx,            \
+							   __VA_ARGS__);                           \
 	} while (0)
 
 /*
@@ -50,8 +50,7 @@ struct cb__param_spec {
  * 1..@p current (a struct written for an older version is fine; the caller
  * reads only the members its version has). CB_EINVAL naming @p what otherwise.
  */
-int cb__version_check(unsigned int version, unsigned int current, const char *what,
-		      cb_error *err);
+int cb__version_check(unsigned int version, unsigned int current, const char *what, cb_error *err);
 
 /* The bytes of a cb_writer / cb_processor of @p version (1..current). */
 size_t cb__writer_size(unsigned int version);
@@ -76,8 +75,8 @@ typedef struct cb__run {
 	long long fencing_token;
 	double lease_seconds;
 	struct cb__heartbeat *heartbeat;
-	int fenced;          /* a step failed because this execution lost its lock */
-	int invalid_input;   /* the last failed step found invalid input before any chunk */
+	int fenced;        /* a step failed because this execution lost its lock */
+	int invalid_input; /* the last failed step found invalid input before any chunk */
 } cb__run;
 
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */

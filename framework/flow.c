@@ -77,8 +77,8 @@ static long next_step(const cb_job *job, long idx, cb_status step_status, const 
 	if (!best) {
 		end->status = CB_STATUS_FAILED;
 		snprintf(end->message, sizeof(end->message),
-			 "step '%s' ended with exit status %s, which no transition handles%s%s", from,
-			 exit_status, step_message[0] ? ": " : "", step_message);
+			 "step '%s' ended with exit status %s, which no transition handles%s%s",
+			 from, exit_status, step_message[0] ? ": " : "", step_message);
 		return -1;
 	}
 	if (strcmp(best->to, CB_FLOW_END) == 0) {
@@ -87,8 +87,9 @@ static long next_step(const cb_job *job, long idx, cb_status step_status, const 
 	}
 	if (strcmp(best->to, CB_FLOW_FAIL) == 0 || strcmp(best->to, CB_FLOW_STOP) == 0) {
 		end->status = best->to[1] == 'f' ? CB_STATUS_FAILED : CB_STATUS_STOPPED;
-		snprintf(end->message, sizeof(end->message), "flow: step '%s' exit status %s -> %s%s%s",
-			 from, exit_status, best->to, step_message[0] ? ": " : "", step_message);
+		snprintf(end->message, sizeof(end->message),
+			 "flow: step '%s' exit status %s -> %s%s%s", from, exit_status, best->to,
+			 step_message[0] ? ": " : "", step_message);
 		return -1;
 	}
 	return find_step(job, best->to);
@@ -115,7 +116,8 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 		/* Completed in an earlier execution of this instance: not rerun. */
 		json_decref(hist.context);
 		*status = CB_STATUS_COMPLETED;
-		snprintf(exit_status, es_size, "%s", hist.exit_code[0] ? hist.exit_code : "COMPLETED");
+		snprintf(exit_status, es_size, "%s",
+			 hist.exit_code[0] ? hist.exit_code : "COMPLETED");
 		return 0;
 	}
 	if (def->start_limit && hist.start_count >= (long long)def->start_limit) {
@@ -178,8 +180,8 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	} else if (oc.status == CB_STATUS_STOPPED) {
 		snprintf(message, msg_size, "stopped during step '%s'", def->name);
 	}
-	snprintf(exit_status, es_size, "%s", sc.exit_status[0] ? sc.exit_status
-							       : cb_status_name(oc.status));
+	snprintf(exit_status, es_size, "%s",
+		 sc.exit_status[0] ? sc.exit_status : cb_status_name(oc.status));
 	*status = oc.status;
 	if (PQstatus(run->conn) == CONNECTION_BAD)
 		PQreset(run->conn);

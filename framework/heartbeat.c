@@ -81,10 +81,10 @@ static void *beat(void *arg)
 			PQfinish(hb->conn);
 			hb->conn = cb_pg_connect_like(hb->like, "cbatch-heartbeat");
 		}
-		rc = PQstatus(hb->conn) == CONNECTION_OK
-			     ? cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
-						  hb->token, hb->lease, hb->job_execution_id, &err)
-			     : cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
+		rc = PQstatus(hb->conn) == CONNECTION_OK ?
+			     cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
+						hb->token, hb->lease, hb->job_execution_id, &err) :
+			     cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
 		if (rc == 0 && alive) {
 			last_ok = cb__now();
 			continue;
@@ -95,8 +95,10 @@ static void *beat(void *arg)
 			break;
 		}
 		if (cb__now() - last_ok > hb->lease) {
-			mark_lost(hb, "lock '%s': could not extend the lease for longer than the "
-				  "lease: %s", err.message);
+			mark_lost(hb,
+				  "lock '%s': could not extend the lease for longer than the "
+				  "lease: %s",
+				  err.message);
 			break;
 		}
 	}

@@ -22,5 +22,4 @@ int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size);
 /* Stop the thread, close its connection, free. NULL-safe. */
 void cb__heartbeat_stop(cb__heartbeat *hb);
 
-
 #endif

@@ -26,9 +26,10 @@ int cb_job_new(cb_job **out, const char *name, cb_error *err)
 
 	*out = NULL;
 	if (!valid_name(name))
-		return cb_error_set(err, CB_EINVAL,
-				    "invalid job name '%.100s' (1-100 characters of A-Z a-z 0-9 _ - .)",
-				    name ? name : "");
+		return cb_error_set(
+			err, CB_EINVAL,
+			"invalid job name '%.100s' (1-100 characters of A-Z a-z 0-9 _ - .)",
+			name ? name : "");
 	job = calloc(1, sizeof(*job));
 	if (!job || !(job->name = strdup(name))) {
 		free(job);
@@ -64,8 +65,7 @@ void cb_job_free(cb_job *job)
 	free(job);
 }
 
-int cb__version_check(unsigned int version, unsigned int current, const char *what,
-		      cb_error *err)
+int cb__version_check(unsigned int version, unsigned int current, const char *what, cb_error *err)
 {
 	if (version >= 1 && version <= current)
 		return 0;
@@ -95,8 +95,9 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 			return cb_error_set(err, CB_EINVAL, "job '%s': duplicate step name '%s'",
 					    job->name, def->name);
 	if (def->kind == CB_STEP_CHUNK && !def->build)
-		return cb_error_set(err, CB_EINVAL, "job '%s': chunk step '%s' has no build callback",
-				    job->name, def->name);
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': chunk step '%s' has no build callback", job->name,
+				    def->name);
 	if (def->kind == CB_STEP_TASKLET && !def->tasklet)
 		return cb_error_set(err, CB_EINVAL, "job '%s': tasklet step '%s' has no tasklet",
 				    job->name, def->name);
@@ -149,8 +150,8 @@ const char *cb_job_description(const cb_job *job)
 	return job->description ? job->description : "";
 }
 
-int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last,
-			  const cb_params *given, cb_error *err)
+int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last, const cb_params *given,
+			  cb_error *err)
 {
 	long long next = 1, prev;
 	int rc;
@@ -204,12 +205,16 @@ int cb_job_add_transition(cb_job *job, const char *from, const char *pattern, co
 		return cb_error_set(err, CB_EINVAL, "job '%s': transition from unknown step '%s'",
 				    job->name, from ? from : "");
 	if (!pattern || !*pattern || strlen(pattern) > 31)
-		return cb_error_set(err, CB_EINVAL, "job '%s': transition from '%s' needs an exit "
-				    "status pattern of 1..31 characters", job->name, from);
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': transition from '%s' needs an exit "
+				    "status pattern of 1..31 characters",
+				    job->name, from);
 	if (!to || (strcmp(to, CB_FLOW_END) != 0 && strcmp(to, CB_FLOW_FAIL) != 0 &&
 		    strcmp(to, CB_FLOW_STOP) != 0 && !find_step(job, to)))
-		return cb_error_set(err, CB_EINVAL, "job '%s': transition from '%s' on '%s' goes to "
-				    "unknown step '%s'", job->name, from, pattern, to ? to : "");
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': transition from '%s' on '%s' goes to "
+				    "unknown step '%s'",
+				    job->name, from, pattern, to ? to : "");
 	nt.from = strdup(from);
 	nt.pattern = strdup(pattern);
 	nt.to = strdup(to);
@@ -251,8 +256,7 @@ int cb__pattern_match(const char *p, const char *s)
 	return *p == '\0';
 }
 
-int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required,
-		     cb_error *err)
+int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required, cb_error *err)
 {
 	struct cb__param_spec *ps;
 	cb_params *probe = NULL;
@@ -313,15 +317,19 @@ int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error 
 
 		if (!params || cb_params_find(params, ps->name, &type, NULL, NULL) < 0) {
 			if (ps->required)
-				return cb_error_set(err, CB_EINVAL, "job '%s' requires parameter "
-						    "%s:%s", job->name, ps->name,
+				return cb_error_set(err, CB_EINVAL,
+						    "job '%s' requires parameter "
+						    "%s:%s",
+						    job->name, ps->name,
 						    cb_param_type_name(ps->type));
 			continue;
 		}
 		if (type != ps->type)
-			return cb_error_set(err, CB_EINVAL, "job '%s': parameter '%s' must be of type "
-					    "%s, not %s", job->name, ps->name,
-					    cb_param_type_name(ps->type), cb_param_type_name(type));
+			return cb_error_set(err, CB_EINVAL,
+					    "job '%s': parameter '%s' must be of type "
+					    "%s, not %s",
+					    job->name, ps->name, cb_param_type_name(ps->type),
+					    cb_param_type_name(type));
 	}
 	for (size_t i = 0; i < n; i++) {
 		const char *name;
@@ -331,9 +339,12 @@ int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error 
 		for (size_t k = 0; k < job->nparam_specs && !known; k++)
 			known = strcmp(job->param_specs[k].name, name) == 0;
 		if (!known && ident && strcmp(name, "run.id") != 0)
-			return cb_error_set(err, CB_EINVAL, "job '%s' does not accept parameter '%s' "
-					    "(make it non-identifying with a leading '-', or see the "
-					    "job's parameters)", job->name, name);
+			return cb_error_set(
+				err, CB_EINVAL,
+				"job '%s' does not accept parameter '%s' "
+				"(make it non-identifying with a leading '-', or see the "
+				"job's parameters)",
+				job->name, name);
 	}
 	return 0;
 }

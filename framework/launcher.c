@@ -48,8 +48,10 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		if (rc > 0)
 			rc = 0;
 		else if (rc < 0 && !err->code)
-			cb_error_set(err, rc, "job '%s': parameter validator returned %s without "
-				     "a message", job->name, cb_strcode(rc));
+			cb_error_set(err, rc,
+				     "job '%s': parameter validator returned %s without "
+				     "a message",
+				     job->name, cb_strcode(rc));
 	}
 	if (rc == 0)
 		rc = cb_params_job_key(key, params, err);
@@ -143,15 +145,16 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 			int held = 1;
 
 			ensure_connection(conn);
-			if (cb__lock_held(&held, conn, lock_name, cb__owner_id(), grant.fencing_token,
-					  &ignored) == 0 &&
+			if (cb__lock_held(&held, conn, lock_name, cb__owner_id(),
+					  grant.fencing_token, &ignored) == 0 &&
 			    !held) {
 				char msg[CB_ERROR_MESSAGE_MAX];
 
-				if (snprintf(msg, sizeof(msg),
-					     "fenced off: lock '%s' no longer carries fencing token "
-					     "%lld (taken over or released); %s",
-					     lock_name, grant.fencing_token, out->exit_message) < 0)
+				if (snprintf(
+					    msg, sizeof(msg),
+					    "fenced off: lock '%s' no longer carries fencing token "
+					    "%lld (taken over or released); %s",
+					    lock_name, grant.fencing_token, out->exit_message) < 0)
 					msg[0] = '\0';
 				result_set(out, CB_STATUS_FAILED, "FAILED", msg);
 				run.fenced = !lost;
@@ -224,9 +227,9 @@ out:
 
 static int check_options(const cb_launch_options *opts, cb_error *err)
 {
-	return opts ? cb__version_check(opts->version, CB_LAUNCH_OPTIONS_VERSION,
-					"launch options", err)
-		    : 0;
+	return opts ? cb__version_check(opts->version, CB_LAUNCH_OPTIONS_VERSION, "launch options",
+					err) :
+		      0;
 }
 
 int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_params *given,
@@ -255,7 +258,8 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
 		cb_params_free(last);
 		if (rc == 0 && !next)
 			rc = cb_error_set(err, CB_ECALLBACK,
-					  "job '%s': incrementer returned no parameters", job->name);
+					  "job '%s': incrementer returned no parameters",
+					  job->name);
 		if (rc < 0)
 			goto done;
 		given = next;
@@ -267,8 +271,8 @@ done:
 	return rc;
 }
 
-int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job,
-		   long long job_execution_id, const cb_launch_options *opts, cb_error *err)
+int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job, long long job_execution_id,
+		   const cb_launch_options *opts, cb_error *err)
 {
 	static const cb_launch_options defaults = CB_LAUNCH_OPTIONS_INIT;
 	char name[128];
@@ -285,7 +289,8 @@ int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job,
 	if (rc < 0)
 		return rc;
 	if (strcmp(name, job->name) != 0)
-		return cb_error_set(err, CB_EINVAL, "job execution %lld belongs to job '%s', not '%s'",
+		return cb_error_set(err, CB_EINVAL,
+				    "job execution %lld belongs to job '%s', not '%s'",
 				    job_execution_id, name, job->name);
 	rc = cb__repo_load_params(&params, conn, job_execution_id, err);
 	if (rc < 0)

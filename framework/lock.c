@@ -31,8 +31,10 @@ int cb_job_set_lock(cb_job *job, const char *name_template, double at_most_secon
 
 		for (; open; open = strchr(open + 1, '{'))
 			if (!strchr(open, '}'))
-				return cb_error_set(err, CB_EINVAL, "job '%s': unclosed '{' in lock "
-						    "template '%s'", job->name, name_template);
+				return cb_error_set(err, CB_EINVAL,
+						    "job '%s': unclosed '{' in lock "
+						    "template '%s'",
+						    job->name, name_template);
 		t = strdup(name_template);
 		if (!t)
 			return cb_error_set(err, CB_ENOMEM, "out of memory");
@@ -152,13 +154,14 @@ int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_
 					n = CB_PARAM_NAME_MAX;
 				memcpy(name, open + 1, n);
 				name[n] = '\0';
-				v = strcmp(name, "job") == 0 ? job->name : cb_params_get(params, name);
+				v = strcmp(name, "job") == 0 ? job->name :
+							       cb_params_get(params, name);
 				if (!v) {
 					free(b.s);
 					return cb_error_set(err, CB_EINVAL,
 							    "job '%s': lock template '%s' needs "
-							    "parameter '%s'", job->name,
-							    job->lock_template, name);
+							    "parameter '%s'",
+							    job->name, job->lock_template, name);
 				}
 				rc = put(&b, v, strlen(v));
 			}
@@ -216,16 +219,17 @@ int cb__lock_take(cb__lock_grant *g, PGconn *conn, const char *lock_name, double
 	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
 		/* Its lease is over, but a session that could not be ended keeps
 		 * the lock row in an open transaction. */
-		return cb_error_set(err, CB_ERUNNING,
-				    "lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
-				    "skipped; a role allowed to end that session can run `unlock %s "
-				    "--force`",
-				    lock_name, g->holder, g->held_until, g->note, lock_name);
+		return cb_error_set(
+			err, CB_ERUNNING,
+			"lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
+			"skipped; a role allowed to end that session can run `unlock %s "
+			"--force`",
+			lock_name, g->holder, g->held_until, g->note, lock_name);
 	if (g->outcome == CB__LOCK_HELD)
-		return cb_error_set(err, CB_ERUNNING,
-				    "lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
-				    "owner is gone, wait for the lease or run `unlock %s --force`",
-				    lock_name, g->holder, g->held_until, g->held_left_seconds,
-				    lock_name);
+		return cb_error_set(
+			err, CB_ERUNNING,
+			"lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
+			"owner is gone, wait for the lease or run `unlock %s --force`",
+			lock_name, g->holder, g->held_until, g->held_left_seconds, lock_name);
 	return 0;
 }

@@ -62,8 +62,8 @@ typedef struct attempt {
 	cb_fault fault; /* where it failed */
 } attempt;
 
-static long long param_long(const cb__run *run, const char *name, long long dflt,
-			    long long max, cb_error *err, int *bad)
+static long long param_long(const cb__run *run, const char *name, long long dflt, long long max,
+			    cb_error *err, int *bad)
 {
 	long long n;
 	int rc = cb_params_get_long(run->params, name, &n);
@@ -71,7 +71,8 @@ static long long param_long(const cb__run *run, const char *name, long long dflt
 	if (rc == CB_ENOTFOUND)
 		return dflt;
 	if (rc < 0 || n < 0 || n > max) {
-		cb_error_set(err, CB_EINVAL, "parameter %s must be a long from 0 to %lld", name, max);
+		cb_error_set(err, CB_EINVAL, "parameter %s must be a long from 0 to %lld", name,
+			     max);
 		*bad = 1;
 		return dflt;
 	}
@@ -104,11 +105,11 @@ static int callback_failed(chunk_step *cs, int rc, const char *what, const void 
 }
 
 /* Tell the writers with output outside the transaction what became of it. */
-#define WRITERS_HOOK(cs, hook)                                                          \
-	do {                                                                            \
-		for (size_t w_ = 0; w_ < (cs)->parts.nwriters; w_++)                    \
-			if ((cs)->parts.writers[w_].hook)                               \
-				(cs)->parts.writers[w_].hook((cs)->parts.writers[w_].state); \
+#define WRITERS_HOOK(cs, hook)                                                                     \
+	do {                                                                                       \
+		for (size_t w_ = 0; w_ < (cs)->parts.nwriters; w_++)                               \
+			if ((cs)->parts.writers[w_].hook)                                          \
+				(cs)->parts.writers[w_].hook((cs)->parts.writers[w_].state);       \
 	} while (0)
 
 static void close_parts(chunk_step *cs)
@@ -157,8 +158,8 @@ static int open_parts(chunk_step *cs, cb_error *err)
 		cb_writer *w = &p->writers[i];
 
 		if (!w->write)
-			return cb_error_set(err, CB_EINVAL, "build: writer %zu has no write function",
-					    i);
+			return cb_error_set(err, CB_EINVAL,
+					    "build: writer %zu has no write function", i);
 		if (cb__version_check(w->version, CB_WRITER_VERSION, "writer", err) < 0)
 			return cb_error_prefix(err, "build: writer %zu", i);
 		/* Members after the writer's version are not its own: never read them. */
@@ -277,8 +278,7 @@ static void record_skip(chunk_step *cs, cb_fault fault, const void *item, const 
 			return;
 	}
 	(void)item; /* the message already names it (callback_failed) */
-	json_array_append_new(list, json_pack("{s:s, s:s}", "fault", names[fault], "message",
-					      msg));
+	json_array_append_new(list, json_pack("{s:s, s:s}", "fault", names[fault], "message", msg));
 	while (json_array_size(list) > SKIPS_KEPT)
 		json_array_remove(list, 0);
 }
@@ -410,14 +410,15 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 
 		if (p->processor.process) {
 			out = NULL;
-			rc = p->processor.process(p->processor.state, &cs->chunk, cs->items[i], &out,
-						  err);
+			rc = p->processor.process(p->processor.state, &cs->chunk, cs->items[i],
+						  &out, err);
 			if (rc < 0) {
 				callback_failed(cs, rc, "process", cs->items[i], err);
 				CB__NOTIFY(job, process_error, &cs->sc, cs->items[i], err);
 				if (classify(cs, CB_FAULT_PROCESS, err) == CB_FAULT_SKIP) {
 					a->c.process_skip++;
-					if ((rc = skip(cs, CB_FAULT_PROCESS, cs->items[i], err)) == 0)
+					if ((rc = skip(cs, CB_FAULT_PROCESS, cs->items[i], err)) ==
+					    0)
 						continue;
 				}
 				a->fault = CB_FAULT_PROCESS;
@@ -455,8 +456,7 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
  * commit the rest with the checkpoint. The items are the ones already read
  * and processed; the reader is not rewound.
  */
-static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_size,
-		      cb_error *err)
+static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_size, cb_error *err)
 {
 	int rc = cb__tx_begin(cs->tx, err);
 	size_t kept = 0;
@@ -549,8 +549,7 @@ static int reconnect(chunk_step *cs, cb_error *err)
 
 /* The chunk's own error @p cause and why the reconnect after it failed
  * (in @p err), as one bounded line: both are the story. */
-static void reconnect_failed(cb_error *err, long long chunk, const char *cause,
-			     unsigned int retry)
+static void reconnect_failed(cb_error *err, long long chunk, const char *cause, unsigned int retry)
 {
 	char why[CB_ERROR_MESSAGE_MAX], state[sizeof(err->sqlstate)];
 	int code = err->code;
@@ -602,8 +601,7 @@ static void report_progress(chunk_step *cs)
  * the committed context in the repository settles it when the parts are
  * reopened, on reconnect or restart).
  */
-static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader,
-		      const cb_error *why)
+static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader, const cb_error *why)
 {
 	cb_error ignored = CB_ERROR_INIT;
 	int keep_output = why->code == CB_EFENCED || why->code == CB_ESTALE ||
@@ -675,7 +673,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 				rc = scan_chunk(cs, &a, status, sizeof(status), err);
 				if (rc < 0) {
 					roll_back(cs, out, 1, err);
-					cb_error_prefix(err, "chunk %lld (item by item)", cs->commits + 1);
+					cb_error_prefix(err, "chunk %lld (item by item)",
+							cs->commits + 1);
 					return;
 				}
 			} else if (action == CB_FAULT_RETRY && retries < cs->def->retry_limit &&
@@ -724,8 +723,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 	}
 }
 
-int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc,
-		       json_t *context, cb__step_outcome *out)
+int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc, json_t *context,
+		       cb__step_outcome *out)
 {
 	chunk_step cs;
 	cb_error *err = &out->error;
@@ -742,8 +741,8 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	out->before_chunks = 1;
 
 	cs.sc.chunk_size = (size_t)param_long(run, "chunk.size",
-					      def->chunk_size ? (long long)def->chunk_size
-							      : CB_DEFAULT_CHUNK_SIZE,
+					      def->chunk_size ? (long long)def->chunk_size :
+								CB_DEFAULT_CHUNK_SIZE,
 					      1000000, err, &bad);
 	cs.skip_limit = (unsigned long long)param_long(run, "skip.limit", def->skip_limit,
 						       1000000000LL, err, &bad);

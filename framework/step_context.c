@@ -70,7 +70,9 @@ int cb_step_context_step_summary(const cb_step_context *sc, const char *step_nam
 		memset(out, 0, sizeof(*out));
 	if (!sc || !step_name || !out)
 		return cb_error_set(err, CB_EINVAL, "cb_step_context_step_summary: %s is NULL",
-				    !sc ? "step context" : !step_name ? "step name" : "out");
+				    !sc        ? "step context" :
+				    !step_name ? "step name" :
+						 "out");
 	out->status = CB_STATUS_UNKNOWN;
 	return cb__repo_step_summary(out, sc->conn, sc->job_instance_id, step_name, err);
 }

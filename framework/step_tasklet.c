@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *sc,
-			 json_t *context, cb__step_outcome *out)
+int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *sc, json_t *context,
+			 cb__step_outcome *out)
 {
 	cb_error *err = &out->error;
 	char stmt[64] = "";
@@ -76,12 +76,11 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *
 			break;
 		}
 		continue;
-rollback:
-		{
-			cb_error ignored = CB_ERROR_INIT;
+rollback : {
+	cb_error ignored = CB_ERROR_INIT;
 
-			cb__tx_rollback(tx, &ignored);
-		}
+	cb__tx_rollback(tx, &ignored);
+}
 		CB__NOTIFY(run->job, chunk_error, sc, err);
 		out->rollbacks++;
 		break;

@@ -283,8 +283,8 @@ int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
 
 	*out = NULL;
 	if (!tx->pipelined) {
-		PGresult *res = PQexecPrepared(tx->conn, stmt_name, nparams, values, lengths,
-					       formats, 0);
+		PGresult *res =
+			PQexecPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0);
 		ExecStatusType st = PQresultStatus(res);
 
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {

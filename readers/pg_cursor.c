@@ -123,8 +123,8 @@ static int fetch(struct cursor *c, cb_error *err)
 	char sql[64];
 	struct page *p;
 	PGresult *res;
-	long long start = c->npages ? c->pages[c->npages - 1].start + c->pages[c->npages - 1].n
-				    : c->pos;
+	long long start =
+		c->npages ? c->pages[c->npages - 1].start + c->pages[c->npages - 1].n : c->pos;
 
 	if (c->npages == c->cappages) {
 		size_t cap = c->cappages ? c->cappages * 2 : 4;
@@ -244,12 +244,14 @@ int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb
 	if (out)
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts || opts->version != CB_PG_CURSOR_OPTIONS_VERSION)
-		return cb_error_set(err, CB_EINVAL, "pg cursor reader: no options (or of unknown "
+		return cb_error_set(err, CB_EINVAL,
+				    "pg cursor reader: no options (or of unknown "
 				    "version)");
 	if (!opts->query || !opts->query[0])
 		return cb_error_set(err, CB_EINVAL, "pg cursor reader: no query");
 	if (opts->nquery_params && !opts->query_params)
-		return cb_error_set(err, CB_EINVAL, "pg cursor reader: nquery_params without "
+		return cb_error_set(err, CB_EINVAL,
+				    "pg cursor reader: nquery_params without "
 				    "query_params");
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -270,7 +272,8 @@ int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb
 		}
 	}
 	c->opt_fetch = opts->fetch_size;
-	*out = (cb_reader){ CB_READER_VERSION, c, cur_open, cur_read, cur_update, cur_describe,
-			    cur_rollback, cur_close, cur_free };
+	*out = (cb_reader){ CB_READER_VERSION, c,          cur_open,
+			    cur_read,          cur_update, cur_describe,
+			    cur_rollback,      cur_close,  cur_free };
 	return 0;
 }

@@ -49,8 +49,8 @@ struct keyset {
 	char *schema;
 	char *table;
 	char *where;
-	char *query;     /* FROM (query) AS table, or NULL */
-	char **qparams;  /* the query's $1..$n */
+	char *query;    /* FROM (query) AS table, or NULL */
+	char **qparams; /* the query's $1..$n */
 	size_t nqparams;
 	char **columns;
 	size_t ncolumns;
@@ -786,15 +786,21 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
 				    opts->table);
 	if (opts->query && opts->schema)
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": a query takes no schema (the "
-				    "table names the query)", what, opts->table);
+		return cb_error_set(err, CB_EINVAL,
+				    "%s on \"%s\": a query takes no schema (the "
+				    "table names the query)",
+				    what, opts->table);
 	if (opts->nquery_params > 0 && (!opts->query || !opts->query_params))
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": query parameters without a "
-				    "query", what, opts->table);
+		return cb_error_set(err, CB_EINVAL,
+				    "%s on \"%s\": query parameters without a "
+				    "query",
+				    what, opts->table);
 	for (i = 0; i < opts->nquery_params; i++)
 		if (!opts->query_params[i])
-			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": query parameter $%zu is "
-					    "NULL", what, opts->table, i + 1);
+			return cb_error_set(err, CB_EINVAL,
+					    "%s on \"%s\": query parameter $%zu is "
+					    "NULL",
+					    what, opts->table, i + 1);
 	if (opts->page_size > INT_MAX / 2)
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": page size too large", what,
 				    opts->table);

@@ -6,22 +6,22 @@
 #include <string.h>
 
 /* Shared by list and show: one execution as a JSON object, built by the server. */
-#define EXECUTION_JSON                                                                        \
-	"jsonb_build_object('job_execution_id', e.job_execution_id, "                         \
-	"'job_instance_id', e.job_instance_id, 'job_name', i.job_name, 'job_key', i.job_key, " \
-	"'status', e.status, 'exit_code', e.exit_code, 'exit_message', e.exit_message, "     \
-	"'create_time', e.create_time, 'start_time', e.start_time, 'end_time', e.end_time, "  \
-	"'last_updated', e.last_updated, 'owner_id', e.owner_id, "                            \
+#define EXECUTION_JSON                                                                             \
+	"jsonb_build_object('job_execution_id', e.job_execution_id, "                              \
+	"'job_instance_id', e.job_instance_id, 'job_name', i.job_name, 'job_key', i.job_key, "     \
+	"'status', e.status, 'exit_code', e.exit_code, 'exit_message', e.exit_message, "           \
+	"'create_time', e.create_time, 'start_time', e.start_time, 'end_time', e.end_time, "       \
+	"'last_updated', e.last_updated, 'owner_id', e.owner_id, "                                 \
 	"'restart_of', e.restart_of, 'fencing_token', e.fencing_token, 'lock_name', e.lock_name, " \
-	"'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND NOT EXISTS ("       \
-	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                     \
-	" l.fencing_token = e.fencing_token AND NOT l.released AND "                           \
-	" l.locked_until >= clock_timestamp()), "                                              \
-	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - "   \
-	"e.start_time), "                                                                     \
-	"'parameters', coalesce((SELECT jsonb_object_agg(p.parameter_name, jsonb_build_object(" \
-	"'type', p.parameter_type, 'value', p.parameter_value, 'identifying', p.identifying)) " \
-	"FROM batch_job_execution_params p WHERE p.job_execution_id = e.job_execution_id), "  \
+	"'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND NOT EXISTS ("           \
+	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                         \
+	" l.fencing_token = e.fencing_token AND NOT l.released AND "                               \
+	" l.locked_until >= clock_timestamp()), "                                                  \
+	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - "        \
+	"e.start_time), "                                                                          \
+	"'parameters', coalesce((SELECT jsonb_object_agg(p.parameter_name, jsonb_build_object("    \
+	"'type', p.parameter_type, 'value', p.parameter_value, 'identifying', p.identifying)) "    \
+	"FROM batch_job_execution_params p WHERE p.job_execution_id = e.job_execution_id), "       \
 	"'{}'::jsonb))"
 
 static int load_json(json_t **out, PGresult *res, const char *what, cb_error *err)
@@ -45,13 +45,14 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
 
 	*out = NULL;
 	snprintf(lim, sizeof(lim), "%d", limit > 0 ? limit : 20);
-	res = cb__repo_exec(conn, "list executions",
-			    "SELECT coalesce(jsonb_agg(x.j ORDER BY x.id DESC), '[]') FROM ("
-			    " SELECT e.job_execution_id AS id, " EXECUTION_JSON " AS j "
-			    " FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
-			    " WHERE $1::text IS NULL OR i.job_name = $1"
-			    " ORDER BY e.job_execution_id DESC LIMIT $2::int) x",
-			    2, p, err);
+	res = cb__repo_exec(
+		conn, "list executions",
+		"SELECT coalesce(jsonb_agg(x.j ORDER BY x.id DESC), '[]') FROM ("
+		" SELECT e.job_execution_id AS id, " EXECUTION_JSON " AS j "
+		" FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
+		" WHERE $1::text IS NULL OR i.job_name = $1"
+		" ORDER BY e.job_execution_id DESC LIMIT $2::int) x",
+		2, p, err);
 	if (!res)
 		return CB_EDB;
 	rc = load_json(out, res, "list executions", err);
@@ -59,8 +60,7 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
 	return rc;
 }
 
-int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id,
-			   cb_error *err)
+int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];
 	const char *p[1] = { id };
@@ -107,10 +107,10 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 typedef struct exec_state {
 	cb_status status;
 	char status_name[16];
-	long long newest;       /* the newest execution of its instance */
-	int owner_lost;         /* claims to run, but its lock is gone: dead */
+	long long newest; /* the newest execution of its instance */
+	int owner_lost;   /* claims to run, but its lock is gone: dead */
 	char owner[200];
-	char lease_end[64];     /* its lock's lease end, "" if it has none */
+	char lease_end[64]; /* its lock's lease end, "" if it has none */
 } exec_state;
 
 static void rollback_quietly(PGconn *conn)
@@ -157,31 +157,34 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 	/* The release and the lease test are one UPDATE: a heartbeat that
 	 * extends the lease first wins (the row no longer matches), and one that
 	 * comes after finds the lock released. */
-	rc = cb__repo_command(conn, "release the lock of a dead owner",
-			      "WITH u AS (UPDATE batch_lock l SET released = true, "
-			      " updated_at = clock_timestamp() FROM batch_job_execution e "
-			      " WHERE e.job_execution_id = $1 "
-			      " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
-			      " AND l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
-			      " AND NOT l.released AND l.locked_until < clock_timestamp() "
-			      " RETURNING l.lock_name, l.owner_id, l.fencing_token, l.locked_until) "
-			      "INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, "
-			      " fencing_token, job_execution_id, detail) "
-			      "SELECT lock_name, owner_id, 'RELEASED', fencing_token, $1::bigint, "
-			      " format('released for the %s of execution %s: owner lost, lease "
-			      "  expired at %s', $2::text, $1::text, locked_until) FROM u",
-			      2, p, err);
+	rc = cb__repo_command(
+		conn, "release the lock of a dead owner",
+		"WITH u AS (UPDATE batch_lock l SET released = true, "
+		" updated_at = clock_timestamp() FROM batch_job_execution e "
+		" WHERE e.job_execution_id = $1 "
+		" AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		" AND l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
+		" AND NOT l.released AND l.locked_until < clock_timestamp() "
+		" RETURNING l.lock_name, l.owner_id, l.fencing_token, l.locked_until) "
+		"INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, "
+		" fencing_token, job_execution_id, detail) "
+		"SELECT lock_name, owner_id, 'RELEASED', fencing_token, $1::bigint, "
+		" format('released for the %s of execution %s: owner lost, lease "
+		"  expired at %s', $2::text, $1::text, locked_until) FROM u",
+		2, p, err);
 	if (rc < 0)
 		goto fail;
-	res = cb__repo_exec(conn, "read job execution",
-			    "SELECT e.status, (SELECT max(x.job_execution_id) FROM "
-			    " batch_job_execution x WHERE x.job_instance_id = e.job_instance_id), "
-			    " e.status IN ('STARTING', 'STARTED', 'STOPPING') AND "
-			    " " CB__OWNER_LOST_SQL("e") ", coalesce(e.owner_id, ''), "
-			    " coalesce((SELECT l.locked_until::text FROM batch_lock l "
-			    "  WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token), '') "
-			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 FOR UPDATE OF e",
-			    1, p, err);
+	res = cb__repo_exec(
+		conn, "read job execution",
+		"SELECT e.status, (SELECT max(x.job_execution_id) FROM "
+		" batch_job_execution x WHERE x.job_instance_id = e.job_instance_id), "
+		" e.status IN ('STARTING', 'STARTED', 'STOPPING') AND "
+		" " CB__OWNER_LOST_SQL(
+			"e") ", coalesce(e.owner_id, ''), "
+			     " coalesce((SELECT l.locked_until::text FROM batch_lock l "
+			     "  WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token), '') "
+			     "FROM batch_job_execution e WHERE e.job_execution_id = $1 FOR UPDATE OF e",
+		1, p, err);
 	if (!res) {
 		rc = CB_EDB;
 		goto fail;
@@ -224,23 +227,25 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 	const char *p[5] = { id, step_message, status, message_format, step_status };
 	int rc;
 
-	rc = cb__repo_command(conn, "end dead job execution",
-			      "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
-			      " " CB__LAST_SIGN_SQL("e") " AS last_sign "
-			      " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			      " AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), "
-			      "s AS (UPDATE batch_step_execution s SET status = $5, exit_code = $5, "
-			      " exit_message = $2, "
-			      " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
-			      " last_updated = clock_timestamp(), version = s.version + 1 FROM d "
-			      " WHERE s.job_execution_id = d.job_execution_id "
-			      " AND s.status IN ('STARTING', 'STARTED', 'STOPPING')) "
-			      "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
-			      " exit_message = left(format($4, d.owner_id, "
-			      "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
-			      " end_time = d.last_sign, last_updated = clock_timestamp(), "
-			      " version = e.version + 1 FROM d WHERE e.job_execution_id = d.job_execution_id",
-			      5, p, err);
+	rc = cb__repo_command(
+		conn, "end dead job execution",
+		"WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
+		" " CB__LAST_SIGN_SQL(
+			"e") " AS last_sign "
+			     " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
+			     " AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), "
+			     "s AS (UPDATE batch_step_execution s SET status = $5, exit_code = $5, "
+			     " exit_message = $2, "
+			     " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
+			     " last_updated = clock_timestamp(), version = s.version + 1 FROM d "
+			     " WHERE s.job_execution_id = d.job_execution_id "
+			     " AND s.status IN ('STARTING', 'STARTED', 'STOPPING')) "
+			     "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
+			     " exit_message = left(format($4, d.owner_id, "
+			     "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
+			     " end_time = d.last_sign, last_updated = clock_timestamp(), "
+			     " version = e.version + 1 FROM d WHERE e.job_execution_id = d.job_execution_id",
+		5, p, err);
 	if (rc == 0)
 		rc = cb__repo_command(conn, "commit", "COMMIT", 0, NULL, err);
 	if (rc < 0)
@@ -356,7 +361,8 @@ int cb_repo_execution_job_name(char *out, size_t size, PGconn *conn, long long j
 	res = cb__repo_exec(conn, "find job name",
 			    "SELECT i.job_name FROM batch_job_execution e "
 			    "JOIN batch_job_instance i USING (job_instance_id) "
-			    "WHERE e.job_execution_id = $1", 1, p, err);
+			    "WHERE e.job_execution_id = $1",
+			    1, p, err);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 0)

@@ -23,8 +23,8 @@ static int params_json(char **out, const cb_params *params, cb_error *err)
 
 		cb_params_at(params, i, &name, &type, &value, &ident);
 		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b}", "name", name,
-							 "type", cb_param_type_name(type),
-							 "value", value, "identifying", ident)) < 0) {
+							 "type", cb_param_type_name(type), "value",
+							 value, "identifying", ident)) < 0) {
 			json_decref(arr);
 			return cb_error_set(err, CB_ENOMEM, "out of memory");
 		}
@@ -48,8 +48,7 @@ static void rollback_quietly(PGconn *conn)
  * execution's duration must not run to its burial). *dead = 0 when its owner
  * still holds its lock, or when it no longer claims to run.
  */
-static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *why,
-			cb_error *err)
+static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *why, cb_error *err)
 {
 	char id[24];
 	const char *p[2] = { id, why };
@@ -57,27 +56,30 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 
 	*dead = 0;
 	snprintf(id, sizeof(id), "%lld", exec_id);
-	res = cb__repo_exec(conn, "check owner of running execution",
-			    "WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
-			    " " CB__LAST_SIGN_SQL("e") " AS last_sign "
-			    " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			    " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
-			    " AND " CB__OWNER_LOST_SQL("e") "), "
-			    "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
-			    " exit_code = 'FAILED', exit_message = 'owner lost', "
-			    " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
-			    " last_updated = clock_timestamp(), "
-			    " version = s.version + 1 FROM d "
-			    " WHERE s.job_execution_id = d.job_execution_id "
-			    " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
-			    "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
-			    " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
-			    "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
-			    " end_time = d.last_sign, last_updated = clock_timestamp(), "
-			    " version = e.version + 1 FROM d "
-			    "WHERE e.job_execution_id = d.job_execution_id "
-			    "RETURNING (SELECT count(*) FROM s)",
-			    2, p, err);
+	res = cb__repo_exec(
+		conn, "check owner of running execution",
+		"WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
+		" " CB__LAST_SIGN_SQL(
+			"e") " AS last_sign "
+			     " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
+			     " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			     " AND " CB__OWNER_LOST_SQL(
+				     "e") "), "
+					  "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
+					  " exit_code = 'FAILED', exit_message = 'owner lost', "
+					  " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
+					  " last_updated = clock_timestamp(), "
+					  " version = s.version + 1 FROM d "
+					  " WHERE s.job_execution_id = d.job_execution_id "
+					  " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
+					  "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
+					  " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
+					  "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
+					  " end_time = d.last_sign, last_updated = clock_timestamp(), "
+					  " version = e.version + 1 FROM d "
+					  "WHERE e.job_execution_id = d.job_execution_id "
+					  "RETURNING (SELECT count(*) FROM s)",
+		2, p, err);
 	if (!res)
 		return CB_EDB;
 	*dead = PQntuples(res) == 1;
@@ -110,12 +112,13 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	{
 		const char *p[2] = { job_name, job_key };
 
-		res = cb__repo_exec(conn, "create job instance",
-				    "INSERT INTO batch_job_instance (job_name, job_key) VALUES ($1, $2) "
-				    "ON CONFLICT (job_name, job_key) DO UPDATE "
-				    "SET version = batch_job_instance.version + 1 "
-				    "RETURNING job_instance_id, (xmax = 0)",
-				    2, p, err);
+		res = cb__repo_exec(
+			conn, "create job instance",
+			"INSERT INTO batch_job_instance (job_name, job_key) VALUES ($1, $2) "
+			"ON CONFLICT (job_name, job_key) DO UPDATE "
+			"SET version = batch_job_instance.version + 1 "
+			"RETURNING job_instance_id, (xmax = 0)",
+			2, p, err);
 		if (!res) {
 			rc = CB_EDB;
 			goto fail;
@@ -154,21 +157,25 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	if (expect_restart_of > 0 && last_id != expect_restart_of) {
 		rc = cb_error_set(err, CB_EINVAL,
 				  "execution %lld is not the newest execution of its instance "
-				  "(that is %lld): restart the newest one", expect_restart_of, last_id);
+				  "(that is %lld): restart the newest one",
+				  expect_restart_of, last_id);
 		goto fail;
 	}
 	if (last_id) {
 		switch (last) {
 		case CB_STATUS_COMPLETED:
-			rc = cb_error_set(err, CB_ECOMPLETE,
-					  "job '%s' instance %lld is already complete (execution %lld); "
-					  "use --next for a new instance", job_name,
-					  out->job_instance_id, last_id);
+			rc = cb_error_set(
+				err, CB_ECOMPLETE,
+				"job '%s' instance %lld is already complete (execution %lld); "
+				"use --next for a new instance",
+				job_name, out->job_instance_id, last_id);
 			goto fail;
 		case CB_STATUS_ABANDONED:
-			rc = cb_error_set(err, CB_ENORESTART,
-					  "job '%s' instance %lld was abandoned (execution %lld) and "
-					  "cannot be restarted", job_name, out->job_instance_id, last_id);
+			rc = cb_error_set(
+				err, CB_ENORESTART,
+				"job '%s' instance %lld was abandoned (execution %lld) and "
+				"cannot be restarted",
+				job_name, out->job_instance_id, last_id);
 			goto fail;
 		case CB_STATUS_STARTING:
 		case CB_STATUS_STARTED:
@@ -181,11 +188,12 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 			if (dead) {
 				out->dead_owner = 1;
 				if (!restartable) {
-					rc = cb_error_set(err, CB_ENORESTART,
-							  "job '%s' is not restartable: execution %lld "
-							  "of instance %lld lost its owner and was marked "
-							  "FAILED", job_name, last_id,
-							  out->job_instance_id);
+					rc = cb_error_set(
+						err, CB_ENORESTART,
+						"job '%s' is not restartable: execution %lld "
+						"of instance %lld lost its owner and was marked "
+						"FAILED",
+						job_name, last_id, out->job_instance_id);
 					/* Keep the burial: the execution is dead either way. */
 					cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
 					goto done;
@@ -194,9 +202,10 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 				snprintf(prev, sizeof(prev), "%lld", last_id);
 				break;
 			}
-			rc = cb_error_set(err, CB_ERUNNING,
-					  "job '%s' instance %lld is already running (execution %lld, %s)",
-					  job_name, out->job_instance_id, last_id, cb_status_name(last));
+			rc = cb_error_set(
+				err, CB_ERUNNING,
+				"job '%s' instance %lld is already running (execution %lld, %s)",
+				job_name, out->job_instance_id, last_id, cb_status_name(last));
 			goto fail;
 		}
 		case CB_STATUS_FAILED:
@@ -204,25 +213,28 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 			if (!restartable) {
 				rc = cb_error_set(err, CB_ENORESTART,
 						  "job '%s' is not restartable and instance %lld "
-						  "already ran (execution %lld, %s)", job_name,
-						  out->job_instance_id, last_id, cb_status_name(last));
+						  "already ran (execution %lld, %s)",
+						  job_name, out->job_instance_id, last_id,
+						  cb_status_name(last));
 				goto fail;
 			}
 			out->restart_of = last_id;
 			snprintf(prev, sizeof(prev), "%lld", last_id);
 			break;
 		default:
-			rc = cb_error_set(err, CB_ENORESTART,
-					  "job '%s' instance %lld: last execution %lld is in status %s; "
-					  "abandon it first", job_name, out->job_instance_id, last_id,
-					  cb_status_name(last));
+			rc = cb_error_set(
+				err, CB_ENORESTART,
+				"job '%s' instance %lld: last execution %lld is in status %s; "
+				"abandon it first",
+				job_name, out->job_instance_id, last_id, cb_status_name(last));
 			goto fail;
 		}
 	}
 	if (out->restart_of && abandoned_id) {
 		rc = cb_error_set(err, CB_ENORESTART,
 				  "job '%s' instance %lld cannot be restarted: its execution %lld "
-				  "was abandoned", job_name, out->job_instance_id, abandoned_id);
+				  "was abandoned",
+				  job_name, out->job_instance_id, abandoned_id);
 		if (!out->dead_owner)
 			goto fail;
 		/* Keep the burial: the execution is dead either way. */
@@ -235,19 +247,20 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 		const char *p[5] = { inst, owner_id, prev[0] ? prev : NULL, lock_name,
 				     lock_name ? token : NULL };
 
-		res = cb__repo_exec(conn, "create job execution",
-				    "INSERT INTO batch_job_execution (job_instance_id, status, owner_id, "
-				    "restart_of, heartbeat_time, lock_name, fencing_token) "
-				    "VALUES ($1, 'STARTING', $2, $3, clock_timestamp(), $4, $5::bigint) "
-				    "RETURNING job_execution_id",
-				    5, p, err);
+		res = cb__repo_exec(
+			conn, "create job execution",
+			"INSERT INTO batch_job_execution (job_instance_id, status, owner_id, "
+			"restart_of, heartbeat_time, lock_name, fencing_token) "
+			"VALUES ($1, 'STARTING', $2, $3, clock_timestamp(), $4, $5::bigint) "
+			"RETURNING job_execution_id",
+			5, p, err);
 		if (!res) {
 			/* The partial unique index is the backstop against a racing launch. */
 			if (strcmp(err->sqlstate, "23505") == 0) {
 				cb_error_clear(err);
 				rc = cb_error_set(err, CB_ERUNNING,
-						  "job '%s' instance %lld is already running", job_name,
-						  out->job_instance_id);
+						  "job '%s' instance %lld is already running",
+						  job_name, out->job_instance_id);
 			} else {
 				rc = CB_EDB;
 			}
@@ -261,13 +274,14 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	{
 		const char *p[2] = { exec, pjson };
 
-		rc = cb__repo_command(conn, "store job parameters",
-				      "INSERT INTO batch_job_execution_params (job_execution_id, "
-				      "parameter_name, parameter_type, parameter_value, identifying) "
-				      "SELECT $1, x.name, x.type, x.value, x.identifying "
-				      "FROM jsonb_to_recordset($2::jsonb) AS "
-				      "x(name text, type text, value text, identifying boolean)",
-				      2, p, err);
+		rc = cb__repo_command(
+			conn, "store job parameters",
+			"INSERT INTO batch_job_execution_params (job_execution_id, "
+			"parameter_name, parameter_type, parameter_value, identifying) "
+			"SELECT $1, x.name, x.type, x.value, x.identifying "
+			"FROM jsonb_to_recordset($2::jsonb) AS "
+			"x(name text, type text, value text, identifying boolean)",
+			2, p, err);
 		if (rc < 0)
 			goto fail;
 	}
@@ -305,8 +319,7 @@ done:
 	return rc;
 }
 
-int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id,
-			 cb_error *err)
+int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];
 	const char *p[1] = { id };
@@ -333,8 +346,8 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 	PQclear(res);
 	/* Not started: say why. A status once left STARTING never returns to it. */
 	res = cb__repo_exec(conn, "read job execution status",
-			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1",
-			    1, p, err);
+			    "SELECT status FROM batch_job_execution WHERE job_execution_id = $1", 1,
+			    p, err);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 0) {
@@ -344,8 +357,8 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 		if (*out != CB_STATUS_STOPPING)
 			rc = cb_error_set(err, CB_EFENCED,
 					  "job execution %lld was ended by another process before "
-					  "it started (it is %s)", job_execution_id,
-					  PQgetvalue(res, 0, 0));
+					  "it started (it is %s)",
+					  job_execution_id, PQgetvalue(res, 0, 0));
 	}
 	PQclear(res);
 	return rc;
@@ -379,7 +392,8 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	if (atoll(PQcmdTuples(res)) == 0)
 		rc = cb_error_set(err, CB_EFENCED,
 				  "job execution %lld was ended by another process (owner lost); "
-				  "its outcome stands", job_execution_id);
+				  "its outcome stands",
+				  job_execution_id);
 	PQclear(res);
 	return rc;
 }
@@ -394,7 +408,8 @@ static int params_from_result(cb_params **out, const PGresult *res, cb_error *er
 
 		rc = cb_param_type_parse(&type, PQgetvalue(res, i, 1));
 		if (rc < 0) {
-			rc = cb_error_set(err, CB_EINVAL, "stored parameter '%s' has unknown type '%s'",
+			rc = cb_error_set(err, CB_EINVAL,
+					  "stored parameter '%s' has unknown type '%s'",
 					  PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
 			break;
 		}
@@ -410,8 +425,7 @@ static int params_from_result(cb_params **out, const PGresult *res, cb_error *er
 	return 0;
 }
 
-int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
-			 cb_error *err)
+int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];
 	const char *p[1] = { id };
@@ -441,13 +455,14 @@ int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job
 	int rc, have_max = 0;
 
 	*out = NULL;
-	res = cb__repo_exec(conn, "load last instance parameters",
-			    "SELECT parameter_name, parameter_type, parameter_value, identifying "
-			    "FROM batch_job_execution_params WHERE job_execution_id = ("
-			    " SELECT min(e.job_execution_id) FROM batch_job_execution e WHERE "
-			    " e.job_instance_id = (SELECT max(job_instance_id) FROM batch_job_instance"
-			    "  WHERE job_name = $1)) ORDER BY parameter_name",
-			    1, p, err);
+	res = cb__repo_exec(
+		conn, "load last instance parameters",
+		"SELECT parameter_name, parameter_type, parameter_value, identifying "
+		"FROM batch_job_execution_params WHERE job_execution_id = ("
+		" SELECT min(e.job_execution_id) FROM batch_job_execution e WHERE "
+		" e.job_instance_id = (SELECT max(job_instance_id) FROM batch_job_instance"
+		"  WHERE job_name = $1)) ORDER BY parameter_name",
+		1, p, err);
 	if (!res)
 		return CB_EDB;
 	rc = PQntuples(res) ? params_from_result(out, res, err) : 0;
@@ -456,14 +471,15 @@ int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job
 		return rc;
 	/* The newest instance need not have the largest run.id (one may have
 	 * been given by hand): the largest over all instances is the last one. */
-	res = cb__repo_exec(conn, "find largest run.id",
-			    "SELECT max(p.parameter_value::bigint) FROM batch_job_execution_params p "
-			    "JOIN batch_job_execution e USING (job_execution_id) "
-			    "JOIN batch_job_instance i USING (job_instance_id) "
-			    "WHERE i.job_name = $1 AND p.parameter_name = 'run.id' "
-			    "AND p.parameter_type = 'long' AND p.identifying "
-			    "AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$'",
-			    1, p, err);
+	res = cb__repo_exec(
+		conn, "find largest run.id",
+		"SELECT max(p.parameter_value::bigint) FROM batch_job_execution_params p "
+		"JOIN batch_job_execution e USING (job_execution_id) "
+		"JOIN batch_job_instance i USING (job_instance_id) "
+		"WHERE i.job_name = $1 AND p.parameter_name = 'run.id' "
+		"AND p.parameter_type = 'long' AND p.identifying "
+		"AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$'",
+		1, p, err);
 	if (!res) {
 		rc = CB_EDB;
 		goto fail;
@@ -498,7 +514,8 @@ int cb__repo_job_context(json_t **out, PGconn *conn, long long job_execution_id,
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
 	res = cb__repo_exec(conn, "load job context",
 			    "SELECT serialized_context FROM batch_job_execution_context "
-			    "WHERE job_execution_id = $1", 1, p, err);
+			    "WHERE job_execution_id = $1",
+			    1, p, err);
 	if (!res)
 		return CB_EDB;
 	*out = PQntuples(res) ? json_loads(PQgetvalue(res, 0, 0), 0, &jerr) : json_object();

@@ -168,8 +168,7 @@ static void fmt_double(char *buf, size_t size, double v)
 }
 
 /* The current holder of @p lock_name if its lease is live, else "". */
-static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_name,
-		       cb_error *err)
+static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_name, cb_error *err)
 {
 	const char *p[1] = { lock_name };
 	PGresult *res;
@@ -187,8 +186,8 @@ static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_na
 	return 0;
 }
 
-int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
-		     const char *owner_id, double lease_seconds, cb_error *err)
+int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, const char *owner_id,
+		     double lease_seconds, cb_error *err)
 {
 	char lease[32], holder[256];
 	const char *p[4] = { lock_name, owner_id, lease, NULL };
@@ -213,10 +212,10 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
 	if (!res)
 		return CB_EDB;
 	outcome = PQgetvalue(res, 0, 1);
-	out->outcome = strcmp(outcome, "SKIPPED_HELD") == 0		 ? CB__LOCK_HELD
-		       : strcmp(outcome, "LEASE_EXPIRED_TAKEOVER") == 0 ? CB__LOCK_TAKEOVER
-		       : strcmp(outcome, "OWNER_DEAD_TAKEOVER") == 0	 ? CB__LOCK_OWNER_DEAD
-									 : CB__LOCK_ACQUIRED;
+	out->outcome = strcmp(outcome, "SKIPPED_HELD") == 0           ? CB__LOCK_HELD :
+		       strcmp(outcome, "LEASE_EXPIRED_TAKEOVER") == 0 ? CB__LOCK_TAKEOVER :
+		       strcmp(outcome, "OWNER_DEAD_TAKEOVER") == 0    ? CB__LOCK_OWNER_DEAD :
+									CB__LOCK_ACQUIRED;
 	out->fencing_token = PQgetisnull(res, 0, 0) ? 0 : atoll(PQgetvalue(res, 0, 0));
 	snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(res, 0, 2));
 	snprintf(out->held_until, sizeof(out->held_until), "%s", PQgetvalue(res, 0, 3));
@@ -299,9 +298,10 @@ int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const ch
 	snprintf(tok, sizeof(tok), "%lld", token);
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 	fmt_double(lease, sizeof(lease), lease_seconds);
-	res = cb__repo_exec(conn, "heartbeat",
-			    "SELECT batch_lock_heartbeat($1, $2, $3::bigint, $4::float8, $5::bigint)",
-			    5, p, err);
+	res = cb__repo_exec(
+		conn, "heartbeat",
+		"SELECT batch_lock_heartbeat($1, $2, $3::bigint, $4::float8, $5::bigint)", 5, p,
+		err);
 	if (!res)
 		return err->code ? err->code : CB_EDB;
 	*alive = PQgetvalue(res, 0, 0)[0] == 't';
@@ -318,17 +318,21 @@ int cb__lock_release(PGconn *conn, const char *lock_name, const char *owner_id, 
 	snprintf(tok, sizeof(tok), "%lld", token);
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 	fmt_double(least, sizeof(least), at_least_seconds);
-	return cb__repo_command(conn, "release lock",
-				"SELECT batch_lock_release($1, $2, $3::bigint, $4::float8, $5::bigint)",
-				5, p, err);
+	return cb__repo_command(
+		conn, "release lock",
+		"SELECT batch_lock_release($1, $2, $3::bigint, $4::float8, $5::bigint)", 5, p, err);
 }
 
 int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, const char *outcome,
 		   long long token, long long job_execution_id, const char *detail, cb_error *err)
 {
 	char tok[24], exec[24];
-	const char *p[6] = { lock_name, owner_id, outcome, token ? tok : NULL,
-			     job_execution_id ? exec : NULL, detail ? detail : "" };
+	const char *p[6] = { lock_name,
+			     owner_id,
+			     outcome,
+			     token ? tok : NULL,
+			     job_execution_id ? exec : NULL,
+			     detail ? detail : "" };
 
 	snprintf(tok, sizeof(tok), "%lld", token);
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
@@ -364,15 +368,16 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err)
 	return 0;
 }
 
-int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
-			 const char *reason, cb_error *err)
+int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who, const char *reason,
+			 cb_error *err)
 {
 	char detail[1024];
 	const char *p[3] = { lock_name, who, detail };
 	PGresult *res;
 	int rc = 0;
 
-	snprintf(detail, sizeof(detail), "forced by %s: %s", who, reason && *reason ? reason : "no reason given");
+	snprintf(detail, sizeof(detail), "forced by %s: %s", who,
+		 reason && *reason ? reason : "no reason given");
 	/* The row stays so that the next owner's token is higher: the old
 	 * holder's session is ended, and if it still runs it is fenced off. */
 	res = cb__repo_exec(conn, "force unlock",
@@ -384,4 +389,3 @@ int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
 	PQclear(res);
 	return rc;
 }
-

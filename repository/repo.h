@@ -25,9 +25,9 @@ int cb__repo_command(PGconn *conn, const char *what, const char *sql, int nparam
 typedef struct cb__launch {
 	long long job_instance_id;
 	long long job_execution_id;
-	long long restart_of;   /* the previous execution restarted, 0 if none */
+	long long restart_of; /* the previous execution restarted, 0 if none */
 	int instance_created;
-	int dead_owner;         /* the restarted execution's owner was dead */
+	int dead_owner; /* the restarted execution's owner was dead */
 } cb__launch;
 
 /*
@@ -57,11 +57,11 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
  * CB__LAST_SIGN_SQL: its last sign of life (the later of its heartbeat and its
  * last update, never in the future): the end time of a dead execution.
  */
-#define CB__OWNER_LOST_SQL(e)                                                                 \
-	"(" e ".lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "             \
-	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "      \
+#define CB__OWNER_LOST_SQL(e)                                                                      \
+	"(" e ".lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "                 \
+	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "           \
 	"AND NOT l.released AND l.locked_until >= clock_timestamp()))"
-#define CB__LAST_SIGN_SQL(e)                                                                  \
+#define CB__LAST_SIGN_SQL(e)                                                                       \
 	"least(clock_timestamp(), greatest(" e ".heartbeat_time, " e ".last_updated))"
 
 /*
@@ -71,16 +71,14 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
  * it STOPPED without running a step). @return 0, CB_EFENCED (another process
  * ended it: the message says its status), CB_ENOTFOUND, CB_EDB.
  */
-int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id,
-			 cb_error *err);
+int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err);
 
 /* End the job execution: status, exit code/message, end_time. */
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
 			const char *exit_code, const char *exit_message, cb_error *err);
 
 /* Load the parameters of an execution. @p out receives a new cb_params. */
-int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id,
-			 cb_error *err);
+int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id, cb_error *err);
 
 /*
  * Parameters of the newest instance of a job (first execution), or *out =
@@ -99,7 +97,7 @@ typedef struct cb__step_history {
 	int found;
 	long long step_execution_id;
 	cb_status status;
-	json_t *context; /* new reference, or NULL when !found */
+	json_t *context;       /* new reference, or NULL when !found */
 	long long start_count; /* executions of this step in the instance */
 	char exit_code[64];
 } cb__step_history;
@@ -142,7 +140,7 @@ typedef struct cb__checkpoint {
 	long long version;
 	long long read, written, filtered, commits;
 	long long read_skips, write_skips, process_skips;
-	long long duplicates; /* writers add theirs server-side (sys/tx.h): usually 0 */
+	long long duplicates;  /* writers add theirs server-side (sys/tx.h): usually 0 */
 	const json_t *context; /* the step's execution context (borrowed) */
 	long long job_execution_id;
 	const json_t *job_context; /* NULL: left as it is (the engine saves it between steps) */
@@ -171,9 +169,9 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
 
 typedef enum cb__lock_outcome {
 	CB__LOCK_ACQUIRED,
-	CB__LOCK_TAKEOVER,   /* the previous owner's lease had expired */
-	CB__LOCK_HELD,       /* someone else holds it: a skip */
-	CB__LOCK_OWNER_DEAD  /* its owner's process on this host was gone: taken over */
+	CB__LOCK_TAKEOVER,  /* the previous owner's lease had expired */
+	CB__LOCK_HELD,      /* someone else holds it: a skip */
+	CB__LOCK_OWNER_DEAD /* its owner's process on this host was gone: taken over */
 } cb__lock_outcome;
 
 typedef struct cb__lock_grant {
@@ -193,8 +191,8 @@ typedef struct cb__lock_grant {
  * its open transaction cannot hold up this one; out->old_session_ended says
  * whether that worked. @p conn's session is recorded as the owner's.
  */
-int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name,
-		     const char *owner_id, double lease_seconds, cb_error *err);
+int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, const char *owner_id,
+		     double lease_seconds, cb_error *err);
 
 /* Extend the lease. *alive = 0 when the lock is no longer ours. */
 int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const char *owner_id,

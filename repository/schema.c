@@ -11,9 +11,8 @@
 /* Any constant will do; it only has to be the same in every cbatch process. */
 #define SCHEMA_LOCK_KEY "7253474105151942145"
 
-static const char *const status_names[] = {
-	"STARTING", "STARTED", "STOPPING", "STOPPED", "COMPLETED", "FAILED", "ABANDONED", "UNKNOWN"
-};
+static const char *const status_names[] = { "STARTING",  "STARTED", "STOPPING",  "STOPPED",
+					    "COMPLETED", "FAILED",  "ABANDONED", "UNKNOWN" };
 
 const char *cb_status_name(cb_status s)
 {
@@ -110,24 +109,26 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 	if (rc < 0)
 		return rc;
 	/* Serialises concurrent `schema init`s: the second waits, then sees the work done. */
-	rc = cb__repo_command(conn, "schema lock", "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK_KEY ")",
-			      0, NULL, err);
+	rc = cb__repo_command(conn, "schema lock",
+			      "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK_KEY ")", 0, NULL, err);
 	/* Look before creating: CREATE TABLE IF NOT EXISTS checks the CREATE
 	 * privilege first, and an up-to-date schema must need none. */
 	if (rc == 0)
 		rc = schema_version(&v, conn, err);
 	if (rc == 0 && v < 0) {
-		rc = cb__repo_command(conn, "create batch_schema_version",
-				      "CREATE TABLE IF NOT EXISTS batch_schema_version ("
-				      "version int PRIMARY KEY, name text NOT NULL, "
-				      "installed_at timestamptz NOT NULL DEFAULT clock_timestamp())",
-				      0, NULL, err);
+		rc = cb__repo_command(
+			conn, "create batch_schema_version",
+			"CREATE TABLE IF NOT EXISTS batch_schema_version ("
+			"version int PRIMARY KEY, name text NOT NULL, "
+			"installed_at timestamptz NOT NULL DEFAULT clock_timestamp())",
+			0, NULL, err);
 		v = 0;
 	}
 	if (rc == 0 && v > target)
 		rc = cb_error_set(err, CB_EINVAL,
 				  "repository schema is at version %d, newer than this cbatch "
-				  "(version %d): upgrade cbatch", v, target);
+				  "(version %d): upgrade cbatch",
+				  v, target);
 	if (from)
 		*from = v;
 	for (size_t i = 0; rc == 0 && i < cb__migrations_count; i++) {
@@ -139,7 +140,8 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 		if (m->version <= v)
 			continue;
 		res = PQexec(conn, m->sql);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) {
 			char what[128];
 
 			snprintf(what, sizeof(what), "migration %s", m->name);
@@ -150,7 +152,8 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 		if (rc == 0)
 			rc = cb__repo_command(conn, "record schema version",
 					      "INSERT INTO batch_schema_version (version, name) "
-					      "VALUES ($1::int, $2)", 2, params, err);
+					      "VALUES ($1::int, $2)",
+					      2, params, err);
 	}
 	if (rc == 0)
 		rc = cb__repo_command(conn, "commit", "COMMIT", 0, NULL, err);
@@ -172,11 +175,13 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err)
 	if (rc < 0)
 		return rc;
 	if (v < 0)
-		return cb_error_set(err, CB_EINVAL,
-				    "no cbatch repository in this database: run `cbatch schema init`");
+		return cb_error_set(
+			err, CB_EINVAL,
+			"no cbatch repository in this database: run `cbatch schema init`");
 	if (v != cb_repo_schema_target())
 		return cb_error_set(err, CB_EINVAL,
 				    "repository schema is at version %d, this cbatch needs %d: "
-				    "run `cbatch schema init`", v, cb_repo_schema_target());
+				    "run `cbatch schema init`",
+				    v, cb_repo_schema_target());
 	return 0;
 }

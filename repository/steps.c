@@ -33,8 +33,21 @@ static int checkpoint_status(void *ctx, const PGresult *res, cb_error *err)
 
 int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb_error *err)
 {
-	enum { STEP, VERSION, READ, WRITE, FILTER, COMMIT, READ_SKIP, WRITE_SKIP, PROCESS_SKIP,
-	       DUPLICATE, JOB_EXECUTION, TOKEN, NUMS };
+	enum {
+		STEP,
+		VERSION,
+		READ,
+		WRITE,
+		FILTER,
+		COMMIT,
+		READ_SKIP,
+		WRITE_SKIP,
+		PROCESS_SKIP,
+		DUPLICATE,
+		JOB_EXECUTION,
+		TOKEN,
+		NUMS
+	};
 	char n[NUMS][24], lease[32], *ctx_text, *job_ctx = NULL;
 	const char *p[CHECKPOINT_NPARAMS];
 	int rc;
@@ -110,8 +123,8 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
 		out->status = cb_status_parse(PQgetvalue(res, 0, 1));
 		out->start_count = atoll(PQgetvalue(res, 0, 3));
 		snprintf(out->exit_code, sizeof(out->exit_code), "%s", PQgetvalue(res, 0, 4));
-		out->context = PQgetisnull(res, 0, 2) ? json_object()
-						      : json_loads(PQgetvalue(res, 0, 2), 0, &jerr);
+		out->context = PQgetisnull(res, 0, 2) ? json_object() :
+							json_loads(PQgetvalue(res, 0, 2), 0, &jerr);
 		if (!out->context) {
 			PQclear(res);
 			return cb_error_set(err, CB_EINVAL,
@@ -140,18 +153,19 @@ int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_executio
 	 * (STOPPING) ends the job before the next one, and an execution that
 	 * another process ended gets no new step. The job status comes back
 	 * either way, so a refusal costs no second round trip. */
-	res = cb__repo_exec(conn, "create step execution",
-			    "WITH j AS (SELECT status FROM batch_job_execution "
-			    " WHERE job_execution_id = $1), "
-			    "s AS (INSERT INTO batch_step_execution "
-			    " (job_execution_id, step_name, status, start_time) "
-			    " SELECT $1, $2, 'STARTED', clock_timestamp() FROM j "
-			    " WHERE j.status = 'STARTED' RETURNING step_execution_id), "
-			    "c AS (INSERT INTO batch_step_execution_context "
-			    " (step_execution_id, serialized_context) "
-			    " SELECT step_execution_id, $3::jsonb FROM s RETURNING step_execution_id) "
-			    "SELECT j.status, (SELECT step_execution_id FROM c) FROM j",
-			    3, p, err);
+	res = cb__repo_exec(
+		conn, "create step execution",
+		"WITH j AS (SELECT status FROM batch_job_execution "
+		" WHERE job_execution_id = $1), "
+		"s AS (INSERT INTO batch_step_execution "
+		" (job_execution_id, step_name, status, start_time) "
+		" SELECT $1, $2, 'STARTED', clock_timestamp() FROM j "
+		" WHERE j.status = 'STARTED' RETURNING step_execution_id), "
+		"c AS (INSERT INTO batch_step_execution_context "
+		" (step_execution_id, serialized_context) "
+		" SELECT step_execution_id, $3::jsonb FROM s RETURNING step_execution_id) "
+		"SELECT j.status, (SELECT step_execution_id FROM c) FROM j",
+		3, p, err);
 	free(ctx);
 	if (!res)
 		return CB_EDB;
@@ -166,8 +180,8 @@ int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_executio
 	else
 		rc = cb_error_set(err, CB_EFENCED,
 				  "job execution %lld was ended by another process (it is %s); "
-				  "step '%s' not started", job_execution_id, PQgetvalue(res, 0, 0),
-				  step_name);
+				  "step '%s' not started",
+				  job_execution_id, PQgetvalue(res, 0, 0), step_name);
 	PQclear(res);
 	return rc;
 }
@@ -184,13 +198,14 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 	cb__utf8_sanitize(code, sizeof(code), exit_code);
 	snprintf(id, sizeof(id), "%lld", step_execution_id);
 	snprintf(rb, sizeof(rb), "%lld", rollbacks);
-	return cb__repo_command(conn, "finish step execution",
-				"UPDATE batch_step_execution SET status = $2, exit_code = $3, "
-				"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
-				"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
-				"version = version + 1 WHERE step_execution_id = $1 "
-				"AND status IN ('STARTING', 'STARTED', 'STOPPING')",
-				5, p, err);
+	return cb__repo_command(
+		conn, "finish step execution",
+		"UPDATE batch_step_execution SET status = $2, exit_code = $3, "
+		"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
+		"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+		"version = version + 1 WHERE step_execution_id = $1 "
+		"AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+		5, p, err);
 }
 
 int cb__repo_step_state(long long *version, json_t **context, PGconn *conn,
@@ -233,10 +248,11 @@ int cb__repo_save_job_context(PGconn *conn, long long job_execution_id, const js
 	if (!text)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	snprintf(id, sizeof(id), "%lld", job_execution_id);
-	rc = cb__repo_command(conn, "save job context",
-			      "UPDATE batch_job_execution_context SET serialized_context = $2::jsonb "
-			      "WHERE job_execution_id = $1",
-			      2, p, err);
+	rc = cb__repo_command(
+		conn, "save job context",
+		"UPDATE batch_job_execution_context SET serialized_context = $2::jsonb "
+		"WHERE job_execution_id = $1",
+		2, p, err);
 	free(text);
 	return rc;
 }

@@ -27,7 +27,7 @@ struct upsert {
 	char *stamp;          /* column set to the job execution id, one parameter */
 	int stamp_updated;    /* ... and set again on conflict */
 	char stamp_value[24];
-	char count[24];       /* the chunk's item count, the extra parameter */
+	char count[24]; /* the chunk's item count, the extra parameter */
 	char what[200]; /* names the writer in messages */
 	/* from open */
 	int opened;
@@ -109,7 +109,8 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		rc = cb_pg_quote_ident(&q, u->conn, u->stamp, err);
 		if (rc)
 			goto fail;
-		cb__sql_add(&s, ", %s) SELECT _cb_u.*, $%zu::bigint FROM unnest(", q, u->ncolumns + 1);
+		cb__sql_add(&s, ", %s) SELECT _cb_u.*, $%zu::bigint FROM unnest(", q,
+			    u->ncolumns + 1);
 		free(q);
 	} else {
 		cb__sql_add(&s, ") SELECT * FROM unnest(");
@@ -147,9 +148,11 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		/* Rows that existed already (updated, or left alone by DO NOTHING)
 		 * are duplicates; the count rides in a transaction-local setting that
 		 * the chunk checkpoint adds to the step, so it commits with the chunk. */
-		cb__sql_add(&s, " RETURNING (xmax = 0) AS _cb_ins) SELECT " CB_TX_DUPLICATES_ADD(
-					"$%zu::bigint - (SELECT count(*) FILTER (WHERE _cb_ins) FROM _cb_w)"),
-			    u->ncolumns + (u->stamp ? 2 : 1));
+		cb__sql_add(
+			&s,
+			" RETURNING (xmax = 0) AS _cb_ins) SELECT " CB_TX_DUPLICATES_ADD(
+				"$%zu::bigint - (SELECT count(*) FILTER (WHERE _cb_ins) FROM _cb_w)"),
+			u->ncolumns + (u->stamp ? 2 : 1));
 	return cb__sql_done(&s, out, err);
 fail:
 	cb__sql_done(&s, out, NULL);
@@ -190,8 +193,7 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	rc = build_sql(u, &sql, qualified, types, err);
 	if (rc)
 		goto done;
-	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql,
-			   nparams(u), err);
+	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql, nparams(u), err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the upsert", u->what);
 		goto done;
@@ -230,8 +232,7 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		return cb_error_set(err, CB_EINVAL, "%s: write before open", u->what);
 	if (n == 0)
 		return 0;
-	rc = cb__values_bind_chunk(&u->values, u->bind, u->bind_ctx, u->sc, items, n,
-				   u->what, err);
+	rc = cb__values_bind_chunk(&u->values, u->bind, u->bind_ctx, u->sc, items, n, u->what, err);
 	if (rc)
 		return rc;
 	rc = cb__values_finish(&u->values, u->params, err);
@@ -245,8 +246,7 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		u->params[i++] = u->stamp_value;
 	}
 	u->params[i] = u->count;
-	rc = cb_tx_send(tx, u->stmt, nparams(u), u->params,
-			NULL, NULL, upsert_result, u, err);
+	rc = cb_tx_send(tx, u->stmt, nparams(u), u->params, NULL, NULL, upsert_result, u, err);
 	if (rc)
 		cb_error_prefix(err, "%s", u->what);
 	return rc;
@@ -368,10 +368,12 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	u->bind_ctx = opts->bind_ctx;
 	u->count_duplicates = opts->count_duplicates;
 	if (opts->stamp_column) {
-		if (!opts->stamp_column[0] || find(u->columns, u->ncolumns, opts->stamp_column) >= 0) {
-			rc = cb_error_set(err, CB_EINVAL, "%s: stamp column \"%s\" must be a further "
-					  "column, not one of the columns", u->what,
-					  opts->stamp_column);
+		if (!opts->stamp_column[0] ||
+		    find(u->columns, u->ncolumns, opts->stamp_column) >= 0) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: stamp column \"%s\" must be a further "
+					  "column, not one of the columns",
+					  u->what, opts->stamp_column);
 			goto fail;
 		}
 		u->stamp = strdup(opts->stamp_column);

@@ -162,11 +162,24 @@ static int copy_set(cb_values *out, size_t col, const char *value, size_t n)
 		char ch = value[i];
 
 		switch (ch) {
-		case '\\': *dst++ = '\\'; *dst++ = '\\'; break;
-		case '\t': *dst++ = '\\'; *dst++ = 't'; break;
-		case '\n': *dst++ = '\\'; *dst++ = 'n'; break;
-		case '\r': *dst++ = '\\'; *dst++ = 'r'; break;
-		default: *dst++ = ch;
+		case '\\':
+			*dst++ = '\\';
+			*dst++ = '\\';
+			break;
+		case '\t':
+			*dst++ = '\\';
+			*dst++ = 't';
+			break;
+		case '\n':
+			*dst++ = '\\';
+			*dst++ = 'n';
+			break;
+		case '\r':
+			*dst++ = '\\';
+			*dst++ = 'r';
+			break;
+		default:
+			*dst++ = ch;
 		}
 	}
 	c->len = (size_t)(dst - c->buf);

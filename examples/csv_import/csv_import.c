@@ -18,7 +18,12 @@
 #include "examples.h"
 
 /* The columns, in the header (any order there) and in the account table. */
-enum { ID, SELLER, AMOUNT, NCOLS };
+enum {
+	ID,
+	SELLER,
+	AMOUNT,
+	NCOLS
+};
 static const char *const columns[] = { "id", "seller_id", "amount", NULL };
 static const char *const key[] = { "id", NULL };
 
@@ -124,8 +129,10 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	if (!(im = calloc(1, sizeof(*im))))
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	im->reader = &parts->reader;
-	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION, .state = im,
-					   .process = validate, .open = find_columns,
+	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
+					   .state = im,
+					   .process = validate,
+					   .open = find_columns,
 					   .free = free };
 	wo.table = "account";
 	wo.columns = columns;
@@ -151,6 +158,8 @@ int csv_import_register(cb_registry *reg, cb_error *err)
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "file", CB_PARAM_STRING, 1, err)) < 0)
 		return rc;
-	return cb_job_set_description(job, "import accounts from a CSV file (file=PATH) into "
-				      "the ledger example's account table", err);
+	return cb_job_set_description(job,
+				      "import accounts from a CSV file (file=PATH) into "
+				      "the ledger example's account table",
+				      err);
 }

@@ -10,7 +10,11 @@
 #include "examples.h"
 
 /* Columns of the reader's rows, in select order. */
-enum { COL_ID, COL_SELLER, COL_AMOUNT };
+enum {
+	COL_ID,
+	COL_SELLER,
+	COL_AMOUNT
+};
 
 static const char *const account_columns[] = { "id", "seller_id", "amount", NULL };
 static const char *const account_key[] = { "id", NULL };
@@ -23,7 +27,8 @@ static int validate(void *state, cb_chunk *chunk, void *item, void **out, cb_err
 
 	(void)state, (void)chunk;
 	if (cb_row_get(row, COL_AMOUNT)[0] == '-')
-		return cb_error_set(err, CB_EINVAL, "account %s: negative amount %s is invalid input",
+		return cb_error_set(err, CB_EINVAL,
+				    "account %s: negative amount %s is invalid input",
 				    cb_row_get(row, COL_ID), cb_row_get(row, COL_AMOUNT));
 	*out = item;
 	return 0;
@@ -87,8 +92,10 @@ int ledger_register(cb_registry *reg, cb_error *err)
 	step.build = build;
 	if ((rc = cb_registry_new_job(&job, reg, "ledger", err)) < 0 ||
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
-	    (rc = cb_job_set_description(job, "post unprocessed accounts into the ledger, "
-					 "exactly once", err)) < 0)
+	    (rc = cb_job_set_description(job,
+					 "post unprocessed accounts into the ledger, "
+					 "exactly once",
+					 err)) < 0)
 		return rc;
 	/* Every instance works on the same account table: one lock for the job,
 	 * whatever its parameters, so that two instances never overlap. */

@@ -24,13 +24,13 @@
 
 static const char *const totals_columns[] = { "seller_id", "amount", "order_count", NULL };
 static const char *const totals_key[] = { "seller_id", NULL };
-static const char *const daily_columns[] = { "settlement_date", "time_zone", "seller_id",
-					     "amount", "order_count", NULL };
+static const char *const daily_columns[] = { "settlement_date", "time_zone",   "seller_id",
+					     "amount",          "order_count", NULL };
 static const char *const daily_key[] = { "settlement_date", "time_zone", "seller_id", NULL };
 
 /* The zone's day, whatever the session's TimeZone: local midnight as an instant. */
 #define DAY_START "($1::date::timestamp AT TIME ZONE $2::text)"
-#define DAY_END "(($1::date + 1)::timestamp AT TIME ZONE $2::text)"
+#define DAY_END   "(($1::date + 1)::timestamp AT TIME ZONE $2::text)"
 
 /* The day's orders, per seller. */
 static const char totals_query[] =
@@ -58,8 +58,10 @@ static int validate(void *ctx, PGconn *conn, const cb_params *params, cb_error *
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 		if (state && strcmp(state, "22023") == 0)
-			rc = cb_error_set(err, CB_EINVAL, "parameter timeZone: time zone '%s' is "
-					  "not known to the database", p[0]);
+			rc = cb_error_set(err, CB_EINVAL,
+					  "parameter timeZone: time zone '%s' is "
+					  "not known to the database",
+					  p[0]);
 		else
 			rc = cb_pg_error(err, conn, res, "check parameter timeZone");
 	}
@@ -114,8 +116,7 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
  * context, with what the settle step did in this instance (all its
  * executions, restarts included): sellers written and rows already there.
  */
-static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
-		  cb_error *err)
+static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context, cb_error *err)
 {
 	const char *p[2] = { cb_step_param(sc, "targetDate"), zone_of(cb_step_context_params(sc)) };
 	json_t *jc = cb_step_context_job_context(sc);
@@ -127,12 +128,13 @@ static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *cont
 	(void)user, (void)context;
 	if ((rc = cb_step_context_step_summary(sc, "settle", &settled, err)) < 0)
 		return rc;
-	res = PQexecParams(cb_tx_conn(tx),
-			   "SELECT (SELECT coalesce(sum(amount), 0) FROM settlement_daily "
-			   "        WHERE settlement_date = $1::date AND time_zone = $2)::text, "
-			   "       (SELECT coalesce(sum(amount), 0) FROM orders WHERE ordered_at >= "
-			   "        " DAY_START " AND ordered_at < " DAY_END ")::text",
-			   2, NULL, p, NULL, NULL, 0);
+	res = PQexecParams(
+		cb_tx_conn(tx),
+		"SELECT (SELECT coalesce(sum(amount), 0) FROM settlement_daily "
+		"        WHERE settlement_date = $1::date AND time_zone = $2)::text, "
+		"       (SELECT coalesce(sum(amount), 0) FROM orders WHERE ordered_at >= "
+		"        " DAY_START " AND ordered_at < " DAY_END ")::text",
+		2, NULL, p, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		rc = cb_pg_error(err, cb_tx_conn(tx), res, "settlement report");
 		PQclear(res);
@@ -144,9 +146,11 @@ static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *cont
 	json_object_set_new(jc, "orders_total", json_string(want));
 	json_object_set_new(jc, "sellers", json_integer(settled.write_count));
 	json_object_set_new(jc, "already_settled", json_integer(settled.duplicate_count));
-	rc = strcmp(got, want) == 0 ? CB_DONE
-				    : cb_error_set(err, CB_ERROR, "settlement %s (%s): settled %s "
-						   "but the orders total %s", p[0], p[1], got, want);
+	rc = strcmp(got, want) == 0 ? CB_DONE :
+				      cb_error_set(err, CB_ERROR,
+						   "settlement %s (%s): settled %s "
+						   "but the orders total %s",
+						   p[0], p[1], got, want);
 	PQclear(res);
 	return rc;
 }
@@ -168,10 +172,11 @@ int settlement_register(cb_registry *reg, cb_error *err)
 	    (rc = cb_job_add_step(job, &check, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "targetDate", CB_PARAM_DATE, 1, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "timeZone", CB_PARAM_STRING, 0, err)) < 0 ||
-	    (rc = cb_job_set_lock(job, "{job}:{targetDate}", CB_DEFAULT_LEASE_SECONDS, 0,
-				  err)) < 0)
+	    (rc = cb_job_set_lock(job, "{job}:{targetDate}", CB_DEFAULT_LEASE_SECONDS, 0, err)) < 0)
 		return rc;
 	cb_job_set_validator(job, validate, NULL);
-	return cb_job_set_description(job, "settle one day's orders per seller "
-				      "(targetDate:date, timeZone:string default UTC)", err);
+	return cb_job_set_description(job,
+				      "settle one day's orders per seller "
+				      "(targetDate:date, timeZone:string default UTC)",
+				      err);
 }

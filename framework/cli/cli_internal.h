@@ -60,8 +60,10 @@ void cb__cli_param_list(char *buf, size_t size, const cb_job *job);
 int cb__cli_parse_positive(long long *out, const char *s);
 int cb__cli_text_arg(struct cli *c, const char *what, const char *arg);
 int cb__cli_parse_id(struct cli *c, long long *out, const char *arg);
-int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char *const *flags, const char **values);
-int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags, const char **values);
+int cb__cli_split_args(struct cli *c, const char **pos, size_t *npos, const char *const *flags,
+		       const char **values);
+int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags,
+			const char **values);
 int cb__cli_one_id(struct cli *c, long long *id);
 int cb__cli_no_args(struct cli *c);
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check);

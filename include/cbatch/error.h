@@ -20,20 +20,20 @@ extern "C" {
 /** Return codes. One sign convention: <0 error, 0 ok, >0 non-error status. */
 enum {
 	CB_OK = 0,
-	CB_DONE = 1,            /**< end of input, or a tasklet that has finished */
-	CB_ERROR = -1,          /**< generic failure, details in the cb_error */
-	CB_ENOMEM = -2,         /**< out of memory */
-	CB_EINVAL = -3,         /**< invalid argument, parameter or input */
-	CB_EDB = -4,            /**< database error (SQLSTATE in the cb_error) */
-	CB_ERETRY = -5,         /**< transient database error (40001, 40P01, 55P03): retry */
-	CB_EFENCED = -6,        /**< this execution lost its lock (fencing token) */
-	CB_ECANCELED = -7,      /**< stopped on request */
-	CB_ECOMPLETE = -8,      /**< job instance already completed */
-	CB_ERUNNING = -9,       /**< job instance has a live execution / lock held */
-	CB_ENOTFOUND = -10,     /**< no such job, execution or object */
-	CB_ENORESTART = -11,    /**< instance cannot be restarted (abandoned, not restartable) */
-	CB_ESTALE = -12,        /**< optimistic version check failed */
-	CB_ECALLBACK = -13      /**< a user callback failed */
+	CB_DONE = 1,         /**< end of input, or a tasklet that has finished */
+	CB_ERROR = -1,       /**< generic failure, details in the cb_error */
+	CB_ENOMEM = -2,      /**< out of memory */
+	CB_EINVAL = -3,      /**< invalid argument, parameter or input */
+	CB_EDB = -4,         /**< database error (SQLSTATE in the cb_error) */
+	CB_ERETRY = -5,      /**< transient database error (40001, 40P01, 55P03): retry */
+	CB_EFENCED = -6,     /**< this execution lost its lock (fencing token) */
+	CB_ECANCELED = -7,   /**< stopped on request */
+	CB_ECOMPLETE = -8,   /**< job instance already completed */
+	CB_ERUNNING = -9,    /**< job instance has a live execution / lock held */
+	CB_ENOTFOUND = -10,  /**< no such job, execution or object */
+	CB_ENORESTART = -11, /**< instance cannot be restarted (abandoned, not restartable) */
+	CB_ESTALE = -12,     /**< optimistic version check failed */
+	CB_ECALLBACK = -13   /**< a user callback failed */
 };
 
 #define CB_ERROR_MESSAGE_MAX 512
@@ -48,7 +48,10 @@ typedef struct cb_error {
 	char message[CB_ERROR_MESSAGE_MAX]; /**< one line, names the input */
 } cb_error;
 
-#define CB_ERROR_INIT { 0, "", "" }
+#define CB_ERROR_INIT                                                                              \
+	{                                                                                          \
+		0, "", ""                                                                          \
+	}
 
 /** Reset @p err to "no error". NULL-safe. */
 void cb_error_clear(cb_error *err);

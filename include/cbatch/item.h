@@ -118,7 +118,10 @@ const cb_step_context *cb_chunk_step(const cb_chunk *chunk);
 #define CB_READER_VERSION 1
 
 /** A reader with every member NULL (set at least `read`). */
-#define CB_READER_INIT { .version = CB_READER_VERSION }
+#define CB_READER_INIT                                                                             \
+	{                                                                                          \
+		.version = CB_READER_VERSION                                                       \
+	}
 
 /** A source of items. */
 typedef struct cb_reader {
@@ -165,7 +168,10 @@ typedef struct cb_reader {
 #define CB_PROCESSOR_VERSION 2
 
 /** A processor with every member NULL (set `process`). */
-#define CB_PROCESSOR_INIT { .version = CB_PROCESSOR_VERSION }
+#define CB_PROCESSOR_INIT                                                                          \
+	{                                                                                          \
+		.version = CB_PROCESSOR_VERSION                                                    \
+	}
 
 /** Transforms, validates or filters items. */
 typedef struct cb_processor {
@@ -199,7 +205,10 @@ typedef struct cb_processor {
 #define CB_WRITER_VERSION 2
 
 /** A writer with every member NULL (set at least `write`). */
-#define CB_WRITER_INIT { .version = CB_WRITER_VERSION }
+#define CB_WRITER_INIT                                                                             \
+	{                                                                                          \
+		.version = CB_WRITER_VERSION                                                       \
+	}
 
 /** A sink of items. */
 typedef struct cb_writer {

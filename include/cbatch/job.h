@@ -66,7 +66,7 @@ void cb_job_set_restartable(cb_job *job, int restartable);
 int cb_job_add_listener(cb_job *job, const cb_listener *listener, cb_error *err);
 
 /** Flow targets that end the job instead of naming a step. */
-#define CB_FLOW_END "@end"   /**< end the job COMPLETED */
+#define CB_FLOW_END  "@end"  /**< end the job COMPLETED */
 #define CB_FLOW_FAIL "@fail" /**< end the job FAILED */
 #define CB_FLOW_STOP "@stop" /**< end the job STOPPED (restartable at the next step) */
 
@@ -138,8 +138,8 @@ void cb_job_set_incrementer(cb_job *job, cb_incrementer_fn fn, void *ctx);
  * run.id among all the job's instances (1 when no instance has one): `--next`
  * always makes a new instance.
  */
-int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last,
-			  const cb_params *given, cb_error *err);
+int cb_incrementer_run_id(void *ctx, cb_params **out, const cb_params *last, const cb_params *given,
+			  cb_error *err);
 
 /** Optional one-line description shown by `cbatch jobs`. Copied. */
 int cb_job_set_description(cb_job *job, const char *text, cb_error *err);
@@ -154,8 +154,8 @@ typedef void (*cb_progress_fn)(void *ctx, const char *step_name, long long read_
 
 /** Options of one launch. Initialise with CB_LAUNCH_OPTIONS_INIT. */
 typedef struct cb_launch_options {
-	unsigned int version;   /**< CB_LAUNCH_OPTIONS_VERSION */
-	int next;               /**< non-zero: apply the incrementer (a new instance on purpose) */
+	unsigned int version;    /**< CB_LAUNCH_OPTIONS_VERSION */
+	int next;                /**< non-zero: apply the incrementer (a new instance on purpose) */
 	cb_progress_fn progress; /**< may be NULL */
 	void *progress_ctx;
 	/** Non-zero: install SIGINT/SIGTERM handlers that stop after the current chunk. */
@@ -165,19 +165,22 @@ typedef struct cb_launch_options {
 } cb_launch_options;
 
 /** Launch options with every member zero but the version. */
-#define CB_LAUNCH_OPTIONS_INIT { .version = CB_LAUNCH_OPTIONS_VERSION }
+#define CB_LAUNCH_OPTIONS_INIT                                                                     \
+	{                                                                                          \
+		.version = CB_LAUNCH_OPTIONS_VERSION                                               \
+	}
 
 /** The outcome of an execution that ran. */
 typedef struct cb_job_result {
 	long long job_instance_id;
 	long long job_execution_id;
-	cb_status status;       /**< COMPLETED, FAILED or STOPPED */
+	cb_status status; /**< COMPLETED, FAILED or STOPPED */
 	char exit_code[32];
 	char exit_message[CB_ERROR_MESSAGE_MAX];
-	int restarted;          /**< non-zero: this execution restarted a failed/stopped one */
-	int dead_owner;         /**< non-zero: the restarted execution's owner had died */
+	int restarted;           /**< non-zero: this execution restarted a failed/stopped one */
+	int dead_owner;          /**< non-zero: the restarted execution's owner had died */
 	long long fencing_token; /**< the token this execution held its lock with */
-	char lock_name[401];    /**< the lock it ran under */
+	char lock_name[401];     /**< the lock it ran under */
 	/**
 	 * Non-zero: FAILED because the failing step found its input invalid
 	 * (CB_EINVAL) before its first chunk, e.g. a file writer's file exists
@@ -210,8 +213,8 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
  * completed steps skipped and the failed step resumed from its last committed
  * context. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
  */
-int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job,
-		   long long job_execution_id, const cb_launch_options *opts, cb_error *err);
+int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job, long long job_execution_id,
+		   const cb_launch_options *opts, cb_error *err);
 
 #ifdef __cplusplus
 }

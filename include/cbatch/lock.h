@@ -82,8 +82,8 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
  * if alive, is fenced off. @return 0, CB_ENOTFOUND, CB_EDB, or CB_ERETRY when
  * the lock row stays locked by a session that could not be terminated.
  */
-int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who,
-			 const char *reason, cb_error *err);
+int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who, const char *reason,
+			 cb_error *err);
 
 #ifdef __cplusplus
 }

@@ -78,18 +78,18 @@ int cb_params_dup(cb_params **out, const cb_params *p, cb_error *err);
  * @return 0, CB_EINVAL (bad name, bad value for the type, duplicate name,
  *         value too long, or a NUL/invalid UTF-8 in a string), CB_ENOMEM
  */
-int cb_params_add(cb_params *p, const char *name, cb_param_type type,
-		  const char *value, int identifying, cb_error *err);
+int cb_params_add(cb_params *p, const char *name, cb_param_type type, const char *value,
+		  int identifying, cb_error *err);
 
 /** Add a string parameter (copied). Same codes as cb_params_add. */
-int cb_params_add_string(cb_params *p, const char *name, const char *value,
-			 int identifying, cb_error *err);
+int cb_params_add_string(cb_params *p, const char *name, const char *value, int identifying,
+			 cb_error *err);
 /** Add a long parameter. Same codes as cb_params_add. */
-int cb_params_add_long(cb_params *p, const char *name, long long value,
-		       int identifying, cb_error *err);
+int cb_params_add_long(cb_params *p, const char *name, long long value, int identifying,
+		       cb_error *err);
 /** Add a double parameter (finite values only). Same codes as cb_params_add. */
-int cb_params_add_double(cb_params *p, const char *name, double value,
-			 int identifying, cb_error *err);
+int cb_params_add_double(cb_params *p, const char *name, double value, int identifying,
+			 cb_error *err);
 
 /**
  * Parse one command-line argument in the syntax described above and add it.
@@ -105,12 +105,12 @@ size_t cb_params_count(const cb_params *p);
  * Read parameter @p i (0 <= i < count, in insertion order). Out-pointers may
  * be NULL; strings are borrowed. @return 0, or CB_ENOTFOUND for a bad index.
  */
-int cb_params_at(const cb_params *p, size_t i, const char **name,
-		 cb_param_type *type, const char **value, int *identifying);
+int cb_params_at(const cb_params *p, size_t i, const char **name, cb_param_type *type,
+		 const char **value, int *identifying);
 
 /** Find by name. @return 0 and fills the outputs, or CB_ENOTFOUND. */
-int cb_params_find(const cb_params *p, const char *name, cb_param_type *type,
-		   const char **value, int *identifying);
+int cb_params_find(const cb_params *p, const char *name, cb_param_type *type, const char **value,
+		   int *identifying);
 
 /** Value of a parameter as text (canonical form), or NULL if absent. Borrowed. */
 const char *cb_params_get(const cb_params *p, const char *name);

@@ -46,8 +46,8 @@ PGconn *cb_tx_conn(cb_tx *tx);
  * readable in pg_prepared_statements. The connection must not be in
  * pipeline mode. @return 0 or CB_EDB.
  */
-int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix,
-		  const char *sql, int nparams, cb_error *err);
+int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *sql, int nparams,
+		  cb_error *err);
 
 /**
  * Record a failed libpq call in @p err: the SQLSTATE, the server's primary

@@ -56,15 +56,15 @@ extern "C" {
  * COMMIT failed), and is forgotten.
  */
 typedef struct cb_pg_keyset_options {
-	unsigned int version;        /**< CB_PG_KEYSET_OPTIONS_VERSION */
-	const char *schema;          /**< NULL: unqualified (search_path) */
-	const char *table;           /**< required */
-	const char *const *columns;  /**< selected columns (identifiers), NULL: all ("*") */
-	size_t ncolumns;             /**< 0: @p columns is NULL-terminated (or NULL) */
+	unsigned int version;           /**< CB_PG_KEYSET_OPTIONS_VERSION */
+	const char *schema;             /**< NULL: unqualified (search_path) */
+	const char *table;              /**< required */
+	const char *const *columns;     /**< selected columns (identifiers), NULL: all ("*") */
+	size_t ncolumns;                /**< 0: @p columns is NULL-terminated (or NULL) */
 	const char *const *key_columns; /**< sort key, unique together, PK last; required */
-	size_t nkeys;                /**< 0: @p key_columns is NULL-terminated */
-	const char *where;           /**< the unprocessed filter, e.g. "NOT processed"; NULL: none */
-	size_t page_size;            /**< rows per page; 0: the step's chunk size */
+	size_t nkeys;                   /**< 0: @p key_columns is NULL-terminated */
+	const char *where; /**< the unprocessed filter, e.g. "NOT processed"; NULL: none */
+	size_t page_size;  /**< rows per page; 0: the step's chunk size */
 	/**
 	 * Read from a query instead of a table: `FROM (<query>) AS <table>`,
 	 * @p table naming it (schema must be NULL). The query is SQL text of the
@@ -78,7 +78,10 @@ typedef struct cb_pg_keyset_options {
 } cb_pg_keyset_options;
 
 /** Keyset reader options with every member zero but the version. */
-#define CB_PG_KEYSET_OPTIONS_INIT { .version = CB_PG_KEYSET_OPTIONS_VERSION }
+#define CB_PG_KEYSET_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		.version = CB_PG_KEYSET_OPTIONS_VERSION                                            \
+	}
 
 /**
  * Fill @p out with a keyset paging reader. The reader owns a copy of the
@@ -112,10 +115,10 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
  * expected one. Each is a read error (see cb_csv_reader_new).
  */
 typedef struct cb_csv_options {
-	unsigned int version;  /**< CB_CSV_OPTIONS_VERSION */
-	const char *path;      /**< the file; required; named in every message */
-	char delimiter;        /**< field separator; 0: ','. Not '"', CR or LF */
-	int header;            /**< non-zero: the first record names the columns */
+	unsigned int version; /**< CB_CSV_OPTIONS_VERSION */
+	const char *path;     /**< the file; required; named in every message */
+	char delimiter;       /**< field separator; 0: ','. Not '"', CR or LF */
+	int header;           /**< non-zero: the first record names the columns */
 	/**
 	 * Fields every record must have. 0: with a header, the header's count
 	 * (a header of another count is an open error when this is set),
@@ -136,7 +139,10 @@ typedef struct cb_csv_options {
 } cb_csv_options;
 
 /** CSV reader options: the version, ',' as delimiter, every other member zero. */
-#define CB_CSV_OPTIONS_INIT { .version = CB_CSV_OPTIONS_VERSION, .delimiter = ',' }
+#define CB_CSV_OPTIONS_INIT                                                                        \
+	{                                                                                          \
+		.version = CB_CSV_OPTIONS_VERSION, .delimiter = ','                                \
+	}
 
 /** The column names of a CSV header row. Owned by the reader. */
 typedef struct cb_csv_header cb_csv_header;
@@ -275,7 +281,10 @@ typedef struct cb_jsonl_options {
 } cb_jsonl_options;
 
 /** JSON lines reader options with every member zero but the version. */
-#define CB_JSONL_OPTIONS_INIT { .version = CB_JSONL_OPTIONS_VERSION }
+#define CB_JSONL_OPTIONS_INIT                                                                      \
+	{                                                                                          \
+		.version = CB_JSONL_OPTIONS_VERSION                                                \
+	}
 
 /**
  * Fill @p out with a JSON lines reader of @p opts (copied). The step calls
@@ -326,15 +335,18 @@ long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
  * ($1..$n, text).
  */
 typedef struct cb_pg_cursor_options {
-	unsigned int version;        /**< CB_PG_CURSOR_OPTIONS_VERSION */
-	const char *query;           /**< required; copied */
+	unsigned int version;            /**< CB_PG_CURSOR_OPTIONS_VERSION */
+	const char *query;               /**< required; copied */
 	const char *const *query_params; /**< values of $1..$n (copied) */
 	size_t nquery_params;
-	size_t fetch_size;           /**< rows per FETCH; 0: the step's chunk size */
+	size_t fetch_size; /**< rows per FETCH; 0: the step's chunk size */
 } cb_pg_cursor_options;
 
 /** Cursor reader options with every member zero but the version. */
-#define CB_PG_CURSOR_OPTIONS_INIT { .version = CB_PG_CURSOR_OPTIONS_VERSION }
+#define CB_PG_CURSOR_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		.version = CB_PG_CURSOR_OPTIONS_VERSION                                            \
+	}
 
 /** Fill @p out with a cursor reader (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err);

@@ -75,8 +75,7 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
  * and message, and "context"). @p out receives a new JSON object.
  * @return 0, CB_ENOTFOUND, CB_EDB.
  */
-int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id,
-			   cb_error *err);
+int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
 
 /**
  * Stop an execution. A live one (its owner holds its lock) that is STARTING

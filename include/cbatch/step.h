@@ -72,9 +72,9 @@ typedef enum cb_fault {
 
 /** What to do about a failure, as a classifier decides. */
 typedef enum cb_fault_action {
-	CB_FAULT_FAIL = 0,  /**< roll back the chunk and fail the step */
-	CB_FAULT_SKIP = 1,  /**< skip the item (counted; over the skip limit the step fails) */
-	CB_FAULT_RETRY = 2  /**< roll back and retry the chunk (up to the retry limit) */
+	CB_FAULT_FAIL = 0, /**< roll back the chunk and fail the step */
+	CB_FAULT_SKIP = 1, /**< skip the item (counted; over the skip limit the step fails) */
+	CB_FAULT_RETRY = 2 /**< roll back and retry the chunk (up to the retry limit) */
 } cb_fault_action;
 
 /**
@@ -150,7 +150,10 @@ typedef struct cb_step_def {
 } cb_step_def;
 
 /** A chunk step definition with every member zero but the version. */
-#define CB_STEP_DEF_INIT { .version = CB_STEP_DEF_VERSION }
+#define CB_STEP_DEF_INIT                                                                           \
+	{                                                                                          \
+		.version = CB_STEP_DEF_VERSION                                                     \
+	}
 
 /**
  * Set the step's exit status (e.g. "NOOP"), which transitions match on
@@ -240,7 +243,10 @@ typedef struct cb_listener {
 } cb_listener;
 
 /** A listener with every callback NULL. */
-#define CB_LISTENER_INIT { .version = CB_LISTENER_VERSION }
+#define CB_LISTENER_INIT                                                                           \
+	{                                                                                          \
+		.version = CB_LISTENER_VERSION                                                     \
+	}
 
 #ifdef __cplusplus
 }

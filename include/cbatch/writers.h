@@ -49,8 +49,8 @@ const char *cb_values_name(const cb_values *out, size_t col);
  * Fill @p out with the column values of @p item. Return 0, or a negative
  * code with a message naming the item to fail the chunk.
  */
-typedef int (*cb_bind_fn)(void *ctx, const cb_step_context *sc, const void *item,
-			  cb_values *out, cb_error *err);
+typedef int (*cb_bind_fn)(void *ctx, const cb_step_context *sc, const void *item, cb_values *out,
+			  cb_error *err);
 
 /**
  * A bind that reads `cb_row *` items (from the PostgreSQL readers) and takes
@@ -74,17 +74,18 @@ int cb_bind_row_by_name(void *ctx, const cb_step_context *sc, const void *item, 
  * them).
  */
 typedef struct cb_pg_upsert_options {
-	unsigned int version;          /**< CB_PG_UPSERT_OPTIONS_VERSION */
-	const char *schema;            /**< NULL: unqualified */
-	const char *table;             /**< required */
-	const char *const *columns;    /**< target columns, in bind order; required */
-	size_t ncolumns;               /**< 0: @p columns is NULL-terminated */
-	const char *const *key_columns; /**< conflict target (a unique constraint's columns); required */
-	size_t nkeys;                  /**< 0: @p key_columns is NULL-terminated */
+	unsigned int version;       /**< CB_PG_UPSERT_OPTIONS_VERSION */
+	const char *schema;         /**< NULL: unqualified */
+	const char *table;          /**< required */
+	const char *const *columns; /**< target columns, in bind order; required */
+	size_t ncolumns;            /**< 0: @p columns is NULL-terminated */
+	const char *const
+		*key_columns; /**< conflict target (a unique constraint's columns); required */
+	size_t nkeys;         /**< 0: @p key_columns is NULL-terminated */
 	const char *const *update_columns; /**< NULL: all non-key columns; with nupdate 0 and
 					      non-NULL: DO NOTHING */
 	size_t nupdate;
-	cb_bind_fn bind;               /**< NULL: cb_bind_row_by_name */
+	cb_bind_fn bind; /**< NULL: cb_bind_row_by_name */
 	void *bind_ctx;
 	/**
 	 * Non-zero: rows whose key existed already (updated, or left alone by DO
@@ -101,8 +102,11 @@ typedef struct cb_pg_upsert_options {
 	const char *stamp_column;
 } cb_pg_upsert_options;
 
-#define CB_PG_UPSERT_OPTIONS_INIT \
-	{ CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL }
+#define CB_PG_UPSERT_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL,   \
+			0, NULL                                                                    \
+	}
 
 /** Fill @p out with an upsert writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err);
@@ -126,16 +130,19 @@ int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options
  * keyed by the chunk's execution, or cleaned before a rerun.
  */
 typedef struct cb_pg_copy_options {
-	unsigned int version;       /**< CB_PG_COPY_OPTIONS_VERSION */
+	unsigned int version; /**< CB_PG_COPY_OPTIONS_VERSION */
 	const char *schema;
 	const char *table;          /**< required */
 	const char *const *columns; /**< in bind order; required */
 	size_t ncolumns;
-	cb_bind_fn bind;            /**< NULL: cb_bind_row_by_name */
+	cb_bind_fn bind; /**< NULL: cb_bind_row_by_name */
 	void *bind_ctx;
 } cb_pg_copy_options;
 
-#define CB_PG_COPY_OPTIONS_INIT { CB_PG_COPY_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL }
+#define CB_PG_COPY_OPTIONS_INIT                                                                    \
+	{                                                                                          \
+		CB_PG_COPY_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL                        \
+	}
 
 /** Fill @p out with a COPY writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_error *err);
@@ -153,15 +160,15 @@ int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_err
  * the `cb_row *` item's columns of the same names.
  */
 typedef struct cb_pg_status_options {
-	unsigned int version;          /**< CB_PG_STATUS_OPTIONS_VERSION (1 or 2) */
+	unsigned int version; /**< CB_PG_STATUS_OPTIONS_VERSION (1 or 2) */
 	const char *schema;
-	const char *table;             /**< required */
+	const char *table;              /**< required */
 	const char *const *key_columns; /**< required */
-	size_t nkeys;                  /**< 0: @p key_columns is NULL-terminated */
-	const char *set_column;        /**< required, e.g. "processed" */
-	const char *set_value;         /**< text of the new value, e.g. "true"; sent as a
+	size_t nkeys;                   /**< 0: @p key_columns is NULL-terminated */
+	const char *set_column;         /**< required, e.g. "processed" */
+	const char *set_value;          /**< text of the new value, e.g. "true"; sent as a
 					    parameter; NULL: SQL NULL */
-	cb_bind_fn bind;               /**< NULL: cb_bind_row_by_name over the key columns */
+	cb_bind_fn bind;                /**< NULL: cb_bind_row_by_name over the key columns */
 	void *bind_ctx;
 	/**
 	 * Conditional transition: only rows whose @p expect_column equals
@@ -190,9 +197,11 @@ typedef struct cb_pg_status_options {
 	void *filtered_bind_ctx;
 } cb_pg_status_options;
 
-#define CB_PG_STATUS_OPTIONS_INIT                                                            \
-	{ CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, \
-	  0, NULL, NULL, NULL }
+#define CB_PG_STATUS_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL,   \
+			NULL, 0, 0, NULL, NULL, NULL                                               \
+	}
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err);
@@ -365,25 +374,27 @@ int cb_csv_format_record(void *ctx, const void *item, cb_csv_row *row, cb_error 
 
 /** Options of the CSV writer. Strings are copied by cb_csv_writer_new. */
 typedef struct cb_csv_writer_options {
-	unsigned int version;         /**< CB_CSV_WRITER_OPTIONS_VERSION (1 or 2) */
-	const char *path;             /**< the output file, a template (cb_file_path_expand); required */
-	char delimiter;               /**< 0: ','. Not '"', CR or LF */
-	const char *line_end;         /**< "\n" (NULL) or "\r\n" (RFC 4180) */
-	const char *const *header;    /**< header row, written on a first run; NULL: none */
-	size_t nheader;               /**< with a header, every row must have this many fields */
-	cb_csv_format_fn format;      /**< NULL: cb_csv_format_record */
-	void *format_ctx;             /**< passed to @p format (borrowed) */
-	int quote_all;                /**< non-zero: quote every field (NULL fields excepted) */
-	int fsync;                    /**< non-zero: fdatasync after each chunk's lines */
-	int atomic;                   /**< non-zero: write to @p temp_path; see cb_file_publish */
-	const char *temp_path;        /**< atomic mode's file, a template; NULL: "<path>.tmp" */
+	unsigned int version; /**< CB_CSV_WRITER_OPTIONS_VERSION (1 or 2) */
+	const char *path;     /**< the output file, a template (cb_file_path_expand); required */
+	char delimiter;       /**< 0: ','. Not '"', CR or LF */
+	const char *line_end; /**< "\n" (NULL) or "\r\n" (RFC 4180) */
+	const char *const *header; /**< header row, written on a first run; NULL: none */
+	size_t nheader;            /**< with a header, every row must have this many fields */
+	cb_csv_format_fn format;   /**< NULL: cb_csv_format_record */
+	void *format_ctx;          /**< passed to @p format (borrowed) */
+	int quote_all;             /**< non-zero: quote every field (NULL fields excepted) */
+	int fsync;                 /**< non-zero: fdatasync after each chunk's lines */
+	int atomic;                /**< non-zero: write to @p temp_path; see cb_file_publish */
+	const char *temp_path;     /**< atomic mode's file, a template; NULL: "<path>.tmp" */
 	/** Since version 2: a cb_file_if_exists, for a file found at the first open. */
 	int if_exists;
 } cb_csv_writer_options;
 
-#define CB_CSV_WRITER_OPTIONS_INIT \
-	{ CB_CSV_WRITER_OPTIONS_VERSION, NULL, ',', NULL, NULL, 0, NULL, NULL, 0, 0, 0, NULL, \
-	  CB_FILE_FAIL }
+#define CB_CSV_WRITER_OPTIONS_INIT                                                                 \
+	{                                                                                          \
+		CB_CSV_WRITER_OPTIONS_VERSION, NULL, ',', NULL, NULL, 0, NULL, NULL, 0, 0, 0,      \
+			NULL, CB_FILE_FAIL                                                         \
+	}
 
 /**
  * Fill @p out with a CSV writer (options copied; the step calls out->free).
@@ -406,8 +417,8 @@ typedef int (*cb_jsonl_format_fn)(void *ctx, const void *item, json_t **out, cb_
 
 /** Options of the JSON lines writer. Strings are copied. */
 typedef struct cb_jsonl_writer_options {
-	unsigned int version;      /**< CB_JSONL_WRITER_OPTIONS_VERSION (1 or 2) */
-	const char *path;          /**< the output file, a template (cb_file_path_expand); required */
+	unsigned int version; /**< CB_JSONL_WRITER_OPTIONS_VERSION (1 or 2) */
+	const char *path;     /**< the output file, a template (cb_file_path_expand); required */
 	cb_jsonl_format_fn format; /**< NULL: items are `json_t *` (borrowed) */
 	void *format_ctx;
 	/**
@@ -417,15 +428,17 @@ typedef struct cb_jsonl_writer_options {
 	 * line: JSON_INDENT is ignored.
 	 */
 	size_t dump_flags;
-	int fsync;                 /**< non-zero: fdatasync after each chunk's lines */
-	int atomic;                /**< non-zero: write to @p temp_path; see cb_file_publish */
-	const char *temp_path;     /**< a template; NULL: "<path>.tmp" */
+	int fsync;             /**< non-zero: fdatasync after each chunk's lines */
+	int atomic;            /**< non-zero: write to @p temp_path; see cb_file_publish */
+	const char *temp_path; /**< a template; NULL: "<path>.tmp" */
 	/** Since version 2: a cb_file_if_exists, for a file found at the first open. */
 	int if_exists;
 } cb_jsonl_writer_options;
 
-#define CB_JSONL_WRITER_OPTIONS_INIT \
-	{ CB_JSONL_WRITER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL, CB_FILE_FAIL }
+#define CB_JSONL_WRITER_OPTIONS_INIT                                                               \
+	{                                                                                          \
+		CB_JSONL_WRITER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL, CB_FILE_FAIL     \
+	}
 
 /**
  * Fill @p out with a JSON lines writer: each item becomes one line of

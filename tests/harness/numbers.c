@@ -145,19 +145,19 @@ static int w_write(void *state, cb_tx *tx, void *const *items, size_t count, cb_
 	return rc;
 }
 
-int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-		      cb_error *err)
+int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	cbt_numbers *n = user;
 
 	(void)sc;
 	(void)err;
-	parts->reader = (cb_reader){ CB_READER_VERSION, n, n_open, n_read, n_update, n_describe,
-				     n_rollback, n_close, NULL };
-	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
-					   .state = n, .process = n_process };
-	parts->writers[0] = (cb_writer){ .version = CB_WRITER_VERSION, .state = n, .open = w_open,
-					 .write = w_write };
+	parts->reader = (cb_reader){ CB_READER_VERSION, n,          n_open,  n_read, n_update,
+				     n_describe,        n_rollback, n_close, NULL };
+	parts->processor =
+		(cb_processor){ .version = CB_PROCESSOR_VERSION, .state = n, .process = n_process };
+	parts->writers[0] = (cb_writer){
+		.version = CB_WRITER_VERSION, .state = n, .open = w_open, .write = w_write
+	};
 	parts->nwriters = 1;
 	return 0;
 }

@@ -14,13 +14,13 @@
 
 typedef struct cbt_numbers {
 	/* configuration */
-	long long last;                 /* read 1..last */
-	int drop_odd;                   /* processor filters odd numbers */
+	long long last;                                 /* read 1..last */
+	int drop_odd;                                   /* processor filters odd numbers */
 	long long fail_read[CBT_NUMBERS_MAX_FAULTS];    /* read error (CB_EINVAL) on these */
 	long long fail_process[CBT_NUMBERS_MAX_FAULTS]; /* process error (CB_EINVAL) on these */
-	const char *extra_sql;          /* run in each chunk's transaction after the insert */
-	int stop_after_chunks;          /* request a stop during this chunk (1-based) */
-	const char *stop_conninfo;      /* connection for the stop request */
+	const char *extra_sql;     /* run in each chunk's transaction after the insert */
+	int stop_after_chunks;     /* request a stop during this chunk (1-based) */
+	const char *stop_conninfo; /* connection for the stop request */
 	/* observed */
 	long long reads, processed, writes, chunks_written;
 	/* state (internal) */
@@ -32,7 +32,6 @@ typedef struct cbt_numbers {
 } cbt_numbers;
 
 /* A chunk step build callback: user is a cbt_numbers. */
-int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-		      cb_error *err);
+int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err);
 
 #endif

@@ -262,34 +262,37 @@ static int v1_complete(void *state, cb_error *err)
 	return 0;
 }
 
-static int probe_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-		       cb_error *err)
+static int probe_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	probe *p = user;
 	/* As a writer written for version 1 would look: its version says 1, and
 	 * whatever sits in the later members is not its own. */
-	cb_writer v1 = { .version = 1, .state = p, .write = v1_write, .rollback = v1_hook,
-			 .savepoint = v1_hook, .rollback_to_savepoint = v1_hook,
+	cb_writer v1 = { .version = 1,
+			 .state = p,
+			 .write = v1_write,
+			 .rollback = v1_hook,
+			 .savepoint = v1_hook,
+			 .rollback_to_savepoint = v1_hook,
 			 .complete = v1_complete };
 	int rc = cbt_numbers_build(&p->numbers, sc, parts, err);
 
 	if (rc < 0)
 		return rc;
-	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION, .state = p,
-					   .process = p_process, .open = p_open,
+	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
+					   .state = p,
+					   .process = p_process,
+					   .open = p_open,
 					   .close = p_close };
 	return cb_chunk_parts_add_writer(parts, &v1, err);
 }
 
-static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
-		  cb_error *err)
+static int report(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context, cb_error *err)
 {
 	probe *p = user;
 
 	(void)tx, (void)context;
 	p->report_instance = cb_step_context_job_instance_id(sc);
-	return cb_step_context_step_summary(sc, "load", &p->summary, err) < 0 ? err->code
-									       : CB_DONE;
+	return cb_step_context_step_summary(sc, "load", &p->summary, err) < 0 ? err->code : CB_DONE;
 }
 
 static void test_processor_v2_writer_v1_and_step_summary_over_executions(void)
@@ -418,8 +421,7 @@ static int refuse_open(void *state, const cb_step_context *sc, cb_error *err)
 	return cb_error_set(err, CB_ERROR, "the open of a version 1 processor was called");
 }
 
-static int lists_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-		       cb_error *err)
+static int lists_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_pg_upsert_options uo = CB_PG_UPSERT_OPTIONS_INIT;
@@ -488,15 +490,18 @@ static void test_readme_sample_runs_a_keyset_reader_with_a_job_parameter(void)
 	CU_ASSERT_FATAL(slash != NULL);
 	snprintf(bin, sizeof(bin), "%.*s/readme_post", (int)(slash - cbt_examples_bin()),
 		 cbt_examples_bin());
-	cbt_exec(conn, "DROP TABLE IF EXISTS account, ledger; "
-		       "CREATE TABLE account (id bigserial PRIMARY KEY, seller_id int NOT NULL, "
-		       " amount numeric(12,2) NOT NULL, processed boolean NOT NULL DEFAULT false); "
-		       "CREATE TABLE ledger (account_id bigint PRIMARY KEY, seller_id int NOT NULL, "
-		       " amount numeric(12,2) NOT NULL, job_execution_id bigint NOT NULL); "
-		       "INSERT INTO account (seller_id, amount) "
-		       "SELECT g % 10, g FROM generate_series(1, 2500) g");
+	cbt_exec(conn,
+		 "DROP TABLE IF EXISTS account, ledger; "
+		 "CREATE TABLE account (id bigserial PRIMARY KEY, seller_id int NOT NULL, "
+		 " amount numeric(12,2) NOT NULL, processed boolean NOT NULL DEFAULT false); "
+		 "CREATE TABLE ledger (account_id bigint PRIMARY KEY, seller_id int NOT NULL, "
+		 " amount numeric(12,2) NOT NULL, job_execution_id bigint NOT NULL); "
+		 "INSERT INTO account (seller_id, amount) "
+		 "SELECT g % 10, g FROM generate_series(1, 2500) g");
 	{
-		const char *const argv[] = { bin, "--db", db, "run", "post", "seller:long=7", NULL };
+		const char *const argv[] = {
+			bin, "--db", db, "run", "post", "seller:long=7", NULL
+		};
 
 		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 0);
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger l JOIN account a ON "
@@ -506,7 +511,8 @@ static void test_readme_sample_runs_a_keyset_reader_with_a_job_parameter(void)
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 250);
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), 250);
 		/* The same instance again: already complete. */
-		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), CB_EXIT_COMPLETE);
+		CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)),
+			  CB_EXIT_COMPLETE);
 	}
 	{
 		/* A missing parameter: refused as usage before anything is written. */

@@ -210,7 +210,8 @@ static void test_jobs_lists_registered_jobs(void)
 	jobs = json_object_get(v, "jobs");
 	CBT_EQ_LL(json_array_size(jobs), 4);
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 0), "name")), "ledger");
-	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 1), "name")), "settlement");
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 1), "name")),
+		   "settlement");
 	json_decref(v);
 	CBT_EQ_LL(ADMIN("jobs", "--json"), 0);
 	v = stdout_json();

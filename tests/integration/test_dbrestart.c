@@ -140,38 +140,43 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 
 	conn = reconnect();
 	/* Nothing it committed was lost: whole chunks, counted as written. */
-	written = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", exec);
+	written = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
+				exec);
 	CU_ASSERT(written >= before);
 	CBT_EQ_LL(written % 10, 0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-		    "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
-		    "%lld",
-		    exec),
+	CBT_EQ_LL(cbt_queryf_ll(
+			  conn,
+			  "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
+			  "%lld",
+			  exec),
 		  written);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), written);
 	if (written >= 200000)
 		CBT_FAILF("the job finished before the restart; the test proves nothing");
 	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-		    "AND status IN ('FAILED', 'STARTED')",
-		    exec),
+	CBT_EQ_LL(cbt_queryf_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "AND status IN ('FAILED', 'STARTED')",
+			  exec),
 		  1);
 	/* After the lease (database time) a run completes it, exactly once. */
 	if (!cbt_wait_until(conn, 15000,
-			"SELECT (count(*) = 0)::int FROM batch_lock WHERE "
-			"lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
+			    "SELECT (count(*) = 0)::int FROM batch_lock WHERE "
+			    "lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
 		CBT_FAILF("the lock is still held 15 s after the restart (lease 2 s)");
 	CBT_EQ_LL(ex("run", "ledger", NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-		    "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-		    "status = 'COMPLETED'",
-		    exec),
+	CBT_EQ_LL(cbt_queryf_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
+			  "status = 'COMPLETED'",
+			  exec),
 		  1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-		    "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-		    "AND status = 'FAILED'",
-		    exec),
+	CBT_EQ_LL(cbt_queryf_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "AND status = 'FAILED'",
+			  exec),
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 200000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);

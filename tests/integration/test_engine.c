@@ -30,9 +30,9 @@ static int clean(void)
 /* ---- tasklets -------------------------------------------------------------- */
 
 typedef struct counter {
-	int calls;    /* calls in this process */
-	int fail_at;  /* fail when the context's count reaches this (0: never) */
-	int done_at;  /* say CB_DONE at this count */
+	int calls;   /* calls in this process */
+	int fail_at; /* fail when the context's count reaches this (0: never) */
+	int done_at; /* say CB_DONE at this count */
 } counter;
 
 static int count_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
@@ -152,12 +152,13 @@ static void test_job_key_is_stored_for_the_instance(void)
 	cbt_query_str(conn, "SELECT job_key FROM batch_job_instance WHERE job_name = 'keyed'",
 		      stored, sizeof(stored));
 	CBT_EQ_STR(stored, key);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params p JOIN "
-				     "batch_job_execution e USING (job_execution_id) JOIN "
-				     "batch_job_instance i USING (job_instance_id) WHERE "
-				     "i.job_name = 'keyed' AND ((p.parameter_name = 'targetDate' AND "
-				     "p.parameter_type = 'date' AND p.identifying) OR "
-				     "(p.parameter_name = 'verbose' AND NOT p.identifying))"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_job_execution_params p JOIN "
+			       "batch_job_execution e USING (job_execution_id) JOIN "
+			       "batch_job_instance i USING (job_instance_id) WHERE "
+			       "i.job_name = 'keyed' AND ((p.parameter_name = 'targetDate' AND "
+			       "p.parameter_type = 'date' AND p.identifying) OR "
+			       "(p.parameter_name = 'verbose' AND NOT p.identifying))"),
 		  2);
 	cb_params_free(p);
 	cb_job_free(job);
@@ -314,11 +315,11 @@ static void test_schema_init_is_idempotent_and_safe_concurrently(void)
 		CBT_EQ_LL(cbt_query_ll(c, "SELECT count(*) FROM batch_schema_version"),
 			  cb_repo_schema_target());
 		/* Every foreign key column leads some index (Spring Batch ships none). */
-		CBT_EQ_LL(cbt_query_ll(c,
-				       "SELECT count(*) FROM pg_constraint c WHERE c.contype = 'f' "
-				       "AND c.conrelid::regclass::text LIKE 'batch_%' AND NOT EXISTS "
-				       "(SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid "
-				       "AND i.indkey[0] = c.conkey[1])"),
+		CBT_EQ_LL(cbt_query_ll(
+				  c, "SELECT count(*) FROM pg_constraint c WHERE c.contype = 'f' "
+				     "AND c.conrelid::regclass::text LIKE 'batch_%' AND NOT EXISTS "
+				     "(SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid "
+				     "AND i.indkey[0] = c.conkey[1])"),
 			  0);
 		PQfinish(c);
 	}

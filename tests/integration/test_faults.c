@@ -79,8 +79,7 @@ static void l_read_error(void *c, const cb_step_context *sc, const cb_error *e)
 	(void)sc, (void)e;
 	((seen *)c)->read_errors++;
 }
-static void l_process_error(void *c, const cb_step_context *sc, const void *item,
-			    const cb_error *e)
+static void l_process_error(void *c, const cb_step_context *sc, const void *item, const cb_error *e)
 {
 	(void)sc, (void)item, (void)e;
 	((seen *)c)->process_errors++;
@@ -107,9 +106,19 @@ static void l_skip(void *c, const cb_step_context *sc, cb_fault f, const void *i
 static void add_listener(cb_job *job, seen *s)
 {
 	cb_error err = CB_ERROR_INIT;
-	cb_listener l = { CB_LISTENER_VERSION, s, l_before_job, l_after_job, l_before_step,
-			  l_after_step, l_before_chunk, l_after_chunk, l_chunk_error,
-			  l_read_error, l_process_error, l_write_error, l_skip };
+	cb_listener l = { CB_LISTENER_VERSION,
+			  s,
+			  l_before_job,
+			  l_after_job,
+			  l_before_step,
+			  l_after_step,
+			  l_before_chunk,
+			  l_after_chunk,
+			  l_chunk_error,
+			  l_read_error,
+			  l_process_error,
+			  l_write_error,
+			  l_skip };
 
 	memset(s, 0, sizeof(*s));
 	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
@@ -139,8 +148,10 @@ static void fresh_sink(const char *extra)
 {
 	char sql[512];
 
-	snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint NOT "
-		 "NULL %s)", extra ? extra : "");
+	snprintf(sql, sizeof(sql),
+		 "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint NOT "
+		 "NULL %s)",
+		 extra ? extra : "");
 	cbt_exec(conn, sql);
 }
 
@@ -148,9 +159,11 @@ static long long step_count(const char *job, const char *column)
 {
 	char sql[512];
 
-	snprintf(sql, sizeof(sql), "SELECT sum(s.%s) FROM batch_step_execution s JOIN "
+	snprintf(sql, sizeof(sql),
+		 "SELECT sum(s.%s) FROM batch_step_execution s JOIN "
 		 "batch_job_execution e USING (job_execution_id) JOIN batch_job_instance i "
-		 "USING (job_instance_id) WHERE i.job_name = '%s'", column, job);
+		 "USING (job_instance_id) WHERE i.job_name = '%s'",
+		 column, job);
 	return cbt_query_ll(conn, sql);
 }
 
@@ -392,10 +405,11 @@ static void test_serialization_failure_is_retried_and_written_once(void)
 
 	add_listener(job, &s);
 	fresh_sink(NULL);
-	cbt_exec(conn, "DROP SEQUENCE IF EXISTS cbt_calls; CREATE SEQUENCE cbt_calls; "
-		       "CREATE OR REPLACE FUNCTION cbt_fail_once() RETURNS int LANGUAGE plpgsql AS $$ "
-		       "BEGIN IF nextval('cbt_calls') = 2 THEN RAISE EXCEPTION 'injected' "
-		       "USING ERRCODE = '40001'; END IF; RETURN 1; END $$");
+	cbt_exec(conn,
+		 "DROP SEQUENCE IF EXISTS cbt_calls; CREATE SEQUENCE cbt_calls; "
+		 "CREATE OR REPLACE FUNCTION cbt_fail_once() RETURNS int LANGUAGE plpgsql AS $$ "
+		 "BEGIN IF nextval('cbt_calls') = 2 THEN RAISE EXCEPTION 'injected' "
+		 "USING ERRCODE = '40001'; END IF; RETURN 1; END $$");
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	assert_sink_is_1_to(50, 0, 0);
@@ -436,10 +450,11 @@ static void test_lost_connection_is_retried_after_reconnecting(void)
 	cb_job_result r;
 
 	fresh_sink(NULL);
-	cbt_exec(conn, "DROP SEQUENCE IF EXISTS cbt_cuts; CREATE SEQUENCE cbt_cuts; "
-		       "CREATE OR REPLACE FUNCTION cbt_cut_once() RETURNS int LANGUAGE plpgsql AS $$ "
-		       "BEGIN IF nextval('cbt_cuts') = 2 THEN "
-		       "PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN 1; END $$");
+	cbt_exec(conn,
+		 "DROP SEQUENCE IF EXISTS cbt_cuts; CREATE SEQUENCE cbt_cuts; "
+		 "CREATE OR REPLACE FUNCTION cbt_cut_once() RETURNS int LANGUAGE plpgsql AS $$ "
+		 "BEGIN IF nextval('cbt_cuts') = 2 THEN "
+		 "PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN 1; END $$");
 	/* The job gets a connection of its own: this one is the test's. */
 	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
@@ -456,8 +471,8 @@ typedef struct step_script {
 	const char *exit_status; /* set this exit status, or NULL */
 	int fail;                /* return an error */
 	int runs;
-	const char *put_total;   /* put this into the job context as "total" */
-	long long got_total;     /* "total" seen in the job context */
+	const char *put_total; /* put this into the job context as "total" */
+	long long got_total;   /* "total" seen in the job context */
 } step_script;
 
 static int scripted(void *user, const cb_step_context *sc, cb_tx *tx, json_t *ctx, cb_error *err)
@@ -534,8 +549,9 @@ static void test_custom_exit_status_drives_the_flow(void)
 	CBT_CONTAINS(r.exit_message, "NOOP");
 	CBT_EQ_LL(b.runs, 0);
 	/* The step itself completed; its exit status is what the flow saw. */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE "
-				     "step_name = 'a' AND status = 'COMPLETED' AND exit_code = 'NOOP'"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_step_execution WHERE "
+			       "step_name = 'a' AND status = 'COMPLETED' AND exit_code = 'NOOP'"),
 		  1);
 	/* Without a matching transition the job fails and says so. */
 	CBT_FAILS_WITH(CB_EINVAL, cb_job_add_transition(job, "a", "*", "nowhere", &err), &err);
@@ -559,8 +575,8 @@ static void test_job_context_is_shared_and_restored_on_restart(void)
 	b.got_total = 0;
 	CBT_PASS(cb_job_restart(&r, conn, job, r.job_execution_id, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
-	CBT_EQ_LL(a.runs, 1);        /* not rerun */
-	CBT_EQ_LL(b.got_total, 42);  /* from the restored job context */
+	CBT_EQ_LL(a.runs, 1);       /* not rerun */
+	CBT_EQ_LL(b.got_total, 42); /* from the restored job context */
 	cb_job_free(job);
 }
 

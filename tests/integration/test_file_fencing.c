@@ -73,7 +73,8 @@ static int pause_at(void *state, cb_chunk *chunk, void *item, void **out, cb_err
 	}
 	if (fail && strcmp(cb_row_get(item, 0), fail) == 0) {
 		unsetenv("CBT_FAIL_AT");
-		return cb_error_set(err, CB_ERROR, "injected failure at id %s", cb_row_get(item, 0));
+		return cb_error_set(err, CB_ERROR, "injected failure at id %s",
+				    cb_row_get(item, 0));
 	}
 	*out = item;
 	return 0;
@@ -864,8 +865,8 @@ static void test_restart_from_another_directory_finds_the_same_file(void)
 static void test_new_instance_refuses_an_existing_file(void)
 {
 	char dir[512], path[600], file_arg[640], out[4096], errout[8192];
-	const char *argv[] = { self_exe(), "--as-job", "--db", db, "run", "file_export",
-			       file_arg,   NULL };
+	const char *argv[] = { self_exe(), "--as-job",    "--db",   db,
+			       "run",      "file_export", file_arg, NULL };
 	size_t len;
 	char *kept;
 

@@ -61,8 +61,10 @@ static void test_create_and_drop(void)
 	{
 		/* The name travels as a parameter, like every value. */
 		const char *p[1] = { name };
-		PGresult *res = PQexecParams(admin, "SELECT count(*) FROM pg_database "
-					     "WHERE datname = $1", 1, NULL, p, NULL, NULL, 0);
+		PGresult *res = PQexecParams(admin,
+					     "SELECT count(*) FROM pg_database "
+					     "WHERE datname = $1",
+					     1, NULL, p, NULL, NULL, 0);
 
 		CU_ASSERT_EQUAL(PQresultStatus(res), PGRES_TUPLES_OK);
 		if (PQresultStatus(res) == PGRES_TUPLES_OK)

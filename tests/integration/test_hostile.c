@@ -48,8 +48,10 @@ static void test_sql_in_parameter_values_is_stored_literally(void)
 	snprintf(arg, sizeof(arg), "tag=%s", evil);
 	CBT_EQ_LL(cli("run", "ledger", arg, NULL), 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account"), 10);
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM batch_job_execution_params WHERE "
-		 "parameter_name = 'tag' AND parameter_value = $$%s$$", evil);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM batch_job_execution_params WHERE "
+		 "parameter_name = 'tag' AND parameter_value = $$%s$$",
+		 evil);
 	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
 	/* The value is part of the instance's identity: the same run is complete. */
 	CBT_EQ_LL(cli("run", "ledger", arg, NULL), 3);
@@ -58,12 +60,12 @@ static void test_sql_in_parameter_values_is_stored_literally(void)
 static void test_unstorable_parameters_are_refused_before_anything_is_written(void)
 {
 	static const char *const bad[] = {
-		"tag=\xff\xfe",              /* not UTF-8 */
-		"ta g=1",                    /* bad name */
-		"x;y=1",                     /* bad name */
-		"n:long=1; DROP TABLE x",    /* not a long */
-		"d:date=2026-02-30",         /* not a date */
-		"t:bogus=1",                 /* unknown type */
+		"tag=\xff\xfe",           /* not UTF-8 */
+		"ta g=1",                 /* bad name */
+		"x;y=1",                  /* bad name */
+		"n:long=1; DROP TABLE x", /* not a long */
+		"d:date=2026-02-30",      /* not a date */
+		"t:bogus=1",              /* unknown type */
 	};
 	char big[3000];
 	long long before = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance");

@@ -51,8 +51,8 @@ static void reset(PGconn *conn, long long rows, long long negative_at)
 	CBT_EQ_LL(cli("schema", "init", NULL, NULL, NULL), 0);
 	snprintf(n, sizeof(n), "%lld", rows);
 	snprintf(neg, sizeof(neg), "%lld", negative_at);
-	CBT_EQ_LL(cli6("example-setup", "ledger", "--rows", n,
-		       negative_at ? "--negative-at" : NULL, neg),
+	CBT_EQ_LL(cli6("example-setup", "ledger", "--rows", n, negative_at ? "--negative-at" : NULL,
+		       neg),
 		  0);
 	if (negative_at)
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE amount < 0"), 1);
@@ -141,8 +141,9 @@ static void test_failure_names_the_account_and_restart_completes_exactly_once(vo
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(account_id) FROM ledger"), 1500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), 1500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT rollback_count FROM batch_step_execution"), 1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (serialized_context->'reader'->'last_key'->>0)::bigint "
-				     "FROM batch_step_execution_context"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT (serialized_context->'reader'->'last_key'->>0)::bigint "
+			       "FROM batch_step_execution_context"),
 		  1500);
 
 	/* The operator fixes the bad row and restarts the failed execution. */
@@ -158,8 +159,10 @@ static void test_failure_names_the_account_and_restart_completes_exactly_once(vo
 	{
 		char sql[160];
 
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM batch_job_execution WHERE "
-			 "restart_of = %lld AND status = 'COMPLETED'", failed);
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM batch_job_execution WHERE "
+			 "restart_of = %lld AND status = 'COMPLETED'",
+			 failed);
 		CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
 	}
 	/* Restarting it again is refused: the instance is complete now. */
@@ -186,8 +189,8 @@ static void test_abandoned_instance_cannot_run_again(void)
 static pid_t spawn_run(const char *chunk, const char *logname)
 {
 	char path[512];
-	const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "ledger", chunk, "--lease",
-			       "2", NULL };
+	const char *argv[] = { cbt_examples_bin(), "--db", db,  "run", "ledger", chunk,
+			       "--lease",          "2",    NULL };
 
 	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), logname);
 	return cbt_spawn(argv, path);
@@ -231,8 +234,9 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_count FROM batch_step_execution"), written);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"),
 		  written / 100);
-	ctx_key = cbt_query_ll(conn, "SELECT (serialized_context->'reader'->'last_key'->>0)::bigint "
-				     "FROM batch_step_execution_context");
+	ctx_key =
+		cbt_query_ll(conn, "SELECT (serialized_context->'reader'->'last_key'->>0)::bigint "
+				   "FROM batch_step_execution_context");
 	CBT_EQ_LL(ctx_key, written);
 	/* (A launch now would take over at once: the dead owner ran on this host,
 	 * see integration.lock. This one waits for the lease.) After the lease,
@@ -243,8 +247,9 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	CBT_EQ_LL(cli("executions", "ledger", NULL, NULL, NULL), 0);
 	CBT_CONTAINS(out, "STARTED (owner lost)");
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
-				     "'FAILED' AND exit_message LIKE 'owner % lost: lease expired at %'"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_job_execution WHERE status = "
+			       "'FAILED' AND exit_message LIKE 'owner % lost: lease expired at %'"),
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE status = "
 				     "'FAILED' AND exit_message = 'owner lost'"),
@@ -323,9 +328,10 @@ static void test_concurrent_launches_make_one_instance_and_one_execution(void)
 
 		snprintf(day, sizeof(day), "day:date=2026-07-0%d", round + 1);
 		for (int i = 0; i < RACERS; i++) {
-			const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "ledger", day,
-					       "-chunk.size:long=100", NULL };
-
+			const char *argv[] = {
+				cbt_examples_bin(),     "--db", db, "run", "ledger", day,
+				"-chunk.size:long=100", NULL
+			};
 
 			pids[i] = cbt_spawn(argv, NULL);
 		}
@@ -349,8 +355,9 @@ static void test_concurrent_launches_make_one_instance_and_one_execution(void)
 	/* Every skip is on record as a skip, not a failure. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
 				     "'SKIPPED_HELD'") +
-			  cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
-					     "'ACQUIRED'"),
+			  cbt_query_ll(conn,
+				       "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+				       "'ACQUIRED'"),
 		  3 * RACERS);
 	assert_exactly_once(conn, 20000);
 	PQfinish(conn);

@@ -82,7 +82,8 @@ static int hostile_build(void *user, const cb_step_context *sc, cb_chunk_parts *
 	int rc = cbt_numbers_build(&h->n, sc, parts, err);
 
 	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
-					   .state = h, .process = hostile_process };
+					   .state = h,
+					   .process = hostile_process };
 	return rc;
 }
 

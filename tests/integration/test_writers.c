@@ -104,8 +104,7 @@ static const char *const ev_cols[] = { "event_id", "payload" };
 static const char *const ev_key[] = { "event_id" };
 static const char *const item_key[] = { "id" };
 
-static int build_events(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-			cb_error *err)
+static int build_events(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_pg_upsert_options w = CB_PG_UPSERT_OPTIONS_INIT;
@@ -179,8 +178,7 @@ static cb_job *one_step_job(const char *name, int (*build)(void *, const cb_step
  * session's TimeZone; an unknown zone is refused before anything is written. */
 static void test_settlement_day_follows_its_time_zone_not_the_session(void)
 {
-	CBT_EQ_LL(cli("example-setup", "settlement", "--rows", "20000", "--date",
-		      "2026-07-15"), 0);
+	CBT_EQ_LL(cli("example-setup", "settlement", "--rows", "20000", "--date", "2026-07-15"), 0);
 	/* A client in Tokyo settles the UTC day: the default is explicit. */
 	setenv("PGTZ", "Asia/Tokyo", 1);
 	CBT_EQ_LL(cli("run", "settlement", "targetDate:date=2026-07-15", NULL, NULL, NULL), 0);
@@ -206,8 +204,9 @@ static void test_settlement_day_follows_its_time_zone_not_the_session(void)
 		  2);
 	CBT_CONTAINS(errout, "timeZone");
 	CBT_CONTAINS(errout, "Mars/Olympus");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params WHERE "
-				     "parameter_name = 'targetDate' AND parameter_value = '2026-07-15'"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_job_execution_params WHERE "
+			       "parameter_name = 'targetDate' AND parameter_value = '2026-07-15'"),
 		  2);
 }
 
@@ -241,9 +240,10 @@ static void test_conditional_transition_counts_rows_that_did_not_move(void)
 	cb_job *job = one_step_job("transitions", build_transitions);
 	cb_job_result r;
 
-	cbt_exec(conn, "CREATE TABLE work (id bigint PRIMARY KEY, status text NOT NULL); "
-		       "INSERT INTO work SELECT g, CASE WHEN g % 4 = 0 THEN 'DONE' "
-		       " WHEN g % 4 = 1 THEN 'FAILED' ELSE 'READY' END FROM generate_series(1, 40) g");
+	cbt_exec(conn,
+		 "CREATE TABLE work (id bigint PRIMARY KEY, status text NOT NULL); "
+		 "INSERT INTO work SELECT g, CASE WHEN g % 4 = 0 THEN 'DONE' "
+		 " WHEN g % 4 = 1 THEN 'FAILED' ELSE 'READY' END FROM generate_series(1, 40) g");
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	/* READY rows moved; DONE stayed DONE; FAILED was not touched. */
@@ -321,13 +321,14 @@ static void test_status_writer_marks_filtered_items(void)
 
 	/* 50 rows, every third negative (16 filtered, in chunks of 7 that hold
 	 * both kinds), then a chunk of 7 filtered rows only. */
-	cbt_exec(conn, "CREATE TABLE src (id bigint PRIMARY KEY, amount bigint NOT NULL, "
-		       " state text NOT NULL DEFAULT 'READY'); "
-		       "CREATE TABLE dst (id bigint PRIMARY KEY, amount bigint NOT NULL); "
-		       "INSERT INTO src (id, amount) SELECT g, CASE WHEN g % 3 = 0 THEN -g "
-		       " ELSE g END FROM generate_series(1, 50) g; "
-		       /* a chunk of filtered rows only: ids 101..107 */
-		       "INSERT INTO src (id, amount) SELECT g, -1 FROM generate_series(101, 107) g");
+	cbt_exec(conn,
+		 "CREATE TABLE src (id bigint PRIMARY KEY, amount bigint NOT NULL, "
+		 " state text NOT NULL DEFAULT 'READY'); "
+		 "CREATE TABLE dst (id bigint PRIMARY KEY, amount bigint NOT NULL); "
+		 "INSERT INTO src (id, amount) SELECT g, CASE WHEN g % 3 = 0 THEN -g "
+		 " ELSE g END FROM generate_series(1, 50) g; "
+		 /* a chunk of filtered rows only: ids 101..107 */
+		 "INSERT INTO src (id, amount) SELECT g, -1 FROM generate_series(101, 107) g");
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 34);
@@ -391,8 +392,7 @@ static void test_status_writer_marks_filtered_items_in_a_scan(void)
 	cb_job_free(job);
 }
 
-static int build_copy(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-		      cb_error *err)
+static int build_copy(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	static const char *const cols[] = { "id", "note" };
 	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
@@ -452,8 +452,7 @@ static int refuse_poison(void *state, cb_chunk *chunk, void *item, void **result
 	return 0;
 }
 
-static int build_cursor(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-			cb_error *err)
+static int build_cursor(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	static const char *const cols[] = { "id", "note" };
 	static const char *const qp[] = { "90" };
@@ -469,8 +468,8 @@ static int build_cursor(void *user, const cb_step_context *sc, cb_chunk_parts *p
 	rc = cb_pg_cursor_reader_new(&parts->reader, &r, err);
 	if (rc < 0)
 		return rc;
-	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION,
-					   .process = refuse_poison };
+	parts->processor =
+		(cb_processor){ .version = CB_PROCESSOR_VERSION, .process = refuse_poison };
 	w.table = "cursor_out";
 	w.columns = cols;
 	w.ncolumns = 2;
@@ -499,10 +498,11 @@ static void test_cursor_reader_streams_once_and_restarts_after_committed_rows(vo
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM cursor_out"), 90);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT id) FROM cursor_out"), 90);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution s JOIN "
-				     "batch_job_execution e USING (job_execution_id) JOIN "
-				     "batch_job_instance i USING (job_instance_id) WHERE "
-				     "i.job_name = 'cursor' ORDER BY step_execution_id DESC LIMIT 1"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT read_count FROM batch_step_execution s JOIN "
+			       "batch_job_execution e USING (job_execution_id) JOIN "
+			       "batch_job_instance i USING (job_instance_id) WHERE "
+			       "i.job_name = 'cursor' ORDER BY step_execution_id DESC LIMIT 1"),
 		  34);
 	cb_job_free(job);
 }

@@ -175,8 +175,8 @@ static void check_ledger(tally *t)
  * random progress (as @p progress_sql counts it, out of @p total). A run
  * refused because the dead owner's lease still holds (exit 4) is retried.
  */
-static void run_killing(tally *t, const char *const *run, const char *progress_sql,
-			long long total, int kills)
+static void run_killing(tally *t, const char *const *run, const char *progress_sql, long long total,
+			int kills)
 {
 	for (;;) {
 		pid_t pid = spawn(run);
@@ -260,19 +260,24 @@ static void test_zombie_loop(void)
 		}
 		CBT_EQ_LL(rc, 0);
 		t->faults++;
-		exec_id = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution "
-					     "WHERE restart_of IS NOT NULL");
-		snprintf(sql, sizeof(sql), "SELECT coalesce(sum(write_count), 0) FROM "
+		exec_id =
+			cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution "
+					   "WHERE restart_of IS NOT NULL");
+		snprintf(sql, sizeof(sql),
+			 "SELECT coalesce(sum(write_count), 0) FROM "
 			 "batch_step_execution WHERE job_execution_id = (SELECT restart_of FROM "
-			 "batch_job_execution WHERE job_execution_id = %lld)", exec_id);
+			 "batch_job_execution WHERE job_execution_id = %lld)",
+			 exec_id);
 		committed_before = cbt_query_ll(conn, sql);
 		kill(zombie, SIGCONT);
 		/* The zombie must end, fenced or stopped by its heartbeat: never complete. */
 		CBT_EQ_LL(cbt_wait_timeout(zombie, 120000), 1);
 		cbt_wait_sessions_gone(conn);
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM ledger WHERE job_execution_id = "
-			 "(SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld)",
-			 exec_id);
+		snprintf(
+			sql, sizeof(sql),
+			"SELECT count(*) FROM ledger WHERE job_execution_id = "
+			"(SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld)",
+			exec_id);
 		stamped = cbt_query_ll(conn, sql);
 		/* What carries the zombie's stamp is at most what it had committed. */
 		if (stamped > committed_before) {
@@ -345,9 +350,10 @@ static void test_backend_terminated(void)
 				break;
 			cbt_sleep_ms(1);
 		}
-		if (cbt_query_ll(conn, "SELECT count(pg_terminate_backend(pid)) FROM "
-				       "pg_stat_activity WHERE datname = current_database() AND "
-				       "application_name = 'cbatch' AND pid <> pg_backend_pid()") > 0)
+		if (cbt_query_ll(conn,
+				 "SELECT count(pg_terminate_backend(pid)) FROM "
+				 "pg_stat_activity WHERE datname = current_database() AND "
+				 "application_name = 'cbatch' AND pid <> pg_backend_pid()") > 0)
 			t->faults++;
 		rc = cbt_wait_timeout(pid, 300000);
 		cbt_wait_sessions_gone(conn);
@@ -373,8 +379,8 @@ static void test_csv_import_killed(void)
 	int kills = rounds(3, 50);
 	long long lines = full ? 200000 : 40000;
 	char path[512], file[600];
-	const char *const run[] = { "run", "csv_import", file, "--lease", "1",
-				    "-chunk.size:long=200", NULL };
+	const char *const run[] = { "run", "csv_import",           file, "--lease",
+				    "1",   "-chunk.size:long=200", NULL };
 	FILE *f;
 	double t0 = cbt_now();
 
@@ -398,9 +404,11 @@ static void test_csv_import_killed(void)
 		long long have = cbt_query_ll(conn, "SELECT count(*) FROM account");
 		long long right;
 
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM account WHERE seller_id = id %% 77 "
-			 "AND amount = (id %% 5000) + (id %% 100) / 100.0 AND id BETWEEN 1 AND %lld",
-			 lines);
+		snprintf(
+			sql, sizeof(sql),
+			"SELECT count(*) FROM account WHERE seller_id = id %% 77 "
+			"AND amount = (id %% 5000) + (id %% 100) / 100.0 AND id BETWEEN 1 AND %lld",
+			lines);
 		right = cbt_query_ll(conn, sql);
 		t->lost += lines - right;
 		t->duplicated += have - right;
@@ -446,8 +454,8 @@ static void test_csv_export_killed(void)
 	long long rows = full ? 200000 : 40000;
 	char path[512], file[600];
 	const char *const post[] = { "run", "ledger", NULL };
-	const char *const run[] = { "run", "ledger_export", file, "--lease", "1",
-				    "-chunk.size:long=200", NULL };
+	const char *const run[] = { "run", "ledger_export",        file, "--lease",
+				    "1",   "-chunk.size:long=200", NULL };
 	double t0 = cbt_now();
 
 	reset_repository();
@@ -468,9 +476,10 @@ static void test_csv_export_killed(void)
 			       "amount numeric(12,2))");
 		copy_file_in("exported", path);
 		lines = cbt_query_ll(conn, "SELECT count(*) FROM exported");
-		right = cbt_query_ll(conn, "SELECT count(DISTINCT e.account_id) FROM exported e JOIN "
-					   "ledger l USING (account_id) WHERE e.amount = l.amount AND "
-					   "e.seller_id = l.seller_id");
+		right = cbt_query_ll(conn,
+				     "SELECT count(DISTINCT e.account_id) FROM exported e JOIN "
+				     "ledger l USING (account_id) WHERE e.amount = l.amount AND "
+				     "e.seller_id = l.seller_id");
 		t->lost += rows - right;
 		t->duplicated += lines - right;
 		CBT_EQ_LL(right, rows);
@@ -493,8 +502,8 @@ static void test_file_export_zombie(void)
 	long long rows = full ? 100000 : 20000;
 	char path[512], file[600], atomic[32];
 	const char *const post[] = { "run", "ledger", NULL };
-	const char *const run[] = { "run", "ledger_export", file, atomic, "--lease", "1",
-				    "-chunk.size:long=200", NULL };
+	const char *const run[] = { "run", "ledger_export",        file, atomic, "--lease",
+				    "1",   "-chunk.size:long=200", NULL };
 	double t0 = cbt_now();
 
 	reset_repository();
@@ -542,14 +551,16 @@ static void test_file_export_zombie(void)
 		cbt_exec(conn, "TRUNCATE exported");
 		copy_file_in("exported", path);
 		lines = cbt_query_ll(conn, "SELECT count(*) FROM exported");
-		right = cbt_query_ll(conn, "SELECT count(DISTINCT e.account_id) FROM exported e JOIN "
-					   "ledger l USING (account_id) WHERE e.amount = l.amount AND "
-					   "e.seller_id = l.seller_id");
-		offset = cbt_query_ll(conn, "SELECT (c.serialized_context->'writer.0'->>'offset')"
-					    "::bigint FROM batch_step_execution_context c JOIN "
-					    "batch_step_execution s USING (step_execution_id) WHERE "
-					    "s.step_name = 'export' AND s.status = 'COMPLETED' ORDER BY "
-					    "s.step_execution_id DESC LIMIT 1");
+		right = cbt_query_ll(conn,
+				     "SELECT count(DISTINCT e.account_id) FROM exported e JOIN "
+				     "ledger l USING (account_id) WHERE e.amount = l.amount AND "
+				     "e.seller_id = l.seller_id");
+		offset = cbt_query_ll(conn,
+				      "SELECT (c.serialized_context->'writer.0'->>'offset')"
+				      "::bigint FROM batch_step_execution_context c JOIN "
+				      "batch_step_execution s USING (step_execution_id) WHERE "
+				      "s.step_name = 'export' AND s.status = 'COMPLETED' ORDER BY "
+				      "s.step_execution_id DESC LIMIT 1");
 		if (stat(path, &st) == 0)
 			size = (long long)st.st_size;
 		t->lost += rows - right;

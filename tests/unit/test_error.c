@@ -29,8 +29,7 @@ static void test_set(void)
 {
 	cb_error err = CB_ERROR_INIT;
 
-	CU_ASSERT_EQUAL(cb_error_set(&err, CB_EINVAL, "parameter '%s': bad %d", "x", 7),
-			CB_EINVAL);
+	CU_ASSERT_EQUAL(cb_error_set(&err, CB_EINVAL, "parameter '%s': bad %d", "x", 7), CB_EINVAL);
 	CU_ASSERT_EQUAL(err.code, CB_EINVAL);
 	CU_ASSERT_STRING_EQUAL(err.message, "parameter 'x': bad 7");
 	/* No error object: the code still comes back. */

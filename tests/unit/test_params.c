@@ -14,24 +14,24 @@
 #include <string.h>
 
 /* Assert cond; on failure also print cbatch's own error message. */
-#define CHECK(cond, err)                                                                   \
-	do {                                                                               \
-		int ok_ = !!(cond);                                                        \
-		if (!ok_)                                                                  \
-			fprintf(stderr, "\n    %s:%d: error was %s: %s\n", __FILE__,      \
-				__LINE__, cb_strcode((err)->code), (err)->message);        \
-		CU_assertImplementation(ok_ ? CU_TRUE : CU_FALSE, __LINE__, #cond, __FILE__, \
-					"", CU_FALSE);                                     \
+#define CHECK(cond, err)                                                                           \
+	do {                                                                                       \
+		int ok_ = !!(cond);                                                                \
+		if (!ok_)                                                                          \
+			fprintf(stderr, "\n    %s:%d: error was %s: %s\n", __FILE__, __LINE__,     \
+				cb_strcode((err)->code), (err)->message);                          \
+		CU_assertImplementation(ok_ ? CU_TRUE : CU_FALSE, __LINE__, #cond, __FILE__, "",   \
+					CU_FALSE);                                                 \
 	} while (0)
 
 /* A call that must succeed; stops the test (with the error message) if not. */
-#define PASS(call, err)                                                                    \
-	do {                                                                               \
-		int rc_ = (call);                                                          \
-		if (rc_ != 0)                                                              \
-			fprintf(stderr, "\n    %s:%d: %s returned %s: %s\n", __FILE__,    \
-				__LINE__, #call, cb_strcode(rc_), (err)->message);         \
-		CU_ASSERT_EQUAL_FATAL(rc_, 0);                                             \
+#define PASS(call, err)                                                                            \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ != 0)                                                                      \
+			fprintf(stderr, "\n    %s:%d: %s returned %s: %s\n", __FILE__, __LINE__,   \
+				#call, cb_strcode(rc_), (err)->message);                           \
+		CU_ASSERT_EQUAL_FATAL(rc_, 0);                                                     \
 	} while (0)
 
 static cb_params *make(const char *const *args)
@@ -73,11 +73,16 @@ static void expect_at(const cb_params *p, size_t i, const char *name, cb_param_t
 
 static void test_parse_every_type(void)
 {
-	static const char *const args[] = {
-		"targetDate:date=2026-06-30", "run.id:long=7", "-chunk:long=500",
-		"ratio:double=0.5", "name=abc", "s:string=x=y;z", "empty=",
-		"_a.b-c9:long=-12", "-note=hello world", NULL
-	};
+	static const char *const args[] = { "targetDate:date=2026-06-30",
+					    "run.id:long=7",
+					    "-chunk:long=500",
+					    "ratio:double=0.5",
+					    "name=abc",
+					    "s:string=x=y;z",
+					    "empty=",
+					    "_a.b-c9:long=-12",
+					    "-note=hello world",
+					    NULL };
 	cb_params *p = make(args);
 
 	CU_ASSERT_EQUAL(cb_params_count(p), 9);
@@ -116,7 +121,8 @@ static void test_parse_canonical_values(void)
 		{ "a:date=2000-02-29", "2000-02-29" },
 		{ "a:date=0001-01-01", "0001-01-01" },
 		{ "a:date=9999-12-31", "9999-12-31" },
-		{ "a=caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+		{ "a=caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
 	};
 	size_t i;
 
@@ -345,7 +351,7 @@ static void test_reject_utf8(void)
 	reject_as("s=\xff", "s=\\xff", "invalid UTF-8 at byte 0 of the value (byte 0xFF)");
 	reject_as("s=ab\xc3", "s=ab\\xc3", "invalid UTF-8 at byte 2");
 	reject_as("s=\xc3(", "s=\\xc3(", "invalid UTF-8 at byte 0");
-	reject_as("s=\xc0\xaf", "s=\\xc0\\xaf", "invalid UTF-8"); /* overlong '/' */
+	reject_as("s=\xc0\xaf", "s=\\xc0\\xaf", "invalid UTF-8");          /* overlong '/' */
 	reject_as("s=\xe0\x80\xaf", "s=\\xe0\\x80\\xaf", "invalid UTF-8"); /* overlong */
 	reject_as("s=\xed\xa0\x80", "s=\\xed\\xa0\\x80", "invalid UTF-8"); /* surrogate */
 	reject_as("s=\xf4\x90\x80\x80", "s=\\xf4\\x90\\x80\\x80", "invalid UTF-8");
@@ -631,7 +637,9 @@ static void test_key_collisions(void)
 		{ "a=1", "b=1", "c:long=1" },
 		{ "a=1", "b:long=1", "c=1" },
 	};
-	enum { N = sizeof(sets) / sizeof(sets[0]) };
+	enum {
+		N = sizeof(sets) / sizeof(sets[0])
+	};
 	char keys[N][CB_JOB_KEY_LEN + 1];
 	size_t i, j;
 
@@ -654,7 +662,7 @@ static void test_key_collisions(void)
 static void test_key_locale_independent(void)
 {
 	static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
-					     "fr_FR.utf8", "de_DE", NULL };
+					     "fr_FR.utf8",  "de_DE",      NULL };
 	static const char *const args[] = { "x:double=1.5", "y:double=1e-3", NULL };
 	char before[CB_JOB_KEY_LEN + 1], after[CB_JOB_KEY_LEN + 1];
 	char buf[16];
