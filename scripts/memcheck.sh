@@ -3,7 +3,7 @@
 # or definite leak fails.   bash scripts/memcheck.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 command -v valgrind >/dev/null || { echo "memcheck.sh: apt-get install valgrind" >&2; exit 2; }
 export CBATCH_TEST_SOURCE_DIR=$root CBATCH_TEST_TMPDIR=$build/tests/tmp
 mkdir -p "$CBATCH_TEST_TMPDIR"

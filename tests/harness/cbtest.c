@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,7 +262,14 @@ const char *cbt_source_dir(void)
 
 const char *cbt_tmpdir(void)
 {
-	return env_or("CBATCH_TEST_TMPDIR", env_or("TMPDIR", "/tmp"));
+	/* Absolute, once: tests change directory, and the file writers report
+	 * the absolute paths they resolved (a relative one would then differ). */
+	static char abs_dir[PATH_MAX];
+	const char *d = env_or("CBATCH_TEST_TMPDIR", env_or("TMPDIR", "/tmp"));
+
+	if (!abs_dir[0] && (d[0] == '/' || !realpath(d, abs_dir)))
+		snprintf(abs_dir, sizeof(abs_dir), "%s", d);
+	return abs_dir;
 }
 
 /* ---- database ------------------------------------------------------------ */
