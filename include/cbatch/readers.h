@@ -90,6 +90,82 @@ typedef struct cb_pg_keyset_options {
  */
 int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err);
 
+/* ---- work queue (FOR UPDATE SKIP LOCKED) ----------------------------------- */
+
+#define CB_PG_QUEUE_OPTIONS_VERSION 1
+
+/**
+ * Options of the PostgreSQL work-queue reader. All strings are copied by
+ * cb_pg_queue_reader_new. Lists take their count, CB_COUNT(list), or a
+ * count of 0 and a NULL-terminated list.
+ *
+ * The reader drains a queue-like table, alone or beside other workers
+ * (threads, processes, hosts) draining the same table. At the first `read`
+ * of each chunk, inside the chunk transaction, it claims up to @p claim_size
+ * rows with
+ *
+ *     SELECT <columns>[, <missing keys>] FROM <schema>.<table>
+ *      WHERE (<where>) ORDER BY k1, k2, ... LIMIT <claim size>
+ *      FOR UPDATE SKIP LOCKED
+ *
+ * and hands them out one by one. The claimed rows stay locked by the chunk
+ * transaction; rows another transaction holds are skipped, so concurrent
+ * workers claim disjoint rows. A writer of the same chunk changes the rows'
+ * state so that they no longer match @p where (typically
+ * cb_pg_status_writer_new over the same keys, e.g. `SET status = 'DONE'`
+ * with `expect_value` 'READY'): claim and transition commit together. A
+ * rolled-back chunk (or a killed worker) simply releases its claim; the
+ * next claim, here or in another worker, takes the rows again.
+ *
+ * A claim serves one chunk: once its rows are handed out, `read` returns
+ * CB_DONE until the chunk ends (the step engine never reads more than the
+ * chunk size, the default claim size). A claim that returns no row is the
+ * end of input: no unprocessed row was left that another transaction did not
+ * hold. A short claim therefore ends the step after its chunk.
+ *
+ * There is no restart position: progress lives in the data. `update` stores
+ * nothing and `open` ignores the saved context. The key columns must
+ * together be unique and NOT NULL; they order the claim (oldest first, say)
+ * and name items in `describe` ("k1=v1, k2=v2"). Identifiers are quoted with
+ * PQescapeIdentifier; @p where is SQL text written by the job author (code,
+ * not input): values travel as @p query_params.
+ *
+ * Items are `cb_row *` views into the claim's result, valid until their chunk
+ * ends: the result is released at the first `read` after the chunk's
+ * `update` or `rollback`, and by `close`.
+ */
+typedef struct cb_pg_queue_options {
+	unsigned int version;           /**< CB_PG_QUEUE_OPTIONS_VERSION */
+	const char *schema;             /**< NULL: unqualified (search_path) */
+	const char *table;              /**< required */
+	const char *const *columns;     /**< selected columns (identifiers), NULL: all ("*") */
+	size_t ncolumns;                /**< 0: @p columns is NULL-terminated (or NULL) */
+	const char *const *key_columns; /**< claim order, unique together; required */
+	size_t nkeys;                   /**< 0: @p key_columns is NULL-terminated */
+	const char *where; /**< the unprocessed filter, e.g. "status = 'READY'"; NULL: none */
+	size_t claim_size; /**< rows per claim; 0: the step's chunk size */
+	/**
+	 * Values of $1..$n in @p where (text, cast in the SQL, e.g.
+	 * `queue = $1 AND due <= $2::timestamptz`). Copied.
+	 */
+	const char *const *query_params;
+	size_t nquery_params; /**< 0: @p query_params is NULL-terminated (or NULL) */
+} cb_pg_queue_options;
+
+/** Queue reader options with every member zero but the version. */
+#define CB_PG_QUEUE_OPTIONS_INIT                                                                   \
+	{                                                                                          \
+		.version = CB_PG_QUEUE_OPTIONS_VERSION                                             \
+	}
+
+/**
+ * Fill @p out with a work-queue reader. The reader owns a copy of the
+ * options; the step calls out->free (nothing is allocated on failure).
+ * @return 0, CB_EINVAL (no table or key, empty or repeated identifier,
+ *         parameters without a where clause, unknown version), CB_ENOMEM.
+ */
+int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_error *err);
+
 /* ---- CSV ----------------------------------------------------------------- */
 
 #define CB_CSV_OPTIONS_VERSION 1

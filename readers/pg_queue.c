@@ -1,0 +1,529 @@
+/*
+ * The PostgreSQL work-queue reader (include/cbatch/readers.h).
+ *
+ * One prepared statement,
+ *
+ *     SELECT cols FROM t WHERE (<where>) ORDER BY keys LIMIT <n> FOR UPDATE SKIP LOCKED
+ *
+ * run once per chunk, at the chunk's first read(), inside the chunk
+ * transaction: the rows it returns stay locked by that transaction until it
+ * commits (with the writers' state change, so they no longer match <where>)
+ * or rolls back (and another claim, of this reader or of another worker,
+ * takes them). Rows locked by another transaction are skipped, so several
+ * workers drain one table on disjoint rows.
+ *
+ * Chunks. update() and rollback() mark a chunk boundary; the claimed result
+ * is released at the first read() after one, so items (cb_row views into it)
+ * stay valid until their chunk ends. There is no position: progress lives in
+ * the data, and update() stores nothing.
+ */
+#include "cbatch/readers.h"
+#include "cbatch/sys/tx.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct queue {
+	/* options (copies) */
+	char *schema;
+	char *table;
+	char *where;
+	char **qparams; /* the where clause's $1..$n */
+	size_t nqparams;
+	char **columns;
+	size_t ncolumns;
+	char **keys;
+	size_t nkeys;
+	size_t opt_claim_size;
+	char what[200];
+	/* from open */
+	int opened;
+	PGconn *conn;
+	size_t claim_size;
+	char stmt[64];
+	int *keycol;  /* result column of each key */
+	cb_row *rows; /* claim_size entries, allocated once */
+	/* the chunk's claim */
+	PGresult *res;
+	int ntuples;
+	int pos;
+	int claimed;  /* the running chunk has claimed its rows */
+	int boundary; /* a chunk ended since the claim: release it at the next read */
+};
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **strv_dup(const char *const *v, size_t n)
+{
+	char **d;
+	size_t i;
+
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!d)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		d[i] = strdup(v[i]);
+		if (!d[i]) {
+			strv_free(d, i);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+static void release_claim(struct queue *q)
+{
+	PQclear(q->res);
+	q->res = NULL;
+	q->ntuples = 0;
+	q->pos = 0;
+	q->claimed = 0;
+	q->boundary = 0;
+}
+
+/* Drop the prepared statement (see cb_pg_prepare's names); best effort. */
+static void deallocate(PGconn *conn, char *name)
+{
+	char sql[96];
+	PGresult *res;
+
+	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
+	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
+		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
+		res = PQexec(conn, sql);
+		PQclear(res);
+	}
+	name[0] = '\0';
+}
+
+static void q_close(void *state)
+{
+	struct queue *q = state;
+
+	if (!q)
+		return;
+	deallocate(q->conn, q->stmt);
+	release_claim(q);
+	free(q->rows);
+	q->rows = NULL;
+	free(q->keycol);
+	q->keycol = NULL;
+	q->opened = 0;
+	q->conn = NULL;
+}
+
+static void q_free(void *state)
+{
+	struct queue *q = state;
+
+	if (!q)
+		return;
+	q_close(q);
+	free(q->schema);
+	free(q->table);
+	free(q->where);
+	strv_free(q->qparams, q->nqparams);
+	strv_free(q->columns, q->ncolumns);
+	strv_free(q->keys, q->nkeys);
+	free(q);
+}
+
+/* A growing SQL text; open_memstream records the first failure. */
+static void add(FILE *f, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+static void add(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+static int quote(char **out, struct queue *q, const char *ident, cb_error *err)
+{
+	int rc = cb_pg_quote_ident(out, q->conn, ident, err);
+
+	if (rc)
+		cb_error_prefix(err, "%s", q->what);
+	return rc;
+}
+
+/*
+ * Build the claim statement. @p qkeys: the quoted keys. The select list is
+ * the given columns plus any key not among them (or "*").
+ */
+static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *err)
+{
+	char *text = NULL, *qtable = NULL, *qschema = NULL, *c = NULL;
+	size_t len, i, j;
+	FILE *f;
+	int rc;
+
+	*out = NULL;
+	rc = quote(&qtable, q, q->table, err);
+	if (!rc && q->schema)
+		rc = quote(&qschema, q, q->schema, err);
+	if (rc)
+		goto done;
+	f = open_memstream(&text, &len);
+	if (!f) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+		goto done;
+	}
+	add(f, "SELECT ");
+	if (q->ncolumns == 0) {
+		add(f, "*");
+	} else {
+		for (i = 0; i < q->ncolumns && !rc; i++) {
+			rc = quote(&c, q, q->columns[i], err);
+			if (!rc)
+				add(f, "%s%s", i ? ", " : "", c);
+			free(c);
+			c = NULL;
+		}
+		for (i = 0; i < q->nkeys && !rc; i++) {
+			for (j = 0; j < q->ncolumns; j++)
+				if (strcmp(q->columns[j], q->keys[i]) == 0)
+					break;
+			if (j == q->ncolumns)
+				add(f, ", %s", qkeys[i]);
+		}
+	}
+	if (qschema)
+		add(f, " FROM %s.%s", qschema, qtable);
+	else
+		add(f, " FROM %s", qtable);
+	/* the filter on its own lines, so that a trailing "--" comment is harmless */
+	if (q->where)
+		add(f, " WHERE (\n%s\n)", q->where);
+	add(f, " ORDER BY ");
+	for (i = 0; i < q->nkeys; i++)
+		add(f, "%s%s", i ? ", " : "", qkeys[i]);
+	/* a literal, not a parameter, so that the plan is not made again per chunk */
+	add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
+	if (ferror(f) && !rc)
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+	if (fclose(f) != 0 && !rc)
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+	if (rc) {
+		free(text);
+		text = NULL;
+	}
+done:
+	free(qtable);
+	free(qschema);
+	*out = text;
+	return rc;
+}
+
+/* Find each key's column in the statement's result (exact, quoted match). */
+static int find_keycols(struct queue *q, char *const *qkeys, cb_error *err)
+{
+	PGresult *res = PQdescribePrepared(q->conn, q->stmt);
+	size_t i;
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, q->conn, res, "describing the claim query");
+		cb_error_prefix(err, "%s", q->what);
+		goto done;
+	}
+	for (i = 0; i < q->nkeys; i++) {
+		/* PQfnumber folds unquoted names: the quoted form matches exactly */
+		q->keycol[i] = PQfnumber(res, qkeys[i]);
+		if (q->keycol[i] < 0) {
+			rc = cb_error_set(
+				err, CB_EINVAL,
+				"%s: key column \"%s\" is not in the claim query's result", q->what,
+				q->keys[i]);
+			goto done;
+		}
+	}
+done:
+	PQclear(res);
+	return rc;
+}
+
+static int q_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
+{
+	struct queue *q = state;
+	char **qkeys = NULL;
+	char *sql = NULL;
+	size_t i;
+	int rc = 0;
+
+	(void)saved; /* progress lives in the data */
+	q_close(q);
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", q->what);
+	q->conn = cb_step_context_conn(sc);
+	q->claim_size = q->opt_claim_size ? q->opt_claim_size : cb_step_context_chunk_size(sc);
+	if (q->claim_size == 0 || q->claim_size > INT_MAX / 2 ||
+	    q->claim_size > SIZE_MAX / sizeof(cb_row))
+		return cb_error_set(err, CB_EINVAL, "%s: invalid claim size %zu", q->what,
+				    q->claim_size);
+	q->keycol = calloc(q->nkeys, sizeof(*q->keycol));
+	q->rows = malloc(q->claim_size * sizeof(*q->rows));
+	qkeys = calloc(q->nkeys, sizeof(*qkeys));
+	if (!q->keycol || !q->rows || !qkeys) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+		goto done;
+	}
+	for (i = 0; i < q->nkeys && !rc; i++)
+		rc = quote(&qkeys[i], q, q->keys[i], err);
+	if (rc)
+		goto done;
+	rc = build_sql(q, &sql, qkeys, err);
+	if (rc)
+		goto done;
+	rc = cb_pg_prepare(q->conn, q->stmt, "pq", sql, (int)q->nqparams, err);
+	if (rc) {
+		cb_error_prefix(err, "%s: preparing the claim query", q->what);
+		goto done;
+	}
+	rc = find_keycols(q, qkeys, err);
+	if (rc)
+		goto done;
+	release_claim(q);
+	q->opened = 1;
+done:
+	if (qkeys)
+		for (i = 0; i < q->nkeys; i++)
+			free(qkeys[i]);
+	free(qkeys);
+	free(sql);
+	if (rc)
+		q_close(q);
+	return rc;
+}
+
+/* Claim the chunk's rows: they stay locked until the chunk transaction ends. */
+static int claim(struct queue *q, cb_tx *tx, cb_error *err)
+{
+	PGresult *res = NULL;
+	size_t i;
+	int rc, nt, r;
+
+	rc = cb_tx_query(tx, &res, q->stmt, (int)q->nqparams, (const char *const *)q->qparams, NULL,
+			 NULL, err);
+	if (rc) {
+		PQclear(res);
+		return cb_error_prefix(err, "%s: claim query", q->what);
+	}
+	nt = PQntuples(res);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || nt < 0 || (size_t)nt > q->claim_size) {
+		PQclear(res);
+		return cb_error_set(err, CB_EDB, "%s: unexpected claim query result", q->what);
+	}
+	for (r = 0; r < nt; r++)
+		for (i = 0; i < q->nkeys; i++)
+			if (PQgetisnull(res, r, q->keycol[i])) {
+				PQclear(res);
+				return cb_error_set(err, CB_EINVAL,
+						    "%s: key column \"%s\" is NULL in a row; keys "
+						    "must be NOT NULL",
+						    q->what, q->keys[i]);
+			}
+	for (r = 0; r < nt; r++) {
+		q->rows[r].res = res;
+		q->rows[r].row = r;
+	}
+	q->res = res;
+	q->ntuples = nt;
+	q->pos = 0;
+	q->claimed = 1;
+	return 0;
+}
+
+static int q_read(void *state, cb_tx *tx, void **item, cb_error *err)
+{
+	struct queue *q = state;
+	int rc;
+
+	*item = NULL;
+	if (!q->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: read before open", q->what);
+	if (q->boundary)
+		release_claim(q);
+	if (!q->claimed) {
+		rc = claim(q, tx, err);
+		if (rc)
+			return rc;
+	}
+	if (q->pos < q->ntuples) {
+		*item = &q->rows[q->pos++];
+		return 0;
+	}
+	/* a claim serves one chunk: what it did not find was not there, or locked */
+	return CB_DONE;
+}
+
+static int q_update(void *state, json_t *out, cb_error *err)
+{
+	struct queue *q = state;
+
+	if (!q->opened)
+		return cb_error_set(err, CB_EINVAL, "%s: update before open", q->what);
+	if (!json_is_object(out))
+		return cb_error_set(err, CB_EINVAL, "%s: update needs a JSON object", q->what);
+	/* nothing to store: the writers' state change commits with the chunk */
+	q->boundary = 1;
+	return 0;
+}
+
+static void q_rollback(void *state)
+{
+	struct queue *q = state;
+
+	if (!q || !q->opened)
+		return;
+	/* the rollback released the row locks: the next read claims again */
+	q->boundary = 1;
+}
+
+static void q_describe(void *state, const void *item, char *buf, size_t size)
+{
+	const struct queue *q = state;
+	const cb_row *r = item;
+	size_t i, off = 0;
+	int n;
+
+	if (!buf || size == 0)
+		return;
+	buf[0] = '\0';
+	if (!q || !r || !r->res || !q->keycol)
+		return;
+	for (i = 0; i < q->nkeys && off < size; i++) {
+		n = snprintf(buf + off, size - off, "%s%s=%s", i ? ", " : "", q->keys[i],
+			     PQgetvalue(r->res, r->row, q->keycol[i]));
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+static int check_ident(const char *s, const char *what, const char *label, size_t i, cb_error *err)
+{
+	if (!s || !s[0])
+		return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label, i + 1);
+	return 0;
+}
+
+int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_error *err)
+{
+	const char *what = "pg queue reader";
+	cb_pg_queue_options o;
+	struct queue *q;
+	size_t i, j;
+	int rc;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!out || !opts)
+		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	/* Counts of 0 with a list: NULL-terminated lists (item.h, CB_COUNT). */
+	o = *opts;
+	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
+	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
+	o.nquery_params = cb_list_count(o.query_params, o.nquery_params);
+	opts = &o;
+	if (opts->version != CB_PG_QUEUE_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
+				    opts->version);
+	if (!opts->table || !opts->table[0])
+		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
+	if (opts->schema && !opts->schema[0])
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": empty schema name", what,
+				    opts->table);
+	if (!opts->key_columns || opts->nkeys == 0 || opts->nkeys > 100)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns (or too many)",
+				    what, opts->table);
+	if (!opts->columns && opts->ncolumns > 0)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
+				    opts->table);
+	if (opts->nquery_params > 0 && (!opts->where || !opts->query_params))
+		return cb_error_set(err, CB_EINVAL,
+				    "%s on \"%s\": query parameters without a where clause", what,
+				    opts->table);
+	for (i = 0; i < opts->nquery_params; i++)
+		if (!opts->query_params[i])
+			return cb_error_set(err, CB_EINVAL,
+					    "%s on \"%s\": query parameter $%zu is NULL", what,
+					    opts->table, i + 1);
+	if (opts->claim_size > INT_MAX / 2)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": claim size too large", what,
+				    opts->table);
+	for (i = 0; i < opts->nkeys; i++) {
+		rc = check_ident(opts->key_columns[i], what, "key column", i, err);
+		if (rc)
+			return rc;
+		for (j = 0; j < i; j++)
+			if (strcmp(opts->key_columns[i], opts->key_columns[j]) == 0)
+				return cb_error_set(err, CB_EINVAL,
+						    "%s on \"%s\": key column \"%s\" given twice",
+						    what, opts->table, opts->key_columns[i]);
+	}
+	for (i = 0; i < opts->ncolumns; i++) {
+		rc = check_ident(opts->columns[i], what, "column", i, err);
+		if (rc)
+			return rc;
+	}
+
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	snprintf(q->what, sizeof(q->what), "%s on \"%s%s%s\"", what,
+		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
+	q->schema = xstrdup(opts->schema);
+	q->table = xstrdup(opts->table);
+	q->where = xstrdup(opts->where);
+	q->qparams = strv_dup(opts->query_params, opts->nquery_params);
+	q->keys = strv_dup(opts->key_columns, opts->nkeys);
+	q->columns = strv_dup(opts->columns, opts->ncolumns);
+	if ((opts->schema && !q->schema) || !q->table || (opts->where && !q->where) ||
+	    !q->qparams || !q->keys || !q->columns) {
+		strv_free(q->qparams, q->qparams ? opts->nquery_params : 0);
+		strv_free(q->keys, q->keys ? opts->nkeys : 0);
+		strv_free(q->columns, q->columns ? opts->ncolumns : 0);
+		q->qparams = q->keys = q->columns = NULL;
+		q_free(q);
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+	}
+	q->nqparams = opts->nquery_params;
+	q->nkeys = opts->nkeys;
+	q->ncolumns = opts->ncolumns;
+	q->opt_claim_size = opts->claim_size;
+
+	out->version = CB_READER_VERSION;
+	out->state = q;
+	out->open = q_open;
+	out->read = q_read;
+	out->update = q_update;
+	out->describe = q_describe;
+	out->rollback = q_rollback;
+	out->close = q_close;
+	out->free = q_free;
+	return 0;
+}
