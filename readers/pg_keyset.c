@@ -24,6 +24,8 @@
 #include "cbatch/readers.h"
 #include "cbatch/sys/tx.h"
 
+#include "pg_sql.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -84,40 +86,6 @@ struct keyset {
 	struct keybuf com;  /* committed */
 	int pending;
 };
-
-static char *xstrdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static void strv_free(char **v, size_t n)
-{
-	size_t i;
-
-	if (!v)
-		return;
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char **strv_dup(const char *const *v, size_t n)
-{
-	char **d;
-	size_t i;
-
-	d = calloc(n ? n : 1, sizeof(*d));
-	if (!d)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		d[i] = strdup(v[i]);
-		if (!d[i]) {
-			strv_free(d, i);
-			return NULL;
-		}
-	}
-	return d;
-}
 
 static int keybuf_init(struct keybuf *k, size_t n)
 {
@@ -217,21 +185,6 @@ static void release_pages(struct keyset *ks)
 	ks->last_row = NULL;
 }
 
-/* Drop a prepared statement (see cb_pg_prepare's names); best effort. */
-static void deallocate(PGconn *conn, char *name)
-{
-	char sql[96];
-	PGresult *res;
-
-	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
-	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-		res = PQexec(conn, sql);
-		PQclear(res);
-	}
-	name[0] = '\0';
-}
-
 static void ks_close(void *state)
 {
 	struct keyset *ks = state;
@@ -240,8 +193,8 @@ static void ks_close(void *state)
 	if (!ks)
 		return;
 	/* a long-lived process (the scheduler) reuses its connection: no leak */
-	deallocate(ks->conn, ks->stmt_first);
-	deallocate(ks->conn, ks->stmt_next);
+	cb__rd_deallocate(ks->conn, ks->stmt_first);
+	cb__rd_deallocate(ks->conn, ks->stmt_next);
 	release_pages(ks);
 	for (i = 0; i < ks->cappages; i++)
 		free(ks->pages[i].rows);
@@ -271,35 +224,11 @@ static void ks_free(void *state)
 	free(ks->schema);
 	free(ks->table);
 	free(ks->query);
-	strv_free(ks->qparams, ks->nqparams);
+	cb__rd_strv_free(ks->qparams, ks->nqparams);
 	free(ks->where);
-	strv_free(ks->columns, ks->ncolumns);
-	strv_free(ks->keys, ks->nkeys);
+	cb__rd_strv_free(ks->columns, ks->ncolumns);
+	cb__rd_strv_free(ks->keys, ks->nkeys);
 	free(ks);
-}
-
-/* A growing SQL text; open_memstream records the first failure. */
-static void add(FILE *f, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-static void add(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-}
-
-static int quote(char **out, struct keyset *ks, const char *ident, cb_error *err)
-{
-	int rc = cb_pg_quote_ident(out, ks->conn, ident, err);
-
-	if (rc)
-		cb_error_prefix(err, "%s", ks->what);
-	return rc;
 }
 
 /*
@@ -315,9 +244,9 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 	int rc = 0, which;
 
 	*first = *next = NULL;
-	rc = quote(&qtable, ks, ks->table, err);
+	rc = cb__rd_quote(&qtable, ks->conn, ks->what, ks->table, err);
 	if (!rc && ks->schema)
-		rc = quote(&qschema, ks, ks->schema, err);
+		rc = cb__rd_quote(&qschema, ks->conn, ks->what, ks->schema, err);
 	for (which = 0; which < 2 && !rc; which++) {
 		FILE *f = open_memstream(&text[which], &len);
 
@@ -325,14 +254,14 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 			break;
 		}
-		add(f, "SELECT ");
+		cb__rd_add(f, "SELECT ");
 		if (ks->ncolumns == 0) {
-			add(f, "*");
+			cb__rd_add(f, "*");
 		} else {
 			for (i = 0; i < ks->ncolumns && !rc; i++) {
-				rc = quote(&q, ks, ks->columns[i], err);
+				rc = cb__rd_quote(&q, ks->conn, ks->what, ks->columns[i], err);
 				if (!rc)
-					add(f, "%s%s", i ? ", " : "", q);
+					cb__rd_add(f, "%s%s", i ? ", " : "", q);
 				free(q);
 				q = NULL;
 			}
@@ -341,33 +270,33 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 					if (strcmp(ks->columns[j], ks->keys[i]) == 0)
 						break;
 				if (j == ks->ncolumns)
-					add(f, ", %s", qkeys[i]);
+					cb__rd_add(f, ", %s", qkeys[i]);
 			}
 		}
 		if (ks->query)
-			add(f, " FROM (\n%s\n) AS %s", ks->query, qtable);
+			cb__rd_add(f, " FROM (\n%s\n) AS %s", ks->query, qtable);
 		else if (qschema)
-			add(f, " FROM %s.%s", qschema, qtable);
+			cb__rd_add(f, " FROM %s.%s", qschema, qtable);
 		else
-			add(f, " FROM %s", qtable);
+			cb__rd_add(f, " FROM %s", qtable);
 		/* the filter on its own lines, so that a trailing "--" comment is harmless */
 		if (ks->where)
-			add(f, " WHERE (\n%s\n)", ks->where);
+			cb__rd_add(f, " WHERE (\n%s\n)", ks->where);
 		if (which == 1) {
-			add(f, ks->where ? " AND (" : " WHERE (");
+			cb__rd_add(f, ks->where ? " AND (" : " WHERE (");
 			for (i = 0; i < ks->nkeys; i++)
-				add(f, "%s%s", i ? ", " : "", qkeys[i]);
-			add(f, ") > (");
+				cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+			cb__rd_add(f, ") > (");
 			for (i = 0; i < ks->nkeys; i++)
-				add(f, "%s$%zu", i ? ", " : "", ks->nqparams + i + 1);
-			add(f, ")");
+				cb__rd_add(f, "%s$%zu", i ? ", " : "", ks->nqparams + i + 1);
+			cb__rd_add(f, ")");
 		}
-		add(f, " ORDER BY ");
+		cb__rd_add(f, " ORDER BY ");
 		for (i = 0; i < ks->nkeys; i++)
-			add(f, "%s%s", i ? ", " : "", qkeys[i]);
+			cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
 		/* A literal, not a parameter: with LIMIT $n PostgreSQL plans the
 		 * page query again on every execution (measured: ~60 us a chunk). */
-		add(f, " LIMIT %zu", ks->page_size);
+		cb__rd_add(f, " LIMIT %zu", ks->page_size);
 		if (ferror(f))
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 		if (fclose(f) != 0 && !rc)
@@ -383,33 +312,6 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 	*first = text[0];
 	*next = text[1];
 	return 0;
-}
-
-/* Find each key's column in the statement's result (exact, quoted match). */
-static int find_keycols(struct keyset *ks, char *const *qkeys, cb_error *err)
-{
-	PGresult *res = PQdescribePrepared(ks->conn, ks->stmt_first);
-	size_t i;
-	int rc = 0;
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = cb_pg_error(err, ks->conn, res, "describing the page query");
-		cb_error_prefix(err, "%s", ks->what);
-		goto done;
-	}
-	for (i = 0; i < ks->nkeys; i++) {
-		/* PQfnumber folds unquoted names: the quoted form matches exactly */
-		ks->keycol[i] = PQfnumber(res, qkeys[i]);
-		if (ks->keycol[i] < 0) {
-			rc = cb_error_set(err, CB_EINVAL,
-					  "%s: key column \"%s\" is not in the page query's result",
-					  ks->what, ks->keys[i]);
-			goto done;
-		}
-	}
-done:
-	PQclear(res);
-	return rc;
 }
 
 static int restore(struct keyset *ks, const json_t *saved, cb_error *err)
@@ -471,7 +373,7 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 		goto done;
 	}
 	for (i = 0; i < ks->nkeys && !rc; i++)
-		rc = quote(&qkeys[i], ks, ks->keys[i], err);
+		rc = cb__rd_quote(&qkeys[i], ks->conn, ks->what, ks->keys[i], err);
 	if (rc)
 		goto done;
 	rc = build_sql(ks, &first, &next, qkeys, err);
@@ -485,7 +387,8 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 		cb_error_prefix(err, "%s: preparing the page query", ks->what);
 		goto done;
 	}
-	rc = find_keycols(ks, qkeys, err);
+	rc = cb__rd_find_keycols(ks->keycol, ks->conn, ks->stmt_first, ks->keys, qkeys, ks->nkeys,
+				 ks->what, "page", err);
 	if (rc)
 		goto done;
 	rc = restore(ks, saved, err);
@@ -729,28 +632,11 @@ static void ks_describe(void *state, const void *item, char *buf, size_t size)
 {
 	const struct keyset *ks = state;
 	const cb_row *r = item;
-	size_t i, off = 0;
-	int n;
 
-	if (!buf || size == 0)
-		return;
-	buf[0] = '\0';
-	if (!ks || !r || !r->res || !ks->keycol)
-		return;
-	for (i = 0; i < ks->nkeys && off < size; i++) {
-		n = snprintf(buf + off, size - off, "%s%s=%s", i ? ", " : "", ks->keys[i],
-			     PQgetvalue(r->res, r->row, ks->keycol[i]));
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
-}
-
-static int check_ident(const char *s, const char *what, const char *label, size_t i, cb_error *err)
-{
-	if (!s || !s[0])
-		return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label, i + 1);
-	return 0;
+	if (buf && size)
+		buf[0] = '\0';
+	if (ks && r)
+		cb__rd_describe_keys(buf, size, ks->keys, ks->nkeys, ks->keycol, r->res, r->row);
 }
 
 int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err)
@@ -805,7 +691,7 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": page size too large", what,
 				    opts->table);
 	for (i = 0; i < opts->nkeys; i++) {
-		rc = check_ident(opts->key_columns[i], what, "key column", i, err);
+		rc = cb__rd_check_ident(opts->key_columns[i], what, "key column", i, err);
 		if (rc)
 			return rc;
 		for (j = 0; j < i; j++)
@@ -815,7 +701,7 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 						    what, opts->table, opts->key_columns[i]);
 	}
 	for (i = 0; i < opts->ncolumns; i++) {
-		rc = check_ident(opts->columns[i], what, "column", i, err);
+		rc = cb__rd_check_ident(opts->columns[i], what, "column", i, err);
 		if (rc)
 			return rc;
 	}
@@ -825,12 +711,12 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
 	snprintf(ks->what, sizeof(ks->what), "%s on \"%s%s%s\"", what,
 		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
-	ks->schema = xstrdup(opts->schema);
-	ks->table = xstrdup(opts->table);
-	ks->where = xstrdup(opts->where);
+	ks->schema = cb__rd_strdup(opts->schema);
+	ks->table = cb__rd_strdup(opts->table);
+	ks->where = cb__rd_strdup(opts->where);
 	if (opts->query) {
-		ks->query = xstrdup(opts->query);
-		ks->qparams = strv_dup(opts->query_params, opts->nquery_params);
+		ks->query = cb__rd_strdup(opts->query);
+		ks->qparams = cb__rd_strv_dup(opts->query_params, opts->nquery_params);
 		ks->nqparams = opts->nquery_params;
 		if (!ks->query || (opts->nquery_params && !ks->qparams)) {
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
@@ -838,17 +724,17 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 			free(ks->table);
 			free(ks->where);
 			free(ks->query);
-			strv_free(ks->qparams, ks->qparams ? ks->nqparams : 0);
+			cb__rd_strv_free(ks->qparams, ks->qparams ? ks->nqparams : 0);
 			free(ks);
 			return rc;
 		}
 	}
-	ks->keys = strv_dup(opts->key_columns, opts->nkeys);
-	ks->columns = strv_dup(opts->columns, opts->ncolumns);
+	ks->keys = cb__rd_strv_dup(opts->key_columns, opts->nkeys);
+	ks->columns = cb__rd_strv_dup(opts->columns, opts->ncolumns);
 	if ((opts->schema && !ks->schema) || !ks->table || (opts->where && !ks->where) ||
 	    !ks->keys || !ks->columns) {
-		strv_free(ks->keys, ks->keys ? opts->nkeys : 0);
-		strv_free(ks->columns, ks->columns ? opts->ncolumns : 0);
+		cb__rd_strv_free(ks->keys, ks->keys ? opts->nkeys : 0);
+		cb__rd_strv_free(ks->columns, ks->columns ? opts->ncolumns : 0);
 		ks->keys = ks->columns = NULL;
 		ks_free(ks);
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);

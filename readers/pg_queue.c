@@ -20,6 +20,8 @@
 #include "cbatch/readers.h"
 #include "cbatch/sys/tx.h"
 
+#include "pg_sql.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -55,40 +57,6 @@ struct queue {
 	int boundary; /* a chunk ended since the claim: release it at the next read */
 };
 
-static char *xstrdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static void strv_free(char **v, size_t n)
-{
-	size_t i;
-
-	if (!v)
-		return;
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char **strv_dup(const char *const *v, size_t n)
-{
-	char **d;
-	size_t i;
-
-	d = calloc(n ? n : 1, sizeof(*d));
-	if (!d)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		d[i] = strdup(v[i]);
-		if (!d[i]) {
-			strv_free(d, i);
-			return NULL;
-		}
-	}
-	return d;
-}
-
 static void release_claim(struct queue *q)
 {
 	PQclear(q->res);
@@ -99,28 +67,13 @@ static void release_claim(struct queue *q)
 	q->boundary = 0;
 }
 
-/* Drop the prepared statement (see cb_pg_prepare's names); best effort. */
-static void deallocate(PGconn *conn, char *name)
-{
-	char sql[96];
-	PGresult *res;
-
-	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
-	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-		res = PQexec(conn, sql);
-		PQclear(res);
-	}
-	name[0] = '\0';
-}
-
 static void q_close(void *state)
 {
 	struct queue *q = state;
 
 	if (!q)
 		return;
-	deallocate(q->conn, q->stmt);
+	cb__rd_deallocate(q->conn, q->stmt);
 	release_claim(q);
 	free(q->rows);
 	q->rows = NULL;
@@ -140,34 +93,10 @@ static void q_free(void *state)
 	free(q->schema);
 	free(q->table);
 	free(q->where);
-	strv_free(q->qparams, q->nqparams);
-	strv_free(q->columns, q->ncolumns);
-	strv_free(q->keys, q->nkeys);
+	cb__rd_strv_free(q->qparams, q->nqparams);
+	cb__rd_strv_free(q->columns, q->ncolumns);
+	cb__rd_strv_free(q->keys, q->nkeys);
 	free(q);
-}
-
-/* A growing SQL text; open_memstream records the first failure. */
-static void add(FILE *f, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-static void add(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-}
-
-static int quote(char **out, struct queue *q, const char *ident, cb_error *err)
-{
-	int rc = cb_pg_quote_ident(out, q->conn, ident, err);
-
-	if (rc)
-		cb_error_prefix(err, "%s", q->what);
-	return rc;
 }
 
 /*
@@ -182,9 +111,9 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *
 	int rc;
 
 	*out = NULL;
-	rc = quote(&qtable, q, q->table, err);
+	rc = cb__rd_quote(&qtable, q->conn, q->what, q->table, err);
 	if (!rc && q->schema)
-		rc = quote(&qschema, q, q->schema, err);
+		rc = cb__rd_quote(&qschema, q->conn, q->what, q->schema, err);
 	if (rc)
 		goto done;
 	f = open_memstream(&text, &len);
@@ -192,14 +121,14 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
 		goto done;
 	}
-	add(f, "SELECT ");
+	cb__rd_add(f, "SELECT ");
 	if (q->ncolumns == 0) {
-		add(f, "*");
+		cb__rd_add(f, "*");
 	} else {
 		for (i = 0; i < q->ncolumns && !rc; i++) {
-			rc = quote(&c, q, q->columns[i], err);
+			rc = cb__rd_quote(&c, q->conn, q->what, q->columns[i], err);
 			if (!rc)
-				add(f, "%s%s", i ? ", " : "", c);
+				cb__rd_add(f, "%s%s", i ? ", " : "", c);
 			free(c);
 			c = NULL;
 		}
@@ -208,21 +137,21 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *
 				if (strcmp(q->columns[j], q->keys[i]) == 0)
 					break;
 			if (j == q->ncolumns)
-				add(f, ", %s", qkeys[i]);
+				cb__rd_add(f, ", %s", qkeys[i]);
 		}
 	}
 	if (qschema)
-		add(f, " FROM %s.%s", qschema, qtable);
+		cb__rd_add(f, " FROM %s.%s", qschema, qtable);
 	else
-		add(f, " FROM %s", qtable);
+		cb__rd_add(f, " FROM %s", qtable);
 	/* the filter on its own lines, so that a trailing "--" comment is harmless */
 	if (q->where)
-		add(f, " WHERE (\n%s\n)", q->where);
-	add(f, " ORDER BY ");
+		cb__rd_add(f, " WHERE (\n%s\n)", q->where);
+	cb__rd_add(f, " ORDER BY ");
 	for (i = 0; i < q->nkeys; i++)
-		add(f, "%s%s", i ? ", " : "", qkeys[i]);
+		cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
 	/* a literal, not a parameter, so that the plan is not made again per chunk */
-	add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
+	cb__rd_add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
 	if (ferror(f) && !rc)
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
 	if (fclose(f) != 0 && !rc)
@@ -235,34 +164,6 @@ done:
 	free(qtable);
 	free(qschema);
 	*out = text;
-	return rc;
-}
-
-/* Find each key's column in the statement's result (exact, quoted match). */
-static int find_keycols(struct queue *q, char *const *qkeys, cb_error *err)
-{
-	PGresult *res = PQdescribePrepared(q->conn, q->stmt);
-	size_t i;
-	int rc = 0;
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = cb_pg_error(err, q->conn, res, "describing the claim query");
-		cb_error_prefix(err, "%s", q->what);
-		goto done;
-	}
-	for (i = 0; i < q->nkeys; i++) {
-		/* PQfnumber folds unquoted names: the quoted form matches exactly */
-		q->keycol[i] = PQfnumber(res, qkeys[i]);
-		if (q->keycol[i] < 0) {
-			rc = cb_error_set(
-				err, CB_EINVAL,
-				"%s: key column \"%s\" is not in the claim query's result", q->what,
-				q->keys[i]);
-			goto done;
-		}
-	}
-done:
-	PQclear(res);
 	return rc;
 }
 
@@ -292,7 +193,7 @@ static int q_open(void *state, const cb_step_context *sc, const json_t *saved, c
 		goto done;
 	}
 	for (i = 0; i < q->nkeys && !rc; i++)
-		rc = quote(&qkeys[i], q, q->keys[i], err);
+		rc = cb__rd_quote(&qkeys[i], q->conn, q->what, q->keys[i], err);
 	if (rc)
 		goto done;
 	rc = build_sql(q, &sql, qkeys, err);
@@ -303,7 +204,8 @@ static int q_open(void *state, const cb_step_context *sc, const json_t *saved, c
 		cb_error_prefix(err, "%s: preparing the claim query", q->what);
 		goto done;
 	}
-	rc = find_keycols(q, qkeys, err);
+	rc = cb__rd_find_keycols(q->keycol, q->conn, q->stmt, q->keys, qkeys, q->nkeys, q->what,
+				 "claim", err);
 	if (rc)
 		goto done;
 	release_claim(q);
@@ -407,28 +309,11 @@ static void q_describe(void *state, const void *item, char *buf, size_t size)
 {
 	const struct queue *q = state;
 	const cb_row *r = item;
-	size_t i, off = 0;
-	int n;
 
-	if (!buf || size == 0)
-		return;
-	buf[0] = '\0';
-	if (!q || !r || !r->res || !q->keycol)
-		return;
-	for (i = 0; i < q->nkeys && off < size; i++) {
-		n = snprintf(buf + off, size - off, "%s%s=%s", i ? ", " : "", q->keys[i],
-			     PQgetvalue(r->res, r->row, q->keycol[i]));
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
-}
-
-static int check_ident(const char *s, const char *what, const char *label, size_t i, cb_error *err)
-{
-	if (!s || !s[0])
-		return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label, i + 1);
-	return 0;
+	if (buf && size)
+		buf[0] = '\0';
+	if (q && r)
+		cb__rd_describe_keys(buf, size, q->keys, q->nkeys, q->keycol, r->res, r->row);
 }
 
 int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_error *err)
@@ -476,7 +361,7 @@ int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_e
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": claim size too large", what,
 				    opts->table);
 	for (i = 0; i < opts->nkeys; i++) {
-		rc = check_ident(opts->key_columns[i], what, "key column", i, err);
+		rc = cb__rd_check_ident(opts->key_columns[i], what, "key column", i, err);
 		if (rc)
 			return rc;
 		for (j = 0; j < i; j++)
@@ -486,7 +371,7 @@ int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_e
 						    what, opts->table, opts->key_columns[i]);
 	}
 	for (i = 0; i < opts->ncolumns; i++) {
-		rc = check_ident(opts->columns[i], what, "column", i, err);
+		rc = cb__rd_check_ident(opts->columns[i], what, "column", i, err);
 		if (rc)
 			return rc;
 	}
@@ -496,17 +381,17 @@ int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_e
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
 	snprintf(q->what, sizeof(q->what), "%s on \"%s%s%s\"", what,
 		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
-	q->schema = xstrdup(opts->schema);
-	q->table = xstrdup(opts->table);
-	q->where = xstrdup(opts->where);
-	q->qparams = strv_dup(opts->query_params, opts->nquery_params);
-	q->keys = strv_dup(opts->key_columns, opts->nkeys);
-	q->columns = strv_dup(opts->columns, opts->ncolumns);
+	q->schema = cb__rd_strdup(opts->schema);
+	q->table = cb__rd_strdup(opts->table);
+	q->where = cb__rd_strdup(opts->where);
+	q->qparams = cb__rd_strv_dup(opts->query_params, opts->nquery_params);
+	q->keys = cb__rd_strv_dup(opts->key_columns, opts->nkeys);
+	q->columns = cb__rd_strv_dup(opts->columns, opts->ncolumns);
 	if ((opts->schema && !q->schema) || !q->table || (opts->where && !q->where) ||
 	    !q->qparams || !q->keys || !q->columns) {
-		strv_free(q->qparams, q->qparams ? opts->nquery_params : 0);
-		strv_free(q->keys, q->keys ? opts->nkeys : 0);
-		strv_free(q->columns, q->columns ? opts->ncolumns : 0);
+		cb__rd_strv_free(q->qparams, q->qparams ? opts->nquery_params : 0);
+		cb__rd_strv_free(q->keys, q->keys ? opts->nkeys : 0);
+		cb__rd_strv_free(q->columns, q->columns ? opts->ncolumns : 0);
 		q->qparams = q->keys = q->columns = NULL;
 		q_free(q);
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);

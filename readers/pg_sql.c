@@ -1,0 +1,125 @@
+/* Helpers of the PostgreSQL readers (readers/pg_sql.h). */
+#include "pg_sql.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *cb__rd_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void cb__rd_strv_free(char **v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+char **cb__rd_strv_dup(const char *const *v, size_t n)
+{
+	char **d = calloc(n ? n : 1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		d[i] = strdup(v[i]);
+		if (!d[i]) {
+			cb__rd_strv_free(d, i);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+void cb__rd_deallocate(PGconn *conn, char *name)
+{
+	char sql[96];
+	PGresult *res;
+
+	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
+	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
+		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
+		res = PQexec(conn, sql);
+		PQclear(res);
+	}
+	name[0] = '\0';
+}
+
+void cb__rd_add(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+int cb__rd_quote(char **out, PGconn *conn, const char *what, const char *ident, cb_error *err)
+{
+	int rc = cb_pg_quote_ident(out, conn, ident, err);
+
+	if (rc)
+		cb_error_prefix(err, "%s", what);
+	return rc;
+}
+
+int cb__rd_check_ident(const char *s, const char *what, const char *label, size_t i, cb_error *err)
+{
+	if (!s || !s[0])
+		return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label, i + 1);
+	return 0;
+}
+
+int cb__rd_find_keycols(int *keycol, PGconn *conn, const char *stmt, char *const *keys,
+			char *const *qkeys, size_t n, const char *what, const char *query,
+			cb_error *err)
+{
+	PGresult *res = PQdescribePrepared(conn, stmt);
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		char doing[64];
+
+		snprintf(doing, sizeof(doing), "describing the %s query", query);
+		rc = cb_pg_error(err, conn, res, doing);
+		cb_error_prefix(err, "%s", what);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* PQfnumber folds unquoted names: the quoted form matches exactly */
+		keycol[i] = PQfnumber(res, qkeys[i]);
+		if (keycol[i] < 0) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: key column \"%s\" is not in the %s query's result",
+					  what, keys[i], query);
+			goto done;
+		}
+	}
+done:
+	PQclear(res);
+	return rc;
+}
+
+void cb__rd_describe_keys(char *buf, size_t size, char *const *keys, size_t n, const int *keycol,
+			  const PGresult *res, int row)
+{
+	size_t off = 0;
+
+	if (!buf || size == 0)
+		return;
+	buf[0] = '\0';
+	if (!res || !keycol)
+		return;
+	for (size_t i = 0; i < n && off < size; i++) {
+		int w = snprintf(buf + off, size - off, "%s%s=%s", i ? ", " : "", keys[i],
+				 PQgetvalue(res, row, keycol[i]));
+
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+}
