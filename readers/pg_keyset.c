@@ -644,7 +644,7 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	const char *what = "pg keyset reader";
 	cb_pg_keyset_options o;
 	struct keyset *ks;
-	size_t i, j;
+	cb__rd_table t;
 	int rc;
 
 	if (out)
@@ -660,51 +660,28 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	if (opts->version != CB_PG_KEYSET_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);
-	if (!opts->table || !opts->table[0])
-		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
-	if (opts->schema && !opts->schema[0])
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": empty schema name", what,
-				    opts->table);
-	if (!opts->key_columns || opts->nkeys == 0 || opts->nkeys > 100)
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns (or too many)",
-				    what, opts->table);
-	if (!opts->columns && opts->ncolumns > 0)
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
-				    opts->table);
+	t.schema = opts->schema;
+	t.table = opts->table;
+	t.columns = opts->columns;
+	t.ncolumns = opts->ncolumns;
+	t.keys = opts->key_columns;
+	t.nkeys = opts->nkeys;
+	t.params = opts->query_params;
+	t.nparams = opts->nquery_params;
+	if ((rc = cb__rd_check_table(what, &t, err)) < 0)
+		return rc;
 	if (opts->query && opts->schema)
-		return cb_error_set(err, CB_EINVAL,
-				    "%s on \"%s\": a query takes no schema (the "
-				    "table names the query)",
-				    what, opts->table);
+		return cb_error_set(
+			err, CB_EINVAL,
+			"%s on \"%s\": a query takes no schema (the table names the query)", what,
+			opts->table);
 	if (opts->nquery_params > 0 && (!opts->query || !opts->query_params))
 		return cb_error_set(err, CB_EINVAL,
-				    "%s on \"%s\": query parameters without a "
-				    "query",
-				    what, opts->table);
-	for (i = 0; i < opts->nquery_params; i++)
-		if (!opts->query_params[i])
-			return cb_error_set(err, CB_EINVAL,
-					    "%s on \"%s\": query parameter $%zu is "
-					    "NULL",
-					    what, opts->table, i + 1);
+				    "%s on \"%s\": query parameters without a query", what,
+				    opts->table);
 	if (opts->page_size > INT_MAX / 2)
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": page size too large", what,
 				    opts->table);
-	for (i = 0; i < opts->nkeys; i++) {
-		rc = cb__rd_check_ident(opts->key_columns[i], what, "key column", i, err);
-		if (rc)
-			return rc;
-		for (j = 0; j < i; j++)
-			if (strcmp(opts->key_columns[i], opts->key_columns[j]) == 0)
-				return cb_error_set(err, CB_EINVAL,
-						    "%s on \"%s\": key column \"%s\" given twice",
-						    what, opts->table, opts->key_columns[i]);
-	}
-	for (i = 0; i < opts->ncolumns; i++) {
-		rc = cb__rd_check_ident(opts->columns[i], what, "column", i, err);
-		if (rc)
-			return rc;
-	}
 
 	ks = calloc(1, sizeof(*ks));
 	if (!ks)

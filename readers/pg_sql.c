@@ -123,3 +123,38 @@ void cb__rd_describe_keys(char *buf, size_t size, char *const *keys, size_t n, c
 		off += (size_t)w;
 	}
 }
+
+int cb__rd_check_table(const char *what, const cb__rd_table *t, cb_error *err)
+{
+	int rc;
+
+	if (!t->table || !t->table[0])
+		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
+	if (t->schema && !t->schema[0])
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": empty schema name", what,
+				    t->table);
+	if (!t->keys || t->nkeys == 0 || t->nkeys > 100)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no key columns (or too many)",
+				    what, t->table);
+	if (!t->columns && t->ncolumns > 0)
+		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": ncolumns without columns", what,
+				    t->table);
+	for (size_t i = 0; t->params && i < t->nparams; i++)
+		if (!t->params[i])
+			return cb_error_set(err, CB_EINVAL,
+					    "%s on \"%s\": query parameter $%zu is NULL", what,
+					    t->table, i + 1);
+	for (size_t i = 0; i < t->nkeys; i++) {
+		if ((rc = cb__rd_check_ident(t->keys[i], what, "key column", i, err)) < 0)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t->keys[i], t->keys[j]) == 0)
+				return cb_error_set(err, CB_EINVAL,
+						    "%s on \"%s\": key column \"%s\" given twice",
+						    what, t->table, t->keys[i]);
+	}
+	for (size_t i = 0; i < t->ncolumns; i++)
+		if ((rc = cb__rd_check_ident(t->columns[i], what, "column", i, err)) < 0)
+			return rc;
+	return 0;
+}

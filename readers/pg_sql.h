@@ -43,6 +43,24 @@ int cb__rd_find_keycols(int *keycol, PGconn *conn, const char *stmt, char *const
 			char *const *qkeys, size_t n, const char *what, const char *query,
 			cb_error *err);
 
+/* A reader's table and lists, as its options give them (counts already counted). */
+typedef struct cb__rd_table {
+	const char *schema, *table;
+	const char *const *columns;
+	size_t ncolumns;
+	const char *const *keys;
+	size_t nkeys;
+	const char *const *params; /* the where clause's or query's $1..$n */
+	size_t nparams;
+} cb__rd_table;
+
+/*
+ * The checks every PostgreSQL reader makes of @p t: a table, no empty schema,
+ * 1..100 key columns, none empty or given twice, no empty column, no NULL
+ * parameter. @return 0 or CB_EINVAL with a message prefixed by @p what.
+ */
+int cb__rd_check_table(const char *what, const cb__rd_table *t, cb_error *err);
+
 /* "k1=v1, k2=v2" of row @p row of @p res into @p buf (always terminated). */
 void cb__rd_describe_keys(char *buf, size_t size, char *const *keys, size_t n, const int *keycol,
 			  const PGresult *res, int row);
