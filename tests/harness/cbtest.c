@@ -873,3 +873,55 @@ void cbt_sleep_ms(int ms)
 	while (nanosleep(&ts, &rem) < 0 && errno == EINTR)
 		ts = rem;
 }
+
+char *cbt_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, r;
+
+	if (len)
+		*len = 0;
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap + 1);
+			if (!buf) {
+				fclose(f);
+				return NULL;
+			}
+		}
+		r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+void cbt__write_str(const char *file, int line, const char *path, const char *s)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f) {
+		cbt__failf(file, line, 0, "cannot create %s: %s", path, strerror(errno));
+		return;
+	}
+	fputs(s, f);
+	if (fclose(f) != 0)
+		cbt__failf(file, line, 0, "cannot write %s: %s", path, strerror(errno));
+}
+
+void cbt__expect_file(const char *file, int line, const char *path, const char *want)
+{
+	char *got = cbt_slurp(path, NULL);
+
+	cbt__eq_str(got, want, path, "expected", file, line);
+	free(got);
+}

@@ -126,6 +126,15 @@ int cbt_main_suites(const char *name, const CU_SuiteInfo *suites);
  *         not an integer).
  */
 #define cbt_query_ll(conn, sql) cbt__query_ll(__FILE__, __LINE__, (conn), (sql))
+/* Files: write @p s to @p path (a failure fails the test); the file's whole
+ * content as a new NUL-terminated string (NULL if unreadable; @p len may be
+ * NULL); assert a file's content. */
+#define cbt_write_str(path, s) cbt__write_str(__FILE__, __LINE__, (path), (s))
+char *cbt_slurp(const char *path, size_t *len);
+#define CBT_EXPECT_FILE(path, want) cbt__expect_file(__FILE__, __LINE__, (path), (want))
+void cbt__write_str(const char *file, int line, const char *path, const char *s);
+void cbt__expect_file(const char *file, int line, const char *path, const char *want);
+
 /* cbt_query_ll with printf-style SQL (for numbers and names the test made itself). */
 #define cbt_queryf_ll(conn, ...) cbt__queryf_ll(__FILE__, __LINE__, (conn), __VA_ARGS__)
 

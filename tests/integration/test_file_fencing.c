@@ -201,34 +201,6 @@ static char *expected_output(size_t *len)
 	return out;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (n + 65536 > cap) {
-			char *p = realloc(buf, cap = n + 65536 + cap);
-
-			if (!p)
-				break;
-			buf = p;
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-
-		if (got == 0)
-			break;
-		n += got;
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 /* The first line where @p a and @p b differ (1-based), 0 if equal. */
 static long first_difference(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -262,7 +234,7 @@ static void assert_exact(const char *path, const char *job, const char *when)
 {
 	size_t want_len = 0, have_len;
 	char *want = expected_output(&want_len);
-	char *have = slurp(path, &have_len);
+	char *have = cbt_slurp(path, &have_len);
 	long diff;
 
 	if (!have) {
@@ -884,7 +856,7 @@ static void test_new_instance_refuses_an_existing_file(void)
 	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 2);
 	CBT_CONTAINS(errout, path);
 	CBT_CONTAINS(errout, "exists; remove it, choose another path, or set append");
-	kept = slurp(path, &len);
+	kept = cbt_slurp(path, &len);
 	CBT_EQ_LL(len, 36);
 	CU_ASSERT(kept && memcmp(kept, "id,payload\n1,from an earlier export\n", 36) == 0);
 	free(kept);
@@ -931,7 +903,7 @@ static void test_append_mode_appends_and_restarts_exactly(void)
 	memcpy(want, prefix, sizeof(prefix) - 1);
 	memcpy(want + sizeof(prefix) - 1, full + 11, want_len - 11);
 	want_len = want_len - 11 + sizeof(prefix) - 1;
-	have = slurp(path, &have_len);
+	have = cbt_slurp(path, &have_len);
 	CU_ASSERT(have && first_difference(want, want_len, have, have_len) == 0);
 	CBT_EQ_LL(committed_offset("append_export"), (long long)have_len);
 	free(full);

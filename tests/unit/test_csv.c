@@ -71,37 +71,6 @@ static void write_str(const char *path, const char *s)
 }
 
 /* Read a whole file into a new buffer (NUL-terminated); NULL if missing. */
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, r;
-
-	if (len)
-		*len = 0;
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap + 1);
-			if (!buf) {
-				fclose(f);
-				return NULL;
-			}
-		}
-		r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
-
 static long long file_size(const char *path)
 {
 	struct stat st;
@@ -234,7 +203,7 @@ struct case_opts {
 
 static int parse_options(const char *file, struct case_opts *co)
 {
-	char *text = slurp(file, NULL);
+	char *text = cbt_slurp(file, NULL);
 	char *line, *save = NULL;
 
 	co->o = (cb_csv_options)CB_CSV_OPTIONS_INIT;
@@ -367,7 +336,7 @@ static int run_one_case(const char *root, const char *name)
 	snprintf(input, sizeof(input), "%s/input.csv", case_dir);
 	snprintf(expected_path, sizeof(expected_path), "%s/expected.txt", case_dir);
 	snprintf(options, sizeof(options), "%s/options", case_dir);
-	expected = slurp(expected_path, NULL);
+	expected = cbt_slurp(expected_path, NULL);
 	if (!expected) {
 		CBT_FAILF("case %s: no expected.txt", name);
 		return 0;
@@ -1029,14 +998,6 @@ static void close_writer(cb_writer *w)
 	w->free(w->state);
 }
 
-static void expect_file(const char *path, const char *want)
-{
-	char *got = slurp(path, NULL);
-
-	CBT_EQ_STR(got, want);
-	free(got);
-}
-
 static void test_writer_quoting(void)
 {
 	static const char *hdr[] = { "id", "text", "note" };
@@ -1055,14 +1016,14 @@ static void test_writer_quoting(void)
 	o.nheader = 3;
 	o.format = format_row;
 	open_writer(&w, &o, NULL);
-	expect_file(o.path, "id,text,note\n");
+	CBT_EXPECT_FILE(o.path, "id,text,note\n");
 	json_decref(chunk(&w, rows, 4));
 	close_writer(&w);
-	expect_file(o.path, "id,text,note\n"
-			    "1,plain,\"a,b\"\n"
-			    "2,\"say \"\"hi\"\"\",\"line\nbreak\"\n"
-			    "3,\"cr\rhere\",\"\"\n"
-			    "4,, spaced \n");
+	CBT_EXPECT_FILE(o.path, "id,text,note\n"
+				"1,plain,\"a,b\"\n"
+				"2,\"say \"\"hi\"\"\",\"line\nbreak\"\n"
+				"3,\"cr\rhere\",\"\"\n"
+				"4,, spaced \n");
 
 	/* CRLF, another delimiter, everything quoted */
 	o.line_end = "\r\n";
@@ -1071,9 +1032,9 @@ static void test_writer_quoting(void)
 	open_writer(&w, &o, NULL);
 	json_decref(chunk(&w, rows, 2));
 	close_writer(&w);
-	expect_file(o.path, "\"id\";\"text\";\"note\"\r\n"
-			    "\"1\";\"plain\";\"a,b\"\r\n"
-			    "\"2\";\"say \"\"hi\"\"\";\"line\nbreak\"\r\n");
+	CBT_EXPECT_FILE(o.path, "\"id\";\"text\";\"note\"\r\n"
+				"\"1\";\"plain\";\"a,b\"\r\n"
+				"\"2\";\"say \"\"hi\"\"\";\"line\nbreak\"\r\n");
 }
 
 static int format_various(void *ctx, const void *item, cb_csv_row *row, cb_error *err)
@@ -1117,7 +1078,7 @@ static void test_writer_fields(void)
 	CBT_PASS(w.update(w.state, ctx, &err), &err);
 	close_writer(&w);
 	json_decref(ctx);
-	got = slurp(o.path, &len);
+	got = cbt_slurp(o.path, &len);
 	CBT_EQ_LL(len, 24);
 	CU_ASSERT(got && memcmp(got, "-42;\"x;y=1.50\";a\0b;tail\n", 24) == 0);
 	free(got);
@@ -1130,7 +1091,7 @@ static void test_writer_fields(void)
 	CBT_PASS(w.update(w.state, ctx, &err), &err);
 	close_writer(&w);
 	json_decref(ctx);
-	expect_file(o.path, "\"\"\n\"\"\n");
+	CBT_EXPECT_FILE(o.path, "\"\"\n\"\"\n");
 }
 
 static void test_writer_errors(void)
@@ -1176,7 +1137,7 @@ static void test_writer_errors(void)
 	CBT_PASS(w.update(w.state, ctx, &err), &err);
 	json_decref(ctx);
 	close_writer(&w);
-	expect_file(o.path, "a,b\n1,x\n1,x\n");
+	CBT_EXPECT_FILE(o.path, "a,b\n1,x\n1,x\n");
 
 	/* bad options */
 	cb_error_clear(&err);
@@ -1225,17 +1186,17 @@ static void test_writer_truncate(void)
 	/* restart from the committed context: the file ends exactly after chunk 1 */
 	open_writer(&w, &o, ctx1);
 	CBT_EQ_LL(file_size(o.path), 17);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n");
 	ctx2 = chunk(&w, chunk2, 2);
 	ctx3 = chunk(&w, chunk3, 1);
 	close_writer(&w);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n5,e\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n5,e\n");
 	json_decref(ctx2);
 
 	/* restart at the very end changes nothing */
 	open_writer(&w, &o, ctx3);
 	close_writer(&w);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n5,e\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n5,e\n");
 
 	/* a file shorter than the committed length, or missing, is refused */
 	write_str(o.path, "id,v\n");
@@ -1295,15 +1256,15 @@ static void test_writer_sigkill(void)
 	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
 	CU_ASSERT_FATAL(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
 	ctx1 = json_load_file(ctx_path, 0, &jerr);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ctx1);
 	/* the restart truncates to chunk 1 and writes chunk 2 once */
 	open_writer(&w, &o, ctx1);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n");
 	json_decref(chunk(&w, chunk2, 2));
 	close_writer(&w);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
 	json_decref(ctx1);
 }
 
@@ -1335,7 +1296,7 @@ static void test_writer_writes_add_up(void)
 	items[0] = (void *)&chunk2[0];
 	CBT_PASS(w.write(w.state, NULL, items, 1, &err), &err);
 	close_writer(&w);
-	expect_file(o.path, "1,a\n2,\"b,b\"\n");
+	CBT_EXPECT_FILE(o.path, "1,a\n2,\"b,b\"\n");
 }
 
 /* The rollback the engine cannot call yet (no writer hook): the file sink's. */
@@ -1356,9 +1317,9 @@ static void test_sink_rollback(void)
 	cb__fsink_begin_write(&s);
 	cb__fsink_append(&s, "two\n", 4);
 	CBT_PASS(cb__fsink_flush(&s, ctx, &err), &err);
-	expect_file(path_of("sink.txt"), "H\none\ntwo\n");
+	CBT_EXPECT_FILE(path_of("sink.txt"), "H\none\ntwo\n");
 	cb__fsink_rollback(&s);
-	expect_file(path_of("sink.txt"), "H\none\n");
+	CBT_EXPECT_FILE(path_of("sink.txt"), "H\none\n");
 	/* the retry writes chunk 2 once */
 	cb__fsink_begin_write(&s);
 	cb__fsink_append(&s, "two\n", 4);
@@ -1369,7 +1330,7 @@ static void test_sink_rollback(void)
 	cb__fsink_append(&s, "three\n", 6);
 	cb__fsink_rollback(&s);
 	CBT_PASS(cb__fsink_flush(&s, ctx, &err), &err);
-	expect_file(path_of("sink.txt"), "H\none\ntwo\n");
+	CBT_EXPECT_FILE(path_of("sink.txt"), "H\none\ntwo\n");
 	/* savepoints around the items of an item-by-item pass */
 	cb__fsink_begin_write(&s);
 	cb__fsink_savepoint(&s);
@@ -1380,7 +1341,7 @@ static void test_sink_rollback(void)
 	cb__fsink_savepoint(&s);
 	cb__fsink_append(&s, "6\n", 2);
 	CBT_PASS(cb__fsink_flush(&s, ctx, &err), &err);
-	expect_file(path_of("sink.txt"), "H\none\ntwo\n4\n6\n");
+	CBT_EXPECT_FILE(path_of("sink.txt"), "H\none\ntwo\n4\n6\n");
 	CBT_PASS(cb__fsink_complete(&s, &err), &err);
 	cb__fsink_free(&s);
 	json_decref(ctx);
@@ -1407,20 +1368,20 @@ static void test_writer_atomic(void)
 	json_decref(chunk(&w, chunk2, 2));
 	close_writer(&w);
 	/* the published name is untouched by the writer */
-	expect_file(o.path, "previous,complete\nfile,here\n");
-	expect_file(tmp, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
+	CBT_EXPECT_FILE(o.path, "previous,complete\nfile,here\n");
+	CBT_EXPECT_FILE(tmp, "id,v\n1,a\n2,\"b,b\"\n3,c\n4,\"d\nd\"\n");
 	/* a restart truncates the temporary file as usual */
 	open_writer(&w, &o, ctx1);
-	expect_file(tmp, "id,v\n1,a\n2,\"b,b\"\n");
+	CBT_EXPECT_FILE(tmp, "id,v\n1,a\n2,\"b,b\"\n");
 	json_decref(chunk(&w, chunk3, 1));
 	close_writer(&w);
 	/* the step completed: publish */
 	CBT_PASS(cb_file_publish(tmp, o.path, &err), &err);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n5,e\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n5,e\n");
 	CBT_EQ_LL(file_size(tmp), -1);
 	/* a rerun of the publishing step is harmless */
 	CBT_PASS(cb_file_publish(tmp, o.path, &err), &err);
-	expect_file(o.path, "id,v\n1,a\n2,\"b,b\"\n5,e\n");
+	CBT_EXPECT_FILE(o.path, "id,v\n1,a\n2,\"b,b\"\n5,e\n");
 	unlink(o.path);
 	CBT_FAILS_WITH(CB_EINVAL, cb_file_publish(tmp, o.path, &err), &err);
 	CBT_CONTAINS(err.message, "cannot open");
@@ -1433,7 +1394,7 @@ static void test_writer_atomic(void)
 	o.temp_path = path_of("atomic.part");
 	open_writer(&w, &o, NULL);
 	close_writer(&w);
-	expect_file(path_of("atomic.part"), "id,v\n");
+	CBT_EXPECT_FILE(path_of("atomic.part"), "id,v\n");
 	CBT_EQ_LL(file_size(o.path), -1);
 }
 
@@ -1472,10 +1433,10 @@ static void test_roundtrip(void)
 	json_decref(ctx);
 	close_writer(&w);
 	close_reader(&r);
-	expect_file(wo.path, "id,name,note\r\n"
-			     "1,\"Smith, J\",\r\n"
-			     "2,\"say \"\"x\"\"\",\"\"\r\n"
-			     "3,\"two\r\nlines\",plain\r\n");
+	CBT_EXPECT_FILE(wo.path, "id,name,note\r\n"
+				 "1,\"Smith, J\",\r\n"
+				 "2,\"say \"\"x\"\"\",\"\"\r\n"
+				 "3,\"two\r\nlines\",plain\r\n");
 }
 
 /* ---- suite --------------------------------------------------------------- */

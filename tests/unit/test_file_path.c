@@ -30,48 +30,6 @@ static const char *path_of(const char *name)
 	return buf[i];
 }
 
-static void write_str(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f) {
-		CBT_FAILF("cannot write %s: %s", path, strerror(errno));
-		return;
-	}
-	fputs(s, f);
-	fclose(f);
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void expect_file(const char *path, const char *want)
-{
-	char *got = slurp(path);
-
-	CBT_EQ_STR(got, want);
-	free(got);
-}
-
 static struct cb_step_context step(long long job_execution_id)
 {
 	struct cb_step_context sc;
@@ -218,7 +176,7 @@ static void test_path_fixed_at_first_open(void)
 	open_jsonl(&w, &o, 43, ctx1, 0);
 	json_decref(chunk(&w, 3));
 	close_writer(&w);
-	expect_file(want, "{\"id\":1}\n{\"id\":3}\n");
+	CBT_EXPECT_FILE(want, "{\"id\":1}\n{\"id\":3}\n");
 	CU_ASSERT(access(path_of("b/run-43.jsonl"), F_OK) != 0);
 	CU_ASSERT(access(path_of("b/run-42.jsonl"), F_OK) != 0);
 	CU_ASSERT_FATAL(chdir(cwd) == 0);
@@ -268,7 +226,7 @@ static void test_atomic_paths_saved(void)
 	}
 	close_writer(&w);
 	snprintf(want, sizeof(want), "%s/atomic-5.jsonl", dir);
-	expect_file(want, "{\"id\":1}\n{\"id\":2}\n");
+	CBT_EXPECT_FILE(want, "{\"id\":1}\n{\"id\":2}\n");
 	CU_ASSERT(access(path_of("atomic-6.jsonl"), F_OK) != 0);
 	json_decref(ctx1);
 	/* a new instance that would publish over that file fails */
@@ -290,38 +248,38 @@ static void test_if_exists(void)
 
 	/* fail (the default): the file is left alone */
 	o.path = path_of("exists.jsonl");
-	write_str(o.path, "{\"id\":0}\n");
+	cbt_write_str(o.path, "{\"id\":0}\n");
 	open_jsonl(&w, &o, 1, NULL, CB_EINVAL);
 	w.free(w.state);
-	expect_file(o.path, "{\"id\":0}\n");
+	CBT_EXPECT_FILE(o.path, "{\"id\":0}\n");
 	/* replace */
 	o.if_exists = CB_FILE_REPLACE;
 	open_jsonl(&w, &o, 1, NULL, 0);
 	close_writer(&w);
-	expect_file(o.path, "");
+	CBT_EXPECT_FILE(o.path, "");
 	/* an empty file is what a first open writes: taken over even when failing */
 	o.if_exists = CB_FILE_FAIL;
 	open_jsonl(&w, &o, 1, NULL, 0);
 	close_writer(&w);
 
 	/* append: offsets count from the start of the file; restart truncates exactly */
-	write_str(o.path, "{\"id\":0}\n");
+	cbt_write_str(o.path, "{\"id\":0}\n");
 	o.if_exists = CB_FILE_APPEND;
 	open_jsonl(&w, &o, 1, NULL, 0);
 	ctx1 = chunk(&w, 1);
 	CBT_EQ_LL(json_integer_value(json_object_get(ctx1, "offset")), 18);
 	ctx2 = chunk(&w, 2); /* never committed */
 	close_writer(&w);
-	expect_file(o.path, "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n");
+	CBT_EXPECT_FILE(o.path, "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n");
 	open_jsonl(&w, &o, 2, ctx1, 0);
-	expect_file(o.path, "{\"id\":0}\n{\"id\":1}\n");
+	CBT_EXPECT_FILE(o.path, "{\"id\":0}\n{\"id\":1}\n");
 	json_decref(chunk(&w, 3));
 	close_writer(&w);
-	expect_file(o.path, "{\"id\":0}\n{\"id\":1}\n{\"id\":3}\n");
+	CBT_EXPECT_FILE(o.path, "{\"id\":0}\n{\"id\":1}\n{\"id\":3}\n");
 	json_decref(ctx1);
 	json_decref(ctx2);
 	/* a file without a final line break cannot be appended to */
-	write_str(o.path, "{\"id\":0}");
+	cbt_write_str(o.path, "{\"id\":0}");
 	CBT_PASS_FATAL(cb_jsonl_writer_new(&w, &o, &err), &err);
 	CBT_FAILS_WITH(CB_EINVAL, w.open(w.state, &sc, NULL, &err), &err);
 	CBT_CONTAINS(err.message, "does not end with a line break");
@@ -339,11 +297,11 @@ static void test_if_exists(void)
 	co.path = path_of("exists.csv");
 	co.header = hdr;
 	co.nheader = 1;
-	write_str(co.path, "id\n");
+	cbt_write_str(co.path, "id\n");
 	CBT_PASS_FATAL(cb_csv_writer_new(&w, &co, &err), &err);
 	CBT_PASS(w.open(w.state, &sc, NULL, &err), &err);
 	close_writer(&w);
-	write_str(co.path, "id\n1\n");
+	cbt_write_str(co.path, "id\n1\n");
 	CBT_PASS_FATAL(cb_csv_writer_new(&w, &co, &err), &err);
 	CBT_FAILS_WITH(CB_EINVAL, w.open(w.state, &sc, NULL, &err), &err);
 	CBT_CONTAINS(err.message, "exists; remove it, choose another path, or set append");
@@ -353,13 +311,13 @@ static void test_if_exists(void)
 	CBT_PASS_FATAL(cb_csv_writer_new(&w, &co, &err), &err);
 	CBT_PASS(w.open(w.state, &sc, NULL, &err), &err);
 	close_writer(&w);
-	expect_file(co.path, "id\n1\n");
+	CBT_EXPECT_FILE(co.path, "id\n1\n");
 	/* appending to an empty (or missing) file writes the header */
 	unlink(co.path);
 	CBT_PASS_FATAL(cb_csv_writer_new(&w, &co, &err), &err);
 	CBT_PASS(w.open(w.state, &sc, NULL, &err), &err);
 	close_writer(&w);
-	expect_file(co.path, "id\n");
+	CBT_EXPECT_FILE(co.path, "id\n");
 
 	/* a bad if_exists, and a version 1 options struct (no if_exists: fail) */
 	co.if_exists = 9;

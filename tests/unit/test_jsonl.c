@@ -29,48 +29,6 @@ static const char *path_of(const char *name)
 	return buf[i];
 }
 
-static void write_str(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f) {
-		CBT_FAILF("cannot create %s: %s", path, strerror(errno));
-		return;
-	}
-	fputs(s, f);
-	fclose(f);
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void expect_file(const char *path, const char *want)
-{
-	char *got = slurp(path);
-
-	CBT_EQ_STR(got, want);
-	free(got);
-}
-
 static struct cb_step_context step(size_t chunk_size)
 {
 	struct cb_step_context sc;
@@ -150,7 +108,7 @@ static void test_read(void)
 	cb_reader r;
 	char buf[600], want[600];
 
-	write_str(path_of("a.jsonl"), lines);
+	cbt_write_str(path_of("a.jsonl"), lines);
 	o.path = path_of("a.jsonl");
 	open_reader(&r, &o, NULL);
 	first = must_read(&r);
@@ -199,16 +157,16 @@ static void test_malformed(void)
 	json_t *v, *ctx;
 	char want[800];
 
-	write_str(path_of("bad.jsonl"),
-		  "{\"id\": 1}\n"
-		  "{\"id\": 2,}\n"
-		  "{\"id\": 3} x\n"
-		  "[1, 2]\n"
-		  "{\"id\":\n"
-		  "{\"id\": 6}\n"
-		  "\"just a string\"\n"
-		  "{\"id\": 8, \"pad\": \"0123456789012345678901234567890123456789\"}\n"
-		  "{\"id\": 9}\n");
+	cbt_write_str(path_of("bad.jsonl"),
+		      "{\"id\": 1}\n"
+		      "{\"id\": 2,}\n"
+		      "{\"id\": 3} x\n"
+		      "[1, 2]\n"
+		      "{\"id\":\n"
+		      "{\"id\": 6}\n"
+		      "\"just a string\"\n"
+		      "{\"id\": 8, \"pad\": \"0123456789012345678901234567890123456789\"}\n"
+		      "{\"id\": 9}\n");
 	o.path = path_of("bad.jsonl");
 	o.max_line = 40;
 	open_reader(&r, &o, NULL);
@@ -244,7 +202,7 @@ static void test_malformed(void)
 	close_reader(&r);
 
 	/* any_value and extra decoding flags */
-	write_str(path_of("any.jsonl"), "[1]\n\"s\"\n{\"a\": 1, \"a\": 2}\n");
+	cbt_write_str(path_of("any.jsonl"), "[1]\n\"s\"\n{\"a\": 1, \"a\": 2}\n");
 	o.path = path_of("any.jsonl");
 	o.max_line = 0;
 	o.any_value = 1;
@@ -268,7 +226,7 @@ static void test_restart_and_rollback(void)
 	json_t *ctx, *v;
 	cb_reader r;
 
-	write_str(path_of("r.jsonl"), lines);
+	cbt_write_str(path_of("r.jsonl"), lines);
 	o.path = path_of("r.jsonl");
 	open_reader(&r, &o, NULL);
 	CBT_EQ_LL(id_of(must_read(&r)), 1);
@@ -355,9 +313,9 @@ static void test_writer(void)
 	o.path = path_of("out.jsonl");
 	o.if_exists = CB_FILE_REPLACE;                  /* this test reopens over its old files */
 	o.dump_flags = JSON_SORT_KEYS | JSON_INDENT(4); /* indent is ignored */
-	write_str(o.path, "old\n");
+	cbt_write_str(o.path, "old\n");
 	open_writer(&w, &o, NULL);
-	expect_file(o.path, "");
+	CBT_EXPECT_FILE(o.path, "");
 	items[0] = a;
 	items[1] = b;
 	ctx1 = chunk(&w, items, 2);
@@ -365,13 +323,14 @@ static void test_writer(void)
 	items[0] = c;
 	ctx2 = chunk(&w, items, 1);
 	close_writer(&w);
-	expect_file(o.path,
-		    "{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n{\"id\":3}\n");
+	CBT_EXPECT_FILE(
+		o.path,
+		"{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n{\"id\":3}\n");
 	json_decref(ctx2);
 
 	/* restart after chunk 1: chunk 2 (written, never committed) goes */
 	open_writer(&w, &o, ctx1);
-	expect_file(o.path, "{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n");
+	CBT_EXPECT_FILE(o.path, "{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n");
 	/* a scalar without JSON_ENCODE_ANY fails the chunk and leaves nothing */
 	items[0] = c;
 	items[1] = num;
@@ -380,11 +339,12 @@ static void test_writer(void)
 	CBT_CONTAINS(err.message, o.path);
 	json_decref(chunk(&w, items, 1));
 	close_writer(&w);
-	expect_file(o.path,
-		    "{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n{\"id\":3}\n");
+	CBT_EXPECT_FILE(
+		o.path,
+		"{\"f\":1.5,\"id\":1,\"s\":\"x\\ny\"}\n{\"id\":2,\"l\":[1,2]}\n{\"id\":3}\n");
 
 	/* a file shorter than the committed offset */
-	write_str(o.path, "{}\n");
+	cbt_write_str(o.path, "{}\n");
 	CBT_PASS_FATAL(cb_jsonl_writer_new(&w, &o, &err), &err);
 	cb_error_clear(&err);
 	{
@@ -401,7 +361,7 @@ static void test_writer(void)
 	items[0] = num;
 	json_decref(chunk(&w, items, 1));
 	close_writer(&w);
-	expect_file(o.path, "7\n");
+	CBT_EXPECT_FILE(o.path, "7\n");
 
 	json_decref(ctx1);
 	json_decref(a);
@@ -442,7 +402,7 @@ static void test_writer_format(void)
 	CBT_CONTAINS(err.message, "item 1 of the chunk: format returned CB_ECALLBACK");
 	json_decref(chunk(&w, items, 3));
 	close_writer(&w);
-	expect_file(o.path, "{\"n\":0}\n{\"n\":2}\n");
+	CBT_EXPECT_FILE(o.path, "{\"n\":0}\n{\"n\":2}\n");
 }
 
 /* Writer to reader: every value comes back as it went out. */
