@@ -131,7 +131,7 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 	}
 	if (s->count_unchanged)
 		cb__sql_add(&b,
-			    " RETURNING 1) SELECT " CB__DUPLICATES_ADD(
+			    " RETURNING 1) SELECT " CB_TX_DUPLICATES_ADD(
 				    "$%zu::bigint - (SELECT count(*) FROM _cb_u)"),
 			    next);
 	rc = cb__sql_done(&b, out, err);

@@ -134,7 +134,4 @@ int cb__strv_dup(char ***out, const char *const *v, size_t n);
 /* Free an array made by cb__strv_dup. NULL-safe. */
 void cb__strv_free(char **v, size_t n);
 
-/* The public duplicate-count fragment (include/cbatch/sys/tx.h), under its old name. */
-#define CB__DUPLICATES_ADD(expr) CB_TX_DUPLICATES_ADD(expr)
-
 #endif
