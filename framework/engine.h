@@ -4,6 +4,10 @@
 
 #include <signal.h>
 #include "cbatch/job.h"
+#include "cbatch/partition.h"
+
+/* Longest name of a partitioned step: 100 - strlen(":partition4095"). */
+#define CB__PARTITIONED_NAME_MAX 86
 
 struct cb_job {
 	char *name;

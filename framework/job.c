@@ -3,6 +3,7 @@
 
 #include "cbatch/lock.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,23 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	if (def->kind != CB_STEP_CHUNK && def->kind != CB_STEP_TASKLET)
 		return cb_error_set(err, CB_EINVAL, "job '%s': step '%s' has an unknown kind",
 				    job->name, def->name);
+	if (def->version >= 2 && def->partition) {
+		if (def->kind != CB_STEP_CHUNK)
+			return cb_error_set(err, CB_EINVAL,
+					    "job '%s': step '%s': only chunk steps can be partitioned",
+					    job->name, def->name);
+		/* "<step>:partition<i>" must fit the repository's step_name */
+		if (strlen(def->name) > CB__PARTITIONED_NAME_MAX)
+			return cb_error_set(err, CB_EINVAL,
+					    "job '%s': partitioned step name '%.100s' is longer "
+					    "than %d bytes",
+					    job->name, def->name, CB__PARTITIONED_NAME_MAX);
+		if (def->partitions > CB_MAX_PARTITIONS)
+			return cb_error_set(err, CB_EINVAL,
+					    "job '%s': step '%s': %u partitions (at most %d)",
+					    job->name, def->name, def->partitions,
+					    CB_MAX_PARTITIONS);
+	}
 	steps = realloc(job->steps, (job->nsteps + 1) * sizeof(*steps));
 	if (!steps)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
@@ -111,7 +129,10 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	name = strdup(def->name);
 	if (!name)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	steps[job->nsteps] = *def;
+	/* Members after the definition's version are not its own: never read them. */
+	memset(&steps[job->nsteps], 0, sizeof(*steps));
+	memcpy(&steps[job->nsteps], def,
+	       def->version >= 2 ? sizeof(*def) : offsetof(cb_step_def, partition));
 	steps[job->nsteps].name = name;
 	job->nsteps++;
 	return 0;

@@ -99,7 +99,8 @@ cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *
  */
 cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err);
 
-#define CB_STEP_DEF_VERSION 1
+/** Version 2 added `partition` and `partitions`. */
+#define CB_STEP_DEF_VERSION 2
 
 /**
  * A step definition. Strings are copied by cb_job_add_step; @p user is
@@ -147,6 +148,21 @@ typedef struct cb_step_def {
 	cb_classify_fn classify;
 	/** Most executions of this step in one job instance; 0: unlimited. */
 	unsigned int start_limit;
+	/**
+	 * Since version 2. Non-NULL makes a chunk step partitioned (partition.h):
+	 * append @p count partition objects (JSON objects, e.g. with
+	 * cb_partition_key_ranges) to the array @p out, or fewer. Called once per
+	 * job instance, when the step first starts, on the launching process's
+	 * connection (cb_step_context_conn; no step execution exists yet). A
+	 * restart reuses the partitions recorded then.
+	 */
+	int (*partition)(void *user, const cb_step_context *sc, size_t count, json_t *out,
+			 cb_error *err);
+	/**
+	 * Since version 2. Partitions to ask for; 0: 4. A long parameter
+	 * `partition.count` overrides it per instance.
+	 */
+	unsigned int partitions;
 } cb_step_def;
 
 /** A chunk step definition with every member zero but the version. */
