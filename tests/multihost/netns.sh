@@ -216,8 +216,9 @@ on_host() {
 		"cbh$h-$tag" "$@"
 }
 
-# ---- the plain ledger job: the expected result ----
+# ---- the same accounts in two databases; the plain ledger job on one ----
 
+# A cbatch-examples command on host $1 against database $2.
 cbx() {
 	local h=$1 d=$2
 	shift 2
@@ -230,4 +231,113 @@ for d in plain cbatch; do
 done
 t0=$SECONDS
 cbx 2 plain run ledger >"$state/plain.out" 2>&1 || fail "the plain ledger job did not complete"
-say "plain ledger: $ROWS accounts in $((SECONDS - t0)) s"
+say "plain ledger: $ROWS accounts posted in $((SECONDS - t0)) s (host 2)"
+
+# ---- the partitioned job: three workers, one per host; host 1 is cut off ----
+
+declare -A wpid
+for h in "${hosts[@]}"; do
+	cbx "$h" cbatch worker --job ledger_partitioned --threads 1 --lease "$LEASE" \
+		--exit-when-idle 10 >"$state/worker$h.out" 2>"$state/worker$h.err" &
+	wpid[$h]=$!
+done
+# The launcher runs no partition itself (0 threads): it waits for the
+# workers. Its own lock has a longer lease, so that only host 1 ever loses one.
+cbx 2 cbatch run ledger_partitioned -partition.threads:long=0 -partition.count:long=3 \
+	--lease 20 >"$state/launch.out" 2>"$state/launch.err" &
+lpid=$!
+t0=$SECONDS
+
+# Host 1's partition, once it has committed a chunk and is still running.
+p1=
+while [ -z "$p1" ]; do
+	p1=$(q "SELECT step_execution_id FROM batch_step_execution
+	         WHERE partition_index IS NOT NULL AND worker LIKE 'cbh1-$tag/%'
+	           AND status = 'STARTED' AND commit_count >= 1")
+	[ -n "$p1" ] && break
+	kill -0 "$lpid" 2>/dev/null || fail "the launch ended before host 1 had committed a chunk"
+	[ $((SECONDS - t0)) -lt 30 ] || fail "host 1 committed no chunk of a partition in 30 s"
+	sleep 0.1
+done
+lock1="cbatch.partition:$p1"
+token1=$(q "SELECT fencing_token FROM batch_step_execution WHERE step_execution_id = $p1")
+done1=$(q "SELECT write_count FROM batch_step_execution WHERE step_execution_id = $p1")
+
+ip -n "cbh1-$tag" link set "cb${tag}h1" down
+cut=$SECONDS
+say "cut host 1's link, its partition $p1 at $done1 rows (fencing token $token1)"
+if ip netns exec "cbh1-$tag" psql "$tcp dbname=cbatch connect_timeout=2" -X -A -t -q \
+	-c "SELECT 1" >/dev/null 2>&1; then
+	fail "host 1 still reaches the database with its link down"
+fi
+# Down for longer than the lease, and until another host has taken over.
+while :; do
+	n=$(q "SELECT claim_count FROM batch_step_execution WHERE step_execution_id = $p1")
+	[ "$n" -ge 2 ] && [ $((SECONDS - cut)) -ge $MIN_CUT ] && break
+	[ $((SECONDS - cut)) -lt $MAX_CUT ] ||
+		fail "host 1's partition $p1 was not taken over in $MAX_CUT s (claims: $n)"
+	sleep 0.2
+done
+ip -n "cbh1-$tag" link set "cb${tag}h1" up
+say "healed host 1's link after $((SECONDS - cut)) s; partition $p1 now runs on" \
+	"$(q "SELECT worker FROM batch_step_execution WHERE step_execution_id = $p1")"
+
+# Everything ends by itself: the launch when the partitions are done, the
+# workers after 10 s without work.
+wait_for() {
+	local pid=$1 what=$2 limit=$3 start=$SECONDS
+	while kill -0 "$pid" 2>/dev/null; do
+		[ $((SECONDS - start)) -lt "$limit" ] || fail "$what did not end in $limit s"
+		sleep 0.2
+	done
+	wait "$pid"
+}
+lrc=0
+wait_for "$lpid" "the launch" 60 || lrc=$?
+[ $lrc -eq 0 ] || fail "the launch exited $lrc, expected 0 (completed)"
+declare -A wrc
+for h in "${hosts[@]}"; do
+	wrc[$h]=0
+	wait_for "${wpid[$h]}" "the worker on host $h" 60 || wrc[$h]=$?
+done
+say "job completed $((SECONDS - t0)) s after the launch; workers exited" \
+	"${wrc[1]} ${wrc[2]} ${wrc[3]}"
+
+# ---- what the repository and the ledger say ----
+
+check() { # check WHAT EXPECTED SQL [DB]
+	local got
+	got=$(q "$3" "${4:-cbatch}") || fail "$1: query failed"
+	[ "$got" = "$2" ] || fail "$1: got '$got', expected '$2'"
+}
+check "job execution status" COMPLETED "SELECT string_agg(status, ',') FROM batch_job_execution"
+check "partitions completed" "3|3" "SELECT count(*), count(*) FILTER (WHERE status = 'COMPLETED')
+	FROM batch_step_execution WHERE partition_index IS NOT NULL"
+# Every account posted once: the partitions' counts add up to the accounts,
+# no upsert met a row already there, and no chunk was undone after its commit.
+check "rows written by the partitions" "$ROWS|0" "SELECT sum(write_count),
+	sum(duplicate_target_write_count) FROM batch_step_execution WHERE partition_index IS NOT NULL"
+check "accounts left unprocessed" 0 "SELECT count(*) FROM account WHERE NOT processed"
+check "ledger rows" "$ROWS|$ROWS" "SELECT count(*), count(DISTINCT account_id) FROM ledger"
+check "ledger rows matching their account" "$ROWS" "SELECT count(*) FROM account a
+	JOIN ledger l ON l.account_id = a.id AND l.seller_id = a.seller_id AND l.amount = a.amount"
+# The same ledger as the plain job's (the stamp column names the execution,
+# which differs by design).
+digest="SELECT md5(string_agg(account_id || ':' || seller_id || ':' || amount, ','
+	ORDER BY account_id)) FROM ledger"
+check "ledger equal to the plain job's" "$(q "$digest" plain)" "$digest"
+
+# Host 1's partition was taken over after its lease expired, resumed from
+# its committed context (the rows host 1 committed were not read again), and
+# host 1's worker learnt that it had lost it.
+check "claims of host 1's partition" t "SELECT claim_count >= 2 AND worker NOT LIKE 'cbh1-$tag/%'
+	FROM batch_step_execution WHERE step_execution_id = $p1"
+check "lease-expired takeovers of $lock1" t "SELECT count(*) >= 1 FROM batch_lock_audit
+	WHERE lock_name = '$lock1' AND outcome = 'LEASE_EXPIRED_TAKEOVER'
+	  AND fencing_token > $token1"
+check "read count of host 1's partition" t "SELECT read_count <= write_count + filter_count
+	+ process_skip_count FROM batch_step_execution WHERE step_execution_id = $p1"
+grep -q "lost ledger_partitioned execution .* to another worker" "$state/worker1.err" ||
+	fail "host 1's worker did not report losing its partition"
+say "host 1's worker: $(grep -m1 "lost ledger_partitioned" "$state/worker1.err")"
+say "PASSED"
