@@ -44,7 +44,9 @@ dir=$2
 tcp_addr=
 tcp_net=
 if [ $# -eq 4 ]; then
-	[ "$cmd" = start ] && [ "$3" = --tcp ] || usage
+	if [ "$cmd" != start ] || [ "$3" != --tcp ]; then
+		usage
+	fi
 	# An IPv4 address with its prefix length, nothing that could smuggle a setting in.
 	[[ "$4" =~ ^([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})/([0-9]{1,2})$ ]] ||
 		die "--tcp '$4' is not ADDR/PREFIX (IPv4, e.g. 10.0.0.1/24)"

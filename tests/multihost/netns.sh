@@ -68,28 +68,30 @@ hosts=(1 2 3)
 # The start time of process $1 (field 22 of /proc/PID/stat), empty when gone.
 # A pid alone is reused; pid and start time name one process.
 proc_start() {
-	local s
+	local s f
 	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	s=${s##*) }
-	set -- $s
-	echo "${20}"
+	# After the command name, which may hold spaces: field 3 onwards.
+	read -ra f <<<"${s##*) }"
+	echo "${f[19]}"
 }
 
 # End every process in namespace $1 (all of them were started by the run that
 # made it), then delete the namespace: a namespace with processes in it
 # outlives `ip netns del`.
 drop_ns() {
-	local ns=$1 pids
+	local ns=$1 pids=()
 	ip netns list 2>/dev/null | grep -q "^$ns\b" || return 0
-	pids=$(ip netns pids "$ns" 2>/dev/null || true)
-	if [ -n "$pids" ]; then
-		kill -TERM $pids 2>/dev/null || true
+	read -ra pids <<<"$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+	if [ ${#pids[@]} -gt 0 ]; then
+		kill -TERM "${pids[@]}" 2>/dev/null || true
 		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			pids=$(ip netns pids "$ns" 2>/dev/null || true)
-			[ -z "$pids" ] && break
+			read -ra pids <<<"$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+			[ ${#pids[@]} -eq 0 ] && break
 			sleep 0.2
 		done
-		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null || true
+		if [ ${#pids[@]} -gt 0 ]; then
+			kill -KILL "${pids[@]}" 2>/dev/null || true
+		fi
 	fi
 	ip netns del "$ns" 2>/dev/null || true
 }
@@ -146,7 +148,13 @@ command -v unshare >/dev/null 2>&1 || skip "no 'unshare' command (util-linux)"
 command -v psql >/dev/null 2>&1 || fail "no psql (the PostgreSQL client)"
 
 sweep
-trap 'rc=$?; trap - EXIT; teardown "$tag"; exit $rc' EXIT
+on_exit() {
+	local rc=$?
+	trap - EXIT
+	teardown "$tag"
+	exit $rc
+}
+trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -212,6 +220,7 @@ say "hosts 1..3 reach the database at $NET.1:5432 over TCP, each from its own ad
 on_host() {
 	local h=$1
 	shift
+	# shellcheck disable=SC2016 # expanded by that sh, not here
 	ip netns exec "cbh$h-$tag" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
 		"cbh$h-$tag" "$@"
 }
