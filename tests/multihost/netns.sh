@@ -324,6 +324,11 @@ for h in "${hosts[@]}"; do
 	wait_for "${wpid[$h]}" "the worker on host $h" 60 || wrc[$h]=$?
 	say "the worker on host $h exited ${wrc[$h]}, $((SECONDS - cut)) s after the cut"
 done
+# A lost partition is no error of the worker's (its successor finishes it);
+# anything else, a sanitizer's report included, is.
+for h in "${hosts[@]}"; do
+	[ "${wrc[$h]}" -eq 0 ] || fail "the worker on host $h exited ${wrc[$h]}, expected 0"
+done
 
 # ---- what the repository and the ledger say ----
 
