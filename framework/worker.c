@@ -201,8 +201,11 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 	if (!ours) {
 		/* Taken over meanwhile: its successor counts it. */
 		res->failed++;
-		say(w, "lost %s execution %lld %s to another worker%s", &c,
-		    oc.error.code == CB_EFENCED ? " (fenced)" : "");
+		if (w->verbose)
+			fprintf(stderr,
+				"worker %s: lost %s execution %lld %s to another worker%s%s\n",
+				w->worker, c.job_name, c.job_execution_id, c.step_name,
+				message[0] ? ": " : "", message);
 	} else if (strcmp(status, "COMPLETED") == 0) {
 		res->completed++;
 		say(w, "completed %s execution %lld %s%s", &c, "");

@@ -516,6 +516,51 @@ static void test_sigterm_hands_the_partition_back(void)
 		  2);
 }
 
+static void test_dead_manager_restart_fences_old_partitions(void)
+{
+	char log[2][4096], plain[128], parted[128], *text;
+	pid_t mgr, w;
+	long long dead;
+
+	ledger_rows("40000", NULL);
+	CBT_EQ_LL(EX("run", "ledger", "run.id:long=8"), 0);
+	ledger_digest(plain, sizeof(plain));
+	ledger_rows("40000", NULL);
+	for (int i = 0; i < 2; i++)
+		snprintf(log[i], sizeof(log[i]), "%s/partition-mgr-%d.log", cbt_tmpdir(), i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=8",
+		    "-partition.threads:long=0", "-chunk.size:long=1", "--lease", "2");
+	w = SPAWN(log[1], "worker", "--threads", "2", "--lease", "2", "--exit-when-idle", "4");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 2)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"),
+		  1);
+	dead = newest_execution();
+	kill(mgr, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 10000), 128 + SIGKILL);
+	cbt_sleep_ms(2500); /* the manager's lease runs out; its workers go on */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=8", "-partition.threads:long=2",
+		     "-chunk.size:long=1000"),
+		  0);
+	CBT_CONTAINS(out, "(restart)");
+	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	/* the dead execution was buried with its partitions, and the worker that
+	 * still ran two of them lost them at its next checkpoint */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND status IN ('STARTING', 'STARTED', 'COMPLETED') AND "
+				"partition_index IS NOT NULL",
+				dead),
+		  0);
+	text = cbt_slurp(log[1], NULL);
+	CBT_CONTAINS(text ? text : "", "to another worker: ");
+	free(text);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+}
+
 static void test_bad_parameters_and_options(void)
 {
 	ledger_rows("100", NULL);
@@ -544,6 +589,8 @@ static const CU_TestInfo tests[] = {
 	  test_restart_reruns_only_unfinished_partitions },
 	{ "stop reaches the workers", test_stop_reaches_the_workers },
 	{ "SIGTERM hands the partition back", test_sigterm_hands_the_partition_back },
+	{ "a dead manager's restart fences its old partitions",
+	  test_dead_manager_restart_fences_old_partitions },
 	{ "bad parameters and options", test_bad_parameters_and_options },
 	CU_TEST_INFO_NULL,
 };
