@@ -175,6 +175,9 @@ void cb__rd_filter_free(cb__rd_filter *f)
 
 /* ---- making partitions ---- */
 
+/* Estimated rows above which the sample is drawn by pages, not rows. */
+#define HUGE_TABLE_ROWS 50000000.0
+
 /* Append a copy-free partition object to @p out. */
 static int append(json_t *out, json_t *p, cb_error *err)
 {
@@ -353,12 +356,16 @@ int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_option
 	target = opts->sample_rows ? (double)opts->sample_rows :
 				     (count * 100.0 > 10000.0 ? count * 100.0 : 10000.0);
 	if (est > 2 * target) {
-		/* SYSTEM samples whole pages: cheap on a large table; the pages
-		 * are spread over the table, so clustered skew is still seen. */
+		/* BERNOULLI draws rows: one pass over the table, exact quantiles
+		 * up to the sample's error however the keys lie on the pages.
+		 * SYSTEM draws whole pages, which is cheaper on a huge table but
+		 * sees keys clustered by page (ids in insertion order) as a few
+		 * lumps: only worth it where a pass costs more than the job. */
 		char *sampled;
 
 		snprintf(pct, sizeof(pct), "%.6f", 100.0 * target / est);
-		if (asprintf(&sampled, "%s TABLESAMPLE SYSTEM ($2::float4)", from) < 0) {
+		if (asprintf(&sampled, "%s TABLESAMPLE %s ($2::float4)", from,
+			     est > HUGE_TABLE_ROWS ? "SYSTEM" : "BERNOULLI") < 0) {
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 			goto done;
 		}

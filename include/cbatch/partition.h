@@ -87,9 +87,12 @@ typedef struct cb_key_range_options {
  * {"keys": [..], "lo": [..] | null, "hi": [..] | null}, lo inclusive, hi
  * exclusive, null unbounded (the first range has no lower bound, the last
  * no upper one, so rows inserted later still belong to one). The boundaries
- * are quantiles of a sample of the keys (TABLESAMPLE SYSTEM on a large
- * table, every key on a small one), so skewed keys still give balanced
- * ranges. Fewer ranges come out when there are fewer distinct keys (at least
+ * are quantiles of the keys of the rows that match @p opts->where: all of
+ * them on a table whose statistics (pg_class.reltuples) say it holds at
+ * most twice the sample, else a sample (TABLESAMPLE BERNOULLI: rows; over
+ * 50 million rows TABLESAMPLE SYSTEM: pages, cheaper but lumpier where keys
+ * are clustered by page), so skewed keys still give balanced ranges, not
+ * min/max arithmetic. A table never analysed is read whole. Fewer ranges come out when there are fewer distinct keys (at least
  * one, also for an empty table). Runs on @p conn (not in a transaction, or
  * inside the caller's). @return 0, CB_EINVAL (options, @p count 0 or over
  * CB_MAX_PARTITIONS), CB_EDB, CB_ENOMEM.
