@@ -33,6 +33,11 @@
  * a restart reruns only the partitions that did not complete, from their
  * committed contexts, without calling the partitioner again. `stop`
  * reaches every worker at its next checkpoint.
+ *
+ * Listeners: before_step/after_step and the chunk callbacks of a partition
+ * run in the thread (or worker process) that runs it, not in the launching
+ * thread; the manager step's before_step/after_step run in the launching
+ * thread. A listener shared by partitions must be thread-safe.
  */
 #ifndef CBATCH_PARTITION_H
 #define CBATCH_PARTITION_H
