@@ -11,9 +11,6 @@
 #include "step_context.h"
 #include "worker.h"
 
-#include "cbatch/sys/conn.h"
-
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,23 +141,7 @@ int cb__partition_begin(long long *manager_id, cb__run *run, const cb_step_def *
 	return rc;
 }
 
-/* ---- the local worker threads ---- */
-
-typedef struct local_thread {
-	pthread_t thread;
-	int started;
-	PGconn *conn;
-	cb__work work;
-	cb_worker_result res;
-} local_thread;
-
-static void *local_main(void *arg)
-{
-	local_thread *t = arg;
-
-	cb__work_loop(t->conn, &t->work, 0, &t->res);
-	return NULL;
-}
+/* ---- the manager ---- */
 
 static long default_threads(long long partitions)
 {
@@ -206,9 +187,9 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 {
 	cb_error *err = &out->error;
 	cb__partition_poll p;
-	local_thread *t = NULL;
+	cb__worker_pool *pool = NULL;
+	cb__work work;
 	long long threads = 0;
-	atomic_int quit = 0;
 	int stop_asked = 0, rc;
 	double last_report = 0;
 
@@ -227,31 +208,14 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	if (threads > p.total)
 		threads = p.total;
 	out->before_chunks = 0;
-	cb__owner_id(); /* computed once, before threads share it */
-	t = calloc(threads ? (size_t)threads : 1, sizeof(*t));
-	if (!t)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	for (long long i = 0; i < threads; i++) {
-		char app[64];
-
-		t[i].work.job = run->job;
-		t[i].work.job_execution_id = run->job_execution_id;
-		t[i].work.lease = run->lease_seconds;
-		t[i].work.quit = &quit;
-		t[i].work.local = 1;
-		cb__work_name(t[i].work.worker, sizeof(t[i].work.worker), (unsigned int)i);
-		snprintf(app, sizeof(app), "cbatch partition %lld", i);
-		t[i].conn = cb_pg_connect_like(run->conn, app);
-		if (!t[i].conn || PQstatus(t[i].conn) != CONNECTION_OK) {
-			rc = cb_pg_error(err, t[i].conn, NULL, "partition thread: connecting");
-			break;
-		}
-		if (pthread_create(&t[i].thread, NULL, local_main, &t[i]) != 0) {
-			rc = cb_error_set(err, CB_ENOMEM, "cannot start partition thread %lld", i);
-			break;
-		}
-		t[i].started = 1;
-	}
+	memset(&work, 0, sizeof(work));
+	work.job = run->job;
+	work.job_execution_id = run->job_execution_id;
+	work.lease = run->lease_seconds;
+	work.local = 1;
+	if (threads > 0)
+		rc = cb__workers_start(&pool, run->conn, (unsigned int)threads, &work, "partition",
+				       err);
 	while (rc == 0) {
 		if (p.completed + p.failed + p.stopped >= p.total)
 			break;
@@ -274,14 +238,7 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 		cb__work_wait(run->conn, 1.0);
 		rc = poll_partitions(&p, run, sc->step_execution_id, err);
 	}
-	atomic_store(&quit, 1);
-	for (long long i = 0; i < threads; i++) {
-		if (t[i].started)
-			pthread_join(t[i].thread, NULL);
-		if (t[i].conn)
-			PQfinish(t[i].conn);
-	}
-	free(t);
+	cb__workers_stop(pool, NULL);
 	{
 		cb_error ignored = CB_ERROR_INIT;
 

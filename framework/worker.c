@@ -278,22 +278,95 @@ void cb__work_name(char *out, size_t size, unsigned int thread)
 	snprintf(out, size, "%s/%ld/%u", host, (long)getpid(), thread);
 }
 
-/* ---- cb_worker_run: threads of a worker process ---- */
+/* ---- a pool of worker threads, each on its own connection ---- */
 
-typedef struct worker_thread {
-	pthread_t thread;
-	int started;
-	cb__work work;
-	PGconn *conn;
-	cb_worker_result res;
-} worker_thread;
+struct cb__worker_pool {
+	unsigned int n;
+	atomic_int quit;
+	struct pool_thread {
+		pthread_t thread;
+		int started;
+		cb__work work;
+		PGconn *conn;
+		cb_worker_result res;
+	} t[];
+};
 
-static void *thread_main(void *arg)
+static void *pool_main(void *arg)
 {
-	worker_thread *t = arg;
+	struct pool_thread *t = arg;
 
 	cb__work_loop(t->conn, &t->work, t->work.exit_when_idle, &t->res);
 	return NULL;
+}
+
+int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const cb__work *work,
+		      const char *what, cb_error *err)
+{
+	cb__worker_pool *p = calloc(1, sizeof(*p) + (size_t)n * sizeof(p->t[0]));
+	int rc = 0;
+
+	*out = p;
+	if (!p)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	p->n = n;
+	cb__owner_id(); /* computed once, before threads share it */
+	for (unsigned int i = 0; i < n; i++) {
+		struct pool_thread *t = &p->t[i];
+		char app[64];
+
+		t->work = *work;
+		t->work.quit = &p->quit;
+		cb__work_name(t->work.worker, sizeof(t->work.worker), i);
+		snprintf(app, sizeof(app), "cbatch %s %u", what, i);
+		t->conn = cb_pg_connect_like(like, app);
+		if (!t->conn || PQstatus(t->conn) != CONNECTION_OK) {
+			rc = cb_pg_error(err, t->conn, NULL, "connecting a thread");
+			cb_error_prefix(err, "%s thread %u", what, i);
+			break;
+		}
+		if (pthread_create(&t->thread, NULL, pool_main, t) != 0) {
+			rc = cb_error_set(err, CB_ENOMEM, "cannot start %s thread %u", what, i);
+			break;
+		}
+		t->started = 1;
+	}
+	if (rc < 0)
+		atomic_store(&p->quit, 1); /* the threads already running leave at once */
+	return rc;
+}
+
+void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum)
+{
+	if (!p)
+		return;
+	atomic_store(&p->quit, 1);
+	for (unsigned int i = 0; i < p->n; i++) {
+		struct pool_thread *t = &p->t[i];
+
+		if (t->started)
+			pthread_join(t->thread, NULL);
+		if (t->conn)
+			PQfinish(t->conn);
+		if (sum) {
+			sum->claimed += t->res.claimed;
+			sum->completed += t->res.completed;
+			sum->failed += t->res.failed;
+			sum->handed_back += t->res.handed_back;
+		}
+	}
+	free(p);
+}
+
+void cb__workers_wait(cb__worker_pool *p, cb_worker_result *sum)
+{
+	/* The threads leave by themselves (idle, or a signal). */
+	for (unsigned int i = 0; p && i < p->n; i++)
+		if (p->t[i].started) {
+			pthread_join(p->t[i].thread, NULL);
+			p->t[i].started = 0;
+		}
+	cb__workers_stop(p, sum);
 }
 
 int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
@@ -302,9 +375,9 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 	const char **names = NULL;
 	size_t njobs;
 	unsigned int threads;
+	cb__worker_pool *pool = NULL;
+	cb__work work;
 	double lease = 0;
-	worker_thread *t = NULL;
-	atomic_int leave = 0;
 	int rc = 0;
 
 	if (out)
@@ -323,11 +396,8 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 	if (njobs == 0)
 		return cb_error_set(err, CB_EINVAL, "worker: no jobs to work for");
 	names = calloc(njobs, sizeof(*names));
-	t = calloc(threads, sizeof(*t));
-	if (!names || !t) {
-		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!names)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	for (size_t i = 0; i < njobs; i++) {
 		const cb_job *job = opts->job_names ? cb_registry_find(reg, opts->job_names[i]) :
 						      cb_registry_at(reg, i);
@@ -342,50 +412,20 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 		if (job->lease_seconds > lease)
 			lease = job->lease_seconds;
 	}
-	if (opts->lease_seconds > 0)
-		lease = opts->lease_seconds;
-	cb__owner_id(); /* computed once, before threads share it */
+	memset(&work, 0, sizeof(work));
+	work.reg = reg;
+	work.job_names = names;
+	work.njobs = njobs;
+	work.lease = opts->lease_seconds > 0 ? opts->lease_seconds : lease;
+	work.verbose = opts->verbose;
+	work.exit_when_idle = opts->exit_when_idle_seconds;
 	if (opts->handle_signals)
 		cb__signals_install();
-	for (unsigned int i = 0; i < threads; i++) {
-		char app[64];
-
-		t[i].work.reg = reg;
-		t[i].work.quit = &leave;
-		t[i].work.job_names = names;
-		t[i].work.njobs = njobs;
-		t[i].work.lease = lease;
-		t[i].work.verbose = opts->verbose;
-		t[i].work.exit_when_idle = opts->exit_when_idle_seconds;
-		cb__work_name(t[i].work.worker, sizeof(t[i].work.worker), i);
-		snprintf(app, sizeof(app), "cbatch worker %u", i);
-		t[i].conn = cb_pg_connect_like(like, app);
-		if (!t[i].conn || PQstatus(t[i].conn) != CONNECTION_OK) {
-			rc = cb_pg_error(err, t[i].conn, NULL, "worker: connecting");
-			break;
-		}
-		if (pthread_create(&t[i].thread, NULL, thread_main, &t[i]) != 0) {
-			rc = cb_error_set(err, CB_ENOMEM, "worker: cannot start thread %u", i);
-			break;
-		}
-		t[i].started = 1;
-	}
-	if (rc < 0)
-		atomic_store(&leave, 1); /* the threads already running leave at once */
-	for (unsigned int i = 0; i < threads; i++) {
-		if (t[i].started)
-			pthread_join(t[i].thread, NULL);
-		if (t[i].conn)
-			PQfinish(t[i].conn);
-		out->claimed += t[i].res.claimed;
-		out->completed += t[i].res.completed;
-		out->failed += t[i].res.failed;
-		out->handed_back += t[i].res.handed_back;
-	}
+	rc = cb__workers_start(&pool, like, threads, &work, "worker", err);
+	cb__workers_wait(pool, out);
 	if (opts->handle_signals)
 		cb__signals_restore();
 out:
 	free(names);
-	free(t);
 	return rc;
 }

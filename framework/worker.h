@@ -36,6 +36,23 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 /* Claim and run until quit, a stop signal, or @p exit_when_idle (> 0) seconds idle. */
 int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_worker_result *res);
 
+/* Threads running cb__work_loop on connections of their own, like @p like. */
+typedef struct cb__worker_pool cb__worker_pool;
+
+/*
+ * Start @p n threads with copies of @p work (their quit flag is the pool's;
+ * @p what names them in application_name and messages). On failure the
+ * threads already started are told to leave; stop the pool either way.
+ */
+int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const cb__work *work,
+		      const char *what, cb_error *err);
+
+/* Tell the threads to leave, join them, add up their results (@p sum may be NULL), free. */
+void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum);
+
+/* Join the threads when they leave by themselves, then as cb__workers_stop. */
+void cb__workers_wait(cb__worker_pool *p, cb_worker_result *sum);
+
 /* "host/pid/thread" */
 void cb__work_name(char *out, size_t size, unsigned int thread);
 

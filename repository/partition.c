@@ -34,15 +34,9 @@ int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long jo
 		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
 	else if (!PQgetisnull(res, 0, 1))
 		*manager_id = atoll(PQgetvalue(res, 0, 1));
-	else if (strcmp(PQgetvalue(res, 0, 0), "STOPPING") == 0)
-		rc = cb_error_set(err, CB_ECANCELED,
-				  "job execution %lld: stop requested before step '%s'",
-				  job_execution_id, manager_name);
 	else
-		rc = cb_error_set(err, CB_EFENCED,
-				  "job execution %lld was ended by another process (it is %s); "
-				  "step '%s' not started",
-				  job_execution_id, PQgetvalue(res, 0, 0), manager_name);
+		rc = cb__repo_step_refused(err, PQgetvalue(res, 0, 0), job_execution_id,
+					   manager_name);
 out:
 	PQclear(res);
 	free(ctx);

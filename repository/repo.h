@@ -122,6 +122,11 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
 int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
 			 const char *step_name, const json_t *context, cb_error *err);
 
+/* Why a step was not created while the job execution is @p job_status (not
+ * STARTED): CB_ECANCELED for STOPPING, else CB_EFENCED; set in @p err. */
+int cb__repo_step_refused(cb_error *err, const char *job_status, long long job_execution_id,
+			  const char *step_name);
+
 /* End a step execution: status, exit code/message, extra rollbacks, end_time. */
 int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status status,
 			 const char *exit_code, const char *exit_message, long long rollbacks,

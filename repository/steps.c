@@ -173,17 +173,23 @@ int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_executio
 		rc = cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
 	else if (!PQgetisnull(res, 0, 1))
 		*out_id = atoll(PQgetvalue(res, 0, 1));
-	else if (strcmp(PQgetvalue(res, 0, 0), "STOPPING") == 0)
-		rc = cb_error_set(err, CB_ECANCELED,
-				  "job execution %lld: stop requested before step '%s'",
-				  job_execution_id, step_name);
 	else
-		rc = cb_error_set(err, CB_EFENCED,
-				  "job execution %lld was ended by another process (it is %s); "
-				  "step '%s' not started",
-				  job_execution_id, PQgetvalue(res, 0, 0), step_name);
+		rc = cb__repo_step_refused(err, PQgetvalue(res, 0, 0), job_execution_id, step_name);
 	PQclear(res);
 	return rc;
+}
+
+int cb__repo_step_refused(cb_error *err, const char *job_status, long long job_execution_id,
+			  const char *step_name)
+{
+	if (strcmp(job_status, "STOPPING") == 0)
+		return cb_error_set(err, CB_ECANCELED,
+				    "job execution %lld: stop requested before step '%s'",
+				    job_execution_id, step_name);
+	return cb_error_set(err, CB_EFENCED,
+			    "job execution %lld was ended by another process (it is %s); "
+			    "step '%s' not started",
+			    job_execution_id, job_status, step_name);
 }
 
 int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status status,

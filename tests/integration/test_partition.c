@@ -81,6 +81,25 @@ static void ledger_digest(char *buf, size_t size)
 		      buf, size);
 }
 
+/* The ledger the plain job makes of @p rows accounts (into @p plain), then
+ * the same accounts again, unprocessed, for the partitioned job. */
+static void expected_ledger(const char *rows, const char *run_id, char *plain, size_t size)
+{
+	char param[64];
+
+	snprintf(param, sizeof(param), "run.id:long=%s", run_id);
+	ledger_rows(rows, NULL);
+	CBT_EQ_LL(EX("run", "ledger", param), 0);
+	ledger_digest(plain, size);
+	ledger_rows(rows, NULL);
+}
+
+/* Log file @p i of test @p name in the scratch directory. */
+static void log_path(char *buf, size_t size, const char *name, int i)
+{
+	snprintf(buf, size, "%s/partition-%s-%d.log", cbt_tmpdir(), name, i);
+}
+
 static long long newest_execution(void)
 {
 	return cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
@@ -332,10 +351,7 @@ static void test_partitioned_ledger_equals_ledger(void)
 {
 	char plain[128], parted[128];
 
-	ledger_rows("20000", NULL);
-	CBT_EQ_LL(EX("run", "ledger", "run.id:long=1"), 0);
-	ledger_digest(plain, sizeof(plain));
-	ledger_rows("20000", NULL);
+	expected_ledger("20000", "1", plain, sizeof(plain));
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=1", "-partition.threads:long=2"), 0);
 	ledger_digest(parted, sizeof(parted));
 	CBT_EQ_STR(parted, plain);
@@ -360,12 +376,9 @@ static void test_worker_processes_run_the_partitions(void)
 	char log[3][4096], plain[128], parted[128];
 	pid_t mgr, w1, w2;
 
-	ledger_rows("30000", NULL);
-	CBT_EQ_LL(EX("run", "ledger", "run.id:long=2"), 0);
-	ledger_digest(plain, sizeof(plain));
-	ledger_rows("30000", NULL);
+	expected_ledger("30000", "2", plain, sizeof(plain));
 	for (int i = 0; i < 3; i++)
-		snprintf(log[i], sizeof(log[i]), "%s/partition-procs-%d.log", cbt_tmpdir(), i);
+		log_path(log[i], sizeof(log[i]), "procs", i);
 	/* No thread of its own: the manager only waits for the workers. */
 	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=2",
 		    "-partition.threads:long=0", "-partition.count:long=6");
@@ -439,12 +452,9 @@ static void test_stop_reaches_the_workers(void)
 	long long exec;
 
 	/* one row a chunk: slow enough to be caught running */
-	ledger_rows("40000", NULL);
-	CBT_EQ_LL(EX("run", "ledger", "run.id:long=4"), 0);
-	ledger_digest(plain, sizeof(plain));
-	ledger_rows("40000", NULL);
+	expected_ledger("40000", "4", plain, sizeof(plain));
 	for (int i = 0; i < 2; i++)
-		snprintf(log[i], sizeof(log[i]), "%s/partition-stop-%d.log", cbt_tmpdir(), i);
+		log_path(log[i], sizeof(log[i]), "stop", i);
 	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=4",
 		    "-partition.threads:long=0", "-chunk.size:long=1");
 	w = SPAWN(log[1], "worker", "--threads", "2", "--exit-when-idle", "2");
@@ -481,12 +491,9 @@ static void test_sigterm_hands_the_partition_back(void)
 	char log[2][4096], plain[128], parted[128], *text;
 	pid_t mgr, w;
 
-	ledger_rows("8000", NULL);
-	CBT_EQ_LL(EX("run", "ledger", "run.id:long=5"), 0);
-	ledger_digest(plain, sizeof(plain));
-	ledger_rows("8000", NULL);
+	expected_ledger("8000", "5", plain, sizeof(plain));
 	for (int i = 0; i < 2; i++)
-		snprintf(log[i], sizeof(log[i]), "%s/partition-term-%d.log", cbt_tmpdir(), i);
+		log_path(log[i], sizeof(log[i]), "term", i);
 	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=5",
 		    "-partition.threads:long=0", "-partition.count:long=1", "-chunk.size:long=1");
 	w = SPAWN(log[1], "worker", "--exit-when-idle", "30");
@@ -522,12 +529,9 @@ static void test_dead_manager_restart_fences_old_partitions(void)
 	pid_t mgr, w;
 	long long dead;
 
-	ledger_rows("40000", NULL);
-	CBT_EQ_LL(EX("run", "ledger", "run.id:long=8"), 0);
-	ledger_digest(plain, sizeof(plain));
-	ledger_rows("40000", NULL);
+	expected_ledger("40000", "8", plain, sizeof(plain));
 	for (int i = 0; i < 2; i++)
-		snprintf(log[i], sizeof(log[i]), "%s/partition-mgr-%d.log", cbt_tmpdir(), i);
+		log_path(log[i], sizeof(log[i]), "mgr", i);
 	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=8",
 		    "-partition.threads:long=0", "-partition.count:long=2", "-chunk.size:long=1",
 		    "--lease", "2");
@@ -602,11 +606,12 @@ static void test_outbox_drained_once_by_copies(void)
 				"job_execution_id = %lld AND partition_index IS NOT NULL",
 				newest_execution()),
 		  20000);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-				"SELECT sum(duplicate_target_write_count) FROM batch_step_execution "
-				"WHERE job_execution_id = %lld",
-				newest_execution()),
-		  0);
+	CBT_EQ_LL(
+		cbt_queryf_ll(conn,
+			      "SELECT sum(duplicate_target_write_count) FROM batch_step_execution "
+			      "WHERE job_execution_id = %lld",
+			      newest_execution()),
+		0);
 	CBT_EQ_LL(cbt_queryf_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
 				"= %lld AND partition_index IS NOT NULL AND write_count > 0",
@@ -645,7 +650,8 @@ static const CU_TestInfo tests[] = {
 	{ "a dead manager's restart fences its old partitions",
 	  test_dead_manager_restart_fences_old_partitions },
 	{ "an idle worker wakes on NOTIFY", test_idle_worker_wakes_on_notify },
-	{ "the outbox is drained once by identical partitions", test_outbox_drained_once_by_copies },
+	{ "the outbox is drained once by identical partitions",
+	  test_outbox_drained_once_by_copies },
 	{ "bad parameters and options", test_bad_parameters_and_options },
 	CU_TEST_INFO_NULL,
 };
