@@ -10,6 +10,16 @@
 /* Register the `ledger` job. */
 int ledger_register(cb_registry *reg, cb_error *err);
 
+/* The ledger step's parts (reader, processor, writers): also the parts of
+ * each partition of `ledger_partitioned`. */
+int ledger_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err);
+
+/* Register the `ledger_partitioned` job. */
+int ledger_partitioned_register(cb_registry *reg, cb_error *err);
+
+/* Register the `outbox` job. */
+int outbox_register(cb_registry *reg, cb_error *err);
+
 /* Register the `settlement` job. */
 int settlement_register(cb_registry *reg, cb_error *err);
 

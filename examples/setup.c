@@ -110,11 +110,13 @@ static void usage(void)
 {
 	printf("usage: example-setup ledger [--rows N] [--negative-at ID] [--reset]\n"
 	       "       example-setup settlement [--rows N] [--date YYYY-MM-DD] [--reset]\n"
+	       "       example-setup outbox [--rows N] [--reset]\n"
 	       "  Creates the example's tables (examples/NAME/schema.sql) and demo data.\n"
 	       "  ledger:     N accounts (default 10000), amounts 0.01..999.99, 50 sellers;\n"
 	       "              --negative-at ID makes account ID's amount negative (bad input)\n"
 	       "  settlement: N orders (default 10000) over 200 sellers, spread over the day\n"
 	       "              before, the day of and the day after --date (default 2026-06-30)\n"
+	       "  outbox:     N READY messages (default 10000) over 7 topics\n"
 	       "  --reset     removes the example's rows first\n");
 }
 
@@ -137,6 +139,25 @@ static int setup_settlement(PGconn *conn, long long rows, const char *date, int 
 		     2, p) < 0)
 		return CB_EXIT_FAILED;
 	return ready("settlement", "orders", rows, date);
+}
+
+static int setup_outbox(PGconn *conn, long long rows, int reset)
+{
+	char nrows[24];
+	const char *p[1] = { nrows };
+
+	if (reset && exec_sql(conn, "reset", "TRUNCATE outbox, outbox_delivery RESTART IDENTITY", 0,
+			      NULL) < 0)
+		return CB_EXIT_FAILED;
+	snprintf(nrows, sizeof(nrows), "%lld", rows);
+	if (exec_sql(conn, "demo data",
+		     "INSERT INTO outbox (topic, payload) "
+		     "SELECT 'topic-' || (g % 7), jsonb_build_object('n', g, 'to', "
+		     " 'user' || (g * 7919 % 1000) || '@example.org') "
+		     "FROM generate_series(1, $1::bigint) g",
+		     1, p) < 0)
+		return CB_EXIT_FAILED;
+	return ready("outbox", "messages", rows, NULL);
 }
 
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
@@ -176,8 +197,10 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 			return failure(CB_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
 		}
 	}
-	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0))
-		return failure(CB_EXIT_USAGE, "name an example (known: ledger, settlement)");
+	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0 &&
+			 strcmp(example, "outbox") != 0))
+		return failure(CB_EXIT_USAGE,
+			       "name an example (known: ledger, outbox, settlement)");
 	sql = find_schema(example);
 	if (!sql)
 		return failure(CB_EXIT_FAILED, "no schema embedded for '%s'", example);
@@ -185,6 +208,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		return CB_EXIT_FAILED;
 	if (strcmp(example, "settlement") == 0)
 		return setup_settlement(conn, rows, date, reset);
+	if (strcmp(example, "outbox") == 0)
+		return setup_outbox(conn, rows, reset);
 	if (reset &&
 	    exec_sql(conn, "reset", "TRUNCATE account, ledger RESTART IDENTITY", 0, NULL) < 0)
 		return CB_EXIT_FAILED;

@@ -3,6 +3,7 @@
 #define CB_FRAMEWORK_ENGINE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include "cbatch/job.h"
 #include "cbatch/partition.h"
 
@@ -81,7 +82,11 @@ typedef struct cb__run {
 	struct cb__heartbeat *heartbeat;
 	int fenced;        /* a step failed because this execution lost its lock */
 	int invalid_input; /* the last failed step found invalid input before any chunk */
+	atomic_int *quit;  /* set (a partition's worker is leaving): stop after this chunk */
 } cb__run;
+
+/* Does the run have to stop after its current chunk (signal, or its worker leaves)? */
+int cb__run_quitting(const cb__run *run);
 
 /* Fail the step when the heartbeat lost the lock (CB_EFENCED), else 0. */
 int cb__run_check_lock(const cb__run *run, cb_error *err);
@@ -123,5 +128,23 @@ int cb__stop_signalled(void);
 
 /* Monotonic clock in seconds. */
 double cb__now(void);
+
+/* A partitioned step: its definition has a partition callback. */
+int cb__step_partitioned(const cb_step_def *def);
+
+/*
+ * Start partitioned step @p def: with a fresh @p context (the manager's), call
+ * the partitioner; with one from an earlier execution of the instance, take
+ * the partitions that did not complete. Creates the manager step execution
+ * and the partitions in one transaction (*manager_id). Errors as
+ * cb__repo_step_create; a partitioner's failure is its own code, with
+ * *manager_id 0.
+ */
+int cb__partition_begin(long long *manager_id, cb__run *run, const cb_step_def *def,
+			json_t *context, cb_error *err);
+
+/* Run the manager: local worker threads, wait for every partition, progress. */
+int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, struct cb_step_context *sc,
+			     json_t *context, cb__step_outcome *out);
 
 #endif

@@ -106,7 +106,8 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	cb_step_context sc;
 	long long step_id;
 	json_t *context;
-	int rc;
+	cb_error partition_failure = CB_ERROR_INIT;
+	int rc, partition_failed = 0;
 
 	message[0] = '\0';
 	rc = cb__repo_step_history(&hist, run->conn, run->job_instance_id, def->name, err);
@@ -138,8 +139,25 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	}
 	if (!context)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name, context,
-				  err);
+	if (cb__step_partitioned(def)) {
+		rc = cb__partition_begin(&step_id, run, def, context, err);
+		if (rc < 0 && rc != CB_ECANCELED && rc != CB_EDB && rc != CB_EFENCED) {
+			/* The partitioner (or what it left) failed: the step is
+			 * recorded as a failed execution of its own. */
+			cb_error why = *err;
+
+			cb_error_clear(err);
+			rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id,
+						  def->name, context, err);
+			if (rc == 0) {
+				partition_failure = why;
+				partition_failed = 1;
+			}
+		}
+	} else {
+		rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name,
+					  context, err);
+	}
 	if (rc == CB_ECANCELED) {
 		/* Stop requested between steps: this step does not start. */
 		json_decref(context);
@@ -164,10 +182,17 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	sc.job_context = run->job_context;
 	memset(&oc, 0, sizeof(oc));
 	CB__NOTIFY(job, before_step, &sc);
-	if (def->kind == CB_STEP_TASKLET)
+	if (partition_failed) {
+		oc.status = CB_STATUS_FAILED;
+		oc.error = partition_failure;
+		oc.before_chunks = 1;
+	} else if (cb__step_partitioned(def)) {
+		cb__step_partitioned_run(run, def, &sc, context, &oc);
+	} else if (def->kind == CB_STEP_TASKLET) {
 		cb__step_tasklet_run(run, def, &sc, context, &oc);
-	else
+	} else {
 		cb__step_chunk_run(run, def, &sc, context, &oc);
+	}
 	json_decref(context);
 	CB__NOTIFY(job, after_step, &sc, oc.status);
 	if (oc.status == CB_STATUS_FAILED) {
@@ -185,8 +210,12 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 	*status = oc.status;
 	if (PQstatus(run->conn) == CONNECTION_BAD)
 		PQreset(run->conn);
-	rc = cb__repo_step_finish(run->conn, step_id, oc.status, exit_status, message, oc.rollbacks,
-				  err);
+	if (cb__step_partitioned(def) && !partition_failed)
+		rc = cb__repo_partitions_end(run->conn, step_id, oc.status, exit_status, message,
+					     err);
+	else
+		rc = cb__repo_step_finish(run->conn, step_id, oc.status, exit_status, message,
+					  oc.rollbacks, err);
 	if (rc < 0 && message[0]) {
 		/* The repository went away with the step: its own error first. */
 		char both[CB_ERROR_MESSAGE_MAX];

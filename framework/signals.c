@@ -54,3 +54,8 @@ double cb__now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+int cb__run_quitting(const cb__run *run)
+{
+	return stop_flag != 0 || (run->quit && atomic_load(run->quit));
+}

@@ -648,7 +648,7 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		cb_fault_action action;
 		int rc;
 
-		if (cb__stop_signalled()) {
+		if (cb__run_quitting(cs->run)) {
 			out->status = CB_STATUS_STOPPED;
 			return;
 		}
@@ -735,6 +735,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	cs.def = def;
 	cs.sc = *sc;
 	cs.context = context;
+	cs.version = sc->version; /* 0 for a new step; a claimed partition's moved on */
 	cs.chunk.sc = &cs.sc;
 	cb__arena_init(&cs.chunk.arena);
 	out->status = CB_STATUS_FAILED;

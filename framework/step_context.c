@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cbatch/job.h"
+#include "cbatch/partition.h"
 #include "repo.h"
 
 const char *cb_step_context_job_name(const cb_step_context *sc)
@@ -118,4 +119,9 @@ void *cb_chunk_alloc(cb_chunk *chunk, size_t size)
 const cb_step_context *cb_chunk_step(const cb_chunk *chunk)
 {
 	return chunk->sc;
+}
+
+const json_t *cb_step_context_partition(const cb_step_context *sc)
+{
+	return sc ? sc->partition : NULL;
 }

@@ -15,8 +15,10 @@ struct cb_step_context {
 	const cb_params *params;
 	size_t chunk_size;
 	PGconn *conn;
-	json_t *job_context;  /* borrowed from the run */
-	char exit_status[32]; /* cb_step_context_set_exit_status */
+	json_t *job_context;     /* borrowed from the run */
+	const json_t *partition; /* a partition's step: its partition object (borrowed) */
+	long long version;       /* the step execution's committed version when it starts */
+	char exit_status[32];    /* cb_step_context_set_exit_status */
 };
 
 struct cb_chunk {

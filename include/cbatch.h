@@ -18,5 +18,6 @@
 #include "cbatch/readers.h"
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"
+#include "cbatch/partition.h"
 
 #endif

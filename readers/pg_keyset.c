@@ -24,7 +24,9 @@
 #include "cbatch/readers.h"
 #include "cbatch/sys/tx.h"
 
+#include "partition_filter.h"
 #include "pg_sql.h"
+#include "cbatch/partition.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -68,7 +70,8 @@ struct keyset {
 	char stmt_first[64];
 	char stmt_next[64];
 	int *keycol;         /* result column of each key */
-	const char **params; /* 1 + nkeys */
+	const char **params; /* query params, partition values, keys */
+	cb__rd_filter part;  /* this step execution's partition of the input */
 	/* pages: [0, npages) live, the last one current; [npages, cappages) spare */
 	struct page *pages;
 	size_t npages;
@@ -205,6 +208,7 @@ static void ks_close(void *state)
 	ks->keycol = NULL;
 	free(ks->params);
 	ks->params = NULL;
+	cb__rd_filter_free(&ks->part);
 	keybuf_free(&ks->cur, ks->nkeys);
 	keybuf_free(&ks->pend, ks->nkeys);
 	keybuf_free(&ks->com, ks->nkeys);
@@ -282,13 +286,16 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 		/* the filter on its own lines, so that a trailing "--" comment is harmless */
 		if (ks->where)
 			cb__rd_add(f, " WHERE (\n%s\n)", ks->where);
+		if (ks->part.sql)
+			cb__rd_add(f, "%s(%s)", ks->where ? " AND " : " WHERE ", ks->part.sql);
 		if (which == 1) {
-			cb__rd_add(f, ks->where ? " AND (" : " WHERE (");
+			cb__rd_add(f, ks->where || ks->part.sql ? " AND (" : " WHERE (");
 			for (i = 0; i < ks->nkeys; i++)
 				cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
 			cb__rd_add(f, ") > (");
 			for (i = 0; i < ks->nkeys; i++)
-				cb__rd_add(f, "%s$%zu", i ? ", " : "", ks->nqparams + i + 1);
+				cb__rd_add(f, "%s$%zu", i ? ", " : "",
+					   ks->nqparams + ks->part.nvalues + i + 1);
 			cb__rd_add(f, ")");
 		}
 		cb__rd_add(f, " ORDER BY ");
@@ -364,8 +371,12 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 				    ks->page_size);
 	snprintf(ks->limit, sizeof(ks->limit), "%zu", ks->page_size);
 
+	rc = cb__rd_partition_filter(&ks->part, ks->conn, cb_step_context_partition(sc),
+				     ks->nqparams + 1, ks->what, err);
+	if (rc)
+		goto done;
 	ks->keycol = calloc(ks->nkeys, sizeof(*ks->keycol));
-	ks->params = calloc(ks->nqparams + ks->nkeys + 1, sizeof(*ks->params));
+	ks->params = calloc(ks->nqparams + ks->part.nvalues + ks->nkeys + 1, sizeof(*ks->params));
 	qkeys = calloc(ks->nkeys, sizeof(*qkeys));
 	if (!ks->keycol || !ks->params || !qkeys || keybuf_init(&ks->cur, ks->nkeys) ||
 	    keybuf_init(&ks->pend, ks->nkeys) || keybuf_init(&ks->com, ks->nkeys)) {
@@ -379,10 +390,11 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 	rc = build_sql(ks, &first, &next, qkeys, err);
 	if (rc)
 		goto done;
-	rc = cb_pg_prepare(ks->conn, ks->stmt_first, "ks", first, (int)ks->nqparams, err);
+	rc = cb_pg_prepare(ks->conn, ks->stmt_first, "ks", first,
+			   (int)(ks->nqparams + ks->part.nvalues), err);
 	if (!rc)
 		rc = cb_pg_prepare(ks->conn, ks->stmt_next, "ks", next,
-				   (int)(ks->nqparams + ks->nkeys), err);
+				   (int)(ks->nqparams + ks->part.nvalues + ks->nkeys), err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the page query", ks->what);
 		goto done;
@@ -487,14 +499,16 @@ static int fetch(struct keyset *ks, cb_tx *tx, cb_error *err)
 		return rc;
 	for (i = 0; i < ks->nqparams; i++)
 		ks->params[i] = ks->qparams[i];
+	for (i = 0; i < ks->part.nvalues; i++)
+		ks->params[ks->nqparams + i] = ks->part.values[i];
+	nparams = (int)(ks->nqparams + ks->part.nvalues);
 	if (ks->at && ks->at->valid) {
 		for (i = 0; i < ks->nkeys; i++)
-			ks->params[ks->nqparams + i] = ks->at->v[i];
+			ks->params[(size_t)nparams + i] = ks->at->v[i];
 		stmt = ks->stmt_next;
-		nparams = (int)(ks->nqparams + ks->nkeys);
+		nparams += (int)ks->nkeys;
 	} else {
 		stmt = ks->stmt_first;
-		nparams = (int)ks->nqparams;
 	}
 	rc = cb_tx_query(tx, &res, stmt, nparams, ks->params, NULL, NULL, err);
 	if (rc) {

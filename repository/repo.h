@@ -244,4 +244,74 @@ struct cb_step_summary;
 int cb__repo_step_summary(struct cb_step_summary *out, PGconn *conn, long long job_instance_id,
 			  const char *step_name, cb_error *err);
 
+/* ---- partitioned steps (repository/partition.c) ---- */
+
+/*
+ * Create the manager step execution @p manager_name (STARTED, context
+ * @p manager_context) and its partitions (@p partitions: a JSON array of
+ * {"index": i, "context": {...}}) in one transaction, only while the job
+ * execution is STARTED; wakes the workers. Errors as cb__repo_step_create.
+ */
+int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long job_execution_id,
+			       const char *manager_name, const json_t *manager_context,
+			       const json_t *partitions, cb_error *err);
+
+/*
+ * The partitions of step @p manager_name (made @p count of them) that did
+ * not complete in the instance, as the array cb__repo_partitions_create
+ * takes, each with its newest committed context. CB_EINVAL when the
+ * repository does not hold all @p count.
+ */
+int cb__repo_partitions_unfinished(json_t **out, long long *total, PGconn *conn,
+				   long long job_instance_id, const char *manager_name,
+				   long long count, cb_error *err);
+
+/* A claimed partition. */
+typedef struct cb__claim {
+	int found;
+	long long step_execution_id, job_execution_id, job_instance_id;
+	char job_name[101], step_name[101], manager_name[101];
+	int partition_index;
+	char lock_name[64];
+	long long fencing_token;
+	long long version;
+	int takeover; /* its previous claimant's lease had expired */
+	char previous_owner[201];
+} cb__claim;
+
+/*
+ * Claim one open partition (batch_partition_claim) for @p owner_id under a
+ * lease; @p job_names (n) and @p job_execution_id (> 0) narrow the search.
+ * out->found = 0: nothing to claim.
+ */
+int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
+			     double lease_seconds, const char *const *job_names, size_t njobs,
+			     long long job_execution_id, cb_error *err);
+
+/*
+ * End claimed partition @p c with @p status (COMPLETED, FAILED, STOPPED, or
+ * STARTING to hand it back) and release its lock, only while it still
+ * carries the claim's token: *ours = 0 when another claimant has it now.
+ */
+int cb__repo_partition_finish(int *ours, PGconn *conn, const cb__claim *c, const char *owner_id,
+			      const char *status, const char *exit_code, const char *exit_message,
+			      long long rollbacks, cb_error *err);
+
+/* What the partitions of a manager step are doing. */
+typedef struct cb__partition_poll {
+	cb_status job_status;
+	long long total, completed, failed, stopped, running, open;
+	long long read, written, filtered, commits, read_skips, write_skips, process_skips,
+		rollbacks, duplicates;
+	char first_failure[512];
+} cb__partition_poll;
+
+/* Poll them (and, while the job stops, stop those nobody runs). */
+int cb__repo_partitions_poll(cb__partition_poll *out, PGconn *conn, long long manager_id,
+			     cb_error *err);
+
+/* End the manager with its partitions' summed counts; open partitions end FAILED. */
+int cb__repo_partitions_end(PGconn *conn, long long manager_id, cb_status status,
+			    const char *exit_code, const char *exit_message, cb_error *err);
+
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests and demos.
 #
-#   scripts/pg-cluster.sh start  DIR   (re)create a cluster in DIR and start it
+#   scripts/pg-cluster.sh start  DIR [--tcp ADDR/PREFIX]
+#                                      (re)create a cluster in DIR and start it
 #   scripts/pg-cluster.sh stop   DIR   stop it (if running) and remove DIR
 #   scripts/pg-cluster.sh status DIR   pg_ctl status; exit 0 if running
 #
@@ -10,6 +11,10 @@
 # so port 5432 only names the socket file and never clashes with a system
 # cluster. Authentication is trust; the superuser is "postgres". Durability is
 # off (fsync, synchronous_commit, full_page_writes): the data is disposable.
+#
+# --tcp ADDR/PREFIX also listens on ADDR, port 5432, and trusts every client of
+# the network ADDR/PREFIX. Only for a network that nothing else can reach: the
+# multi-host test starts the server inside a network namespace it made itself.
 #
 # initdb refuses to run as root, so as root the server runs as the unprivileged
 # user "postgres" and DIR is owned by it (mode 700; root can still connect).
@@ -29,13 +34,25 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 start|stop|status DIR" >&2
+	echo "usage: $0 start DIR [--tcp ADDR/PREFIX] | stop DIR | status DIR" >&2
 	exit 2
 }
 
-[ $# -eq 2 ] || usage
+[ $# -eq 2 ] || [ $# -eq 4 ] || usage
 cmd=$1
 dir=$2
+tcp_addr=
+tcp_net=
+if [ $# -eq 4 ]; then
+	if [ "$cmd" != start ] || [ "$3" != --tcp ]; then
+		usage
+	fi
+	# An IPv4 address with its prefix length, nothing that could smuggle a setting in.
+	[[ "$4" =~ ^([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})/([0-9]{1,2})$ ]] ||
+		die "--tcp '$4' is not ADDR/PREFIX (IPv4, e.g. 10.0.0.1/24)"
+	tcp_addr=${BASH_REMATCH[1]}
+	tcp_net=$4
+fi
 
 case "$dir" in
 /*) ;;
@@ -148,7 +165,7 @@ start)
 	cat >>"$dir/data/postgresql.conf" <<CONF
 
 # scripts/pg-cluster.sh: a disposable test cluster
-listen_addresses = ''
+listen_addresses = '$tcp_addr'
 port = $PORT
 unix_socket_directories = '$dir'
 unix_socket_permissions = 0777
@@ -160,6 +177,10 @@ full_page_writes = off
 log_min_messages = warning
 log_line_prefix = '%m [%p] %d '
 CONF
+	if [ -n "$tcp_net" ]; then
+		# initdb's own lines cover only the Unix socket and loopback.
+		echo "host all all $tcp_net trust" >>"$dir/data/pg_hba.conf"
+	fi
 	if ! as_owner "$bindir/pg_ctl" start -D "$dir/data" -l "$dir/log" -w -t 60 >/dev/null; then
 		[ -f "$dir/log" ] && tail -n 30 "$dir/log" >&2
 		die "the server did not start (log above, also in $dir/log)"

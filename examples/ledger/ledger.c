@@ -46,7 +46,7 @@ static int bind_ledger(void *ctx, const cb_step_context *sc, const void *item, c
 	return 0;
 }
 
-static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
+int ledger_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_pg_upsert_options uo = CB_PG_UPSERT_OPTIONS_INIT;
@@ -89,7 +89,7 @@ int ledger_register(cb_registry *reg, cb_error *err)
 
 	step.name = "post-accounts";
 	step.chunk_size = 1000;
-	step.build = build;
+	step.build = ledger_build;
 	if ((rc = cb_registry_new_job(&job, reg, "ledger", err)) < 0 ||
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
 	    (rc = cb_job_set_description(job,

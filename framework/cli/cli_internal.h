@@ -86,6 +86,9 @@ int cb__cli_cmd_abandon(struct cli *c);
 int cb__cli_cmd_unlock(struct cli *c);
 /* cmd_metrics.c */
 int cb__cli_cmd_metrics(struct cli *c);
+
+/* cmd_worker.c */
+int cb__cli_cmd_worker(struct cli *c);
 /* main.c */
 int cb__cli_cmd_help(struct cli *c);
 

@@ -95,6 +95,26 @@ static const struct builtin builtins[] = {
 	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"
 	  "one element per series.\n",
 	  cb__cli_cmd_metrics },
+	{ "worker", "[--job NAME]... [--threads K] [--exit-when-idle SECONDS]",
+	  "run partitions of partitioned steps for running executions",
+	  "Claims open partitions of running executions of this program's jobs (or\n"
+	  "only of the --job ones) with FOR UPDATE SKIP LOCKED, each under a lease\n"
+	  "with a heartbeat and a fencing token, runs them and repeats; sleeps on\n"
+	  "LISTEN/NOTIFY when there is nothing to claim. Start as many as you like,\n"
+	  "on any host that reaches the repository. SIGINT/SIGTERM: the partitions\n"
+	  "being run are handed back after their current chunk (another worker\n"
+	  "resumes them) and the worker exits 0. A worker that is killed or cut off\n"
+	  "loses its partitions after the lease; their late chunks are refused.\n\n"
+	  "Options:\n"
+	  "  --job NAME               work only for this job (repeatable)\n"
+	  "  --threads K              partitions run at once, each on its own\n"
+	  "                           connection (default 1)\n"
+	  "  --exit-when-idle SECONDS exit after this long without a partition\n"
+	  "                           (default: run until signalled)\n"
+	  "  --lease SECONDS          lease of a claimed partition (default: the\n"
+	  "                           job's lease)\n"
+	  "  --quiet                  no line per claimed and finished partition\n",
+	  cb__cli_cmd_worker },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
 };
 #define NBUILTINS (sizeof(builtins) / sizeof(builtins[0]))

@@ -1965,8 +1965,10 @@ static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);
 	CBT_EQ_LL(ex("schema", "check", NULL), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(version) FROM batch_schema_version"), 2);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schema_version"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(version) FROM batch_schema_version"),
+		  cb_repo_schema_target());
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schema_version"),
+		  cb_repo_schema_target());
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = "
 				     "'legacy' AND outcome = 'ACQUIRED'"),
 		  1);

@@ -1,0 +1,301 @@
+/*
+ * The manager of a partitioned step: split the input once per instance,
+ * create the partitions with the manager's step execution, run some of them
+ * on threads of this process, and wait for all of them, wherever they run.
+ * The repository is the only coordinator: the manager learns what happens
+ * by polling its partitions' rows when a NOTIFY arrives (or every second, for
+ * the progress line), never from the workers directly.
+ */
+#include "engine.h"
+#include "repo.h"
+#include "step_context.h"
+#include "worker.h"
+
+#include "cbatch/sys/conn.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Partitions when neither the definition nor `partition.count` says. */
+#define DEFAULT_PARTITIONS 4
+
+int cb__step_partitioned(const cb_step_def *def)
+{
+	return def->version >= 2 && def->partition != NULL;
+}
+
+static int param_count(long long *out, const cb__run *run, const char *name, long long dflt,
+		       long long min, long long max, cb_error *err)
+{
+	long long n = dflt;
+	int rc = cb_params_get_long(run->params, name, &n);
+
+	if (rc == CB_ENOTFOUND) {
+		n = dflt;
+	} else if (rc < 0) {
+		cb_error_clear(err);
+		return cb_error_set(err, CB_EINVAL, "parameter %s must be a long", name);
+	}
+	if (n < min || n > max)
+		return cb_error_set(err, CB_EINVAL, "parameter %s is %lld (allowed %lld..%lld)",
+				    name, n, min, max);
+	*out = n;
+	return 0;
+}
+
+/* The partitioner's objects, checked, as {"index", "context": {"partition"}}. */
+static int make_partitions(json_t **out, cb__run *run, const cb_step_def *def, cb_error *err)
+{
+	cb_step_context sc;
+	long long count;
+	json_t *made, *arr;
+	size_t i, n;
+	int rc;
+
+	*out = NULL;
+	rc = param_count(&count, run, "partition.count",
+			 def->partitions ? (long long)def->partitions : DEFAULT_PARTITIONS, 1,
+			 CB_MAX_PARTITIONS, err);
+	if (rc < 0)
+		return rc;
+	memset(&sc, 0, sizeof(sc));
+	sc.job_name = run->job->name;
+	sc.step_name = def->name;
+	sc.job_instance_id = run->job_instance_id;
+	sc.job_execution_id = run->job_execution_id;
+	sc.params = run->params;
+	sc.conn = run->conn;
+	sc.job_context = run->job_context;
+	made = json_array();
+	if (!made)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	rc = def->partition(def->user, &sc, (size_t)count, made, err);
+	if (rc < 0) {
+		json_decref(made);
+		if (!err->code)
+			cb_error_set(err, rc, "partitioner returned %s without a message",
+				     cb_strcode(rc));
+		return cb_error_prefix(err, "partitioner");
+	}
+	n = json_array_size(made);
+	if (n == 0 || n > (size_t)count) {
+		json_decref(made);
+		return cb_error_set(err, CB_EINVAL,
+				    "partitioner made %zu partitions (1..%lld allowed)", n, count);
+	}
+	arr = json_array();
+	for (i = 0; arr && i < n; i++) {
+		json_t *p = json_array_get(made, i), *item;
+
+		if (!json_is_object(p)) {
+			json_decref(arr);
+			json_decref(made);
+			return cb_error_set(err, CB_EINVAL,
+					    "partitioner: partition %zu is not a JSON object", i);
+		}
+		p = json_deep_copy(p);
+		if (!p || json_object_set_new(p, "index", json_integer((json_int_t)i)) < 0 ||
+		    json_object_set_new(p, "count", json_integer((json_int_t)n)) < 0) {
+			json_decref(p);
+			break;
+		}
+		item = json_pack("{sI s{so}}", "index", (json_int_t)i, "context", "partition", p);
+		if (!item || json_array_append_new(arr, item) < 0)
+			break;
+	}
+	json_decref(made);
+	if (!arr || i < n) {
+		json_decref(arr);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	*out = arr;
+	return 0;
+}
+
+int cb__partition_begin(long long *manager_id, cb__run *run, const cb_step_def *def,
+			json_t *context, cb_error *err)
+{
+	json_t *earlier = json_object_get(context, "partitions"), *arr = NULL;
+	long long total = 0;
+	int rc;
+
+	*manager_id = 0;
+	if (json_is_integer(earlier)) {
+		/* A restart: the partitions are the ones recorded, not new ones (the
+		 * input may have changed since; a partition keeps its range). */
+		rc = cb__repo_partitions_unfinished(&arr, &total, run->conn, run->job_instance_id,
+						    def->name, json_integer_value(earlier), err);
+	} else {
+		rc = make_partitions(&arr, run, def, err);
+		if (rc == 0) {
+			total = (long long)json_array_size(arr);
+			if (json_object_set_new(context, "partitions",
+						json_integer((json_int_t)total)) < 0)
+				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		}
+	}
+	if (rc == 0)
+		rc = cb__repo_partitions_create(manager_id, run->conn, run->job_execution_id,
+						def->name, context, arr, err);
+	json_decref(arr);
+	return rc;
+}
+
+/* ---- the local worker threads ---- */
+
+typedef struct local_thread {
+	pthread_t thread;
+	int started;
+	PGconn *conn;
+	cb__work work;
+	cb_worker_result res;
+} local_thread;
+
+static void *local_main(void *arg)
+{
+	local_thread *t = arg;
+
+	cb__work_loop(t->conn, &t->work, 0, &t->res);
+	return NULL;
+}
+
+static long default_threads(long long partitions)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		cpus = 1;
+	return partitions < cpus ? (long)partitions : cpus;
+}
+
+static void report(const cb__run *run, const cb_step_def *def, const cb__partition_poll *p)
+{
+	const cb_launch_options *o = run->opts;
+
+	if (o->progress)
+		o->progress(o->progress_ctx, def->name, p->read, p->written,
+			    cb__now() - run->started);
+}
+
+/* Poll; after a lost connection, reset it and try again for up to a lease. */
+static int poll_partitions(cb__partition_poll *p, cb__run *run, long long manager_id, cb_error *err)
+{
+	double until = cb__now() + run->lease_seconds;
+
+	for (;;) {
+		int rc = cb__repo_partitions_poll(p, run->conn, manager_id, err);
+
+		if (rc == 0 || PQstatus(run->conn) == CONNECTION_OK || cb__now() > until)
+			return rc;
+		cb_error_clear(err);
+		usleep(200000);
+		PQreset(run->conn);
+		if (PQstatus(run->conn) == CONNECTION_OK) {
+			cb_error ignored = CB_ERROR_INIT;
+
+			cb__work_listen(run->conn, &ignored);
+		}
+	}
+}
+
+int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_context *sc,
+			     json_t *context, cb__step_outcome *out)
+{
+	cb_error *err = &out->error;
+	cb__partition_poll p;
+	local_thread *t = NULL;
+	long long threads = 0;
+	atomic_int quit = 0;
+	int stop_asked = 0, rc;
+	double last_report = 0;
+
+	(void)context;
+	memset(&p, 0, sizeof(p));
+	out->status = CB_STATUS_FAILED;
+	out->before_chunks = 1;
+	rc = cb__work_listen(run->conn, err);
+	if (rc == 0)
+		rc = poll_partitions(&p, run, sc->step_execution_id, err);
+	if (rc == 0)
+		rc = param_count(&threads, run, "partition.threads", default_threads(p.total), 0,
+				 256, err);
+	if (rc < 0)
+		return rc;
+	if (threads > p.total)
+		threads = p.total;
+	out->before_chunks = 0;
+	cb__owner_id(); /* computed once, before threads share it */
+	t = calloc(threads ? (size_t)threads : 1, sizeof(*t));
+	if (!t)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	for (long long i = 0; i < threads; i++) {
+		char app[64];
+
+		t[i].work.job = run->job;
+		t[i].work.job_execution_id = run->job_execution_id;
+		t[i].work.lease = run->lease_seconds;
+		t[i].work.quit = &quit;
+		t[i].work.local = 1;
+		cb__work_name(t[i].work.worker, sizeof(t[i].work.worker), (unsigned int)i);
+		snprintf(app, sizeof(app), "cbatch partition %lld", i);
+		t[i].conn = cb_pg_connect_like(run->conn, app);
+		if (!t[i].conn || PQstatus(t[i].conn) != CONNECTION_OK) {
+			rc = cb_pg_error(err, t[i].conn, NULL, "partition thread: connecting");
+			break;
+		}
+		if (pthread_create(&t[i].thread, NULL, local_main, &t[i]) != 0) {
+			rc = cb_error_set(err, CB_ENOMEM, "cannot start partition thread %lld", i);
+			break;
+		}
+		t[i].started = 1;
+	}
+	while (rc == 0) {
+		if (p.completed + p.failed + p.stopped >= p.total)
+			break;
+		if (cb__now() - last_report >= 1.0) {
+			report(run, def, &p);
+			last_report = cb__now();
+		}
+		if (cb__run_check_lock(run, err) < 0) {
+			rc = err->code;
+			break;
+		}
+		if (cb__stop_signalled() && !stop_asked) {
+			/* A signal here stops the whole execution, on every host: the
+			 * workers see STOPPING at their next checkpoint. */
+			cb_error ignored = CB_ERROR_INIT;
+
+			stop_asked = cb_repo_request_stop(run->conn, run->job_execution_id,
+							  &ignored) == 0;
+		}
+		cb__work_wait(run->conn, 1.0);
+		rc = poll_partitions(&p, run, sc->step_execution_id, err);
+	}
+	atomic_store(&quit, 1);
+	for (long long i = 0; i < threads; i++) {
+		if (t[i].started)
+			pthread_join(t[i].thread, NULL);
+		if (t[i].conn)
+			PQfinish(t[i].conn);
+	}
+	free(t);
+	{
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__repo_command(run->conn, "unlisten", "UNLISTEN cbatch_partitions", 0, NULL,
+				 &ignored);
+	}
+	if (rc < 0)
+		return rc;
+	report(run, def, &p);
+	out->rollbacks = 0; /* the partitions' own, summed when the manager ends */
+	if (p.failed > 0) {
+		return cb_error_set(err, CB_ERROR, "%lld of %lld partitions failed; first: %s",
+				    p.failed, p.total, p.first_failure);
+	}
+	out->status = p.stopped > 0 ? CB_STATUS_STOPPED : CB_STATUS_COMPLETED;
+	return 0;
+}

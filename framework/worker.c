@@ -1,0 +1,388 @@
+/*
+ * Workers of partitioned steps: claim an open partition, run it as a chunk
+ * step under its own lock (lease, heartbeat, fencing token), end it, repeat;
+ * sleep on LISTEN cbatch_partitions when there is nothing to claim. The same
+ * loop serves the threads of a launching process (one execution's
+ * partitions) and the `worker` command (any running execution of its jobs).
+ */
+#include "engine.h"
+#include "heartbeat.h"
+#include "repo.h"
+#include "step_context.h"
+#include "worker.h"
+
+#include "cbatch/cli.h"
+#include "cbatch/sys/conn.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int quitting(const cb__work *w)
+{
+	return cb__stop_signalled() || (w->quit && atomic_load(w->quit));
+}
+
+static const cb_step_def *find_step(const cb_job *job, const char *name)
+{
+	for (size_t i = 0; i < job->nsteps; i++)
+		if (strcmp(job->steps[i].name, name) == 0)
+			return &job->steps[i];
+	return NULL;
+}
+
+int cb__work_listen(PGconn *conn, cb_error *err)
+{
+	return cb__repo_command(conn, "listen for partitions", "LISTEN cbatch_partitions", 0, NULL,
+				err);
+}
+
+void cb__work_wait(PGconn *conn, double seconds)
+{
+	struct pollfd pfd;
+	PGnotify *n;
+	int ms = seconds <= 0 ? 0 : (int)(seconds * 1000.0);
+
+	/* A notice that came with an earlier answer is already buffered. */
+	if (PQconsumeInput(conn) && (n = PQnotifies(conn)) != NULL) {
+		do
+			PQfreemem(n);
+		while ((n = PQnotifies(conn)) != NULL);
+		return;
+	}
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (pfd.fd < 0) {
+		usleep((useconds_t)ms * 1000);
+		return;
+	}
+	if (poll(&pfd, 1, ms) > 0 && PQconsumeInput(conn))
+		while ((n = PQnotifies(conn)) != NULL)
+			PQfreemem(n);
+}
+
+static void say(const cb__work *w, const char *fmt, const cb__claim *c, const char *what)
+{
+	if (!w->verbose)
+		return;
+	fprintf(stderr, "worker %s: ", w->worker);
+	fprintf(stderr, fmt, c->job_name, c->job_execution_id, c->step_name, what);
+	fputc('\n', stderr);
+}
+
+/* Run the claimed partition @p c; its end is recorded by the caller. */
+static void run_claim(PGconn *conn, const cb__work *w, const cb_job *job, const cb_step_def *def,
+		      const cb__claim *c, double lease, cb__step_outcome *oc)
+{
+	static const cb_launch_options no_options = CB_LAUNCH_OPTIONS_INIT;
+	cb_params *params = NULL;
+	json_t *job_context = NULL, *context = NULL;
+	long long version = 0;
+	cb__run run;
+	cb_step_context sc;
+	cb_error *err = &oc->error;
+
+	memset(oc, 0, sizeof(*oc));
+	oc->status = CB_STATUS_FAILED;
+	oc->before_chunks = 1;
+	if (cb__repo_load_params(&params, conn, c->job_execution_id, err) < 0 ||
+	    cb__repo_job_context(&job_context, conn, c->job_execution_id, err) < 0 ||
+	    cb__repo_step_state(&version, &context, conn, c->step_execution_id, err) < 0)
+		goto out;
+	memset(&run, 0, sizeof(run));
+	run.conn = conn;
+	run.job = job;
+	run.opts = &no_options;
+	run.params = params;
+	run.job_instance_id = c->job_instance_id;
+	run.job_execution_id = c->job_execution_id;
+	run.job_context = job_context;
+	run.started = cb__now();
+	run.lock_name = c->lock_name;
+	run.fencing_token = c->fencing_token;
+	run.lease_seconds = lease;
+	run.quit = w->quit;
+	/* The heartbeat keeps the partition's lease, not the job's: a manager
+	 * that died must look dead even while its workers still run. */
+	if (cb__heartbeat_start(&run.heartbeat, conn, c->lock_name, cb__owner_id(),
+				c->fencing_token, lease, 0, err) < 0)
+		goto out;
+	memset(&sc, 0, sizeof(sc));
+	sc.job_name = job->name;
+	sc.step_name = c->step_name;
+	sc.job_instance_id = c->job_instance_id;
+	sc.job_execution_id = c->job_execution_id;
+	sc.step_execution_id = c->step_execution_id;
+	sc.params = params;
+	sc.conn = conn;
+	sc.job_context = job_context;
+	sc.partition = json_object_get(context, "partition");
+	sc.version = version;
+	CB__NOTIFY(job, before_step, &sc);
+	cb__step_chunk_run(&run, def, &sc, context, oc);
+	CB__NOTIFY(job, after_step, &sc, oc->status);
+	{
+		char why[CB_ERROR_MESSAGE_MAX];
+
+		if (oc->status != CB_STATUS_FAILED &&
+		    cb__heartbeat_lost(run.heartbeat, why, sizeof(why))) {
+			/* Completed while the lease lapsed: the checkpoint decided
+			 * what counted; the partition is no longer ours to end. */
+			oc->status = CB_STATUS_FAILED;
+			cb_error_set(err, CB_EFENCED, "lost the partition lock: %s", why);
+		}
+	}
+	cb__heartbeat_stop(run.heartbeat);
+out:
+	json_decref(context);
+	json_decref(job_context);
+	cb_params_free(params);
+}
+
+int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result *res,
+		 cb_error *err)
+{
+	cb__claim c;
+	cb__step_outcome oc;
+	const cb_job *job;
+	const cb_step_def *def;
+	const char *status;
+	char message[CB_ERROR_MESSAGE_MAX] = "";
+	int rc, ours = 0;
+
+	*claimed = 0;
+	rc = cb__repo_partition_claim(&c, conn, cb__owner_id(), w->worker, w->lease, w->job_names,
+				      w->njobs, w->job_execution_id, err);
+	if (rc < 0 || !c.found)
+		return rc;
+	*claimed = 1;
+	res->claimed++;
+	say(w, c.takeover ? "took over %s execution %lld %s%s" : "claimed %s execution %lld %s%s",
+	    &c, c.takeover ? " (lease of its previous owner expired)" : "");
+	job = w->job ? w->job : cb_registry_find(w->reg, c.job_name);
+	def = job ? find_step(job, c.manager_name) : NULL;
+	if (!def || def->kind != CB_STEP_CHUNK || !def->partition) {
+		memset(&oc, 0, sizeof(oc));
+		oc.status = CB_STATUS_FAILED;
+		cb_error_set(&oc.error, CB_EINVAL,
+			     "worker %s: this program has no partitioned step '%s' in job '%s'",
+			     w->worker, c.manager_name, c.job_name);
+	} else {
+		run_claim(conn, w, job, def, &c, w->lease, &oc);
+	}
+	switch (oc.status) {
+	case CB_STATUS_COMPLETED:
+		status = "COMPLETED";
+		break;
+	case CB_STATUS_STOPPED:
+		/* A stop of the job ends the partition STOPPED; a worker that is
+		 * leaving (signal, its manager gave up) hands it back instead, to
+		 * be resumed by the next claimant. */
+		status = (quitting(w) && !w->local) ? "STARTING" : "STOPPED";
+		snprintf(message, sizeof(message), "%s",
+			 status[2] == 'A' ? "handed back by its worker" : "stopped");
+		break;
+	default:
+		status = "FAILED";
+		snprintf(message, sizeof(message), "%s", oc.error.message);
+		break;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+		PQreset(conn);
+	rc = cb__repo_partition_finish(&ours, conn, &c, cb__owner_id(), status, status, message,
+				       oc.rollbacks, err);
+	if (rc < 0)
+		return rc;
+	if (!ours) {
+		/* Taken over meanwhile: its successor counts it. */
+		res->failed++;
+		say(w, "lost %s execution %lld %s to another worker%s", &c,
+		    oc.error.code == CB_EFENCED ? " (fenced)" : "");
+	} else if (strcmp(status, "COMPLETED") == 0) {
+		res->completed++;
+		say(w, "completed %s execution %lld %s%s", &c, "");
+	} else if (strcmp(status, "STARTING") == 0) {
+		res->handed_back++;
+		say(w, "handed back %s execution %lld %s%s", &c, "");
+	} else {
+		if (strcmp(status, "FAILED") == 0)
+			res->failed++;
+		if (w->verbose)
+			fprintf(stderr, "worker %s: %s execution %lld %s ended %s: %s\n", w->worker,
+				c.job_name, c.job_execution_id, c.step_name, status, message);
+	}
+	return 0;
+}
+
+int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_worker_result *res)
+{
+	double idle_since = cb__now(), backoff = 0.2;
+	int listening = 0;
+
+	while (!quitting(w)) {
+		cb_error err = CB_ERROR_INIT;
+		int claimed = 0, rc;
+		double wait;
+
+		if (!listening)
+			listening = cb__work_listen(conn, &err) == 0;
+		rc = listening ? cb__work_one(conn, w, &claimed, res, &err) : err.code;
+		if (rc < 0) {
+			/* Never work blind: a worker that cannot reach the database
+			 * claims nothing; its partitions' leases run out. */
+			if (w->verbose)
+				fprintf(stderr, "worker %s: %s (retrying in %.1f s)\n", w->worker,
+					err.message, backoff);
+			cb__work_wait(conn, backoff);
+			if (PQstatus(conn) == CONNECTION_BAD) {
+				PQreset(conn);
+				listening = 0;
+			}
+			backoff = backoff * 2 > 5 ? 5 : backoff * 2;
+			continue;
+		}
+		backoff = 0.2;
+		if (claimed) {
+			idle_since = cb__now();
+			continue;
+		}
+		if (exit_when_idle > 0 && cb__now() - idle_since >= exit_when_idle)
+			break;
+		/* Nothing open: wait for a notice, and look again at least once
+		 * per half lease for partitions whose owner's lease ran out. */
+		wait = w->lease / 2;
+		if (wait > (w->local ? 0.5 : 5.0))
+			wait = w->local ? 0.5 : 5.0;
+		if (exit_when_idle > 0 && wait > exit_when_idle - (cb__now() - idle_since))
+			wait = exit_when_idle - (cb__now() - idle_since);
+		if (wait > 0)
+			cb__work_wait(conn, wait);
+	}
+	return 0;
+}
+
+void cb__work_name(char *out, size_t size, unsigned int thread)
+{
+	char host[64] = "";
+
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "unknown");
+	snprintf(out, size, "%s/%ld/%u", host, (long)getpid(), thread);
+}
+
+/* ---- cb_worker_run: threads of a worker process ---- */
+
+typedef struct worker_thread {
+	pthread_t thread;
+	int started;
+	cb__work work;
+	PGconn *conn;
+	cb_worker_result res;
+} worker_thread;
+
+static void *thread_main(void *arg)
+{
+	worker_thread *t = arg;
+
+	cb__work_loop(t->conn, &t->work, t->work.exit_when_idle, &t->res);
+	return NULL;
+}
+
+int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
+		  const cb_worker_options *opts, cb_error *err)
+{
+	const char **names = NULL;
+	size_t njobs;
+	unsigned int threads;
+	double lease = 0;
+	worker_thread *t = NULL;
+	atomic_int leave = 0;
+	int rc = 0;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!out || !reg || !like || !opts)
+		return cb_error_set(err, CB_EINVAL, "worker: NULL argument");
+	if (cb__version_check(opts->version, CB_WORKER_OPTIONS_VERSION, "worker options", err) < 0)
+		return err->code;
+	threads = opts->threads ? opts->threads : 1;
+	if (threads > 256)
+		return cb_error_set(err, CB_EINVAL, "worker: %u threads (at most 256)", threads);
+	njobs = opts->job_names ? opts->njobs : cb_registry_count(reg);
+	if (opts->job_names && njobs == 0)
+		while (opts->job_names[njobs])
+			njobs++;
+	if (njobs == 0)
+		return cb_error_set(err, CB_EINVAL, "worker: no jobs to work for");
+	names = calloc(njobs, sizeof(*names));
+	t = calloc(threads, sizeof(*t));
+	if (!names || !t) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < njobs; i++) {
+		const cb_job *job = opts->job_names ? cb_registry_find(reg, opts->job_names[i]) :
+						      cb_registry_at(reg, i);
+
+		if (!job) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "worker: no job named '%s' in this program",
+					  opts->job_names[i]);
+			goto out;
+		}
+		names[i] = job->name;
+		if (job->lease_seconds > lease)
+			lease = job->lease_seconds;
+	}
+	if (opts->lease_seconds > 0)
+		lease = opts->lease_seconds;
+	cb__owner_id(); /* computed once, before threads share it */
+	if (opts->handle_signals)
+		cb__signals_install();
+	for (unsigned int i = 0; i < threads; i++) {
+		char app[64];
+
+		t[i].work.reg = reg;
+		t[i].work.quit = &leave;
+		t[i].work.job_names = names;
+		t[i].work.njobs = njobs;
+		t[i].work.lease = lease;
+		t[i].work.verbose = opts->verbose;
+		t[i].work.exit_when_idle = opts->exit_when_idle_seconds;
+		cb__work_name(t[i].work.worker, sizeof(t[i].work.worker), i);
+		snprintf(app, sizeof(app), "cbatch worker %u", i);
+		t[i].conn = cb_pg_connect_like(like, app);
+		if (!t[i].conn || PQstatus(t[i].conn) != CONNECTION_OK) {
+			rc = cb_pg_error(err, t[i].conn, NULL, "worker: connecting");
+			break;
+		}
+		if (pthread_create(&t[i].thread, NULL, thread_main, &t[i]) != 0) {
+			rc = cb_error_set(err, CB_ENOMEM, "worker: cannot start thread %u", i);
+			break;
+		}
+		t[i].started = 1;
+	}
+	if (rc < 0)
+		atomic_store(&leave, 1); /* the threads already running leave at once */
+	for (unsigned int i = 0; i < threads; i++) {
+		if (t[i].started)
+			pthread_join(t[i].thread, NULL);
+		if (t[i].conn)
+			PQfinish(t[i].conn);
+		out->claimed += t[i].res.claimed;
+		out->completed += t[i].res.completed;
+		out->failed += t[i].res.failed;
+		out->handed_back += t[i].res.handed_back;
+	}
+	if (opts->handle_signals)
+		cb__signals_restore();
+out:
+	free(names);
+	free(t);
+	return rc;
+}

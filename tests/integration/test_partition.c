@@ -1,0 +1,554 @@
+/*
+ * Partitioned steps: the built-in partitioners (balanced key ranges on skewed
+ * keys, hash buckets), the keyset reader's share of its partition, the
+ * ledger as a partitioned step on threads and on worker processes, restart of
+ * only the partitions that did not complete, stop reaching the workers, a
+ * worker handing its partition back on SIGTERM, and bad parameters.
+ */
+#include "cbtest.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbatch.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+static char out[65536], errout[65536];
+
+static int init(void)
+{
+	return cbt_repo_db(db, sizeof(db), "partition", &conn);
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+/* cbatch-examples --db DB ARGS..., output captured. */
+static int ex(const char *const *args)
+{
+	const char *argv[40];
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 39)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
+
+static pid_t spawn(const char *log, const char *const *args)
+{
+	const char *argv[40];
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 39)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_spawn(argv, log);
+}
+#define SPAWN(log, ...) spawn(log, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void ledger_rows(const char *rows, const char *negative_at)
+{
+	if (negative_at)
+		CBT_EQ_LL(EX("example-setup", "ledger", "--rows", rows, "--reset", "--negative-at",
+			     negative_at),
+			  0);
+	else
+		CBT_EQ_LL(EX("example-setup", "ledger", "--rows", rows, "--reset"), 0);
+	cbt_exec(conn, "TRUNCATE ledger");
+}
+
+/* The ledger's content, without who wrote it. */
+static void ledger_digest(char *buf, size_t size)
+{
+	cbt_query_str(conn,
+		      "SELECT count(*) || ':' || coalesce(md5(string_agg(account_id || ',' || "
+		      "seller_id || ',' || amount, ';' ORDER BY account_id)), '') FROM ledger",
+		      buf, size);
+}
+
+static long long newest_execution(void)
+{
+	return cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+}
+
+/* ---- partitioners ---- */
+
+/* Rows of @p table within range @p r (a cb_partition_key_ranges object). */
+static long long rows_in_range(const char *table, const json_t *r)
+{
+	const json_t *lo = json_object_get(r, "lo"), *hi = json_object_get(r, "hi");
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE true%s%s%s%s", table,
+		 json_is_null(lo) ? "" : " AND id >= ",
+		 json_is_null(lo) ? "" : json_string_value(json_array_get(lo, 0)),
+		 json_is_null(hi) ? "" : " AND id < ",
+		 json_is_null(hi) ? "" : json_string_value(json_array_get(hi, 0)));
+	return cbt_query_ll(conn, sql);
+}
+
+static void check_ranges(const char *table, json_t *ranges, size_t want, long long total)
+{
+	long long sum = 0;
+
+	CBT_EQ_LL(json_array_size(ranges), want);
+	if (json_array_size(ranges) != want)
+		return;
+	CU_ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ranges, 0), "lo")));
+	CU_ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ranges, want - 1), "hi")));
+	for (size_t i = 0; i < want; i++) {
+		const json_t *r = json_array_get(ranges, i);
+		long long n = rows_in_range(table, r);
+
+		if (i + 1 < want)
+			CU_ASSERT_TRUE(
+				json_equal(json_object_get(r, "hi"),
+					   json_object_get(json_array_get(ranges, i + 1), "lo")));
+		/* balanced: a quarter each, give or take a sample's error */
+		if (n < total / (long long)want / 2 || n > total / (long long)want * 3 / 2)
+			CBT_FAILF("range %zu holds %lld of %lld rows", i, n, total);
+		sum += n;
+	}
+	CBT_EQ_LL(sum, total);
+}
+
+static void test_key_ranges_balanced_on_skewed_keys(void)
+{
+	static const char *const keys[] = { "id", NULL };
+	cb_key_range_options o = CB_KEY_RANGE_OPTIONS_INIT;
+	cb_error err = CB_ERROR_INIT;
+	json_t *ranges = json_array();
+
+	/* 30,000 dense ids, then 10,000 spread up to 10^12: min/max arithmetic
+	 * would put three quarters of the rows in the first range. */
+	cbt_exec(
+		conn,
+		"SET client_min_messages = warning; DROP TABLE IF EXISTS skew; "
+		"CREATE TABLE skew (id bigint PRIMARY KEY, done boolean DEFAULT false); "
+		"INSERT INTO skew (id) SELECT g FROM generate_series(1, 30000) g; "
+		"INSERT INTO skew (id) SELECT g::bigint * 100000000 FROM generate_series(1, 10000) g");
+	o.table = "skew";
+	o.key_columns = keys;
+	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
+	check_ranges("skew", ranges, 4, 40000);
+	json_decref(ranges);
+
+	/* A large table (by its statistics) is sampled, not read whole. */
+	cbt_exec(conn, "ANALYZE skew");
+	ranges = json_array();
+	o.sample_rows = 5000;
+	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
+	check_ranges("skew", ranges, 4, 40000);
+	json_decref(ranges);
+
+	/* Fewer distinct keys than partitions: fewer ranges, none empty. */
+	cbt_exec(conn, "DELETE FROM skew WHERE id > 2; ANALYZE skew");
+	ranges = json_array();
+	o.sample_rows = 0;
+	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
+	CBT_EQ_LL(json_array_size(ranges), 2);
+	json_decref(ranges);
+
+	/* An empty table still gives one partition (everything). */
+	cbt_exec(conn, "TRUNCATE skew");
+	ranges = json_array();
+	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
+	CBT_EQ_LL(json_array_size(ranges), 1);
+	json_decref(ranges);
+
+	ranges = json_array();
+	o.table = "no such table";
+	CBT_FAILS_WITH(CB_EDB, cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
+	cb_error_clear(&err);
+	o.table = "skew";
+	CBT_FAILS_WITH(CB_EINVAL, cb_partition_key_ranges(ranges, conn, &o, 0, &err), &err);
+	CBT_EQ_LL(json_array_size(ranges), 0);
+	json_decref(ranges);
+}
+
+/* ---- a partitioned job of the test's own: src -> dst by hash buckets ---- */
+
+static const char *const src_cols[] = { "id", "v", NULL };
+static const char *const src_keys[] = { "id", NULL };
+static const char *const dst_keys[] = { "id", NULL };
+
+static int copy_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
+{
+	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_upsert_options uo = CB_PG_UPSERT_OPTIONS_INIT;
+	cb_writer w;
+	int rc;
+
+	(void)user, (void)sc;
+	ro.table = "src";
+	ro.columns = src_cols;
+	ro.key_columns = src_keys;
+	if ((rc = cb_pg_keyset_reader_new(&parts->reader, &ro, err)) < 0)
+		return rc;
+	uo.table = "dst";
+	uo.columns = src_cols;
+	uo.key_columns = dst_keys;
+	if ((rc = cb_pg_upsert_writer_new(&w, &uo, err)) < 0)
+		return rc;
+	return cb_chunk_parts_add_writer(parts, &w, err);
+}
+
+static int hash_partition(void *user, const cb_step_context *sc, size_t count, json_t *o,
+			  cb_error *err)
+{
+	(void)user, (void)sc;
+	return cb_partition_hash(o, src_keys, 0, count, err);
+}
+
+static int empty_partition(void *user, const cb_step_context *sc, size_t count, json_t *o,
+			   cb_error *err)
+{
+	(void)user, (void)sc, (void)count, (void)o, (void)err;
+	return 0;
+}
+
+static void copy_tables(int n)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql),
+		 "SET client_min_messages = warning; DROP TABLE IF EXISTS src, dst; "
+		 "CREATE TABLE src (id bigint PRIMARY KEY, v text NOT NULL); "
+		 "CREATE TABLE dst (id bigint PRIMARY KEY, v text NOT NULL); "
+		 "INSERT INTO src SELECT g, 'v' || g FROM generate_series(1, %d) g",
+		 n);
+	cbt_exec(conn, sql);
+}
+
+static int launch_copy(cb_job_result *r, cb_step_def *def, const char *threads, const char *run_id,
+		       cb_error *err)
+{
+	cb_launch_options o = CB_LAUNCH_OPTIONS_INIT;
+	cb_params *p = NULL;
+	cb_job *job = NULL;
+	int rc;
+
+	rc = cb_job_new(&job, "copy", err);
+	if (rc == 0)
+		rc = cb_job_add_step(job, def, err);
+	if (rc == 0)
+		rc = cb_params_new(&p, err);
+	if (rc == 0)
+		rc = cb_params_add(p, "run.id", CB_PARAM_LONG, run_id, 1, err);
+	if (rc == 0 && threads)
+		rc = cb_params_add(p, "partition.threads", CB_PARAM_LONG, threads, 0, err);
+	if (rc == 0)
+		rc = cb_job_launch(r, conn, job, p, &o, err);
+	cb_params_free(p);
+	cb_job_free(job);
+	return rc;
+}
+
+static void test_hash_buckets_disjoint_and_complete(void)
+{
+	cb_step_def def = CB_STEP_DEF_INIT;
+	cb_error err = CB_ERROR_INIT;
+	cb_job_result r;
+
+	copy_tables(5000);
+	def.name = "copy";
+	def.chunk_size = 100;
+	def.build = copy_build;
+	def.partition = hash_partition;
+	def.partitions = 3;
+	CBT_PASS(launch_copy(&r, &def, "2", "1", &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 5000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src JOIN dst USING (id, v)"), 5000);
+	/* three partitions, each a real share, read once in all */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND partition_index IS NOT NULL AND read_count > 500 "
+				"AND status = 'COMPLETED'",
+				r.job_execution_id),
+		  3);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT read_count FROM batch_step_execution WHERE "
+				"job_execution_id = %lld AND step_name = 'copy'",
+				r.job_execution_id),
+		  5000);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT sum(read_count) FROM batch_step_execution WHERE "
+				"job_execution_id = %lld AND partition_index IS NOT NULL",
+				r.job_execution_id),
+		  5000);
+}
+
+static void test_partitioner_failures(void)
+{
+	cb_step_def def = CB_STEP_DEF_INIT;
+	cb_error err = CB_ERROR_INIT;
+	cb_job_result r;
+
+	copy_tables(10);
+	def.name = "copy";
+	def.build = copy_build;
+	def.partition = empty_partition;
+	CBT_PASS(launch_copy(&r, &def, NULL, "2", &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "partitioner made 0 partitions");
+	/* the failed manager step is recorded, with no partitions */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE "
+				"job_execution_id = %lld AND status = 'FAILED'",
+				r.job_execution_id),
+		  1);
+
+	/* A version-1 definition never reads the members after its version:
+	 * the same definition is then a plain chunk step. */
+	def.version = 1;
+	CBT_PASS(launch_copy(&r, &def, NULL, "3", &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE "
+				"job_execution_id = %lld",
+				r.job_execution_id),
+		  1);
+}
+
+/* ---- the ledger as a partitioned step ---- */
+
+static void test_partitioned_ledger_equals_ledger(void)
+{
+	char plain[128], parted[128];
+
+	ledger_rows("20000", NULL);
+	CBT_EQ_LL(EX("run", "ledger", "run.id:long=1"), 0);
+	ledger_digest(plain, sizeof(plain));
+	ledger_rows("20000", NULL);
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=1", "-partition.threads:long=2"), 0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	CBT_CONTAINS(plain, "20000:");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	/* four partitions of about 5,000 rows, and a manager with their sum */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE "
+				"job_execution_id = %lld AND partition_index IS NOT NULL AND "
+				"read_count BETWEEN 3000 AND 7000 AND claim_count = 1",
+				newest_execution()),
+		  4);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT write_count FROM batch_step_execution WHERE "
+				"job_execution_id = %lld AND partition_index IS NULL",
+				newest_execution()),
+		  20000);
+}
+
+static void test_worker_processes_run_the_partitions(void)
+{
+	char log[3][4096], plain[128], parted[128];
+	pid_t mgr, w1, w2;
+
+	ledger_rows("30000", NULL);
+	CBT_EQ_LL(EX("run", "ledger", "run.id:long=2"), 0);
+	ledger_digest(plain, sizeof(plain));
+	ledger_rows("30000", NULL);
+	for (int i = 0; i < 3; i++)
+		snprintf(log[i], sizeof(log[i]), "%s/partition-procs-%d.log", cbt_tmpdir(), i);
+	/* No thread of its own: the manager only waits for the workers. */
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=2",
+		    "-partition.threads:long=0", "-partition.count:long=6");
+	w1 = SPAWN(log[1], "worker", "--job", "ledger_partitioned", "--exit-when-idle", "3");
+	w2 = SPAWN(log[2], "worker", "--threads", "2", "--exit-when-idle", "3");
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(w1, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(w2, 60000), 0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	/* the workers' names are recorded, and the launching process ran none */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(DISTINCT split_part(worker, '/', 2)) FROM "
+				"batch_step_execution WHERE job_execution_id = %lld AND "
+				"partition_index IS NOT NULL AND status = 'COMPLETED'",
+				newest_execution()) >= 1,
+		  1);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND partition_index IS NOT NULL AND worker LIKE '%%/' || "
+				"(SELECT split_part(owner_id, ':', 2) FROM batch_job_execution "
+				"WHERE job_execution_id = %lld) || '/%%'",
+				newest_execution(), newest_execution()),
+		  0);
+}
+
+static void test_restart_reruns_only_unfinished_partitions(void)
+{
+	char id[24];
+	long long failed;
+
+	/* Account 18000 is in the last of four ranges over 20,000 ids. */
+	ledger_rows("20000", "18000");
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=3", "-partition.threads:long=2"), 1);
+	CBT_CONTAINS(errout, "account 18000: negative amount");
+	failed = newest_execution();
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND partition_index IS NOT NULL AND status = 'COMPLETED'",
+				failed),
+		  3);
+	cbt_exec(conn, "UPDATE account SET amount = 1 WHERE id = 18000");
+	snprintf(id, sizeof(id), "%lld", failed);
+	CBT_EQ_LL(EX("restart", id), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 20000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	/* only the failed partition ran again, from its committed position */
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND partition_index IS NOT NULL",
+				newest_execution()),
+		  1);
+	CBT_EQ_LL(
+		cbt_queryf_ll(conn,
+			      "SELECT read_count FROM batch_step_execution WHERE job_execution_id "
+			      "= %lld AND partition_index IS NULL",
+			      newest_execution()) < 5000,
+		1);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT sum(read_count) FROM batch_step_execution s JOIN "
+				"batch_job_execution e USING (job_execution_id) WHERE "
+				"e.job_execution_id >= %lld AND s.partition_index IS NOT NULL",
+				failed),
+		  20000);
+}
+
+static void test_stop_reaches_the_workers(void)
+{
+	char log[2][4096], id[24], plain[128], parted[128];
+	pid_t mgr, w;
+	long long exec;
+
+	/* one row a chunk: slow enough to be caught running */
+	ledger_rows("40000", NULL);
+	CBT_EQ_LL(EX("run", "ledger", "run.id:long=4"), 0);
+	ledger_digest(plain, sizeof(plain));
+	ledger_rows("40000", NULL);
+	for (int i = 0; i < 2; i++)
+		snprintf(log[i], sizeof(log[i]), "%s/partition-stop-%d.log", cbt_tmpdir(), i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=4",
+		    "-partition.threads:long=0", "-chunk.size:long=1");
+	w = SPAWN(log[1], "worker", "--threads", "2", "--exit-when-idle", "2");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) > 1)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"),
+		  1);
+	exec = newest_execution();
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("stop", id), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 5); /* STOPPED */
+	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND partition_index IS NOT NULL AND status = 'STOPPED'",
+				exec) >= 2,
+		  1);
+	CBT_EQ_LL(cbt_queryf_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= %lld AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+				exec),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") > 0, 1);
+	/* `run` restarts the stopped instance, with threads of its own this time */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=4", "-partition.threads:long=2"), 0);
+	CBT_CONTAINS(out, "(restart)");
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
+static void test_sigterm_hands_the_partition_back(void)
+{
+	char log[2][4096], plain[128], parted[128], *text;
+	pid_t mgr, w;
+
+	ledger_rows("8000", NULL);
+	CBT_EQ_LL(EX("run", "ledger", "run.id:long=5"), 0);
+	ledger_digest(plain, sizeof(plain));
+	ledger_rows("8000", NULL);
+	for (int i = 0; i < 2; i++)
+		snprintf(log[i], sizeof(log[i]), "%s/partition-term-%d.log", cbt_tmpdir(), i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=5",
+		    "-partition.threads:long=0", "-partition.count:long=1", "-chunk.size:long=1");
+	w = SPAWN(log[1], "worker", "--exit-when-idle", "30");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 1)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"),
+		  1);
+	kill(w, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
+	text = cbt_slurp(log[1], NULL);
+	CBT_CONTAINS(text ? text : "", "handed back 1");
+	free(text);
+	/* open again, at once (no lease to wait for), and resumed by the next worker */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE "
+				     "partition_index IS NOT NULL AND status = 'STARTING' AND "
+				     "commit_count > 2"),
+		  1);
+	CBT_EQ_LL(EX("worker", "--exit-when-idle", "1"), 0);
+	CBT_CONTAINS(errout, "claimed ledger_partitioned");
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT claim_count FROM batch_step_execution WHERE "
+				     "step_execution_id = (SELECT max(step_execution_id) FROM "
+				     "batch_step_execution WHERE partition_index IS NOT NULL)"),
+		  2);
+}
+
+static void test_bad_parameters_and_options(void)
+{
+	ledger_rows("100", NULL);
+	/* invalid input found before any chunk: FAILED, and the CLI says exit 2 */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=6", "-partition.count:long=0"), 2);
+	CBT_CONTAINS(errout, "parameter partition.count is 0 (allowed 1..4096)");
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=7", "-partition.threads:long=-1"),
+		  2);
+	CBT_CONTAINS(errout, "parameter partition.threads is -1 (allowed 0..256)");
+	CBT_EQ_LL(EX("worker", "--job", "nope"), 2);
+	CBT_CONTAINS(errout, "unknown job 'nope'");
+	CBT_EQ_LL(EX("worker", "--threads", "0"), 2);
+	CBT_EQ_LL(EX("worker", "--exit-when-idle", "soon"), 2);
+	CBT_CONTAINS(errout, "--exit-when-idle 'soon'");
+}
+
+static const CU_TestInfo tests[] = {
+	{ "key ranges from a sample are balanced on skewed keys",
+	  test_key_ranges_balanced_on_skewed_keys },
+	{ "hash buckets are disjoint and complete", test_hash_buckets_disjoint_and_complete },
+	{ "partitioner failures and version-1 definitions", test_partitioner_failures },
+	{ "partitioned ledger on threads equals the ledger",
+	  test_partitioned_ledger_equals_ledger },
+	{ "worker processes run the partitions", test_worker_processes_run_the_partitions },
+	{ "restart reruns only unfinished partitions",
+	  test_restart_reruns_only_unfinished_partitions },
+	{ "stop reaches the workers", test_stop_reaches_the_workers },
+	{ "SIGTERM hands the partition back", test_sigterm_hands_the_partition_back },
+	{ "bad parameters and options", test_bad_parameters_and_options },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("partition", init, clean, tests);
+}
