@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -48,6 +49,23 @@ static int run_cli(const char *const *args)
 }
 
 #define CLI(...) run_cli((const char *const[]){ __VA_ARGS__, NULL })
+
+/* cbatch-examples --db DB ARGS... (the job program with ledger_partitioned). */
+static int run_examples(const char *const *args)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+#define EX(...) run_examples((const char *const[]){ __VA_ARGS__, NULL })
 
 /* An empty database with the repository schema. */
 static PGconn *fresh(void)
@@ -520,6 +538,90 @@ static void test_metrics_per_worker_series_are_bounded(void)
 	PQfinish(conn);
 }
 
+/* The real thing: ledger_partitioned on two threads, read back by every view. */
+static void test_views_of_a_real_partitioned_run(void)
+{
+	PGconn *conn = fresh();
+	char id[24], host[256], want[512], line[1024];
+	const json_t *m, *parts, *list;
+	json_t *v;
+	long long exec, nparts, sum = 0;
+	const char *l;
+
+	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "3000", "--reset"), 0);
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=1", "-partition.threads:long=2"), 0);
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	nparts = cbt_queryf_ll(conn,
+			       "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
+			       "%lld AND partition_index IS NOT NULL",
+			       exec);
+	CU_ASSERT(nparts >= 2);
+	snprintf(id, sizeof(id), "%lld", exec);
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+
+	CBT_EQ_LL(CLI("--json", "show", id), 0);
+	v = stdout_json();
+	CBT_EQ_LL(json_array_size(json_object_get(v, "steps")), 1);
+	m = json_array_get(json_object_get(v, "steps"), 0);
+	CBT_EQ_STR(json_string_value(json_object_get(m, "step_name")), "post-accounts");
+	parts = json_object_get(m, "partitions");
+	CBT_EQ_LL(json_array_size(parts), nparts);
+	for (size_t i = 0; i < json_array_size(parts); i++) {
+		const json_t *p = json_array_get(parts, i);
+		const char *w = json_string_value(json_object_get(p, "worker"));
+
+		CBT_EQ_LL(json_integer_value(json_object_get(p, "partition_index")), (long long)i);
+		CBT_EQ_STR(json_string_value(json_object_get(p, "status")), "COMPLETED");
+		CBT_EQ_LL(json_integer_value(json_object_get(p, "claim_count")), 1);
+		/* Ended: its lock is released, so it has no lease. */
+		CU_ASSERT(json_is_null(json_object_get(p, "lease_left_seconds")));
+		snprintf(want, sizeof(want), "%s/", host);
+		if (!w || strncmp(w, want, strlen(want)) != 0)
+			CBT_FAILF("partition %zu: worker '%s', want '%s<pid>/<thread>'", i,
+				  w ? w : "(null)", want);
+		sum += json_integer_value(json_object_get(p, "read_count"));
+	}
+	CBT_EQ_LL(sum, 3000);
+	json_decref(v);
+
+	CBT_EQ_LL(CLI("show", id), 0);
+	CU_ASSERT(strstr(out, "post-accounts:partition") == NULL);
+	snprintf(want, sizeof(want), "  step 'post-accounts': %lld partitions, %lld completed",
+		 nparts, nparts);
+	has_line(want);
+
+	CBT_EQ_LL(CLI("executions"), 0);
+	/* The only execution: its id right-aligned under "ID". */
+	snprintf(want, sizeof(want), "%*s  ", strlen(id) < 2 ? 2 : (int)strlen(id), id);
+	l = line_starting(line, sizeof(line), want);
+	snprintf(want, sizeof(want), "  %lld/%lld done", nparts, nparts);
+	if (l)
+		CBT_EQ_STR(l + strlen(l) - strlen(want), want);
+
+	/* The workers' series add up to the rows, and each item counts once per job. */
+	CBT_EQ_LL(CLI("metrics"), 0);
+	check_exposition(out);
+	CBT_CONTAINS(out, "items_read_count{job=\"ledger_partitioned\"} 3000\n");
+	CBT_EQ_LL(CLI("--json", "metrics"), 0);
+	v = stdout_json();
+	list = json_object_get(v, "metrics");
+	sum = 0;
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const json_t *s = json_array_get(list, i);
+
+		if (strcmp(json_string_value(json_object_get(s, "name")),
+			   "partition_worker_items_written_count") == 0)
+			sum += json_integer_value(json_object_get(s, "value"));
+	}
+	CBT_EQ_LL(sum, 3000);
+	/* Nothing runs any more: no partition gauge. */
+	CU_ASSERT(strstr(out, "\"partitions\"") == NULL);
+	json_decref(v);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "show lists partitions under their manager",
 	  test_show_lists_partitions_under_their_manager },
@@ -528,6 +630,7 @@ static const CU_TestInfo tests[] = {
 	{ "metrics: per-worker series and partition gauge",
 	  test_metrics_per_worker_and_partition_gauge },
 	{ "metrics: per-worker series are bounded", test_metrics_per_worker_series_are_bounded },
+	{ "views of a real partitioned run", test_views_of_a_real_partitioned_run },
 	CU_TEST_INFO_NULL,
 };
 
