@@ -24,6 +24,48 @@
 	"FROM batch_job_execution_params p WHERE p.job_execution_id = e.job_execution_id), "       \
 	"'{}'::jsonb))"
 
+/*
+ * One partition (worker step execution, alias x; its context xc) as a JSON
+ * object. Its lease is only the lease of the lock it runs under while that
+ * lock still carries its fencing token and is not released: a released lock
+ * (it ended, or was handed back) or one taken over by the next claimant is
+ * no lease of this row's owner any more. Negative: the lease ran out and
+ * nobody has taken the partition over yet.
+ */
+#define PARTITION_JSON                                                                             \
+	"jsonb_build_object('step_execution_id', x.step_execution_id, "                            \
+	"'partition_index', x.partition_index, 'step_name', x.step_name, 'status', x.status, "     \
+	"'read_count', x.read_count, 'write_count', x.write_count, "                               \
+	"'filter_count', x.filter_count, 'commit_count', x.commit_count, "                         \
+	"'rollback_count', x.rollback_count, 'read_skip_count', x.read_skip_count, "               \
+	"'write_skip_count', x.write_skip_count, 'process_skip_count', x.process_skip_count, "     \
+	"'duplicate_target_write_count', x.duplicate_target_write_count, "                         \
+	"'owner_id', x.owner_id, 'worker', x.worker, 'claim_count', x.claim_count, "               \
+	"'lock_name', x.lock_name, 'fencing_token', x.fencing_token, "                             \
+	"'lease_left_seconds', (SELECT round(extract(epoch FROM l.locked_until - "                 \
+	" clock_timestamp()), 3) FROM batch_lock l WHERE l.lock_name = x.lock_name "               \
+	" AND l.fencing_token = x.fencing_token AND NOT l.released), "                             \
+	"'start_time', x.start_time, 'end_time', x.end_time, "                                     \
+	"'duration_seconds', extract(epoch FROM coalesce(x.end_time, clock_timestamp()) - "        \
+	"x.start_time), "                                                                          \
+	"'exit_code', x.exit_code, 'exit_message', x.exit_message, "                               \
+	"'partition', xc.serialized_context -> 'partition')"
+
+/*
+ * How far the partitions of execution e are (NULL when it has none): the
+ * executions listing shows "3/4 done" from it. Served by the step
+ * executions' (job_execution_id, step_name) index.
+ */
+#define PARTITION_SUMMARY_JSON                                                                     \
+	"(SELECT CASE WHEN count(*) > 0 THEN jsonb_build_object('total', count(*), "               \
+	" 'completed', count(*) FILTER (WHERE x.status = 'COMPLETED'), "                           \
+	" 'running', count(*) FILTER (WHERE x.status IN ('STARTED', 'STOPPING')), "                \
+	" 'waiting', count(*) FILTER (WHERE x.status = 'STARTING'), "                              \
+	" 'failed', count(*) FILTER (WHERE x.status IN ('FAILED', 'ABANDONED', 'UNKNOWN')), "      \
+	" 'stopped', count(*) FILTER (WHERE x.status = 'STOPPED')) END "                           \
+	" FROM batch_step_execution x WHERE x.job_execution_id = e.job_execution_id "              \
+	" AND x.partition_index IS NOT NULL)"
+
 static int load_json(json_t **out, PGresult *res, const char *what, cb_error *err)
 {
 	json_error_t jerr;
@@ -48,7 +90,8 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
 	res = cb__repo_exec(
 		conn, "list executions",
 		"SELECT coalesce(jsonb_agg(x.j ORDER BY x.id DESC), '[]') FROM ("
-		" SELECT e.job_execution_id AS id, " EXECUTION_JSON " AS j "
+		" SELECT e.job_execution_id AS id, " EXECUTION_JSON
+		" || jsonb_build_object('partitions', " PARTITION_SUMMARY_JSON ") AS j "
 		" FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
 		" WHERE $1::text IS NULL OR i.job_name = $1"
 		" ORDER BY e.job_execution_id DESC LIMIT $2::int) x",
@@ -86,9 +129,20 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 		"  'duration_seconds', extract(epoch FROM coalesce(s.end_time, clock_timestamp())"
 		"   - s.start_time),"
 		"  'exit_code', s.exit_code, 'exit_message', s.exit_message,"
-		"  'context', sc.serialized_context) ORDER BY s.step_execution_id)"
+		"  'context', sc.serialized_context)"
+		/* A manager step carries its partitions; they are no steps of their own. */
+		"  || CASE WHEN p.parts IS NULL THEN '{}'::jsonb"
+		"   ELSE jsonb_build_object('partitions', p.parts) END"
+		"  ORDER BY s.step_execution_id)"
 		"  FROM batch_step_execution s LEFT JOIN batch_step_execution_context sc"
-		"  USING (step_execution_id) WHERE s.job_execution_id = e.job_execution_id),"
+		"  USING (step_execution_id)"
+		"  LEFT JOIN LATERAL (SELECT jsonb_agg(" PARTITION_JSON
+		"   ORDER BY x.partition_index) AS parts"
+		"   FROM batch_step_execution x LEFT JOIN batch_step_execution_context xc"
+		"   ON xc.step_execution_id = x.step_execution_id"
+		"   WHERE x.manager_step_execution_id = s.step_execution_id) p ON true"
+		"  WHERE s.job_execution_id = e.job_execution_id"
+		"  AND s.manager_step_execution_id IS NULL),"
 		"  '[]'::jsonb))"
 		" FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
 		" WHERE e.job_execution_id = $1",

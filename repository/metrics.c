@@ -8,14 +8,22 @@
 
 #include "cbatch/metrics.h"
 
+/* Per-worker partition series cover the partitions of this many newest job
+ * executions, and of running ones: worker names carry a pid, so over the
+ * whole history their number has no bound. */
+#define PARTITION_EXECUTIONS "100"
+
 /*
- * The metric series, one row each: name, help, job label (NULL for none),
- * value; ordered by name, then job. Formatting (and its escaping) is done in C,
- * so the SQL holds no backslash: it reads the same under any
+ * The metric series, one row each: name, help, type (counter or gauge), job
+ * label (NULL for none), a second label's name and value (NULL for none),
+ * value; ordered by name, then labels. Formatting (and its escaping) is done
+ * in C, so the SQL holds no backslash: it reads the same under any
  * standard_conforming_strings.
  */
 static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 {
+	const char *p[1] = { PARTITION_EXECUTIONS };
+
 	/* One query reads every counter; they come from the audit and the step
 	 * executions, so every process sees the same numbers. */
 	return cb__repo_exec(
@@ -41,38 +49,75 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
 		"   'OWNER_DEAD_TAKEOVER')) AS bypass "
 		"  FROM a), "
+		/* A manager step's counts are the sums of its partitions' (once it
+		 * ends): only the partitions count, or every item would count twice. */
 		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
 		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
 		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
 		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d "
 		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
-		"  JOIN batch_job_instance i USING (job_instance_id) GROUP BY i.job_name), "
+		"  JOIN batch_job_instance i USING (job_instance_id) "
+		"  WHERE NOT EXISTS (SELECT 1 FROM batch_step_execution w "
+		"   WHERE w.manager_step_execution_id = s.step_execution_id) "
+		"  GROUP BY i.job_name), "
+		/* The partitions of the newest executions and of running ones. */
+		"p AS (SELECT i.job_name, x.worker, x.status, x.read_count, x.write_count, "
+		"  e.status IN ('STARTING', 'STARTED', 'STOPPING') AS live "
+		"  FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
+		"  JOIN batch_job_instance i USING (job_instance_id) "
+		"  WHERE x.partition_index IS NOT NULL "
+		"  AND (e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		"   OR e.job_execution_id IN (SELECT job_execution_id FROM batch_job_execution "
+		"    ORDER BY job_execution_id DESC LIMIT $1::int))), "
 		"x AS (SELECT 'lock_acquire_success_count' AS m, 'Locks acquired, including lease "
-		"  takeovers.' AS h, NULL::text AS job, ok AS v FROM c "
+		"  takeovers.' AS h, 'counter' AS t, NULL::text AS job, NULL::text AS ln, "
+		"  NULL::text AS lv, ok AS v FROM c "
 		" UNION ALL SELECT 'lock_acquire_failed_count', 'Launches skipped because the lock "
-		"  was held, or lock errors.', NULL, failed FROM c "
+		"  was held, or lock errors.', 'counter', NULL, NULL, NULL, failed FROM c "
 		" UNION ALL SELECT 'lock_lease_expired_count', 'Locks taken over after the owner''s "
-		"  lease expired.', NULL, expired FROM c "
+		"  lease expired.', 'counter', NULL, NULL, NULL, expired FROM c "
 		" UNION ALL SELECT 'heartbeat_failure_count', 'Heartbeats that found the lock lost "
-		"  or the database unreachable past the lease.', NULL, hb FROM c "
+		"  or the database unreachable past the lease.', 'counter', NULL, NULL, NULL, hb "
+		"  FROM c "
 		" UNION ALL SELECT 'fenced_chunk_count', 'Executions whose chunk was rolled "
 		"  back because they had lost their lock (refused by the fence, or their "
-		"  session ended by a takeover), whatever else their heartbeat saw.', NULL, "
-		"  fenced FROM c "
+		"  session ended by a takeover), whatever else their heartbeat saw.', 'counter', "
+		"  NULL, NULL, NULL, fenced FROM c "
 		" UNION ALL SELECT 'manual_rerun_lock_bypass_count', 'Force-unlocks followed by a "
-		"  run that took the lock.', NULL, bypass FROM c "
+		"  run that took the lock.', 'counter', NULL, NULL, NULL, bypass FROM c "
 		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "
-		"  duplicates by idempotent writers.', NULL, coalesce((SELECT sum(d) FROM s), 0) "
-		" UNION ALL SELECT 'items_read_count', 'Items read.', job_name, r FROM s "
-		" UNION ALL SELECT 'items_written_count', 'Items written.', job_name, w FROM s "
-		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', job_name, k FROM s "
+		"  duplicates by idempotent writers.', 'counter', NULL, NULL, NULL, "
+		"  coalesce((SELECT sum(d) FROM s), 0) "
+		" UNION ALL SELECT 'items_read_count', 'Items read.', 'counter', job_name, NULL, "
+		"  NULL, r FROM s "
+		" UNION ALL SELECT 'items_written_count', 'Items written.', 'counter', job_name, "
+		"  NULL, NULL, w FROM s "
+		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', 'counter', job_name, "
+		"  NULL, NULL, k FROM s "
 		" UNION ALL SELECT 'items_filtered_count', 'Items filtered by processors.', "
-		"  job_name, f FROM s "
-		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', job_name, cm FROM s "
-		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', job_name, rb "
-		"  FROM s) "
-		"SELECT m, h, job, coalesce(v, 0)::text FROM x ORDER BY m, job NULLS FIRST",
-		0, NULL, err);
+		"  'counter', job_name, NULL, NULL, f FROM s "
+		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', 'counter', job_name, "
+		"  NULL, NULL, cm FROM s "
+		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', 'counter', "
+		"  job_name, NULL, NULL, rb FROM s "
+		/* A partition taken over counts for its last claimant: the row keeps
+		 * the counts of all its claims and the name of the last one. */
+		" UNION ALL SELECT 'partition_worker_items_read_count', 'Items read by "
+		"  partitions, by the worker (host/pid/thread) that claimed them last; "
+		"  partitions of the newest " PARTITION_EXECUTIONS " executions and of running "
+		"  ones.', 'counter', job_name, 'worker', worker, sum(read_count) FROM p "
+		"  WHERE worker IS NOT NULL GROUP BY job_name, worker "
+		" UNION ALL SELECT 'partition_worker_items_written_count', 'Items written by "
+		"  partitions, by the worker (host/pid/thread) that claimed them last; "
+		"  partitions of the newest " PARTITION_EXECUTIONS " executions and of running "
+		"  ones.', 'counter', job_name, 'worker', worker, sum(write_count) FROM p "
+		"  WHERE worker IS NOT NULL GROUP BY job_name, worker "
+		" UNION ALL SELECT 'partitions', 'Partitions of running executions, by status "
+		"  (STARTING: not claimed yet).', 'gauge', job_name, 'status', status, count(*) "
+		"  FROM p WHERE live GROUP BY job_name, status) "
+		"SELECT m, h, t, job, ln, lv, coalesce(v, 0)::text FROM x "
+		"ORDER BY m, job NULLS FIRST, lv NULLS FIRST",
+		1, p, err);
 }
 
 /* Help text on one line: runs of white space (from the SQL's line breaks) as one. */
@@ -165,16 +210,26 @@ int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
 			mescaped(&b, help, 0);
 			mstr(&b, "\n# TYPE ");
 			mstr(&b, m);
-			mstr(&b, " counter\n");
+			mstr(&b, " ");
+			mstr(&b, PQgetvalue(res, i, 2));
+			mstr(&b, "\n");
 		}
 		mstr(&b, m);
-		if (!PQgetisnull(res, i, 2)) {
+		if (!PQgetisnull(res, i, 3)) {
 			mstr(&b, "{job=\"");
-			mescaped(&b, PQgetvalue(res, i, 2), 1);
-			mstr(&b, "\"}");
+			mescaped(&b, PQgetvalue(res, i, 3), 1);
+			mstr(&b, "\"");
+			if (!PQgetisnull(res, i, 4)) {
+				mstr(&b, ",");
+				mstr(&b, PQgetvalue(res, i, 4));
+				mstr(&b, "=\"");
+				mescaped(&b, PQgetvalue(res, i, 5), 1);
+				mstr(&b, "\"");
+			}
+			mstr(&b, "}");
 		}
 		mstr(&b, " ");
-		mstr(&b, PQgetvalue(res, i, 3));
+		mstr(&b, PQgetvalue(res, i, 6));
 		mstr(&b, "\n");
 	}
 	PQclear(res);
@@ -211,11 +266,14 @@ int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err)
 		json_t *labels = json_object(), *series;
 
 		help_text(help, sizeof(help), PQgetvalue(res, i, 1));
-		if (labels && !PQgetisnull(res, i, 2))
-			json_object_set_new(labels, "job", json_string(PQgetvalue(res, i, 2)));
+		if (labels && !PQgetisnull(res, i, 3))
+			json_object_set_new(labels, "job", json_string(PQgetvalue(res, i, 3)));
+		if (labels && !PQgetisnull(res, i, 4))
+			json_object_set_new(labels, PQgetvalue(res, i, 4),
+					    json_string(PQgetvalue(res, i, 5)));
 		series = json_pack("{s:s, s:s, s:s, s:o*, s:I}", "name", PQgetvalue(res, i, 0),
-				   "help", help, "type", "counter", "labels", labels, "value",
-				   (json_int_t)strtoll(PQgetvalue(res, i, 3), NULL, 10));
+				   "help", help, "type", PQgetvalue(res, i, 2), "labels", labels,
+				   "value", (json_int_t)strtoll(PQgetvalue(res, i, 6), NULL, 10));
 		if (!series || json_array_append_new(arr, series) < 0)
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 	}

@@ -99,20 +99,41 @@ static void fmt_elapsed(char *buf, size_t size, const json_t *o)
 				     cb__cli_json_get_text(o, "end_time", b, sizeof(b)));
 }
 
+/* "3/4 done", and what else than running or waiting some are in. */
+static void fmt_partitions(char *buf, size_t size, const json_t *p)
+{
+	long long failed = cb__cli_json_get_ll(p, "failed");
+	long long stopped = cb__cli_json_get_ll(p, "stopped");
+	int n;
+
+	n = snprintf(buf, size, "%lld/%lld done", cb__cli_json_get_ll(p, "completed"),
+		     cb__cli_json_get_ll(p, "total"));
+	if (failed && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, ", %lld failed", failed);
+	if (stopped && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", %lld stopped", stopped);
+}
+
 static int print_executions(const json_t *list)
 {
-	static const char *const headers[] = { "ID",   "INSTANCE", "JOB", "STATUS",
-					       "EXIT", "START",    "END", "DURATION" };
+	static const char *const headers[] = { "ID",    "INSTANCE", "JOB",      "STATUS",    "EXIT",
+					       "START", "END",      "DURATION", "PARTITIONS" };
 	cb__cli_table *t;
-	size_t i;
+	size_t i, ncols = 8;
 
-	if (cb__cli_table_new(&t, 8, headers, "rrllllll") < 0)
+	/* The last column only when some listed execution has partitions: the
+	 * others' columns stay as they were. */
+	for (i = 0; i < json_array_size(list); i++)
+		if (json_is_object(json_object_get(json_array_get(list, i), "partitions")))
+			ncols = 9;
+	if (cb__cli_table_new(&t, ncols, headers, "rrlllllll") < 0)
 		return CB_ENOMEM;
 	for (i = 0; i < json_array_size(list); i++) {
 		const json_t *e = json_array_get(list, i);
+		const json_t *parts = json_object_get(e, "partitions");
 		char id[24], inst[24], job[CB_PARAM_NAME_MAX + 8], st[32], ex[64];
-		char ts[64], te[64], start[64], end[64], dur[32];
-		const char *row[8];
+		char ts[64], te[64], start[64], end[64], dur[32], pt[96];
+		const char *row[9];
 
 		row[0] = cb__cli_json_get_text(e, "job_execution_id", id, sizeof(id));
 		row[1] = cb__cli_json_get_text(e, "job_instance_id", inst, sizeof(inst));
@@ -133,6 +154,11 @@ static int print_executions(const json_t *list)
 		row[6] = end;
 		fmt_elapsed(dur, sizeof(dur), e);
 		row[7] = cb__cli_json_get_text(e, "start_time", ts, sizeof(ts)) ? dur : "-";
+		row[8] = NULL;
+		if (json_is_object(parts)) {
+			fmt_partitions(pt, sizeof(pt), parts);
+			row[8] = pt;
+		}
 		if (cb__cli_table_add(t, row) < 0) {
 			cb__cli_table_free(t);
 			return CB_ENOMEM;
@@ -328,6 +354,114 @@ static int print_steps(const json_t *steps)
 	return 0;
 }
 
+static int is_failure(const char *status)
+{
+	return status && (strcmp(status, "FAILED") == 0 || strcmp(status, "ABANDONED") == 0 ||
+			  strcmp(status, "UNKNOWN") == 0);
+}
+
+/* Lease left of a partition: "12.3s", "expired" (nobody took it over yet), "-". */
+static void fmt_lease(char *buf, size_t size, const json_t *p)
+{
+	const json_t *v = json_object_get(p, "lease_left_seconds");
+	double secs;
+
+	if (json_is_number(v))
+		secs = json_number_value(v);
+	else if (json_is_string(v))
+		secs = atof(json_string_value(v));
+	else {
+		snprintf(buf, size, "-");
+		return;
+	}
+	if (secs > 0)
+		snprintf(buf, size, "%.1fs", secs);
+	else
+		snprintf(buf, size, "expired");
+}
+
+/*
+ * The partitions of one manager step: a line of how far they are, a table
+ * (index, status, counts, worker, claims, lease), then the exit messages of
+ * the failed ones.
+ */
+static int print_partitions(const json_t *step)
+{
+	static const char *const headers[] = { "PARTITION", "STATUS", "READ",   "WRITTEN",
+					       "COMMITS",   "WORKER", "CLAIMS", "LEASE LEFT" };
+	static const char *const kinds[] = { "completed", "running", "not claimed", "failed",
+					     "stopped" };
+	const json_t *parts = json_object_get(step, "partitions");
+	long long count[5] = { 0 };
+	char name[CB_PARAM_NAME_MAX * 4 + 8], line[256];
+	cb__cli_table *t;
+	size_t i, k;
+	int n;
+
+	for (i = 0; i < json_array_size(parts); i++) {
+		const char *st =
+			json_string_value(json_object_get(json_array_get(parts, i), "status"));
+
+		if (!st)
+			continue;
+		if (strcmp(st, "COMPLETED") == 0)
+			count[0]++;
+		else if (strcmp(st, "STARTED") == 0 || strcmp(st, "STOPPING") == 0)
+			count[1]++;
+		else if (strcmp(st, "STARTING") == 0)
+			count[2]++;
+		else if (is_failure(st))
+			count[3]++;
+		else if (strcmp(st, "STOPPED") == 0)
+			count[4]++;
+	}
+	n = snprintf(line, sizeof(line), "%zu partition%s", json_array_size(parts),
+		     json_array_size(parts) == 1 ? "" : "s");
+	for (k = 0; k < 5; k++)
+		if (count[k] && n >= 0 && (size_t)n < sizeof(line))
+			n += snprintf(line + n, sizeof(line) - (size_t)n, ", %lld %s", count[k],
+				      kinds[k]);
+	printf("\n  step '%s': %s\n",
+	       cb__cli_term(name, sizeof(name),
+			    json_string_value(json_object_get(step, "step_name"))),
+	       line);
+	if (cb__cli_table_new(&t, 8, headers, "rlrrrlrr") < 0)
+		return CB_ENOMEM;
+	for (i = 0; i < json_array_size(parts); i++) {
+		const json_t *p = json_array_get(parts, i);
+		char idx[24], st[32], r[24], w[24], cm[24], wk[256], cl[24], lease[32];
+		const char *row[8];
+
+		row[0] = cb__cli_json_get_text(p, "partition_index", idx, sizeof(idx));
+		row[1] = cb__cli_json_get_text(p, "status", st, sizeof(st));
+		row[2] = cb__cli_json_get_text(p, "read_count", r, sizeof(r));
+		row[3] = cb__cli_json_get_text(p, "write_count", w, sizeof(w));
+		row[4] = cb__cli_json_get_text(p, "commit_count", cm, sizeof(cm));
+		row[5] = cb__cli_json_get_text(p, "worker", wk, sizeof(wk));
+		row[6] = cb__cli_json_get_text(p, "claim_count", cl, sizeof(cl));
+		fmt_lease(lease, sizeof(lease), p);
+		row[7] = lease;
+		if (cb__cli_table_add(t, row) < 0) {
+			cb__cli_table_free(t);
+			return CB_ENOMEM;
+		}
+	}
+	cb__cli_table_print(t, stdout, "    ");
+	cb__cli_table_free(t);
+	for (i = 0; i < json_array_size(parts); i++) {
+		const json_t *p = json_array_get(parts, i);
+		char raw[CB_ERROR_MESSAGE_MAX], msg[CB_ERROR_MESSAGE_MAX * 4], idx[24], st[32];
+		const char *m = cb__cli_json_get_text(p, "exit_message", raw, sizeof(raw));
+
+		if (!is_failure(cb__cli_json_get_text(p, "status", st, sizeof(st))) || !m || !m[0])
+			continue;
+		printf("    partition %s %s: %s\n",
+		       cb__cli_json_get_text(p, "partition_index", idx, sizeof(idx)), st,
+		       cb__cli_term(msg, sizeof(msg), m));
+	}
+	return 0;
+}
+
 static int print_execution(const json_t *e)
 {
 	char a[64], b[64], job[CB_PARAM_NAME_MAX + 8], buf[CB_ERROR_MESSAGE_MAX + 80], dur[32];
@@ -381,6 +515,12 @@ static int print_execution(const json_t *e)
 			printf("  %s\n", m);
 		else
 			printf("  %s: %s\n", prefix, m);
+	}
+	for (i = 0; i < json_array_size(steps); i++) {
+		const json_t *s = json_array_get(steps, i);
+
+		if (json_is_array(json_object_get(s, "partitions")) && print_partitions(s) < 0)
+			return CB_ENOMEM;
 	}
 	return 0;
 }

@@ -61,8 +61,11 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err);
  * job_execution_id, job_instance_id, job_name, job_key, status, exit_code,
  * exit_message, create_time, start_time, end_time, owner_id, lock_name,
  * fencing_token, owner_lost (true for an execution that claims to run but
- * whose lock lease is gone: dead, and restartable by the next run), and
- * parameters (object).
+ * whose lock lease is gone: dead, and restartable by the next run),
+ * parameters (object), and partitions: null for an execution without
+ * partitioned steps, else how far its partitions are, {"total",
+ * "completed", "running" (STARTED or STOPPING), "waiting" (STARTING: not
+ * claimed yet), "failed" (FAILED, ABANDONED or UNKNOWN), "stopped"}.
  * @return 0 or CB_EDB.
  */
 int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, int limit,
@@ -72,7 +75,16 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
  * One job execution with its step executions (key "steps": an array with
  * step_execution_id, step_name, status, read_count, write_count,
  * filter_count, commit_count, rollback_count, skip counts, times, exit code
- * and message, and "context"). @p out receives a new JSON object.
+ * and message, and "context"). A partitioned (manager) step has a
+ * "partitions" array, by partition_index, of its worker step executions
+ * with the same counts, times and exit, and step_execution_id,
+ * partition_index, step_name, owner_id, worker (host/pid/thread of the
+ * current or last claimant), claim_count, lock_name, fencing_token,
+ * partition (the partitioner's object) and lease_left_seconds (seconds to
+ * the end of the lease of the partition lock while that lock still carries
+ * the partition's fencing token and is not released, negative once the
+ * lease ran out; null otherwise). Partitions are not listed as steps of
+ * their own. @p out receives a new JSON object.
  * @return 0, CB_ENOTFOUND, CB_EDB.
  */
 int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
