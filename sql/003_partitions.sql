@@ -209,6 +209,23 @@ BEGIN
            process_skip_count, rollback_count, duplicate_target_write_count, first_failure
       FROM batch_step_execution x
      WHERE x.manager_step_execution_id = p_manager_step_execution_id;
+    -- The manager's own row shows the running totals (`show`, a dashboard);
+    -- written only when they moved, at most once per poll.
+    UPDATE batch_step_execution m
+       SET read_count = batch_partitions_poll.read_count,
+           write_count = batch_partitions_poll.write_count,
+           filter_count = batch_partitions_poll.filter_count,
+           commit_count = batch_partitions_poll.commit_count,
+           read_skip_count = batch_partitions_poll.read_skip_count,
+           write_skip_count = batch_partitions_poll.write_skip_count,
+           process_skip_count = batch_partitions_poll.process_skip_count,
+           duplicate_target_write_count = batch_partitions_poll.duplicate_target_write_count,
+           last_updated = clock_timestamp()
+     WHERE m.step_execution_id = p_manager_step_execution_id AND m.status = 'STARTED'
+       AND (m.read_count, m.write_count, m.commit_count, m.filter_count)
+           IS DISTINCT FROM (batch_partitions_poll.read_count, batch_partitions_poll.write_count,
+                             batch_partitions_poll.commit_count,
+                             batch_partitions_poll.filter_count);
 END
 $$;
 
