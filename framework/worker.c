@@ -163,7 +163,8 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 	*claimed = 1;
 	res->claimed++;
 	say(w, c.takeover ? "took over %s execution %lld %s%s" : "claimed %s execution %lld %s%s",
-	    &c, c.takeover ? " (lease of its previous owner expired)" : "");
+	    &c,
+	    c.takeover ? " (its previous claimant's lease expired or its process is gone)" : "");
 	job = w->job ? w->job : cb_registry_find(w->reg, c.job_name);
 	def = job ? find_step(job, c.manager_name) : NULL;
 	if (!def || def->kind != CB_STEP_CHUNK || !def->partition) {

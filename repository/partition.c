@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long job_execution_id,
 			       const char *manager_name, const json_t *manager_context,
@@ -147,13 +148,50 @@ static char *array_literal(const char *const *names, size_t n, cb_error *err)
 	return s;
 }
 
+/* The owner ids of live partition claims on this host whose process is gone,
+ * as an array literal (NULL: none). */
+static int dead_here(char **out, PGconn *conn, cb_error *err)
+{
+	char host[96] = "unknown";
+	const char *p[1] = { host };
+	const char **dead = NULL;
+	size_t ndead = 0;
+	PGresult *res;
+	int rc = 0;
+
+	*out = NULL;
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	res = cb__repo_exec(conn, "look for dead claimants",
+			    "SELECT h FROM batch_partition_holders($1) AS h", 1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) > 0) {
+		dead = calloc((size_t)PQntuples(res), sizeof(*dead));
+		if (!dead)
+			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	for (int i = 0; dead && i < PQntuples(res); i++)
+		if (cb__owner_gone(PQgetvalue(res, i, 0)))
+			dead[ndead++] = PQgetvalue(res, i, 0);
+	if (rc == 0 && ndead) {
+		*out = array_literal(dead, ndead, err);
+		if (!*out)
+			rc = err->code ? err->code : CB_ENOMEM;
+	}
+	free(dead);
+	PQclear(res);
+	return rc;
+}
+
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
 			     long long job_execution_id, cb_error *err)
 {
-	char lease[32], exec[24], *names = NULL;
-	const char *p[5] = { owner_id, worker, lease, NULL, NULL };
+	char lease[32], exec[24], *names = NULL, *dead = NULL;
+	const char *p[6] = { owner_id, worker, lease, NULL, NULL, NULL };
 	PGresult *res;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (njobs) {
@@ -162,6 +200,14 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 			return err->code ? err->code : CB_ENOMEM;
 		p[3] = names;
 	}
+	/* A claimant of this host whose process is gone (a crashed worker that
+	 * systemd just restarted) loses its partitions now, not after the lease. */
+	rc = dead_here(&dead, conn, err);
+	if (rc < 0) {
+		free(names);
+		return rc;
+	}
+	p[5] = dead;
 	snprintf(lease, sizeof(lease), "%.3f", lease_seconds);
 	if (job_execution_id > 0) {
 		snprintf(exec, sizeof(exec), "%lld", job_execution_id);
@@ -172,9 +218,11 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 		"SELECT step_execution_id, job_execution_id, job_instance_id, job_name, "
 		" step_name, manager_step_name, partition_index, lock_name, "
 		" fencing_token, version, outcome, coalesce(previous_owner, '') "
-		"FROM batch_partition_claim($1, $2, $3::float8, $4::varchar[], $5::bigint)",
-		5, p, err);
+		"FROM batch_partition_claim($1, $2, $3::float8, $4::varchar[], $5::bigint, "
+		" $6::varchar[])",
+		6, p, err);
 	free(names);
+	free(dead);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 1) {
@@ -189,7 +237,7 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 		snprintf(out->lock_name, sizeof(out->lock_name), "%s", PQgetvalue(res, 0, 7));
 		out->fencing_token = atoll(PQgetvalue(res, 0, 8));
 		out->version = atoll(PQgetvalue(res, 0, 9));
-		out->takeover = strcmp(PQgetvalue(res, 0, 10), "LEASE_EXPIRED_TAKEOVER") == 0;
+		out->takeover = strcmp(PQgetvalue(res, 0, 10), "ACQUIRED") != 0;
 		snprintf(out->previous_owner, sizeof(out->previous_owner), "%s",
 			 PQgetvalue(res, 0, 11));
 	}

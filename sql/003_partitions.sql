@@ -70,9 +70,12 @@ $$;
 -- its lock is then acquired (or taken over, ending a frozen owner's session)
 -- with batch_lock_acquire, and the step execution's version moves on, so the
 -- old owner's next checkpoint is refused even before its lock is looked at.
--- No row: nothing to claim.
+-- p_dead_owners: claimants the caller found dead on its own host (their
+-- process is gone): their partitions are taken over at once, without waiting
+-- for the lease (audited OWNER_DEAD_TAKEOVER). No row: nothing to claim.
 CREATE FUNCTION batch_partition_claim(p_owner_id varchar, p_worker varchar,
-    p_lease_seconds double precision, p_job_names varchar[], p_job_execution_id bigint)
+    p_lease_seconds double precision, p_job_names varchar[], p_job_execution_id bigint,
+    p_dead_owners varchar[] DEFAULT NULL)
 RETURNS TABLE (step_execution_id bigint, job_execution_id bigint, job_instance_id bigint,
                job_name varchar, step_name varchar, manager_step_name varchar,
                partition_index int, lock_name varchar, fencing_token bigint, version bigint,
@@ -102,7 +105,8 @@ BEGIN
        AND (e.lock_name IS NULL OR EXISTS (SELECT 1 FROM batch_lock l
              WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token
                AND NOT l.released AND l.locked_until >= clock_timestamp()))
-       AND (x.lock_name IS NULL OR NOT EXISTS (SELECT 1 FROM batch_lock l
+       AND (x.lock_name IS NULL OR x.owner_id = ANY (p_dead_owners)
+            OR NOT EXISTS (SELECT 1 FROM batch_lock l
              WHERE l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
                AND NOT l.released AND l.locked_until >= clock_timestamp()))
      ORDER BY x.step_execution_id
@@ -112,7 +116,8 @@ BEGIN
         RETURN;
     END IF;
     v_lock := 'cbatch.partition:' || s.id;
-    SELECT * INTO g FROM batch_lock_acquire(v_lock, p_owner_id, p_lease_seconds);
+    SELECT * INTO g FROM batch_lock_acquire(v_lock, p_owner_id, p_lease_seconds,
+        CASE WHEN s.prev = ANY (p_dead_owners) THEN s.prev END);
     IF g.fencing_token IS NULL THEN
         -- Its lease is still running after all (a clock tick): not ours.
         RETURN;
@@ -128,6 +133,18 @@ BEGIN
     RETURN QUERY SELECT s.id, s.exec_id, s.inst_id, s.jname, s.sname, s.mname, s.pidx, v_lock,
                         g.fencing_token, v_version, g.outcome, s.prev;
 END
+$$;
+
+-- The claimants of running partitions on one host (owner ids starting with
+-- p_host || ':') whose partition lock is live: a worker checks which of them
+-- are dead processes of its own host before it claims.
+CREATE FUNCTION batch_partition_holders(p_host varchar)
+RETURNS SETOF varchar LANGUAGE sql STABLE AS $$
+    SELECT DISTINCT x.owner_id FROM batch_step_execution x
+      JOIN batch_lock l ON l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
+     WHERE x.partition_index IS NOT NULL AND x.status = 'STARTED'
+       AND NOT l.released AND l.locked_until >= clock_timestamp()
+       AND left(x.owner_id, length(p_host) + 1) = p_host || ':'
 $$;
 
 -- End a claimed partition: only while it still carries the caller's fencing

@@ -566,6 +566,40 @@ static void test_dead_manager_restart_fences_old_partitions(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 }
 
+static void test_dead_worker_on_this_host_taken_over_at_once(void)
+{
+	char log[2][4096], plain[128], parted[128];
+	pid_t mgr, w;
+	double t0;
+
+	expected_ledger("20000", "10", plain, sizeof(plain));
+	for (int i = 0; i < 2; i++)
+		log_path(log[i], sizeof(log[i]), "deadworker", i);
+	/* The default lease (60 s): only seeing the dead process makes this quick. */
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=10",
+		    "-partition.threads:long=0", "-partition.count:long=1", "-chunk.size:long=2");
+	w = SPAWN(log[1], "worker");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 1)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"),
+		  1);
+	kill(w, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(w, 10000), 128 + SIGKILL);
+	t0 = cbt_now();
+	CBT_EQ_LL(EX("worker", "--exit-when-idle", "1"), 0);
+	CBT_CONTAINS(errout, "took over ledger_partitioned");
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 0);
+	if (cbt_now() - t0 > 30)
+		CBT_FAILF("the dead worker's partition waited %.0f s", cbt_now() - t0);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+			       "'OWNER_DEAD_TAKEOVER' AND lock_name LIKE 'cbatch.partition:%'"),
+		  1);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
 static void test_idle_worker_wakes_on_notify(void)
 {
 	char log[4096];
@@ -649,6 +683,8 @@ static const CU_TestInfo tests[] = {
 	{ "SIGTERM hands the partition back", test_sigterm_hands_the_partition_back },
 	{ "a dead manager's restart fences its old partitions",
 	  test_dead_manager_restart_fences_old_partitions },
+	{ "a dead worker on this host is taken over at once",
+	  test_dead_worker_on_this_host_taken_over_at_once },
 	{ "an idle worker wakes on NOTIFY", test_idle_worker_wakes_on_notify },
 	{ "the outbox is drained once by identical partitions",
 	  test_outbox_drained_once_by_copies },
