@@ -568,6 +568,8 @@ static void test_ledger_worker_frozen(void)
 		text = cbt_slurp(zlog, NULL);
 		snprintf(want, sizeof(want), "lost ledger_partitioned execution %lld ", exec);
 		CBT_CONTAINS(text ? text : "", want);
+		/* ... and why: its session was ended by the takeover, or it was fenced. */
+		CBT_CONTAINS(text ? text : "", " to another worker: ");
 		CBT_CONTAINS(text ? text : "", "completed 0, failed or lost 1");
 		free(text);
 		check_ledger(t, exec, n);
