@@ -22,12 +22,20 @@
  *               one round trip each (prepared statements)
  *   libpq-pipe  the same, its write half as one pipeline (one round trip)
  *   set-based   one INSERT ... SELECT ... ON CONFLICT and one UPDATE over
- *               all rows, in one transaction: the ceiling
+ *               all rows, in one transaction: the single-statement ceiling
+ *   part-tK     the partitioned ledger (examples/ledger/ledger_partitioned.c)
+ *               via cb_job_launch with K partitions run by K threads of the
+ *               launching process (-partition.threads=K), K = 1, 2, 4
+ *   part-pK     the same with K partitions run by K worker processes
+ *               (cb_worker_run, one thread each, forked before the launch
+ *               and waiting on LISTEN); the manager runs none itself
+ *               (partition.threads=0); the time is the launch's
  * The baseline is the faster of libpq-seq and libpq-pipe (by median).
  *
  * Columns: rows/s (median [min, max] over rounds); client CPU per row (this
- * process, all threads); server CPU per row of the run's own backend (from
- * /proc/<pid>/stat), and of the whole server (postmaster and all its
+ * process, all threads, and its worker processes); server CPU per row of the
+ * run's own backend (from /proc/<pid>/stat; for part-* that is the manager's
+ * session only, the partitions run on their own), and of the whole server (postmaster and all its
  * children: backends incl. cbatch's heartbeat session, WAL writer,
  * checkpointer, autovacuum); WAL bytes per row (the server's insert position
  * before and after); peak RSS of the child (max over rounds); and "other
@@ -51,6 +59,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "cbatch/partition.h"
 #include "examples.h"
 
 enum {
@@ -58,10 +67,31 @@ enum {
 	V_SEQ,
 	V_PIPE,
 	V_CEILING,
+	V_PART_T1,
+	V_PART_T2,
+	V_PART_T4,
+	V_PART_P1,
+	V_PART_P2,
+	V_PART_P4,
 	V_IDLE,
 	NV
 };
-static const char *const vname[NV] = { "cbatch", "libpq-seq", "libpq-pipe", "set-based", "idle" };
+static const char *const vname[NV] = { "cbatch",  "libpq-seq", "libpq-pipe", "set-based",
+				       "part-t1", "part-t2",   "part-t4",    "part-p1",
+				       "part-p2", "part-p4",   "idle" };
+
+/* Workers of a partitioned variant, and whether they are processes. */
+static int part_workers(int v)
+{
+	static const int k[] = { 1, 2, 4, 1, 2, 4 };
+
+	return v >= V_PART_T1 && v <= V_PART_P4 ? k[v - V_PART_T1] : 0;
+}
+
+static int part_procs(int v)
+{
+	return v >= V_PART_P1 && v <= V_PART_P4;
+}
 
 #define MAX_ROUNDS 100
 
@@ -138,9 +168,10 @@ static int verify(PGconn *c, long long rows, char *msg, size_t size)
 
 /* ---------------------------------------------------------------- cbatch */
 
-static int run_cbatch(PGconn *conn, const struct options *o, long long run_id, struct result *r,
-		      double *t0)
+static int run_cbatch(PGconn *conn, const struct options *o, int v, long long run_id,
+		      struct result *r, double *t0)
 {
+	int k = part_workers(v);
 	cb_error err = CB_ERROR_INIT;
 	cb_registry *reg = NULL;
 	cb_params *params = NULL;
@@ -150,15 +181,18 @@ static int run_cbatch(PGconn *conn, const struct options *o, long long run_id, s
 	int rc;
 
 	if (cb_registry_new(&reg, &err) < 0 || ledger_register(reg, &err) < 0 ||
-	    cb_params_new(&params, &err) < 0 ||
+	    ledger_partitioned_register(reg, &err) < 0 || cb_params_new(&params, &err) < 0 ||
 	    cb_params_add_long(params, "bench.run", run_id, 1, &err) < 0 ||
-	    cb_params_add_long(params, "chunk.size", o->chunk, 0, &err) < 0) {
+	    cb_params_add_long(params, "chunk.size", o->chunk, 0, &err) < 0 ||
+	    (k && cb_params_add_long(params, "partition.count", k, 0, &err) < 0) ||
+	    (k &&
+	     cb_params_add_long(params, "partition.threads", part_procs(v) ? 0 : k, 0, &err) < 0)) {
 		snprintf(r->msg, sizeof(r->msg), "setup: %s", err.message);
 		cb_params_free(params);
 		cb_registry_free(reg);
 		return -1;
 	}
-	job = cb_registry_find(reg, "ledger");
+	job = cb_registry_find(reg, k ? "ledger_partitioned" : "ledger");
 	*t0 = bench_now();
 	rc = cb_job_launch(&res, conn, job, params, &lo, &err);
 	if (rc < 0)
@@ -171,6 +205,59 @@ static int run_cbatch(PGconn *conn, const struct options *o, long long run_id, s
 	cb_params_free(params);
 	cb_registry_free(reg);
 	return rc < 0 || res.status != CB_STATUS_COMPLETED ? -1 : 0;
+}
+
+/*
+ * A worker process of a part-pK run: its own registry and connection, one
+ * thread, waiting on LISTEN until the launch creates the partitions; it
+ * leaves on SIGTERM once the run is over.
+ */
+static pid_t start_worker(const struct options *o)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		static const char *const jobs[] = { "ledger_partitioned", NULL };
+		cb_worker_options wo = CB_WORKER_OPTIONS_INIT;
+		cb_worker_result res;
+		cb_error err = CB_ERROR_INIT;
+		cb_registry *reg = NULL;
+		PGconn *c = bench_connect(o->db);
+		int rc;
+
+		wo.job_names = jobs;
+		wo.threads = 1;
+		wo.handle_signals = 1;
+		rc = cb_registry_new(&reg, &err) < 0 || ledger_partitioned_register(reg, &err) < 0 ?
+			     -1 :
+			     cb_worker_run(&res, reg, c, &wo, &err);
+		if (rc < 0)
+			fprintf(stderr, "bench: worker: %s\n", err.message);
+		cb_registry_free(reg);
+		PQfinish(c);
+		_exit(rc < 0 ? 1 : 0);
+	}
+	return pid;
+}
+
+/* Wait until @p n worker sessions listen (else the launch would race their start). */
+static void wait_workers_ready(PGconn *c, int n)
+{
+	for (int i = 0; i < 2000; i++) {
+		char v[32];
+
+		bench_value(c,
+			    "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+			    "'cbatch worker%' AND state = 'idle'",
+			    v, sizeof(v));
+		if (atoi(v) >= n)
+			return;
+		usleep(5000);
+	}
+	fprintf(stderr, "bench: the worker processes did not connect\n");
 }
 
 /* ---------------------------------------------------------------- hand-written */
@@ -477,6 +564,16 @@ static void stop_profiler(pid_t p)
 	waitpid(p, &status, 0);
 }
 
+/* CPU of this process's reaped children (the worker processes of part-pK). */
+static double children_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static void child(int v, const struct options *o, long long run_id, int postmaster, int fd)
 {
 	struct result r;
@@ -487,16 +584,29 @@ static void child(int v, const struct options *o, long long run_id, int postmast
 
 	pid_t prof;
 
+	pid_t workers[4] = { 0 };
+	int nworkers = part_procs(v) ? part_workers(v) : 0;
+
 	memset(&r, 0, sizeof(r));
+	for (int i = 0; i < nworkers; i++)
+		workers[i] = start_worker(o);
+	if (nworkers)
+		wait_workers_ready(c, nworkers);
 	prof = start_profiler(v, backend);
 	wal0 = bench_wal_lsn(c);
 	busy0 = bench_machine_busy();
 	srv0 = bench_proc_cpu(backend, 0, NULL);
 	all0 = bench_server_cpu(postmaster);
-	cpu0 = bench_self_cpu();
+	cpu0 = bench_self_cpu() + children_cpu();
 	switch (v) {
 	case V_CBATCH:
-		rc = run_cbatch(c, o, run_id, &r, &t0);
+	case V_PART_T1:
+	case V_PART_T2:
+	case V_PART_T4:
+	case V_PART_P1:
+	case V_PART_P2:
+	case V_PART_P4:
+		rc = run_cbatch(c, o, v, run_id, &r, &t0);
 		break;
 	case V_SEQ:
 		rc = run_handwritten(c, o, 0, run_id, &r, &t0);
@@ -512,7 +622,21 @@ static void child(int v, const struct options *o, long long run_id, int postmast
 		break;
 	}
 	t1 = bench_now();
-	cpu1 = bench_self_cpu();
+	/* The workers are idle now (the launch waited for every partition). */
+	for (int i = 0; i < nworkers; i++)
+		kill(workers[i], SIGTERM);
+	for (int i = 0; i < nworkers; i++) {
+		int status;
+
+		while (waitpid(workers[i], &status, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			snprintf(r.msg, sizeof(r.msg), "worker process ended with status %d",
+				 status);
+			rc = -1;
+		}
+	}
+	cpu1 = bench_self_cpu() + children_cpu();
 	srv1 = bench_proc_cpu(backend, 0, NULL);
 	all1 = bench_server_cpu(postmaster);
 	busy1 = bench_machine_busy();
@@ -713,6 +837,23 @@ static int compare(PGconn *prep, const struct options *o)
 	}
 	if (o->only[V_CBATCH] && o->only[V_CEILING])
 		printf("cbatch/ceiling  = %.3f\n", med[V_CBATCH] / med[V_CEILING]);
+	for (int procs = 0; procs <= 1; procs++) {
+		int v1 = procs ? V_PART_P1 : V_PART_T1;
+
+		if (!o->only[v1] || !o->only[v1 + 1])
+			continue;
+		printf("partitioned, %s: 1 worker %.0f rows/s; 2 workers %.0f rows/s = %.2fx one",
+		       procs ? "worker processes" : "threads", med[v1], med[v1 + 1],
+		       med[v1 + 1] / med[v1]);
+		if (o->only[v1 + 2])
+			printf("; 4 workers %.0f rows/s = %.2fx one", med[v1 + 2],
+			       med[v1 + 2] / med[v1]);
+		if (o->only[V_CEILING])
+			printf("; 2 workers / set-based = %.2f", med[v1 + 1] / med[V_CEILING]);
+		if (o->only[V_CBATCH])
+			printf("; 1 worker / cbatch = %.2f", med[v1] / med[V_CBATCH]);
+		printf("\n");
+	}
 	if (o->only[V_CBATCH] && base >= 0) {
 		/* client and server take turns (one waits for the other): the CPU a
 		 * run needs predicts its rate on a quiet machine, and varies far less
@@ -778,18 +919,21 @@ static void usage(FILE *f)
 		"  --quiet-wait S  before each run, wait up to S seconds (default 15) for a quiet\n"
 		"              machine (under 0.15 cores busy for half a second); 0: don't\n"
 		"  --db        libpq conninfo (default: CBATCH_DB, then libpq's PG* variables)\n"
-		"  --only      variants: cbatch, libpq-seq, libpq-pipe, set-based (default all)\n"
+		"  --only      variants: cbatch, libpq-seq, libpq-pipe, set-based, part-t1, part-t2,\n"
+		"              part-t4, part-p1, part-p2, part-p4 (default all)\n"
 		"  --mode rss-scaling  run only cbatch at 100k, 1M and 5M rows, print peak RSS\n"
 		"The database must be disposable: the tables account and ledger are rebuilt.\n");
 }
 
 int main(int argc, char **argv)
 {
-	struct options o = { 500000, 1000, 3, 1, 15, NULL, { 1, 1, 1, 1, 0 }, 0 };
+	struct options o = { 500000, 1000, 3, 1, 15, NULL, { 0 }, 0 };
 	cb_error err = CB_ERROR_INIT;
 	PGconn *prep;
 	int rc;
 
+	for (int v = 0; v < V_IDLE; v++)
+		o.only[v] = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 

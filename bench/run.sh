@@ -8,7 +8,9 @@
 # (bench/pg-bench-cluster.sh; fsync and synchronous_commit on, unlike the test
 # cluster of scripts/pg-cluster.sh), and runs on it:
 #   1. cbatch-bench: the ledger job through cbatch vs the hand-written libpq
-#      loop vs set-based SQL, at chunk 1000 and at chunk 10000
+#      loop vs set-based SQL vs the partitioned ledger with 1, 2 and 4 workers
+#      (threads of the launching process, and worker processes), at chunk 1000
+#      and at chunk 10000
 #   2. cbatch-bench --mode rss-scaling: cbatch's peak RSS at 100k, 1M, 5M rows
 #   3. cbatch-repo-bench: launches per second and one chunk's bookkeeping, at
 #      chunk 1000 and 10000
@@ -19,7 +21,7 @@
 # (default "1000 10000"), RSS=0 skips the rss-scaling run (5M rows: ~2 min),
 # BENCH_DIR (cluster directory, default /tmp/cbatch-bench-pg), NICE=0 to run
 # at normal priority.
-# Takes about 7 minutes on 2 cores (more on a busy machine: each run first waits
+# Takes about 15 minutes on 2 cores (more on a busy machine: each run first waits
 # up to 15 s for the machine to be quiet). Not part of the test suite.
 set -euo pipefail
 

@@ -3,13 +3,28 @@
 # up to 200 SIGKILLs of the ledger job over 200,000 rows, 50 zombie rounds, 100
 # rounds of 8 racing launchers, 20 cut sessions, and CSV import/export killed
 # 50 times each; then a summary table of rounds, faults, rows lost and rows
-# duplicated (both must be 0).
+# duplicated (both must be 0). Then the partition proofs
+# (tests/torture/partition_torture.c): the partitioned ledger over 1,000,000
+# rows with 1, 2 and 4 threads and worker processes against the plain ledger,
+# worker processes SIGKILLed 20 times, workers frozen past their lease and
+# thawed (fenced), and four workers draining a 200,000-row outbox, one killed.
 #
-#   bash scripts/torture.sh [--sanitize]     (takes about 6-10 minutes)
+#   bash scripts/torture.sh [--sanitize] [--partitions]   (about 15-20 minutes)
 #
+# --partitions runs the partition proofs only (about 8-10 minutes).
 # CBATCH_TORTURE_SEED=N repeats a run's random choices.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 args=()
-[ "${1:-}" = "--sanitize" ] && args=(--sanitize)
-CBATCH_TORTURE=full bash "$root/scripts/test.sh" "${args[@]}" -- -R 'torture|pg\.' -V
+tests='torture|pg\.'
+for a in "$@"; do
+	case "$a" in
+	--sanitize) args=(--sanitize) ;;
+	--partitions) tests='torture\.partitions|pg\.' ;;
+	*)
+		echo "torture.sh: unknown argument '$a' (--sanitize, --partitions)" >&2
+		exit 2
+		;;
+	esac
+done
+CBATCH_TORTURE=full bash "$root/scripts/test.sh" "${args[@]}" -- -R "$tests" -V
