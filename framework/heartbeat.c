@@ -37,7 +37,9 @@ static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
 {
 	pthread_mutex_lock(&hb->mu);
 	if (!atomic_load(&hb->lost)) {
-		snprintf(hb->why, sizeof(hb->why), fmt, hb->lock_name, detail);
+		/* a long lock name or message is cut, not an error */
+		if (snprintf(hb->why, sizeof(hb->why), fmt, hb->lock_name, detail) < 0)
+			hb->why[0] = '\0';
 		atomic_store(&hb->lost, 1);
 	}
 	pthread_mutex_unlock(&hb->mu);

@@ -47,7 +47,7 @@ static int param_count(long long *out, const cb__run *run, const char *name, lon
 static int make_partitions(json_t **out, cb__run *run, const cb_step_def *def, cb_error *err)
 {
 	cb_step_context sc;
-	long long count;
+	long long count = 0;
 	json_t *made, *arr;
 	size_t i, n;
 	int rc;
@@ -190,6 +190,7 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	cb__worker_pool *pool = NULL;
 	cb__work work;
 	long long threads = 0;
+	char why[CB_ERROR_MESSAGE_MAX];
 	int stop_asked = 0, rc;
 	double last_report = 0;
 
@@ -227,6 +228,16 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 			rc = err->code;
 			break;
 		}
+		if (p.running == 0 &&
+		    cb__workers_failing(pool, run->lease_seconds, why, sizeof(why))) {
+			/* Its own threads cannot claim (and nobody else runs a
+			 * partition): waiting would hang, failing is restartable. */
+			rc = cb_error_set(err, CB_EDB,
+					  "the partition threads could not claim a partition "
+					  "for %.0f s: %s",
+					  run->lease_seconds, why);
+			break;
+		}
 		if (cb__stop_signalled() && !stop_asked) {
 			/* A signal here stops the whole execution, on every host: the
 			 * workers see STOPPING at their next checkpoint. */
@@ -237,6 +248,14 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 		}
 		cb__work_wait(run->conn, 1.0);
 		rc = poll_partitions(&p, run, sc->step_execution_id, err);
+	}
+	if (pool) {
+		/* Idle threads sleep on LISTEN: a notice wakes them to leave now. */
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__workers_quit(pool);
+		cb__repo_command(run->conn, "wake the partition threads",
+				 "NOTIFY cbatch_partitions", 0, NULL, &ignored);
 	}
 	cb__workers_stop(pool, NULL);
 	{

@@ -236,6 +236,16 @@ int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_wor
 		if (!listening)
 			listening = cb__work_listen(conn, &err) == 0;
 		rc = listening ? cb__work_one(conn, w, &claimed, res, &err) : err.code;
+		if (w->health) {
+			pthread_mutex_lock(&w->health->mu);
+			if (rc == 0)
+				w->health->failing_since = 0;
+			else if (w->health->failing_since == 0)
+				w->health->failing_since = cb__now();
+			if (rc < 0)
+				snprintf(w->health->why, sizeof(w->health->why), "%s", err.message);
+			pthread_mutex_unlock(&w->health->mu);
+		}
 		if (rc < 0) {
 			/* Never work blind: a worker that cannot reach the database
 			 * claims nothing; its partitions' leases run out. */
@@ -288,6 +298,7 @@ struct cb__worker_pool {
 		pthread_t thread;
 		int started;
 		cb__work work;
+		cb__work_health health;
 		PGconn *conn;
 		cb_worker_result res;
 	} t[];
@@ -318,6 +329,8 @@ int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const
 
 		t->work = *work;
 		t->work.quit = &p->quit;
+		pthread_mutex_init(&t->health.mu, NULL);
+		t->work.health = &t->health;
 		cb__work_name(t->work.worker, sizeof(t->work.worker), i);
 		snprintf(app, sizeof(app), "cbatch %s %u", what, i);
 		t->conn = cb_pg_connect_like(like, app);
@@ -337,6 +350,12 @@ int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const
 	return rc;
 }
 
+void cb__workers_quit(cb__worker_pool *p)
+{
+	if (p)
+		atomic_store(&p->quit, 1);
+}
+
 void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum)
 {
 	if (!p)
@@ -349,6 +368,7 @@ void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum)
 			pthread_join(t->thread, NULL);
 		if (t->conn)
 			PQfinish(t->conn);
+		pthread_mutex_destroy(&t->health.mu);
 		if (sum) {
 			sum->claimed += t->res.claimed;
 			sum->completed += t->res.completed;
@@ -357,6 +377,22 @@ void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum)
 		}
 	}
 	free(p);
+}
+
+int cb__workers_failing(cb__worker_pool *p, double seconds, char *why, size_t size)
+{
+	int failing = p && p->n > 0;
+
+	for (unsigned int i = 0; failing && i < p->n; i++) {
+		cb__work_health *h = &p->t[i].health;
+
+		pthread_mutex_lock(&h->mu);
+		failing = h->failing_since > 0 && cb__now() - h->failing_since >= seconds;
+		if (failing)
+			snprintf(why, size, "%s", h->why);
+		pthread_mutex_unlock(&h->mu);
+	}
+	return failing;
 }
 
 void cb__workers_wait(cb__worker_pool *p, cb_worker_result *sum)

@@ -2,11 +2,19 @@
 #ifndef CB_FRAMEWORK_WORKER_H
 #define CB_FRAMEWORK_WORKER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include "engine.h"
 #include "repo.h"
 
 struct cb_registry;
+
+/* How a worker thread fares: since when its every claim fails, and why. */
+typedef struct cb__work_health {
+	pthread_mutex_t mu;
+	double failing_since; /* monotonic seconds; 0: its last claim worked */
+	char why[CB_ERROR_MESSAGE_MAX];
+} cb__work_health;
 
 /* What one worker thread works on. Borrowed pointers outlive the loop. */
 typedef struct cb__work {
@@ -15,12 +23,13 @@ typedef struct cb__work {
 	long long job_execution_id;    /* > 0: only this execution's partitions */
 	const char *const *job_names;  /* claim only these jobs' partitions (njobs > 0) */
 	size_t njobs;
-	double lease;          /* of each claimed partition, seconds */
-	double exit_when_idle; /* cb_worker_run's threads: leave when idle this long */
-	atomic_int *quit;      /* set: leave after the current chunk */
-	int local;             /* a thread of the launching process */
-	int verbose;           /* a line per claim and end on stderr */
-	char worker[128];      /* readable name: host/pid/thread */
+	double lease;            /* of each claimed partition, seconds */
+	double exit_when_idle;   /* cb_worker_run's threads: leave when idle this long */
+	atomic_int *quit;        /* set: leave after the current chunk */
+	int local;               /* a thread of the launching process */
+	int verbose;             /* a line per claim and end on stderr */
+	cb__work_health *health; /* where failing claims are reported, or NULL */
+	char worker[128];        /* readable name: host/pid/thread */
 } cb__work;
 
 /* LISTEN on the partitions channel. */
@@ -47,8 +56,17 @@ typedef struct cb__worker_pool cb__worker_pool;
 int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const cb__work *work,
 		      const char *what, cb_error *err);
 
+/* Tell the threads to leave after their current chunk (without waiting). */
+void cb__workers_quit(cb__worker_pool *p);
+
 /* Tell the threads to leave, join them, add up their results (@p sum may be NULL), free. */
 void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum);
+
+/*
+ * 1 when every thread of the pool has failed to claim for at least
+ * @p seconds (the database refuses it, say): @p why receives the last error.
+ */
+int cb__workers_failing(cb__worker_pool *p, double seconds, char *why, size_t size);
 
 /* Join the threads when they leave by themselves, then as cb__workers_stop. */
 void cb__workers_wait(cb__worker_pool *p, cb_worker_result *sum);

@@ -653,6 +653,23 @@ static void test_outbox_drained_once_by_copies(void)
 		  1);
 }
 
+static void test_threads_that_cannot_claim_fail_the_step(void)
+{
+	ledger_rows("100", NULL);
+	/* The claim's own function missing (a half-applied upgrade): every claim fails. */
+	cbt_exec(conn, "ALTER FUNCTION batch_partition_holders(varchar) RENAME TO hidden_holders");
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=11", "-partition.threads:long=1",
+		     "--lease", "1"),
+		  1);
+	cbt_exec(conn, "ALTER FUNCTION hidden_holders(varchar) RENAME TO batch_partition_holders");
+	CBT_CONTAINS(errout, "the partition threads could not claim a partition for 1 s: look "
+			     "for dead claimants: function batch_partition_holders");
+	/* restartable, and the restart completes */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=11"), 0);
+	CBT_CONTAINS(out, "(restart)");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 100);
+}
+
 static void test_bad_parameters_and_options(void)
 {
 	ledger_rows("100", NULL);
@@ -688,6 +705,7 @@ static const CU_TestInfo tests[] = {
 	{ "an idle worker wakes on NOTIFY", test_idle_worker_wakes_on_notify },
 	{ "the outbox is drained once by identical partitions",
 	  test_outbox_drained_once_by_copies },
+	{ "threads that cannot claim fail the step", test_threads_that_cannot_claim_fail_the_step },
 	{ "bad parameters and options", test_bad_parameters_and_options },
 	CU_TEST_INFO_NULL,
 };
