@@ -107,9 +107,10 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 				    job->name, def->name);
 	if (def->version >= 2 && def->partition) {
 		if (def->kind != CB_STEP_CHUNK)
-			return cb_error_set(err, CB_EINVAL,
-					    "job '%s': step '%s': only chunk steps can be partitioned",
-					    job->name, def->name);
+			return cb_error_set(
+				err, CB_EINVAL,
+				"job '%s': step '%s': only chunk steps can be partitioned",
+				job->name, def->name);
 		/* "<step>:partition<i>" must fit the repository's step_name */
 		if (strlen(def->name) > CB__PARTITIONED_NAME_MAX)
 			return cb_error_set(err, CB_EINVAL,
@@ -117,10 +118,9 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 					    "than %d bytes",
 					    job->name, def->name, CB__PARTITIONED_NAME_MAX);
 		if (def->partitions > CB_MAX_PARTITIONS)
-			return cb_error_set(err, CB_EINVAL,
-					    "job '%s': step '%s': %u partitions (at most %d)",
-					    job->name, def->name, def->partitions,
-					    CB_MAX_PARTITIONS);
+			return cb_error_set(
+				err, CB_EINVAL, "job '%s': step '%s': %u partitions (at most %d)",
+				job->name, def->name, def->partitions, CB_MAX_PARTITIONS);
 	}
 	steps = realloc(job->steps, (job->nsteps + 1) * sizeof(*steps));
 	if (!steps)

@@ -151,9 +151,9 @@ typedef struct cb_worker_options {
 
 /** What a worker did. */
 typedef struct cb_worker_result {
-	long long claimed;   /**< partitions claimed (a takeover counts) */
-	long long completed; /**< of those, completed by this worker */
-	long long failed;    /**< ended FAILED here (incl. fenced) */
+	long long claimed;     /**< partitions claimed (a takeover counts) */
+	long long completed;   /**< of those, completed by this worker */
+	long long failed;      /**< ended FAILED here (incl. fenced) */
 	long long handed_back; /**< handed back on a signal, unfinished */
 } cb_worker_result;
 
