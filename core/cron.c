@@ -196,6 +196,9 @@ static int element(struct parser *p, const char **s)
 
 	if (p->field == F_DOM && toupper((unsigned char)*q) == 'L')
 		return dom_last(p, s);
+	/* Quartz reads a lone L here as Saturday, in its own numbering: ask for the day. */
+	if (p->field == F_DOW && toupper((unsigned char)*q) == 'L' && is_end(q[1]))
+		return fail_at(p, at, "needs a weekday (5L is the last Friday)");
 	if (*q == '*') {
 		lo = f->min;
 		hi = f->max;
@@ -340,6 +343,13 @@ int cb_cron_parse(cb_cron **out, const char *expr, cb_error *err)
 		return parse_failed(
 			expr, err,
 			cb_error_set(err, CB_EINVAL, "longer than %d bytes", CB_CRON_EXPR_MAX));
+	/* Control bytes and non-ASCII first: no message should carry them raw. */
+	for (const char *t = expr; *t; t++)
+		if (!isprint((unsigned char)*t) && !is_blank(*t))
+			return parse_failed(expr, err,
+					    cb_error_set(err, CB_EINVAL,
+							 "unexpected byte 0x%02x at character %d",
+							 (unsigned char)*t, (int)(t - expr) + 1));
 	s = expr;
 	while (is_blank(*s))
 		s++;
@@ -367,12 +377,6 @@ int cb_cron_parse(cb_cron **out, const char *expr, cb_error *err)
 					     (int)(len > 40 ? 40 : len), s, (int)(s - expr) + 1));
 		p.text = macros[i].expansion;
 	}
-	for (const char *t = p.text; *t; t++)
-		if (!isprint((unsigned char)*t) && !is_blank(*t))
-			return parse_failed(expr, err,
-					    cb_error_set(err, CB_EINVAL,
-							 "unexpected byte 0x%02x at character %d",
-							 (unsigned char)*t, (int)(t - p.text) + 1));
 	n = count_fields(p.text);
 	if (n != 5 && n != 6)
 		return parse_failed(expr, err,

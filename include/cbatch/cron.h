@@ -47,6 +47,9 @@
  *     dL         the last weekday d of the month (5L: the last Friday)
  *     d#k        the k-th weekday d of the month, k 1-5 (MON#1: the first Monday)
  *
+ * A lone `L` in day-of-week (Quartz's Saturday, in Quartz's numbering) is
+ * refused: write SAT.
+ *
  * These may appear in lists with the other forms (`1,15,L`). The macros
  * stand for five-field expressions: `@yearly` and `@annually` (0 0 1 1 *),
  * `@monthly` (0 0 1 * *), `@weekly` (0 0 * * 0), `@daily` and `@midnight`

@@ -282,7 +282,9 @@ static const struct bad_case {
 	{ "0 0 * * 1#6", "day-of-week field: #6 at character 10 is out of range 1-5" },
 	{ "0 0 * * 1#0", "day-of-week field: #0 at character 10" },
 	{ "0 0 * * 1#", "day-of-week field: 1# at character 9 is not d#k" },
-	{ "0 0 * * L", "day-of-week field: L at character 9 is not a value" },
+	{ "0 0 * * L", "day-of-week field: L at character 9 needs a weekday" },
+	{ "0 0 * * SUN,l", "day-of-week field: l at character 13 needs a weekday" },
+	{ "@dai\x01ly", "unexpected byte 0x01 at character 5" },
 	{ "0 0 * * 5LL", "day-of-week field: 5LL at character 9 is not dL" },
 	{ "0 0 * * 1W", "day-of-week field: 1W at character 9 has unexpected text" },
 	{ "0 0 * * 1-5/0", "day-of-week field: step 0 at character 13" },
@@ -343,6 +345,7 @@ static int rnd(int n)
 
 /* What the brute force matches, built while the text is generated. */
 struct model {
+	unsigned char sec[64];    /* {0} for five fields */
 	unsigned char set[5][64]; /* minute, hour, dom, month, dow (0-6) */
 	int star_dom, star_dow;
 	int dom_last;                /* L */
@@ -442,7 +445,7 @@ static int model_matches(const struct model *m, time_t t, struct day_cache *cach
 		cache->day = day;
 		cache->ok = model_day(m, day);
 	}
-	return cache->ok && m->set[1][sod / 3600] && m->set[0][sod / 60 % 60];
+	return cache->ok && m->set[1][sod / 3600] && m->set[0][sod / 60 % 60] && m->sec[sod % 60];
 }
 
 static time_t civil_to_utc(const cb_civil *c)
@@ -473,75 +476,106 @@ static cb_civil utc_to_civil(time_t t)
 	return c;
 }
 
+/*
+ * Walk the chain of next times of @p expr from @p start_civil to @p end and
+ * compare each with the brute force's next match, stepping @p step seconds.
+ * Returns how many times were checked, or -1 (after printing) on a mismatch.
+ */
+static int check_chain(const char *expr, const struct model *m, const cb_civil *start_civil,
+		       time_t end, int step)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_cron *c = NULL;
+	cb_civil at = *start_civil;
+	time_t t = civil_to_utc(start_civil);
+	struct day_cache cache = { -1, 0 };
+	int checked = 0;
+
+	if (cb_cron_parse(&c, expr, &err) != 0) {
+		fprintf(stderr, "\n    \"%s\": %s\n", expr, err.message);
+		return -1;
+	}
+	for (;;) {
+		cb_civil got;
+		int rc = cb_cron_next(c, &at, &got, &err);
+		time_t want = 0;
+		char g[80] = "none", w[80] = "none";
+
+		for (time_t u = (t / step + 1) * step; u < end; u += step)
+			if (model_matches(m, u, &cache)) {
+				want = u;
+				break;
+			}
+		if (rc != 0 || civil_to_utc(&got) >= end) {
+			if (want == 0)
+				break; /* both agree: nothing more in the window */
+		} else if (civil_to_utc(&got) == want) {
+			at = got;
+			t = want;
+			checked++;
+			continue;
+		}
+		if (rc == 0)
+			format_civil(g, sizeof(g), &got);
+		if (want != 0) {
+			cb_civil wc = utc_to_civil(want);
+
+			format_civil(w, sizeof(w), &wc);
+		}
+		fprintf(stderr, "\n    \"%s\": expected %s, got %s (%s)\n", expr, w, g,
+			err.message);
+		checked = -1;
+		break;
+	}
+	cb_cron_free(c);
+	return checked;
+}
+
+/* Five fields, minute by minute over a year that holds a leap day. */
 static void test_random_against_brute_force(void)
 {
-	/* A year that holds a leap day: 2027-12-15 to 2028-12-15. */
-	const cb_civil start_civil = { 2027, 12, 15, 7, 31, 0 };
-	const time_t start = civil_to_utc(&start_civil), end = start + 366 * 86400;
+	const cb_civil start = { 2027, 12, 15, 7, 31, 0 };
 	int checked = 0;
 
 	for (int e = 0; e < 60; e++) {
 		char expr[256] = "";
 		struct model m;
-		cb_error err = CB_ERROR_INIT;
-		cb_cron *c = NULL;
-		cb_civil at = start_civil;
-		time_t t = start;
-		struct day_cache cache = { -1, 0 };
-		int ok = 1;
+		int n;
 
 		memset(&m, 0, sizeof(m));
+		m.sec[0] = 1;
 		for (int f = 0; f < 5; f++)
 			gen_field(expr, sizeof(expr), &m, f);
-		if (cb_cron_parse(&c, expr, &err) != 0) {
-			fprintf(stderr, "\n    \"%s\": %s\n", expr, err.message);
-			CU_FAIL("random expression does not parse");
-			continue;
-		}
-		/* Each next time must be the brute force's next matching minute. */
-		while (ok) {
-			cb_civil got;
-			int rc = cb_cron_next(c, &at, &got, &err);
-			time_t want = 0;
-
-			for (time_t u = (t / 60 + 1) * 60; u < end; u += 60)
-				if (model_matches(&m, u, &cache)) {
-					want = u;
-					break;
-				}
-			if (rc != 0 || civil_to_utc(&got) >= end) {
-				ok = want == 0;
-				if (!ok) {
-					char w[80];
-					cb_civil wc = utc_to_civil(want);
-
-					format_civil(w, sizeof(w), &wc);
-					fprintf(stderr,
-						"\n    \"%s\": expected %s, got none (%s)\n", expr,
-						w, err.message);
-				}
-				break;
-			}
-			if (civil_to_utc(&got) != want) {
-				char g[80], w[80];
-				cb_civil wc = utc_to_civil(want);
-
-				format_civil(g, sizeof(g), &got);
-				format_civil(w, sizeof(w), &wc);
-				fprintf(stderr, "\n    \"%s\": expected %s, got %s\n", expr,
-					want ? w : "none", g);
-				ok = 0;
-				break;
-			}
-			at = got;
-			t = want;
-			checked++;
-		}
-		CU_ASSERT(ok);
-		cb_cron_free(c);
+		n = check_chain(expr, &m, &start, civil_to_utc(&start) + 366 * 86400, 60);
+		CU_ASSERT(n >= 0);
+		checked += n > 0 ? n : 0;
 	}
 	/* The generator must produce expressions that fire, or this proves little. */
 	CU_ASSERT(checked > 1000);
+}
+
+/* Six fields, second by second over two days across a month's end. */
+static void test_random_seconds_against_brute_force(void)
+{
+	const cb_civil start = { 2028, 2, 28, 23, 0, 0 };
+	int checked = 0;
+
+	for (int e = 0; e < 30; e++) {
+		char expr[320] = "";
+		struct model m, sec;
+		int n;
+
+		memset(&m, 0, sizeof(m));
+		memset(&sec, 0, sizeof(sec));
+		gen_field(expr, sizeof(expr), &sec, 0); /* seconds share the minute's range */
+		memcpy(m.sec, sec.set[0], sizeof(m.sec));
+		for (int f = 0; f < 5; f++)
+			gen_field(expr, sizeof(expr), &m, f);
+		n = check_chain(expr, &m, &start, civil_to_utc(&start) + 2 * 86400, 1);
+		CU_ASSERT(n >= 0);
+		checked += n > 0 ? n : 0;
+	}
+	CU_ASSERT(checked > 100);
 }
 
 static const CU_TestInfo tests[] = {
@@ -551,6 +585,7 @@ static const CU_TestInfo tests[] = {
 	{ "bad_table", test_bad_table },
 	{ "long_expression_message", test_long_expression_message },
 	{ "random_against_brute_force", test_random_against_brute_force },
+	{ "random_seconds_against_brute_force", test_random_seconds_against_brute_force },
 	CU_TEST_INFO_NULL,
 };
 
