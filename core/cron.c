@@ -5,7 +5,6 @@
  */
 #include "cbatch/cron.h"
 
-#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +56,28 @@ struct cb_cron {
 
 /* Parsing state: the whole expression for messages, the field being read. */
 struct parser {
-	const char *expr; /* as the caller wrote it (for messages) */
+	const char *expr; /* as the caller wrote it (positions count in it) */
 	const char *text; /* what is parsed: expr, or a macro's expansion */
 	cb_error *err;
 	cb_cron *c;
 	int field;
 };
+
+/* ASCII only, whatever the locale (a Turkish locale upper-cases 'i' differently). */
+static int is_digit(int ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static int is_alpha(int ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static int up(int ch)
+{
+	return ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch;
+}
 
 /* A position in the text as the caller counts it: 1-based, in expr. */
 static int position(const struct parser *p, const char *at)
@@ -106,11 +121,11 @@ static int value(struct parser *p, const char **s, int *out)
 	const struct field *f = &fields[p->field];
 	const char *at = *s;
 
-	if (isdigit((unsigned char)*at)) {
+	if (is_digit(*at)) {
 		long v = 0;
 
 		/* Cap the digits so that no input overflows; 999999 is out of every range. */
-		while (isdigit((unsigned char)*at)) {
+		while (is_digit(*at)) {
 			if (v < 1000000)
 				v = v * 10 + (*at - '0');
 			at++;
@@ -119,12 +134,10 @@ static int value(struct parser *p, const char **s, int *out)
 		*s = at;
 		return 0;
 	}
-	if (f->names && isalpha((unsigned char)at[0]) && isalpha((unsigned char)at[1]) &&
-	    isalpha((unsigned char)at[2])) {
+	if (f->names && is_alpha(at[0]) && is_alpha(at[1]) && is_alpha(at[2])) {
 		for (int i = 0; f->names[i]; i++)
-			if (toupper((unsigned char)at[0]) == f->names[i][0] &&
-			    toupper((unsigned char)at[1]) == f->names[i][1] &&
-			    toupper((unsigned char)at[2]) == f->names[i][2]) {
+			if (up(at[0]) == f->names[i][0] && up(at[1]) == f->names[i][1] &&
+			    up(at[2]) == f->names[i][2]) {
 				*out = f->min + i;
 				*s = at + 3;
 				return 0;
@@ -163,12 +176,12 @@ static int dom_last(struct parser *p, const char **s)
 	const char *at = *s, *q = at + 1;
 	int n = 0;
 
-	if (toupper((unsigned char)*q) == 'W') {
+	if (up(*q) == 'W') {
 		p->c->dom_lastw = 1;
 		q++;
 	} else if (*q == '-') {
 		q++;
-		if (!isdigit((unsigned char)*q))
+		if (!is_digit(*q))
 			return fail_at(p, at, "is not L-n");
 		if (value(p, &q, &n) != 0)
 			return CB_EINVAL;
@@ -194,10 +207,10 @@ static int element(struct parser *p, const char **s)
 	const char *at = *s, *q = at;
 	int lo, hi, step = 1, ranged = 0;
 
-	if (p->field == F_DOM && toupper((unsigned char)*q) == 'L')
+	if (p->field == F_DOM && up(*q) == 'L')
 		return dom_last(p, s);
 	/* Quartz reads a lone L here as Saturday, in its own numbering: ask for the day. */
-	if (p->field == F_DOW && toupper((unsigned char)*q) == 'L' && is_end(q[1]))
+	if (p->field == F_DOW && up(*q) == 'L' && is_end(q[1]))
 		return fail_at(p, at, "needs a weekday (5L is the last Friday)");
 	if (*q == '*') {
 		lo = f->min;
@@ -221,13 +234,13 @@ static int element(struct parser *p, const char **s)
 						    "%d is reversed",
 						    f->name, (int)(q - at), at, position(p, at));
 			ranged = 1;
-		} else if (p->field == F_DOM && toupper((unsigned char)*q) == 'W') {
+		} else if (p->field == F_DOM && up(*q) == 'W') {
 			if (!is_end(q[1]))
 				return fail_at(p, at, "is not nW");
 			p->c->dom_nearw |= (uint32_t)1 << lo;
 			*s = q + 1;
 			return 0;
-		} else if (p->field == F_DOW && toupper((unsigned char)*q) == 'L') {
+		} else if (p->field == F_DOW && up(*q) == 'L') {
 			if (!is_end(q[1]))
 				return fail_at(p, at, "is not dL");
 			p->c->dow_last |= (uint8_t)(1u << (lo % 7));
@@ -237,7 +250,7 @@ static int element(struct parser *p, const char **s)
 			const char *kat = q++;
 			int k;
 
-			if (!isdigit((unsigned char)*q))
+			if (!is_digit(*q))
 				return fail_at(p, at, "is not d#k");
 			value(p, &q, &k);
 			if (k < 1 || k > 5)
@@ -255,7 +268,7 @@ static int element(struct parser *p, const char **s)
 	if (*q == '/') {
 		const char *sat = ++q;
 
-		if (!isdigit((unsigned char)*q))
+		if (!is_digit(*q))
 			return fail_at(p, at, "has no step after '/'");
 		value(p, &q, &step);
 		if (step < 1 || step > f->max - f->min + 1)
@@ -345,7 +358,7 @@ int cb_cron_parse(cb_cron **out, const char *expr, cb_error *err)
 			cb_error_set(err, CB_EINVAL, "longer than %d bytes", CB_CRON_EXPR_MAX));
 	/* Control bytes and non-ASCII first: no message should carry them raw. */
 	for (const char *t = expr; *t; t++)
-		if (!isprint((unsigned char)*t) && !is_blank(*t))
+		if ((unsigned char)*t < 0x20 ? !is_blank(*t) : (unsigned char)*t >= 0x7f)
 			return parse_failed(expr, err,
 					    cb_error_set(err, CB_EINVAL,
 							 "unexpected byte 0x%02x at character %d",
