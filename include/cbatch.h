@@ -19,5 +19,6 @@
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"
 #include "cbatch/partition.h"
+#include "cbatch/cron.h"
 
 #endif
