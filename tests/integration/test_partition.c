@@ -30,33 +30,37 @@ static int clean(void)
 	return 0;
 }
 
-/* cbatch-examples --db DB ARGS..., output captured. */
-static int ex(const char *const *args)
+#define MAXARGS 40
+
+/* argv of cbatch-examples --db DB ARGS... into @p argv (MAXARGS slots). */
+static void examples_argv(const char **argv, const char *const *args)
 {
-	const char *argv[40];
 	size_t n = 0;
 
 	argv[n++] = cbt_examples_bin();
 	argv[n++] = "--db";
 	argv[n++] = db;
-	while (*args && n < 39)
+	while (*args && n < MAXARGS - 1)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+}
+
+/* cbatch-examples --db DB ARGS..., output captured. */
+static int ex(const char *const *args)
+{
+	const char *argv[MAXARGS];
+
+	examples_argv(argv, args);
 	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
 }
 #define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
 
+/* The same in the background, its output to @p log. */
 static pid_t spawn(const char *log, const char *const *args)
 {
-	const char *argv[40];
-	size_t n = 0;
+	const char *argv[MAXARGS];
 
-	argv[n++] = cbt_examples_bin();
-	argv[n++] = "--db";
-	argv[n++] = db;
-	while (*args && n < 39)
-		argv[n++] = *args++;
-	argv[n] = NULL;
+	examples_argv(argv, args);
 	return cbt_spawn(argv, log);
 }
 #define SPAWN(log, ...) spawn(log, (const char *const[]){ __VA_ARGS__, NULL })
