@@ -125,6 +125,9 @@ int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err);
 void cb__signals_install(void);
 void cb__signals_restore(void);
 int cb__stop_signalled(void);
+/* A descriptor that becomes readable once a stop was signalled (never
+ * drained: it stays readable), or -1 when the handlers are not installed. */
+int cb__signals_wake_fd(void);
 
 /* Monotonic clock in seconds. */
 double cb__now(void);

@@ -1,10 +1,16 @@
 /* SIGINT/SIGTERM: the first asks for a graceful stop, the second is fatal. */
 #include "engine.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_flag;
+/* Written once by the handler, so that every thread asleep in poll() wakes
+ * (a signal interrupts only the one thread it is delivered to). */
+static int wake_pipe[2] = { -1, -1 };
 static struct sigaction old_int, old_term;
 static int installed;
 
@@ -12,7 +18,13 @@ static void on_signal(int sig)
 {
 	struct sigaction dfl;
 
+	int saved = errno;
+
 	stop_flag = 1;
+	if (wake_pipe[1] >= 0 && write(wake_pipe[1], "x", 1) < 0) {
+		/* full or closed: the flag alone still stops every loop */
+	}
+	errno = saved;
 	/* The next one gets the default action: the process dies and the server
 	 * rolls the open chunk back. */
 	memset(&dfl, 0, sizeof(dfl));
@@ -28,6 +40,19 @@ void cb__signals_install(void)
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	stop_flag = 0;
+	if (wake_pipe[0] < 0 && pipe(wake_pipe) == 0) {
+		fcntl(wake_pipe[0], F_SETFL, O_NONBLOCK);
+		fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
+		fcntl(wake_pipe[0], F_SETFD, FD_CLOEXEC);
+		fcntl(wake_pipe[1], F_SETFD, FD_CLOEXEC);
+	}
+	if (wake_pipe[0] >= 0) {
+		/* a stop of an earlier run must not wake this one */
+		char buf[64];
+
+		while (read(wake_pipe[0], buf, sizeof(buf)) > 0) {
+		}
+	}
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	installed = 1;
@@ -40,6 +65,11 @@ void cb__signals_restore(void)
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	installed = 0;
+}
+
+int cb__signals_wake_fd(void)
+{
+	return installed ? wake_pipe[0] : -1;
 }
 
 int cb__stop_signalled(void)

@@ -43,7 +43,7 @@ int cb__work_listen(PGconn *conn, cb_error *err)
 
 void cb__work_wait(PGconn *conn, double seconds)
 {
-	struct pollfd pfd;
+	struct pollfd pfd[2];
 	PGnotify *n;
 	int ms = seconds <= 0 ? 0 : (int)(seconds * 1000.0);
 
@@ -54,14 +54,19 @@ void cb__work_wait(PGconn *conn, double seconds)
 		while ((n = PQnotifies(conn)) != NULL);
 		return;
 	}
-	pfd.fd = PQsocket(conn);
-	pfd.events = POLLIN;
-	pfd.revents = 0;
-	if (pfd.fd < 0) {
+	pfd[0].fd = PQsocket(conn);
+	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
+	/* a stop signal wakes every sleeping thread, not only the one it hit */
+	pfd[1].fd = cb__signals_wake_fd();
+	pfd[1].events = POLLIN;
+	pfd[1].revents = 0;
+	if (pfd[0].fd < 0) {
 		usleep((useconds_t)ms * 1000);
 		return;
 	}
-	if (poll(&pfd, 1, ms) > 0 && PQconsumeInput(conn))
+	if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, ms) > 0 && (pfd[0].revents & POLLIN) &&
+	    PQconsumeInput(conn))
 		while ((n = PQnotifies(conn)) != NULL)
 			PQfreemem(n);
 }

@@ -674,6 +674,23 @@ static void test_threads_that_cannot_claim_fail_the_step(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 100);
 }
 
+static void test_sigterm_wakes_every_idle_thread(void)
+{
+	char log[4096];
+	double t0;
+	pid_t w;
+
+	log_path(log, sizeof(log), "idle-term", 0);
+	/* Four threads asleep on LISTEN (up to 5 s each): SIGTERM reaches one. */
+	w = SPAWN(log, "worker", "--threads", "4");
+	cbt_sleep_ms(1500);
+	t0 = cbt_now();
+	kill(w, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(w, 10000), 0);
+	if (cbt_now() - t0 > 1.5)
+		CBT_FAILF("an idle worker took %.1f s to leave after SIGTERM", cbt_now() - t0);
+}
+
 static void test_bad_parameters_and_options(void)
 {
 	ledger_rows("100", NULL);
@@ -710,6 +727,7 @@ static const CU_TestInfo tests[] = {
 	{ "the outbox is drained once by identical partitions",
 	  test_outbox_drained_once_by_copies },
 	{ "threads that cannot claim fail the step", test_threads_that_cannot_claim_fail_the_step },
+	{ "SIGTERM wakes every idle thread", test_sigterm_wakes_every_idle_thread },
 	{ "bad parameters and options", test_bad_parameters_and_options },
 	CU_TEST_INFO_NULL,
 };
