@@ -546,19 +546,13 @@ static const char *first_value(const char *file, int line, PGconn *conn, PGresul
 	return PQgetvalue(res, 0, 0);
 }
 
-long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql)
+/* The first value of @p res as an integer (-1 and a failure otherwise); clears @p res. */
+static long long first_ll(const char *file, int line, PGconn *conn, PGresult *res, const char *sql)
 {
-	PGresult *res;
-	const char *v;
+	const char *v = first_value(file, line, conn, res, sql);
 	long long out = -1;
 	char *end;
 
-	if (!conn) {
-		cbt__failf(file, line, 0, "cbt_query_ll without a connection: %s", sql);
-		return -1;
-	}
-	res = PQexec(conn, sql);
-	v = first_value(file, line, conn, res, sql);
 	if (v) {
 		errno = 0;
 		out = strtoll(v, &end, 10);
@@ -572,20 +566,64 @@ long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sq
 	return out;
 }
 
-long long cbt__queryf_ll(const char *file, int line, PGconn *conn, const char *fmt, ...)
+long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql)
 {
-	char sql[4096];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(sql)) {
-		cbt__failf(file, line, 0, "query too long for cbt_queryf_ll: %.80s...", sql);
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_query_ll without a connection: %s", sql);
 		return -1;
 	}
-	return cbt__query_ll(file, line, conn, sql);
+	return first_ll(file, line, conn, PQexec(conn, sql), sql);
+}
+
+#define QUERYP_MAX 8
+
+long long cbt__queryp_ll(const char *file, int line, PGconn *conn, const char *sql,
+			 const char *types, ...)
+{
+	char text[QUERYP_MAX][64];
+	const char *values[QUERYP_MAX];
+	int n = 0;
+	va_list ap;
+
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_queryp_ll without a connection: %s", sql);
+		return -1;
+	}
+	/* Each parameter's C type, in order: "lld" long long, "ld" long, "d"
+	 * int, "s" string; they travel as text parameters $1..$n. */
+	va_start(ap, types);
+	for (const char *t = types; *t; n++) {
+		size_t len = strcspn(t, " ");
+
+		if (n == QUERYP_MAX) {
+			va_end(ap);
+			cbt__failf(file, line, 0, "cbt_queryp_ll: more than %d parameters",
+				   QUERYP_MAX);
+			return -1;
+		}
+		if (len == 3 && strncmp(t, "lld", 3) == 0) {
+			snprintf(text[n], sizeof(text[n]), "%lld", va_arg(ap, long long));
+			values[n] = text[n];
+		} else if (len == 2 && strncmp(t, "ld", 2) == 0) {
+			snprintf(text[n], sizeof(text[n]), "%ld", va_arg(ap, long));
+			values[n] = text[n];
+		} else if (len == 1 && t[0] == 'd') {
+			snprintf(text[n], sizeof(text[n]), "%d", va_arg(ap, int));
+			values[n] = text[n];
+		} else if (len == 1 && t[0] == 's') {
+			values[n] = va_arg(ap, const char *);
+		} else {
+			va_end(ap);
+			cbt__failf(file, line, 0, "cbt_queryp_ll: unknown parameter type '%.*s'",
+				   (int)len, t);
+			return -1;
+		}
+		t += len;
+		t += strspn(t, " ");
+	}
+	va_end(ap);
+	return first_ll(file, line, conn, PQexecParams(conn, sql, n, NULL, values, NULL, NULL, 0),
+			sql);
 }
 
 int cbt_wait_until(PGconn *conn, int timeout_ms, const char *sql)

@@ -135,8 +135,14 @@ char *cbt_slurp(const char *path, size_t *len);
 void cbt__write_str(const char *file, int line, const char *path, const char *s);
 void cbt__expect_file(const char *file, int line, const char *path, const char *want);
 
-/* cbt_query_ll with printf-style SQL (for numbers and names the test made itself). */
-#define cbt_queryf_ll(conn, ...) cbt__queryf_ll(__FILE__, __LINE__, (conn), __VA_ARGS__)
+/*
+ * cbt_query_ll with parameters: @p types names each value's C type in order
+ * ("lld" long long, "ld" long, "d" int, "s" string, NULL being SQL NULL;
+ * separated by spaces), and the values follow. They travel as $1..$n (at
+ * most 8), never pasted into the SQL.
+ * E.g. cbt_queryp_ll(conn, "SELECT count(*) FROM t WHERE id = $1", "lld", id).
+ */
+#define cbt_queryp_ll(conn, sql, ...) cbt__queryp_ll(__FILE__, __LINE__, (conn), (sql), __VA_ARGS__)
 
 /**
  * Run a query and copy its first row's first column, as text, to @p out.
@@ -229,11 +235,8 @@ void cbt__db_drop(const char *file, int line, const char *conninfo);
 PGconn *cbt__connect(const char *file, int line, const char *conninfo);
 int cbt__exec(const char *file, int line, PGconn *conn, const char *sql);
 long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sql);
-long long cbt__queryf_ll(const char *file, int line, PGconn *conn, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 4, 5)))
-#endif
-	;
+long long cbt__queryp_ll(const char *file, int line, PGconn *conn, const char *sql,
+			 const char *types, ...);
 int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, char *out,
 		   size_t outsz);
 

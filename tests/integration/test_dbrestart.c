@@ -140,25 +140,25 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 
 	conn = reconnect();
 	/* Nothing it committed was lost: whole chunks, counted as written. */
-	written = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-				exec);
+	written = cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+				"lld", exec);
 	CU_ASSERT(written >= before);
 	CBT_EQ_LL(written % 10, 0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
 			  "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
-			  "%lld",
-			  exec),
+			  "$1",
+			  "lld", exec),
 		  written);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), written);
 	if (written >= 200000)
 		CBT_FAILF("the job finished before the restart; the test proves nothing");
 	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status IN ('FAILED', 'STARTED')",
-			  exec),
+			  "lld", exec),
 		  1);
 	/* After the lease (database time) a run completes it, exactly once. */
 	if (!cbt_wait_until(conn, 15000,
@@ -166,17 +166,17 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 			    "lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
 		CBT_FAILF("the lock is still held 15 s after the restart (lease 2 s)");
 	CBT_EQ_LL(ex("run", "ledger", NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
+			      "status = 'COMPLETED'",
+			      "lld", exec),
+		1);
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
-			  exec),
-		  1);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'FAILED'",
-			  exec),
+			  "lld", exec),
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 200000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);

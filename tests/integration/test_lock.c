@@ -183,7 +183,7 @@ static void reset(PGconn *conn)
 static long long add_rows(PGconn *conn, long long rows)
 {
 	char n[24];
-	long long first = cbt_queryf_ll(conn, "SELECT coalesce(max(id), 0) + 1 FROM account");
+	long long first = cbt_queryp_ll(conn, "SELECT coalesce(max(id), 0) + 1 FROM account", "");
 
 	snprintf(n, sizeof(n), "%lld", rows);
 	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", n, NULL), 0);
@@ -237,10 +237,10 @@ static void wait_lock_free(PGconn *conn, const char *name, int timeout_ms)
 
 static long long audit_count(PGconn *conn, long long after_id, const char *outcome)
 {
-	return cbt_queryf_ll(conn,
-			     "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
-			     "outcome = '%s'",
-			     after_id, outcome);
+	return cbt_queryp_ll(conn,
+			     "SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
+			     "outcome = $2",
+			     "lld s", after_id, outcome);
 }
 
 static long long audit_mark(PGconn *conn)
@@ -251,10 +251,10 @@ static long long audit_mark(PGconn *conn)
 /* The job execution of the process @p pid (its owner id is host:pid:random). */
 static long long execution_of(PGconn *conn, pid_t pid)
 {
-	return cbt_queryf_ll(conn,
+	return cbt_queryp_ll(conn,
 			     "SELECT coalesce(max(job_execution_id), 0) FROM batch_job_execution "
-			     "WHERE owner_id LIKE '%%:%ld:%%'",
-			     (long)pid);
+			     "WHERE owner_id LIKE '%:' || $1::text || ':%'",
+			     "ld", (long)pid);
 }
 
 static int still_running(pid_t pid)
@@ -376,24 +376,24 @@ static void contention_round(PGconn *conn, int round, int racers)
 	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), racers - 1);
 	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-				"SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
-				"outcome = 'SKIPPED_HELD' AND detail LIKE 'held by %%'",
-				mark),
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
+				"outcome = 'SKIPPED_HELD' AND detail LIKE 'held by %'",
+				"lld", mark),
 		  racers - 1);
 	/* One instance, one execution, completed. */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution e JOIN "
 				"batch_job_execution_params p USING (job_execution_id) WHERE "
-				"p.parameter_name = 'round' AND p.parameter_value = '%d'",
-				round),
+				"p.parameter_name = 'round' AND p.parameter_value = $1",
+				"d", round),
 		  1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution e JOIN "
 				"batch_job_execution_params p USING (job_execution_id) WHERE "
-				"p.parameter_name = 'round' AND p.parameter_value = '%d' "
+				"p.parameter_name = 'round' AND p.parameter_value = $1 "
 				"AND e.status = 'COMPLETED'",
-				round),
+				"d", round),
 		  1);
 	assert_exactly_once(conn);
 }
@@ -456,14 +456,15 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 		CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
 		wait_no_client_sessions(conn);
 		dead = execution_of(conn, pid);
-		token = cbt_queryf_ll(
+		token = cbt_queryp_ll(
 			conn,
 			"SELECT fencing_token FROM batch_lock_audit WHERE owner_id LIKE "
-			"'%%:%ld:%%' AND outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')",
-			(long)pid);
+			"'%:' || $1::text || ':%' AND outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER')",
+			"ld", (long)pid);
 		/* Whole chunks only: the data, the source status and the checkpoint agree. */
-		written = cbt_queryf_ll(
-			conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld", dead);
+		written = cbt_queryp_ll(conn,
+					"SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+					"lld", dead);
 		printf("\n    round %d: killed %d ms after it took the lock, %s, %lld rows "
 		       "committed",
 		       round, delay_ms,
@@ -472,23 +473,22 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 			      "execution was committed",
 		       written);
 		CBT_EQ_LL(written % 10, 0);
-		CBT_EQ_LL(cbt_queryf_ll(
+		CBT_EQ_LL(cbt_queryp_ll(
 				  conn,
 				  "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
-				  "WHERE job_execution_id = %lld",
-				  dead),
+				  "WHERE job_execution_id = $1",
+				  "lld", dead),
 			  written);
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"),
 			  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
 		/* The dead owner still claims to run; its lease ends within 1 s. */
 		if (dead)
-			CBT_EQ_LL(
-				cbt_queryf_ll(conn,
-					      "SELECT count(*) FROM batch_job_execution WHERE "
-					      "job_execution_id = %lld AND status IN ('STARTING', "
-					      "'STARTED')",
-					      dead),
-				1);
+			CBT_EQ_LL(cbt_queryp_ll(conn,
+						"SELECT count(*) FROM batch_job_execution WHERE "
+						"job_execution_id = $1 AND status IN ('STARTING', "
+						"'STARTED')",
+						"lld", dead),
+				  1);
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT (locked_until <= clock_timestamp() + "
 					     "interval '1 s')::int FROM batch_lock WHERE "
 					     "lock_name = 'ledger'"),
@@ -498,55 +498,55 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
 		/* Taken over (token + 1) from the dead owner, saying whose lease ended. */
 		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
-		CBT_EQ_LL(cbt_queryf_ll(
+		CBT_EQ_LL(cbt_queryp_ll(
 				  conn,
-				  "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
-				  "outcome = 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND "
-				  "detail LIKE 'lease of %%:%ld:%% expired at %%'",
-				  mark, token + 1, (long)pid),
+				  "SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
+				  "outcome = 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = $2 AND "
+				  "detail LIKE 'lease of %:' || $3::text || ':% expired at %'",
+				  "lld lld ld", mark, token + 1, (long)pid),
 			  1);
 		if (dead) {
 			/* The dead execution is buried saying why, and restarted. */
 			CBT_EQ_LL(
-				cbt_queryf_ll(
+				cbt_queryp_ll(
 					conn,
 					"SELECT count(*) FROM batch_job_execution WHERE "
-					"job_execution_id = %lld AND status = 'FAILED' AND "
-					"exit_message LIKE 'owner %%:%ld:%% lost: lease expired at "
-					"%%'",
-					dead, (long)pid),
+					"job_execution_id = $1 AND status = 'FAILED' AND "
+					"exit_message LIKE 'owner %:' || $2::text || ':% lost: lease expired at "
+					"%'",
+					"lld ld", dead, (long)pid),
 				1);
 			CBT_EQ_LL(
-				cbt_queryf_ll(
+				cbt_queryp_ll(
 					conn,
 					"SELECT count(*) FROM batch_job_execution WHERE restart_of "
-					"= %lld AND status = 'COMPLETED'",
-					dead),
+					"= $1 AND status = 'COMPLETED'",
+					"lld", dead),
 				1);
 			/* The restart read only what the dead owner had not committed. */
-			CBT_EQ_LL(cbt_queryf_ll(
+			CBT_EQ_LL(cbt_queryp_ll(
 					  conn,
 					  "SELECT s.read_count FROM batch_step_execution s JOIN "
 					  "batch_job_execution e USING (job_execution_id) WHERE "
-					  "e.restart_of = %lld",
-					  dead),
+					  "e.restart_of = $1",
+					  "lld", dead),
 				  40000 - written);
 		}
 		/* One live-or-done execution per round: the completed one. */
 		CBT_EQ_LL(
-			cbt_queryf_ll(conn,
+			cbt_queryp_ll(conn,
 				      "SELECT count(*) FROM batch_job_execution e JOIN "
 				      "batch_job_execution_params p USING (job_execution_id) WHERE "
-				      "p.parameter_name = 'round' AND p.parameter_value = '%d' AND "
+				      "p.parameter_name = 'round' AND p.parameter_value = $1 AND "
 				      "e.status = 'COMPLETED'",
-				      round),
+				      "d", round),
 			1);
 		CBT_EQ_LL(
-			cbt_queryf_ll(conn,
+			cbt_queryp_ll(conn,
 				      "SELECT count(*) FROM batch_job_execution e JOIN "
 				      "batch_job_execution_params p USING (job_execution_id) WHERE "
-				      "p.parameter_name = 'round' AND p.parameter_value = '%d'",
-				      round),
+				      "p.parameter_name = 'round' AND p.parameter_value = $1",
+				      "d", round),
 			dead ? 2 : 1);
 		assert_exactly_once(conn);
 	}
@@ -610,72 +610,71 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	}
 	kill(pid, SIGSTOP);
 	zombie = execution_of(conn, pid);
-	token = cbt_queryf_ll(
+	token = cbt_queryp_ll(
 		conn,
 		"SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
-		"%lld",
-		zombie);
+		"$1",
+		"lld", zombie);
 	/* Past its lease (database time), a second process takes over and finishes. */
 	wait_lock_free(conn, "ledger", 10000);
 	mark = audit_mark(conn);
 	CBT_EQ_LL(ex_with(taker_db, "run", "ledger", tparam, "--lease", "5", NULL), 0);
 	taker = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
 	/* It could not end the zombie's session, and says so. */
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome "
-			  "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
-			  "'%%could not be checked (insufficient privilege) and was left running'",
-			  mark, token + 1),
+			  "SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND outcome "
+			  "= 'LEASE_EXPIRED_TAKEOVER' AND fencing_token = $2 AND detail LIKE "
+			  "'%could not be checked (insufficient privilege) and was left running'",
+			  "lld lld", mark, token + 1),
 		  1);
 	if (same_instance) {
-		CBT_EQ_LL(cbt_queryf_ll(conn,
+		CBT_EQ_LL(cbt_queryp_ll(conn,
 					"SELECT restart_of FROM batch_job_execution WHERE "
-					"job_execution_id = %lld",
-					taker),
+					"job_execution_id = $1",
+					"lld", taker),
 			  zombie);
-		CBT_EQ_LL(
-			cbt_queryf_ll(
-				conn,
-				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
-				"= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
-				"lease expired at %%'",
-				zombie),
-			1);
-	} else {
-		CBT_EQ_LL(cbt_queryf_ll(
+		CBT_EQ_LL(cbt_queryp_ll(
 				  conn,
 				  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
-				  "= %lld AND status = 'STARTED'",
-				  zombie),
+				  "= $1 AND status = 'FAILED' AND exit_message LIKE 'owner % lost: "
+				  "lease expired at %'",
+				  "lld", zombie),
+			  1);
+	} else {
+		CBT_EQ_LL(cbt_queryp_ll(
+				  conn,
+				  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+				  "= $1 AND status = 'STARTED'",
+				  "lld", zombie),
 			  1);
 	}
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
-	if (cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
+	if (cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1", "lld",
 			  taker) == 0)
 		CBT_FAILF("the zombie finished before it was stopped; the round proves nothing");
 
 	/* What the zombie had committed when it was taken over. */
-	zstep = cbt_queryf_ll(conn,
+	zstep = cbt_queryp_ll(conn,
 			      "SELECT step_execution_id FROM batch_step_execution WHERE "
-			      "job_execution_id = %lld",
-			      zombie);
-	zwrites = cbt_queryf_ll(
+			      "job_execution_id = $1",
+			      "lld", zombie);
+	zwrites = cbt_queryp_ll(
 		conn,
 		"SELECT write_count FROM batch_step_execution WHERE step_execution_id "
-		"= %lld",
-		zstep);
-	zcommits = cbt_queryf_ll(conn,
+		"= $1",
+		"lld", zstep);
+	zcommits = cbt_queryp_ll(conn,
 				 "SELECT commit_count FROM batch_step_execution WHERE "
-				 "step_execution_id = %lld",
-				 zstep);
+				 "step_execution_id = $1",
+				 "lld", zstep);
 	zversion =
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT version FROM batch_step_execution WHERE step_execution_id = "
-			      "%lld",
-			      zstep);
-	zrows = cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-			      zombie);
+			      "$1",
+			      "lld", zstep);
+	zrows = cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+			      "lld", zombie);
 	CBT_EQ_LL(zrows, zwrites);
 	/* New work, so that the zombie has something it could still write. */
 	if (new_work)
@@ -730,62 +729,60 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 		printf("\n    zombie round %d: audited %s\n", round, outcome);
 	}
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
 			"SELECT (count(*) BETWEEN 1 AND 2 AND count(DISTINCT outcome) = count(*))::int "
 			"FROM batch_lock_audit WHERE outcome IN ('FENCED', "
-			"'HEARTBEAT_FAILED') AND fencing_token = %lld AND owner_id LIKE "
-			"'%%:%ld:%%'",
-			token, (long)pid),
+			"'HEARTBEAT_FAILED') AND fencing_token = $1 AND owner_id LIKE "
+			"'%:' || $2::text || ':%'",
+			"lld ld", token, (long)pid),
 		1);
 	/* It committed nothing after the takeover. */
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
 			  "SELECT write_count FROM batch_step_execution WHERE step_execution_id "
-			  "= %lld",
-			  zstep),
+			  "= $1",
+			  "lld", zstep),
 		  zwrites);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT commit_count FROM batch_step_execution WHERE "
-				"step_execution_id = %lld",
-				zstep),
+				"step_execution_id = $1",
+				"lld", zstep),
 		  zcommits);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-				zombie),
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+				"lld", zombie),
 		  zrows);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-				taker),
-		  cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+				"lld", taker),
+		  cbt_queryp_ll(
 			  conn,
 			  "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
-			  "%lld",
-			  taker));
+			  "$1",
+			  "lld", taker));
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"),
 		  new_work ? 5000 : 0);
 	if (same_instance) {
 		/* Buried by the taker: the zombie's late end does not overwrite that. */
-		CBT_EQ_LL(cbt_queryf_ll(conn,
+		CBT_EQ_LL(cbt_queryp_ll(conn,
 					"SELECT version FROM batch_step_execution WHERE "
-					"step_execution_id = %lld",
-					zstep),
+					"step_execution_id = $1",
+					"lld", zstep),
 			  zversion);
-		CBT_EQ_LL(
-			cbt_queryf_ll(
-				conn,
-				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
-				"= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
-				"lease expired at %%'",
-				zombie),
-			1);
+		CBT_EQ_LL(cbt_queryp_ll(
+				  conn,
+				  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+				  "= $1 AND status = 'FAILED' AND exit_message LIKE 'owner % lost: "
+				  "lease expired at %'",
+				  "lld", zombie),
+			  1);
 	} else {
 		/* Its own execution: it ends it as FAILED, saying it was fenced off. */
-		CBT_EQ_LL(
-			cbt_queryf_ll(
-				conn,
-				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
-				"= %lld AND status = 'FAILED' AND exit_message LIKE '%%fenced off%%'",
-				zombie),
-			1);
+		CBT_EQ_LL(cbt_queryp_ll(
+				  conn,
+				  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+				  "= $1 AND status = 'FAILED' AND exit_message LIKE '%fenced off%'",
+				  "lld", zombie),
+			  1);
 	}
 	/* The zombie did not release the taker's lock: the newest token is the taker's. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = "
@@ -1106,11 +1103,11 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 	    !cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = execution_of(conn, pid);
-	token = cbt_queryf_ll(
+	token = cbt_queryp_ll(
 		conn,
 		"SELECT fencing_token FROM batch_job_execution WHERE job_execution_id = "
-		"%lld",
-		exec);
+		"$1",
+		"lld", exec);
 	/* The role may no longer log in, and its heartbeat session is cut: the
 	 * heartbeat cannot reconnect, while the job's own session still works. */
 	snprintf(sql, sizeof(sql), "ALTER ROLE %s NOLOGIN", role);
@@ -1129,16 +1126,16 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 	CBT_CONTAINS(log, "heartbeat failed");
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished all its work; it did not stop");
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
-			  "%lld AND status = 'FAILED' AND exit_message LIKE '%%heartbeat failed%%'",
-			  exec),
-		  1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+			      "$1 AND status = 'FAILED' AND exit_message LIKE '%heartbeat failed%'",
+			      "lld", exec),
+		1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_lock_audit WHERE outcome = "
-				"'HEARTBEAT_FAILED' AND fencing_token = %lld",
-				token),
+				"'HEARTBEAT_FAILED' AND fencing_token = $1",
+				"lld", token),
 		  1);
 	/* It stopped writing about a lease after the cut: the last chunk commit
 	 * (heartbeat_time, which only chunk commits move once the heartbeat is
@@ -1235,13 +1232,12 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
 	CU_ASSERT(r.job_execution_id != first_exec);
 	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
-	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
-			      "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
-			      "outcome = 'ACQUIRED' AND event_time >= '%s'::timestamptz + interval "
-			      "'3 s'",
-			      mark, taken),
-		1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
+				"outcome = 'ACQUIRED' AND event_time >= $2::timestamptz + interval "
+				"'3 s'",
+				"lld s", mark, taken),
+		  1);
 	cb_params_free(p1);
 	cb_params_free(p2);
 	cb_job_free(job);
@@ -1251,11 +1247,11 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	first = add_rows(conn, 20000);
 	gate = cbt_connect(db);
 	cbt_exec(gate, "BEGIN");
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  gate,
-			  "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) "
+			  "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = $1 FOR UPDATE) "
 			  "x",
-			  first + 500),
+			  "lld", first + 500),
 		  1);
 	pid = ex_spawn("lock-forced.log", "run", "ledger", "f:long=1", "-chunk.size:long=10", NULL);
 	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
@@ -1270,11 +1266,11 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_CONTAINS(out, "FORCE_UNLOCKED");
 	CBT_EQ_LL(ex("unlock", "no-such-lock", "--force", NULL), 2);
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
-			      "SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
 			      "outcome = 'FORCE_UNLOCKED' AND lock_name = 'ledger' AND detail LIKE "
-			      "'forced by %%@%%: test (holder was %%:%ld:%%)'",
-			      mark, (long)pid),
+			      "'forced by %@%: test (holder was %:' || $2::text || ':%)'",
+			      "lld ld", mark, (long)pid),
 		1);
 	cbt_exec(gate, "COMMIT");
 	PQfinish(gate);
@@ -1283,10 +1279,10 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_LL(rc, 1);
 	read_log("lock-forced.log", text, sizeof(text));
 	CBT_CONTAINS(text, "fenced off");
-	CBT_EQ_LL(cbt_queryf_ll(conn,
-				"SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND "
-				"outcome = 'FENCED' AND owner_id LIKE '%%:%ld:%%'",
-				mark, (long)pid),
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND "
+				"outcome = 'FENCED' AND owner_id LIKE '%:' || $2::text || ':%'",
+				"lld ld", mark, (long)pid),
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
 	/* A run then takes the lock at once (no lease to wait for) and finishes. */
@@ -1436,10 +1432,10 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		}
 		dead = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_job_execution "
 					  "WHERE status = 'STARTED'");
-		pid = (pid_t)cbt_queryf_ll(conn,
+		pid = (pid_t)cbt_queryp_ll(conn,
 					   "SELECT split_part(owner_id, ':', 2)::int FROM "
-					   "batch_job_execution WHERE job_execution_id = %lld",
-					   dead);
+					   "batch_job_execution WHERE job_execution_id = $1",
+					   "lld", dead);
 		{
 			/* It does run with the skewed clock. */
 			char path[64], env[65536] = "", want[32];
@@ -1472,14 +1468,13 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		mark = audit_mark(conn);
 		CBT_EQ_LL(ex("run", "ledger", param, "--lease", "1", NULL), 0);
 		CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 1);
-		CBT_EQ_LL(
-			cbt_queryf_ll(
-				conn,
-				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
-				"= %lld AND status = 'FAILED' AND exit_message LIKE 'owner %% lost: "
-				"lease expired at %%'",
-				dead),
-			1);
+		CBT_EQ_LL(cbt_queryp_ll(
+				  conn,
+				  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id "
+				  "= $1 AND status = 'FAILED' AND exit_message LIKE 'owner % lost: "
+				  "lease expired at %'",
+				  "lld", dead),
+			  1);
 		assert_exactly_once(conn);
 	}
 	PQfinish(conn);
@@ -1512,35 +1507,35 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	wait_no_client_sessions(conn);
 	/* Nothing committed was lost; whole chunks, and counts that agree. */
 	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= before);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-				exec) %
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+				"lld", exec) %
 			  10,
 		  0);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = %lld",
-				exec),
-		  cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
+				"lld", exec),
+		  cbt_queryp_ll(
 			  conn,
 			  "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
-			  "%lld",
-			  exec));
+			  "$1",
+			  "lld", exec));
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"),
 		  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished before its backend was terminated");
 	/* It reconnected to record the failure (or left its execution to the lease). */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
-				"%lld AND status IN ('FAILED', 'STARTED')",
-				exec),
+				"$1 AND status IN ('FAILED', 'STARTED')",
+				"lld", exec),
 		  1);
 	wait_lock_free(conn, "ledger", 10000);
 	CBT_EQ_LL(ex("run", "ledger", "t:long=1", NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
-			  exec),
-		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
+			      "status = 'COMPLETED'",
+			      "lld", exec),
+		1);
 	assert_exactly_once(conn);
 	PQfinish(conn);
 }
@@ -1607,19 +1602,19 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 		return;
 	}
 	zombie = execution_of(conn, zpid);
-	token = cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
-			      FREEZE_JOB);
+	token = cbt_queryp_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = $1",
+			      "s", FREEZE_JOB);
 	/* Frozen idle in transaction, holding the lock row and 10 data rows. */
-	zbackend = cbt_queryf_ll(
+	zbackend = cbt_queryp_ll(
 		conn,
 		"SELECT count(*) FROM pg_stat_activity a JOIN batch_lock l ON l.lock_name = "
-		"'%s' AND a.pid = l.owner_backend_pid AND a.backend_start = "
+		"$1 AND a.pid = l.owner_backend_pid AND a.backend_start = "
 		"l.owner_backend_start WHERE a.state = 'idle in transaction'",
-		FREEZE_JOB);
+		"s", FREEZE_JOB);
 	CBT_EQ_LL(zbackend, 1);
-	zbackend = cbt_queryf_ll(conn,
-				 "SELECT owner_backend_pid FROM batch_lock WHERE lock_name = '%s'",
-				 FREEZE_JOB);
+	zbackend =
+		cbt_queryp_ll(conn, "SELECT owner_backend_pid FROM batch_lock WHERE lock_name = $1",
+			      "s", FREEZE_JOB);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), 4 * FREEZE_CHUNK);
 	wait_lock_free(conn, FREEZE_JOB, 10000);
 
@@ -1638,29 +1633,29 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 		  FREEZE_ROWS);
 	/* A takeover that says it ended the old owner's session. */
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
-			"'LEASE_EXPIRED_TAKEOVER' AND fencing_token = %lld AND detail LIKE "
-			"'lease of %%:%ld:%% expired at %%; its session %lld (idle in transaction) "
+			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND outcome = "
+			"'LEASE_EXPIRED_TAKEOVER' AND fencing_token = $2 AND detail LIKE "
+			"'lease of %:' || $3::text || ':% expired at %; its session ' || $4::text || ' (idle in transaction) "
 			"was terminated'",
-			mark, token + 1, (long)zpid, zbackend),
+			"lld lld ld lld", mark, token + 1, (long)zpid, zbackend),
 		1);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld",
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", "lld",
 				zbackend),
 		  0);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
-			  zombie),
-		  1);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
+			      "status = 'COMPLETED'",
+			      "lld", zombie),
+		1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
-			"status = 'FAILED' AND exit_message LIKE 'owner %% lost: lease expired at %%'",
-			zombie),
+			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 AND "
+			"status = 'FAILED' AND exit_message LIKE 'owner % lost: lease expired at %'",
+			"lld", zombie),
 		1);
 
 	/* Woken, the old owner has no session left: it ends fenced off. */
@@ -1670,32 +1665,32 @@ static void test_frozen_owner_inside_a_chunk_is_ended_by_the_takeover(void)
 	read_log("lock-freeze-zombie.log", log, sizeof(log));
 	CBT_CONTAINS(log, "fenced off");
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome IN "
-			"('FENCED', 'HEARTBEAT_FAILED') AND fencing_token = %lld",
-			mark, token),
-		cbt_queryf_ll(
+			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND outcome IN "
+			"('FENCED', 'HEARTBEAT_FAILED') AND fencing_token = $2",
+			"lld lld", mark, token),
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(DISTINCT outcome) FROM batch_lock_audit WHERE audit_id > %lld "
-			"AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
-			mark, token));
-	CBT_EQ_LL(cbt_queryf_ll(
+			"SELECT count(DISTINCT outcome) FROM batch_lock_audit WHERE audit_id > $1 "
+			"AND fencing_token = $2 AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
+			"lld lld", mark, token));
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT (count(*) >= 1)::int FROM batch_lock_audit WHERE audit_id > %lld "
-			  "AND fencing_token = %lld AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
-			  mark, token),
+			  "SELECT (count(*) >= 1)::int FROM batch_lock_audit WHERE audit_id > $1 "
+			  "AND fencing_token = $2 AND outcome IN ('FENCED', 'HEARTBEAT_FAILED')",
+			  "lld lld", mark, token),
 		  1);
 	/* It committed nothing: 4 chunks before it froze, none after. */
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT commit_count FROM batch_step_execution WHERE job_execution_id = %lld",
-			zombie),
+			"SELECT commit_count FROM batch_step_execution WHERE job_execution_id = $1",
+			"lld", zombie),
 		4);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), FREEZE_ROWS);
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = '%s'",
-				FREEZE_JOB),
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = $1",
+				"s", FREEZE_JOB),
 		  token + 1);
 	printf("\n");
 	PQfinish(conn);
@@ -1810,11 +1805,11 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	}
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 1);
 	CBT_EQ_LL(audit_count(conn, mark, "OWNER_DEAD_TAKEOVER"), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STARTED'",
-			  dead),
+			  "lld", dead),
 		  1);
 
 	/* Gone: taken over at once, audited, its execution buried and restarted. */
@@ -1827,29 +1822,29 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	if (took > 30)
 		CBT_FAILF("the takeover of a dead owner took %.1f s (lease 60 s)", took);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > %lld AND outcome = "
-			"'OWNER_DEAD_TAKEOVER' AND detail LIKE 'owner %%:%ld:%% is gone (its process "
-			"on this host ended)%%'",
-			mark, (long)pid),
+			"SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1 AND outcome = "
+			"'OWNER_DEAD_TAKEOVER' AND detail LIKE 'owner %:' || $2::text || ':% is gone (its process "
+			"on this host ended)%'",
+			"lld ld", mark, (long)pid),
 		1);
 	CBT_EQ_LL(audit_count(conn, mark, "LEASE_EXPIRED_TAKEOVER"), 0);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld AND "
-			"status = 'FAILED' AND exit_message LIKE 'owner %%:%ld:%% lost: its process on "
-			"this host is gone%%'",
-			dead, (long)pid),
+			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 AND "
+			"status = 'FAILED' AND exit_message LIKE 'owner %:' || $2::text || ':% lost: its process on "
+			"this host is gone%'",
+			"lld ld", dead, (long)pid),
 		1);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND status "
+			"SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND status "
 			"= 'COMPLETED'",
-			dead),
+			"lld", dead),
 		1);
 	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 0);
 	assert_exactly_once(conn);
@@ -1877,12 +1872,11 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 	first = add_rows(conn, 20000);
 	gate = cbt_connect(db);
 	cbt_exec(gate, "BEGIN");
-	CBT_EQ_LL(
-		cbt_queryf_ll(
-			gate,
-			"SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld FOR UPDATE) x",
-			first + 500),
-		1);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  gate,
+			  "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = $1 FOR UPDATE) x",
+			  "lld", first + 500),
+		  1);
 	pid = ex_spawn("lock-fenced-hb.log", "run", "ledger", "m:long=1", "-chunk.size:long=10",
 		       "--lease", "1", NULL);
 	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) = 500)::int FROM ledger") ||
@@ -1892,8 +1886,8 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 			    "wait_event_type = 'Lock'"))
 		CBT_FAILF("the job did not get to its 51st chunk");
 	exec = execution_of(conn, pid);
-	token = cbt_queryf_ll(conn,
-			      "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'");
+	token = cbt_queryp_ll(
+		conn, "SELECT fencing_token FROM batch_lock WHERE lock_name = 'ledger'", "");
 	/* Another owner now, as after a takeover that could not end the session. */
 	cbt_exec(conn, "UPDATE batch_lock SET fencing_token = fencing_token + 1, owner_id = "
 		       "'elsewhere:1:1:1:1:0' WHERE lock_name = 'ledger'");
@@ -1909,18 +1903,18 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
 	read_log("lock-fenced-hb.log", text, sizeof(text));
 	CBT_CONTAINS(text, "fenced off");
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
-			  "job_execution_id = %lld AND outcome = 'HEARTBEAT_FAILED'",
-			  token, exec),
-		  1);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = %lld AND "
-			  "job_execution_id = %lld AND outcome = 'FENCED'",
-			  token, exec),
-		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = $1 AND "
+			      "job_execution_id = $2 AND outcome = 'HEARTBEAT_FAILED'",
+			      "lld lld", token, exec),
+		1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_lock_audit WHERE fencing_token = $1 AND "
+			      "job_execution_id = $2 AND outcome = 'FENCED'",
+			      "lld lld", token, exec),
+		1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
 	CBT_EQ_LL(ex("metrics", NULL), 0);
 	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
@@ -1958,8 +1952,10 @@ static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
 		       "INSERT INTO batch_schema_version (version, name) VALUES (1, "
 		       "'001_initial.sql'); COMMIT");
 	/* Version 1's own acquire: a lock held by someone for an hour. */
-	CBT_EQ_LL(cbt_queryf_ll(conn, "SELECT fencing_token FROM batch_lock_acquire('legacy', "
-				      "'otherhost:1:0123456789abcdef', 3600)"),
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT fencing_token FROM batch_lock_acquire('legacy', "
+				"'otherhost:1:0123456789abcdef', 3600)",
+				""),
 		  1);
 	CBT_EQ_LL(ex("schema", "check", NULL), 1); /* needs `schema init` */
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);

@@ -111,21 +111,20 @@ static long long newest_execution(void)
 
 /* ---- partitioners ---- */
 
-/* Rows of @p table within range @p r (a cb_partition_key_ranges object). */
-static long long rows_in_range(const char *table, const json_t *r)
+/* Rows of table skew within range @p r (a cb_partition_key_ranges object). */
+static long long rows_in_range(const json_t *r)
 {
 	const json_t *lo = json_object_get(r, "lo"), *hi = json_object_get(r, "hi");
-	char sql[512];
 
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE true%s%s%s%s", table,
-		 json_is_null(lo) ? "" : " AND id >= ",
-		 json_is_null(lo) ? "" : json_string_value(json_array_get(lo, 0)),
-		 json_is_null(hi) ? "" : " AND id < ",
-		 json_is_null(hi) ? "" : json_string_value(json_array_get(hi, 0)));
-	return cbt_query_ll(conn, sql);
+	/* a null bound is a NULL parameter: unbounded on that side */
+	return cbt_queryp_ll(conn,
+			     "SELECT count(*) FROM skew WHERE ($1::bigint IS NULL OR id >= $1) "
+			     "AND ($2::bigint IS NULL OR id < $2)",
+			     "s s", json_string_value(json_array_get(lo, 0)),
+			     json_string_value(json_array_get(hi, 0)));
 }
 
-static void check_ranges(const char *table, json_t *ranges, size_t want, long long total)
+static void check_ranges(json_t *ranges, size_t want, long long total)
 {
 	long long sum = 0;
 
@@ -136,7 +135,7 @@ static void check_ranges(const char *table, json_t *ranges, size_t want, long lo
 	CU_ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ranges, want - 1), "hi")));
 	for (size_t i = 0; i < want; i++) {
 		const json_t *r = json_array_get(ranges, i);
-		long long n = rows_in_range(table, r);
+		long long n = rows_in_range(r);
 
 		if (i + 1 < want)
 			CU_ASSERT_TRUE(
@@ -168,7 +167,7 @@ static void test_key_ranges_balanced_on_skewed_keys(void)
 	o.table = "skew";
 	o.key_columns = keys;
 	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
-	check_ranges("skew", ranges, 4, 40000);
+	check_ranges(ranges, 4, 40000);
 	json_decref(ranges);
 
 	/* A large table (by its statistics) is sampled, not read whole. */
@@ -176,7 +175,7 @@ static void test_key_ranges_balanced_on_skewed_keys(void)
 	ranges = json_array();
 	o.sample_rows = 5000;
 	CBT_PASS(cb_partition_key_ranges(ranges, conn, &o, 4, &err), &err);
-	check_ranges("skew", ranges, 4, 40000);
+	check_ranges(ranges, 4, 40000);
 	json_decref(ranges);
 
 	/* Fewer distinct keys than partitions: fewer ranges, none empty. */
@@ -247,15 +246,14 @@ static int empty_partition(void *user, const cb_step_context *sc, size_t count, 
 
 static void copy_tables(int n)
 {
-	char sql[512];
-
-	snprintf(sql, sizeof(sql),
-		 "SET client_min_messages = warning; DROP TABLE IF EXISTS src, dst; "
-		 "CREATE TABLE src (id bigint PRIMARY KEY, v text NOT NULL); "
-		 "CREATE TABLE dst (id bigint PRIMARY KEY, v text NOT NULL); "
-		 "INSERT INTO src SELECT g, 'v' || g FROM generate_series(1, %d) g",
-		 n);
-	cbt_exec(conn, sql);
+	cbt_exec(conn, "SET client_min_messages = warning; DROP TABLE IF EXISTS src, dst; "
+		       "CREATE TABLE src (id bigint PRIMARY KEY, v text NOT NULL); "
+		       "CREATE TABLE dst (id bigint PRIMARY KEY, v text NOT NULL)");
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"WITH i AS (INSERT INTO src SELECT g, 'v' || g FROM "
+				"generate_series(1, $1::int) g RETURNING 1) SELECT count(*) FROM i",
+				"d", n),
+		  n);
 }
 
 static int launch_copy(cb_job_result *r, cb_step_def *def, const char *threads, const char *run_id,
@@ -299,21 +297,21 @@ static void test_hash_buckets_disjoint_and_complete(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM dst"), 5000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM src JOIN dst USING (id, v)"), 5000);
 	/* three partitions, each a real share, read once in all */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL AND read_count > 500 "
+				"= $1 AND partition_index IS NOT NULL AND read_count > 500 "
 				"AND status = 'COMPLETED'",
-				r.job_execution_id),
+				"lld", r.job_execution_id),
 		  3);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT read_count FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND step_name = 'copy'",
-				r.job_execution_id),
+				"job_execution_id = $1 AND step_name = 'copy'",
+				"lld", r.job_execution_id),
 		  5000);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT sum(read_count) FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND partition_index IS NOT NULL",
-				r.job_execution_id),
+				"job_execution_id = $1 AND partition_index IS NOT NULL",
+				"lld", r.job_execution_id),
 		  5000);
 }
 
@@ -331,10 +329,10 @@ static void test_partitioner_failures(void)
 	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
 	CBT_CONTAINS(r.exit_message, "partitioner made 0 partitions");
 	/* the failed manager step is recorded, with no partitions */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND status = 'FAILED'",
-				r.job_execution_id),
+				"job_execution_id = $1 AND status = 'FAILED'",
+				"lld", r.job_execution_id),
 		  1);
 
 	/* A version-1 definition never reads the members after its version:
@@ -342,10 +340,10 @@ static void test_partitioner_failures(void)
 	def.version = 1;
 	CBT_PASS(launch_copy(&r, &def, NULL, "3", &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE "
-				"job_execution_id = %lld",
-				r.job_execution_id),
+				"job_execution_id = $1",
+				"lld", r.job_execution_id),
 		  1);
 }
 
@@ -362,16 +360,16 @@ static void test_partitioned_ledger_equals_ledger(void)
 	CBT_CONTAINS(plain, "20000:");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 	/* four partitions of about 5,000 rows, and a manager with their sum */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND partition_index IS NOT NULL AND "
+				"job_execution_id = $1 AND partition_index IS NOT NULL AND "
 				"read_count BETWEEN 3000 AND 7000 AND claim_count = 1",
-				newest_execution()),
+				"lld", newest_execution()),
 		  4);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT write_count FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND partition_index IS NULL",
-				newest_execution()),
+				"job_execution_id = $1 AND partition_index IS NULL",
+				"lld", newest_execution()),
 		  20000);
 }
 
@@ -394,18 +392,18 @@ static void test_worker_processes_run_the_partitions(void)
 	ledger_digest(parted, sizeof(parted));
 	CBT_EQ_STR(parted, plain);
 	/* the workers' names are recorded, and the launching process ran none */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(DISTINCT split_part(worker, '/', 2)) FROM "
-				"batch_step_execution WHERE job_execution_id = %lld AND "
+				"batch_step_execution WHERE job_execution_id = $1 AND "
 				"partition_index IS NOT NULL AND status = 'COMPLETED'",
-				newest_execution()) >= 1,
+				"lld", newest_execution()) >= 1,
 		  1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL AND worker LIKE '%%/' || "
+				"= $1 AND partition_index IS NOT NULL AND worker LIKE '%/' || "
 				"(SELECT split_part(owner_id, ':', 2) FROM batch_job_execution "
-				"WHERE job_execution_id = %lld) || '/%%'",
-				newest_execution(), newest_execution()),
+				"WHERE job_execution_id = $2) || '/%'",
+				"lld lld", newest_execution(), newest_execution()),
 		  0);
 }
 
@@ -419,10 +417,10 @@ static void test_restart_reruns_only_unfinished_partitions(void)
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=3", "-partition.threads:long=2"), 1);
 	CBT_CONTAINS(errout, "account 18000: negative amount");
 	failed = newest_execution();
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL AND status = 'COMPLETED'",
-				failed),
+				"= $1 AND partition_index IS NOT NULL AND status = 'COMPLETED'",
+				"lld", failed),
 		  3);
 	cbt_exec(conn, "UPDATE account SET amount = 1 WHERE id = 18000");
 	snprintf(id, sizeof(id), "%lld", failed);
@@ -430,22 +428,22 @@ static void test_restart_reruns_only_unfinished_partitions(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 20000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 	/* only the failed partition ran again, from its committed position */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL",
-				newest_execution()),
+				"= $1 AND partition_index IS NOT NULL",
+				"lld", newest_execution()),
 		  1);
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT read_count FROM batch_step_execution WHERE job_execution_id "
-			      "= %lld AND partition_index IS NULL",
-			      newest_execution()) < 5000,
+			      "= $1 AND partition_index IS NULL",
+			      "lld", newest_execution()) < 5000,
 		1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT sum(read_count) FROM batch_step_execution s JOIN "
 				"batch_job_execution e USING (job_execution_id) WHERE "
-				"e.job_execution_id >= %lld AND s.partition_index IS NOT NULL",
-				failed),
+				"e.job_execution_id >= $1 AND s.partition_index IS NOT NULL",
+				"lld", failed),
 		  20000);
 }
 
@@ -472,15 +470,15 @@ static void test_stop_reaches_the_workers(void)
 	CBT_EQ_LL(EX("stop", id), 0);
 	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 5); /* STOPPED */
 	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL AND status = 'STOPPED'",
-				exec) >= 2,
+				"= $1 AND partition_index IS NOT NULL AND status = 'STOPPED'",
+				"lld", exec) >= 2,
 		  1);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND status IN ('STARTING', 'STARTED', 'STOPPING')",
-				exec),
+				"= $1 AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+				"lld", exec),
 		  0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") > 0, 1);
 	/* `run` restarts the stopped instance, with threads of its own this time */
@@ -558,11 +556,11 @@ static void test_dead_manager_restart_fences_old_partitions(void)
 	CBT_EQ_STR(parted, plain);
 	/* the dead execution was buried with its partitions, and the worker that
 	 * still ran two of them lost them at its next checkpoint */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND status IN ('STARTING', 'STARTED') AND "
+				"= $1 AND status IN ('STARTING', 'STARTED') AND "
 				"partition_index IS NOT NULL",
-				dead),
+				"lld", dead),
 		  0);
 	text = cbt_slurp(log[1], NULL);
 	CBT_CONTAINS(text ? text : "", "to another worker: ");
@@ -639,21 +637,21 @@ static void test_outbox_drained_once_by_copies(void)
 				     "d.message_id = o.id AND d.payload = o.payload"),
 		  20000);
 	/* every message once: no delivery counted twice, and more than one worker drained */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT sum(write_count) FROM batch_step_execution WHERE "
-				"job_execution_id = %lld AND partition_index IS NOT NULL",
-				newest_execution()),
+				"job_execution_id = $1 AND partition_index IS NOT NULL",
+				"lld", newest_execution()),
 		  20000);
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT sum(duplicate_target_write_count) FROM batch_step_execution "
-			      "WHERE job_execution_id = %lld",
-			      newest_execution()),
+			      "WHERE job_execution_id = $1",
+			      "lld", newest_execution()),
 		0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
-				"= %lld AND partition_index IS NOT NULL AND write_count > 0",
-				newest_execution()) >= 2,
+				"= $1 AND partition_index IS NOT NULL AND write_count > 0",
+				"lld", newest_execution()) >= 2,
 		  1);
 }
 

@@ -551,10 +551,10 @@ static void test_views_of_a_real_partitioned_run(void)
 	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "3000", "--reset"), 0);
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=1", "-partition.threads:long=2"), 0);
 	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
-	nparts = cbt_queryf_ll(conn,
+	nparts = cbt_queryp_ll(conn,
 			       "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
-			       "%lld AND partition_index IS NOT NULL",
-			       exec);
+			       "$1 AND partition_index IS NOT NULL",
+			       "lld", exec);
 	CU_ASSERT(nparts >= 2);
 	snprintf(id, sizeof(id), "%lld", exec);
 	if (gethostname(host, sizeof(host)) < 0)

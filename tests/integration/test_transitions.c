@@ -144,11 +144,11 @@ static pid_t start_ledger(PGconn *conn, const char *param, const char *lease, co
 		cbt_wait(pid);
 		return -1;
 	}
-	*exec = cbt_queryf_ll(
+	*exec = cbt_queryp_ll(
 		conn,
 		"SELECT max(job_execution_id) FROM batch_job_execution WHERE owner_id LIKE "
-		"'%%:%ld:%%'",
-		(long)pid);
+		"'%:' || $1::text || ':%'",
+		"ld", (long)pid);
 	return pid;
 }
 
@@ -169,19 +169,19 @@ static void wait_lease_expired(PGconn *conn, long long exec)
 /* The dead execution ended at its last sign of life, well before it was buried. */
 static void assert_ended_at_last_sign(PGconn *conn, long long exec)
 {
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND end_time <= heartbeat_time + interval '200 ms' "
 			  "AND end_time < last_updated - interval '1 s'",
-			  exec),
+			  "lld", exec),
 		  1);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
 			  "SELECT count(*) FROM batch_step_execution s JOIN batch_job_execution e "
-			  "USING (job_execution_id) WHERE e.job_execution_id = %lld "
+			  "USING (job_execution_id) WHERE e.job_execution_id = $1 "
 			  "AND s.end_time > e.heartbeat_time + interval '200 ms'",
-			  exec),
+			  "lld", exec),
 		  0);
 }
 
@@ -209,11 +209,11 @@ static void test_started_transition_is_guarded(void)
 	/* The launcher's start now finds the stop and does not overwrite it. */
 	CBT_PASS(cb__repo_job_started(&st, conn, l.job_execution_id, &err), &err);
 	CBT_EQ_STR(cb_status_name(st), "STOPPING");
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STOPPING' AND start_time IS NULL",
-			  l.job_execution_id),
+			  "lld", l.job_execution_id),
 		  1);
 	CBT_PASS(cb__repo_job_finish(conn, l.job_execution_id, CB_STATUS_STOPPED, "STOPPED",
 				     "stopped before it started", &err),
@@ -222,20 +222,20 @@ static void test_started_transition_is_guarded(void)
 	CBT_PASS_FATAL(cb__repo_launch(&l, conn, "guarded", key, params, 1, "test:1:x", 0, NULL, 0,
 				       NULL, &err),
 		       &err);
-	cbt_queryf_ll(
+	cbt_queryp_ll(
 		conn,
-		"UPDATE batch_job_execution SET status = 'FAILED' WHERE job_execution_id = %lld "
+		"UPDATE batch_job_execution SET status = 'FAILED' WHERE job_execution_id = $1 "
 		"RETURNING 1",
-		l.job_execution_id);
+		"lld", l.job_execution_id);
 	CBT_FAILS_WITH(CB_EFENCED, cb__repo_job_started(&st, conn, l.job_execution_id, &err), &err);
 	CBT_CONTAINS(err.message, "FAILED");
 	cb_error_clear(&err);
 	/* The normal path. */
-	cbt_queryf_ll(
+	cbt_queryp_ll(
 		conn,
-		"UPDATE batch_job_execution SET status = 'STARTING' WHERE job_execution_id = %lld "
+		"UPDATE batch_job_execution SET status = 'STARTING' WHERE job_execution_id = $1 "
 		"RETURNING 1",
-		l.job_execution_id);
+		"lld", l.job_execution_id);
 	CBT_PASS(cb__repo_job_started(&st, conn, l.job_execution_id, &err), &err);
 	CBT_EQ_STR(cb_status_name(st), "STARTED");
 	CBT_FAILS_WITH(CB_ENOTFOUND, cb__repo_job_started(&st, conn, 987654321, &err), &err);
@@ -277,27 +277,27 @@ static void test_stop_while_starting_ends_stopped_without_a_step(void)
 	cbt_exec(conn, "SELECT pg_advisory_unlock(8806)");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-			"AND status = 'STOPPED' AND exit_message LIKE 'stopped before it started%%'",
-			exec),
+			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			"AND status = 'STOPPED' AND exit_message LIKE 'stopped before it started%'",
+			"lld", exec),
 		1);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld",
-			  exec),
+			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1",
+			  "lld", exec),
 		  0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 0);
 	cbt_exec(conn, "DROP TRIGGER cbt_hold_start ON batch_job_execution");
 	/* Restartable: the restart does the work. */
 	CBT_EQ_LL(ex("run", "ledger", "k:long=1", NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
-			  exec),
-		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
+			      "status = 'COMPLETED'",
+			      "lld", exec),
+		1);
 	assert_exactly_once(conn);
 	PQfinish(conn);
 }
@@ -351,17 +351,17 @@ static void test_stop_between_steps_keeps_the_next_step_from_starting(void)
 	CBT_EQ_STR(cb_status_name(r.status), "STOPPED");
 	CBT_CONTAINS(r.exit_message, "stopped before step 'second'");
 	CBT_EQ_LL(second_calls, 0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
 			  "AND step_name = 'second'",
-			  r.job_execution_id),
+			  "lld", r.job_execution_id),
 		  0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STOPPED'",
-			  r.job_execution_id),
+			  "lld", r.job_execution_id),
 		  1);
 	/* The restart skips the completed first step and runs the second. */
 	PQfinish(stopper);
@@ -387,12 +387,11 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	first = newest_execution(conn);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 1);
 	second = newest_execution(conn);
-	CBT_EQ_LL(
-		cbt_queryf_ll(
-			conn,
-			"SELECT restart_of FROM batch_job_execution WHERE job_execution_id = %lld",
-			second),
-		first);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT restart_of FROM batch_job_execution WHERE job_execution_id = $1",
+			  "lld", second),
+		  first);
 	snprintf(a, sizeof(a), "%lld", first);
 	snprintf(b, sizeof(b), "%lld", second);
 	snprintf(named, sizeof(named), "execution %lld was abandoned", first);
@@ -411,11 +410,11 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	/* An older ABANDONED execution (as older versions allowed) still
 	 * forbids any restart of its instance, naming it. */
 	cbt_exec(conn, "ALTER TABLE ledger_away RENAME TO ledger");
-	cbt_queryf_ll(
+	cbt_queryp_ll(
 		conn,
 		"UPDATE batch_job_execution SET status = 'ABANDONED', exit_code = 'ABANDONED' "
-		"WHERE job_execution_id = %lld RETURNING 1",
-		first);
+		"WHERE job_execution_id = $1 RETURNING 1",
+		"lld", first);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 3);
 	CBT_CONTAINS(errout, named);
 	CBT_EQ_LL(ex("restart", b, NULL), 3);
@@ -447,39 +446,39 @@ static void test_abandon_of_a_killed_owners_execution(void)
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500); /* the burial comes well after its last sign of life */
 	snprintf(id, sizeof(id), "%lld", exec);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STARTED'",
-			  exec),
+			  "lld", exec),
 		  1);
 	CBT_EQ_LL(ex("abandon", id, NULL), 0);
 	CBT_CONTAINS(out, "ABANDONED");
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
-			  "AND status = 'ABANDONED' AND exit_code = 'ABANDONED' AND exit_message "
-			  "LIKE 'abandoned by operator after its owner %%:%ld:%% was lost%%'",
-			  exec, (long)pid),
-		  1);
-	step = cbt_queryf_ll(conn,
-			     "SELECT max(step_execution_id) FROM batch_step_execution WHERE "
-			     "job_execution_id = %lld",
-			     exec);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_step_execution WHERE step_execution_id = %lld "
-			"AND status = 'FAILED' AND exit_message = 'owner lost'",
-			step),
+			"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			"AND status = 'ABANDONED' AND exit_code = 'ABANDONED' AND exit_message "
+			"LIKE 'abandoned by operator after its owner %:' || $2::text || ':% was lost%'",
+			"lld ld", exec, (long)pid),
 		1);
+	step = cbt_queryp_ll(conn,
+			     "SELECT max(step_execution_id) FROM batch_step_execution WHERE "
+			     "job_execution_id = $1",
+			     "lld", exec);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_step_execution WHERE step_execution_id = $1 "
+			  "AND status = 'FAILED' AND exit_message = 'owner lost'",
+			  "lld", step),
+		  1);
 	assert_ended_at_last_sign(conn, exec);
 	/* Its expired lock was released, and the release is audited. */
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_lock_audit WHERE job_execution_id = %lld AND "
-			  "outcome = 'RELEASED' AND detail LIKE 'released for the abandon%%'",
-			  exec),
+			  "SELECT count(*) FROM batch_lock_audit WHERE job_execution_id = $1 AND "
+			  "outcome = 'RELEASED' AND detail LIKE 'released for the abandon%'",
+			  "lld", exec),
 		  1);
 	/* Final: the instance does not run again; another one does. */
 	CBT_EQ_LL(ex("run", "ledger", "k:long=3", NULL), 3);
@@ -507,19 +506,19 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 	mark = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
 	CBT_EQ_LL(ex("stop", id, NULL), 0);
 	CBT_CONTAINS(out, "STOPPED now");
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STOPPED' AND exit_message LIKE 'owner lost; stopped by "
-			  "operator%%'",
-			  exec),
+			  "operator%'",
+			  "lld", exec),
 		  1);
 	CBT_EQ_LL(
-		cbt_queryf_ll(
+		cbt_queryp_ll(
 			conn,
-			"SELECT count(*) FROM batch_step_execution WHERE job_execution_id = %lld "
+			"SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
 			"AND status = 'STOPPED' AND exit_message = 'owner lost; stopped by operator'",
-			exec),
+			"lld", exec),
 		1);
 	assert_ended_at_last_sign(conn, exec);
 	/* Woken, the frozen owner finds its lock gone: it writes nothing more
@@ -527,20 +526,20 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 	kill(pid, SIGCONT);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), mark);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STOPPED'",
-			  exec),
+			  "lld", exec),
 		  1);
 	/* Restartable at once: the lock was released, not left to expire. */
 	CBT_EQ_LL(ex("restart", id, NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE restart_of = %lld AND "
-			  "status = 'COMPLETED'",
-			  exec),
-		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
+			      "status = 'COMPLETED'",
+			      "lld", exec),
+		1);
 	assert_exactly_once(conn);
 done:
 	PQfinish(conn);
@@ -566,11 +565,11 @@ static void test_live_owner_cannot_be_abandoned_and_stops_normally(void)
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished before the stop; the test proves nothing");
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'STOPPED'",
-			  exec),
+			  "lld", exec),
 		  1);
 	CBT_EQ_LL(ex("restart", id, NULL), 0);
 	assert_exactly_once(conn);
@@ -595,11 +594,11 @@ static void test_killed_execution_buried_by_restart_ends_at_its_last_heartbeat(v
 	wait_lease_expired(conn, exec);
 	cbt_sleep_ms(1500);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=7", NULL), 0);
-	CBT_EQ_LL(cbt_queryf_ll(
+	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = %lld "
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
 			  "AND status = 'FAILED'",
-			  exec),
+			  "lld", exec),
 		  1);
 	assert_ended_at_last_sign(conn, exec);
 	assert_exactly_once(conn);

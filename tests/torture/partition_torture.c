@@ -219,34 +219,34 @@ static void check_ledger(tally *t, long long exec, long long n)
 	CBT_EQ_LL(distinct, n);
 	CBT_EQ_LL(writes, n); /* no row written twice, even to the same values */
 	/* The partitions' committed counts are the rows, and none absorbed a conflict. */
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
-				"WHERE job_execution_id = %lld AND partition_index IS NOT NULL",
-				exec),
+				"WHERE job_execution_id = $1 AND partition_index IS NOT NULL",
+				"lld", exec),
 		  n);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT coalesce(sum(duplicate_target_write_count), 0) FROM "
-				"batch_step_execution WHERE job_execution_id = %lld",
-				exec),
+				"batch_step_execution WHERE job_execution_id = $1",
+				"lld", exec),
 		  writes - n);
 	/* The manager sums its partitions; everything ended COMPLETED. */
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
-			      "%lld AND manager_step_execution_id IS NULL AND status = "
-			      "'COMPLETED' AND write_count = %lld",
-			      exec, n),
+			      "$1 AND manager_step_execution_id IS NULL AND status = "
+			      "'COMPLETED' AND write_count = $2",
+			      "lld lld", exec, n),
 		1);
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
-			      "%lld AND partition_index IS NOT NULL AND status <> 'COMPLETED'",
-			      exec),
+			      "$1 AND partition_index IS NOT NULL AND status <> 'COMPLETED'",
+			      "lld", exec),
 		0);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
-				"%lld AND status = 'COMPLETED'",
-				exec),
+				"$1 AND status = 'COMPLETED'",
+				"lld", exec),
 		  1);
 }
 
@@ -271,10 +271,10 @@ static int running(pid_t pid)
 /* Rows the partitions of execution @p exec have committed so far. */
 static long long committed(long long exec)
 {
-	return cbt_queryf_ll(conn,
+	return cbt_queryp_ll(conn,
 			     "SELECT coalesce(sum(write_count), 0) FROM batch_step_execution "
-			     "WHERE job_execution_id = %lld AND partition_index IS NOT NULL",
-			     exec);
+			     "WHERE job_execution_id = $1 AND partition_index IS NOT NULL",
+			     "lld", exec);
 }
 
 /*
@@ -296,14 +296,13 @@ static int wait_committed(long long exec, long long target, pid_t pid)
 /* Wait for the manager to create the partitions of a new execution after @p before. */
 static long long wait_partitions(long long before, pid_t manager)
 {
-	char sql[256];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT coalesce(max(job_execution_id), 0) FROM batch_step_execution WHERE "
-		 "job_execution_id > %lld AND partition_index IS NOT NULL",
-		 before);
 	for (int i = 0; i < 6000 && running(manager); i++) {
-		long long exec = cbt_query_ll(conn, sql);
+		long long exec =
+			cbt_queryp_ll(conn,
+				      "SELECT coalesce(max(job_execution_id), 0) FROM "
+				      "batch_step_execution WHERE job_execution_id > $1 AND "
+				      "partition_index IS NOT NULL",
+				      "lld", before);
 
 		if (exec > 0)
 			return exec;
@@ -366,25 +365,27 @@ static void ledger_once(const char *base, long long n, int k, int procs)
 	ledger_digest(digest, sizeof(digest));
 	CBT_EQ_STR(digest, base);
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
-			      "%lld AND partition_index IS NOT NULL",
-			      exec),
+			      "$1 AND partition_index IS NOT NULL",
+			      "lld", exec),
 		8);
 	if (procs) {
 		/* The worker processes ran every partition, the manager none. */
-		char sql[512];
-		int len = snprintf(sql, sizeof(sql),
-				   "SELECT count(*) FROM batch_step_execution WHERE "
-				   "job_execution_id = %lld AND partition_index IS NOT NULL AND "
-				   "split_part(worker, '/', 2)::int NOT IN (",
-				   exec);
+		char pids[512];
+		/* the pids as an int[] literal, sent as one parameter */
+		int len = snprintf(pids, sizeof(pids), "{");
 
 		for (int i = 0; i < k; i++)
-			len += snprintf(sql + len, sizeof(sql) - (size_t)len, "%s%d", i ? "," : "",
-					(int)ran[i]);
-		snprintf(sql + len, sizeof(sql) - (size_t)len, ")");
-		CBT_EQ_LL(cbt_query_ll(conn, sql), 0);
+			len += snprintf(pids + len, sizeof(pids) - (size_t)len, "%s%d",
+					i ? "," : "", (int)ran[i]);
+		snprintf(pids + len, sizeof(pids) - (size_t)len, "}");
+		CBT_EQ_LL(cbt_queryp_ll(conn,
+					"SELECT count(*) FROM batch_step_execution WHERE "
+					"job_execution_id = $1 AND partition_index IS NOT NULL AND "
+					"split_part(worker, '/', 2)::int <> ALL ($2::int[])",
+					"lld s", exec, pids),
+			  0);
 	}
 }
 
@@ -483,10 +484,10 @@ static void test_ledger_workers_killed(void)
 	/* The kills were real takeovers: some partition was claimed again. */
 	if (t->faults > 0)
 		CBT_EQ_LL(
-			cbt_queryf_ll(conn,
+			cbt_queryp_ll(conn,
 				      "SELECT (count(*) > 0)::int FROM batch_step_execution WHERE "
-				      "job_execution_id = %lld AND claim_count > 1",
-				      exec),
+				      "job_execution_id = $1 AND claim_count > 1",
+				      "lld", exec),
 			1);
 }
 
@@ -514,7 +515,7 @@ static void test_ledger_worker_frozen(void)
 	for (int r = 0; r < rounds; r++) {
 		pid_t manager, zombie, other;
 		long long before, exec, part, at_freeze;
-		char zlog[512], olog[512], log[512], want[256], sql[512], *text;
+		char zlog[512], olog[512], log[512], want[256], *text;
 
 		ledger_input(n);
 		before = last_execution();
@@ -534,16 +535,15 @@ static void test_ledger_worker_frozen(void)
 		}
 		cbt_sleep_ms(rand() % 10);
 		kill(zombie, SIGSTOP);
-		snprintf(sql, sizeof(sql),
-			 "SELECT step_execution_id FROM batch_step_execution WHERE "
-			 "job_execution_id = %lld AND status = 'STARTED' AND "
-			 "split_part(worker, '/', 2)::int = %d",
-			 exec, (int)zombie);
-		part = cbt_query_ll(conn, sql);
-		at_freeze = cbt_queryf_ll(conn,
+		part = cbt_queryp_ll(conn,
+				     "SELECT step_execution_id FROM batch_step_execution WHERE "
+				     "job_execution_id = $1 AND status = 'STARTED' AND "
+				     "split_part(worker, '/', 2)::int = $2",
+				     "lld d", exec, (int)zombie);
+		at_freeze = cbt_queryp_ll(conn,
 					  "SELECT write_count FROM batch_step_execution WHERE "
-					  "step_execution_id = %lld",
-					  part);
+					  "step_execution_id = $1",
+					  "lld", part);
 		/* Past its lease (1 s), a second worker takes over and finishes. */
 		cbt_sleep_ms(1600);
 		log_path(olog, sizeof(olog), "successor", r);
@@ -552,13 +552,13 @@ static void test_ledger_worker_frozen(void)
 		CBT_EQ_LL(cbt_wait_timeout(other, 60000), 0);
 		/* The frozen partition went to the successor, its counts went on
 		 * from what the zombie had committed. */
-		CBT_EQ_LL(cbt_queryf_ll(
-				  conn,
-				  "SELECT count(*) FROM batch_step_execution WHERE "
-				  "step_execution_id = %lld AND claim_count = 2 AND "
-				  "split_part(worker, '/', 2)::int = %d AND write_count >= %lld",
-				  part, (int)other, at_freeze),
-			  1);
+		CBT_EQ_LL(
+			cbt_queryp_ll(conn,
+				      "SELECT count(*) FROM batch_step_execution WHERE "
+				      "step_execution_id = $1 AND claim_count = 2 AND "
+				      "split_part(worker, '/', 2)::int = $2 AND write_count >= $3",
+				      "lld d lld", part, (int)other, at_freeze),
+			1);
 		/* Thawed: its late chunk is refused and rolls back; it says so and leaves. */
 		kill(zombie, SIGCONT);
 		CBT_EQ_LL(cbt_wait_timeout(zombie, 60000), 0);
@@ -639,22 +639,22 @@ static void test_outbox_worker_killed(void)
 	CBT_EQ_LL(distinct, n);
 	CBT_EQ_LL(writes, n);
 	CBT_EQ_LL(committed(exec), n);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT coalesce(sum(duplicate_target_write_count), 0) FROM "
-				"batch_step_execution WHERE job_execution_id = %lld",
-				exec),
+				"batch_step_execution WHERE job_execution_id = $1",
+				"lld", exec),
 		  writes - n);
-	CBT_EQ_LL(cbt_queryf_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
-				"%lld AND status = 'COMPLETED'",
-				exec),
+				"$1 AND status = 'COMPLETED'",
+				"lld", exec),
 		  1);
 	/* The victim's partition was resumed by a survivor after its lease. */
 	CBT_EQ_LL(
-		cbt_queryf_ll(conn,
+		cbt_queryp_ll(conn,
 			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
-			      "%lld AND partition_index IS NOT NULL AND status = 'COMPLETED'",
-			      exec),
+			      "$1 AND partition_index IS NOT NULL AND status = 'COMPLETED'",
+			      "lld", exec),
 		4);
 }
 
