@@ -157,14 +157,12 @@ static void fresh_sink(const char *extra)
 
 static long long step_count(const char *job, const char *column)
 {
-	char sql[512];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT sum(s.%s) FROM batch_step_execution s JOIN "
-		 "batch_job_execution e USING (job_execution_id) JOIN batch_job_instance i "
-		 "USING (job_instance_id) WHERE i.job_name = '%s'",
-		 column, job);
-	return cbt_query_ll(conn, sql);
+	/* the column by name through the row's JSON form: a parameter, not SQL text */
+	return cbt_queryp_ll(conn,
+			     "SELECT sum((to_jsonb(s) ->> $1)::bigint) FROM batch_step_execution s "
+			     "JOIN batch_job_execution e USING (job_execution_id) JOIN "
+			     "batch_job_instance i USING (job_instance_id) WHERE i.job_name = $2",
+			     "s s", column, job);
 }
 
 static void assert_sink_is_1_to(long long last, long long except1, long long except2)

@@ -217,16 +217,14 @@ static long first_difference(const char *a, size_t alen, const char *b, size_t b
 /* The newest export step execution's committed file offset. */
 static long long committed_offset(const char *job)
 {
-	char sql[512];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT (c.serialized_context->'writer.0'->>'offset')::bigint FROM "
-		 "batch_step_execution_context c JOIN batch_step_execution s USING "
-		 "(step_execution_id) JOIN batch_job_execution e USING (job_execution_id) JOIN "
-		 "batch_job_instance i USING (job_instance_id) WHERE i.job_name = '%s' "
-		 "ORDER BY s.step_execution_id DESC LIMIT 1",
-		 job);
-	return cbt_query_ll(conn, sql);
+	return cbt_queryp_ll(
+		conn,
+		"SELECT (c.serialized_context->'writer.0'->>'offset')::bigint FROM "
+		"batch_step_execution_context c JOIN batch_step_execution s USING "
+		"(step_execution_id) JOIN batch_job_execution e USING (job_execution_id) "
+		"JOIN batch_job_instance i USING (job_instance_id) WHERE i.job_name = $1 "
+		"ORDER BY s.step_execution_id DESC LIMIT 1",
+		"s", job);
 }
 
 /* The file at @p path is exactly the complete export, as committed. */

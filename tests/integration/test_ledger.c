@@ -156,15 +156,11 @@ static void test_failure_names_the_account_and_restart_completes_exactly_once(vo
 				     "ORDER BY step_execution_id DESC LIMIT 1"),
 		  1000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 1);
-	{
-		char sql[160];
-
-		snprintf(sql, sizeof(sql),
-			 "SELECT count(*) FROM batch_job_execution WHERE "
-			 "restart_of = %lld AND status = 'COMPLETED'",
-			 failed);
-		CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
-	}
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE "
+				"restart_of = $1 AND status = 'COMPLETED'",
+				"lld", failed),
+		  1);
 	/* Restarting it again is refused: the instance is complete now. */
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 2);
 	PQfinish(conn);
