@@ -577,53 +577,86 @@ long long cbt__query_ll(const char *file, int line, PGconn *conn, const char *sq
 
 #define QUERYP_MAX 8
 
-long long cbt__queryp_ll(const char *file, int line, PGconn *conn, const char *sql,
-			 const char *types, ...)
+/* Text values of the parameters @p types names (see cbt_queryp_ll) into
+ * @p text / @p values; the count, or -1 after recording a failure. */
+static int params_of(const char *file, int line, const char *types, va_list ap, char text[][64],
+		     const char **values)
 {
-	char text[QUERYP_MAX][64];
-	const char *values[QUERYP_MAX];
 	int n = 0;
-	va_list ap;
 
-	if (!conn) {
-		cbt__failf(file, line, 0, "cbt_queryp_ll without a connection: %s", sql);
-		return -1;
-	}
 	/* Each parameter's C type, in order: "lld" long long, "ld" long, "d"
 	 * int, "s" string; they travel as text parameters $1..$n. */
-	va_start(ap, types);
 	for (const char *t = types; *t; n++) {
 		size_t len = strcspn(t, " ");
 
 		if (n == QUERYP_MAX) {
-			va_end(ap);
-			cbt__failf(file, line, 0, "cbt_queryp_ll: more than %d parameters",
-				   QUERYP_MAX);
+			cbt__failf(file, line, 0, "more than %d query parameters", QUERYP_MAX);
 			return -1;
 		}
 		if (len == 3 && strncmp(t, "lld", 3) == 0) {
-			snprintf(text[n], sizeof(text[n]), "%lld", va_arg(ap, long long));
+			snprintf(text[n], 64, "%lld", va_arg(ap, long long));
 			values[n] = text[n];
 		} else if (len == 2 && strncmp(t, "ld", 2) == 0) {
-			snprintf(text[n], sizeof(text[n]), "%ld", va_arg(ap, long));
+			snprintf(text[n], 64, "%ld", va_arg(ap, long));
 			values[n] = text[n];
 		} else if (len == 1 && t[0] == 'd') {
-			snprintf(text[n], sizeof(text[n]), "%d", va_arg(ap, int));
+			snprintf(text[n], 64, "%d", va_arg(ap, int));
 			values[n] = text[n];
 		} else if (len == 1 && t[0] == 's') {
 			values[n] = va_arg(ap, const char *);
 		} else {
-			va_end(ap);
-			cbt__failf(file, line, 0, "cbt_queryp_ll: unknown parameter type '%.*s'",
-				   (int)len, t);
+			cbt__failf(file, line, 0, "unknown query parameter type '%.*s'", (int)len,
+				   t);
 			return -1;
 		}
 		t += len;
 		t += strspn(t, " ");
 	}
+	return n;
+}
+
+long long cbt__queryp_ll(const char *file, int line, PGconn *conn, const char *sql,
+			 const char *types, ...)
+{
+	char text[QUERYP_MAX][64];
+	const char *values[QUERYP_MAX];
+	va_list ap;
+	int n;
+
+	if (!conn) {
+		cbt__failf(file, line, 0, "cbt_queryp_ll without a connection: %s", sql);
+		return -1;
+	}
+	va_start(ap, types);
+	n = params_of(file, line, types, ap, text, values);
 	va_end(ap);
+	if (n < 0)
+		return -1;
 	return first_ll(file, line, conn, PQexecParams(conn, sql, n, NULL, values, NULL, NULL, 0),
 			sql);
+}
+
+int cbt__wait_untilp(const char *file, int line, PGconn *conn, int timeout_ms, const char *sql,
+		     const char *types, ...)
+{
+	double deadline = cbt_now() + timeout_ms / 1000.0;
+	char text[QUERYP_MAX][64];
+	const char *values[QUERYP_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, types);
+	n = params_of(file, line, types, ap, text, values);
+	va_end(ap);
+	if (n < 0 || !conn)
+		return 0;
+	do {
+		if (first_ll(file, line, conn,
+			     PQexecParams(conn, sql, n, NULL, values, NULL, NULL, 0), sql) > 0)
+			return 1;
+		cbt_sleep_ms(5);
+	} while (cbt_now() < deadline);
+	return 0;
 }
 
 int cbt_wait_until(PGconn *conn, int timeout_ms, const char *sql)

@@ -212,6 +212,11 @@ void cbt_sleep_ms(int ms);
 
 /* Poll (every 5 ms) until @p sql, an integer query, is positive: 1, or 0 after @p timeout_ms. */
 int cbt_wait_until(PGconn *conn, int timeout_ms, const char *sql);
+/* The same with parameters, as cbt_queryp_ll. */
+#define cbt_wait_untilp(conn, timeout_ms, sql, ...)                                                \
+	cbt__wait_untilp(__FILE__, __LINE__, (conn), (timeout_ms), (sql), __VA_ARGS__)
+int cbt__wait_untilp(const char *file, int line, PGconn *conn, int timeout_ms, const char *sql,
+		     const char *types, ...);
 
 /* ---- internals behind the macros ----------------------------------------- */
 

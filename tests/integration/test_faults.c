@@ -167,14 +167,13 @@ static long long step_count(const char *job, const char *column)
 
 static void assert_sink_is_1_to(long long last, long long except1, long long except2)
 {
-	char sql[256];
 	long long expect = last - (except1 ? 1 : 0) - (except2 ? 1 : 0);
 
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM sink"), expect);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT n) FROM sink"), expect);
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM sink WHERE n IN (%lld, %lld)", except1,
-		 except2);
-	CBT_EQ_LL(cbt_query_ll(conn, sql), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM sink WHERE n IN ($1, $2)", "lld lld",
+				except1, except2),
+		  0);
 }
 
 /* ---- skips ---------------------------------------------------------------- */

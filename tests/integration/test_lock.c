@@ -225,13 +225,10 @@ static void wait_no_client_sessions(PGconn *conn)
 /* Wait (database time) until nobody holds the lock @p name. */
 static void wait_lock_free(PGconn *conn, const char *name, int timeout_ms)
 {
-	char sql[512];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT (count(*) = 0)::int FROM batch_lock WHERE lock_name = "
-		 "'%s' AND locked_until >= clock_timestamp()",
-		 name);
-	if (!cbt_wait_until(conn, timeout_ms, sql))
+	if (!cbt_wait_untilp(conn, timeout_ms,
+			     "SELECT (count(*) = 0)::int FROM batch_lock WHERE lock_name = "
+			     "$1 AND locked_until >= clock_timestamp()",
+			     "s", name))
 		CBT_FAILF("lock '%s' still held after %d ms", name, timeout_ms);
 }
 
@@ -274,7 +271,7 @@ static int still_running(pid_t pid)
  */
 static void contention_round(PGconn *conn, int round, int racers)
 {
-	char gate[PATH_MAX], ready[PATH_MAX + 8], param[64], script[512], sql[256];
+	char gate[PATH_MAX], ready[PATH_MAX + 8], param[64], script[512];
 	pid_t pids[16];
 	int rcs[16], done = 0, winner = -1;
 	long long mark, first;
@@ -291,11 +288,11 @@ static void contention_round(PGconn *conn, int round, int racers)
 	snprintf(param, sizeof(param), "round:long=%d", round);
 
 	cbt_exec(conn, "BEGIN");
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld "
-		 "FOR UPDATE) x",
-		 first);
-	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM (SELECT 1 FROM account WHERE id = $1 "
+				"FOR UPDATE) x",
+				"lld", first),
+		  1);
 	for (int i = 0; i < racers; i++) {
 		const char *prefix[] = { "sh", "-c", script, gate, NULL };
 		char log[64];
@@ -425,7 +422,7 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 	reset(conn);
 	srand(20260630);
 	for (int round = 1; round <= 5; round++) {
-		char param[64], sql[256];
+		char param[64];
 		/* The first kill lands as soon as the lock is taken (in the launch,
 		 * often before its execution exists), the others at random. */
 		int delay_ms = round == 1 ? 0 : rand() % 400;
@@ -439,11 +436,10 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
 		/* From the moment it holds the lock, wait a random while: the kill
 		 * lands in the launch, in a chunk, between chunks, in a pipeline in
 		 * flight, in a heartbeat... */
-		snprintf(sql, sizeof(sql),
-			 "SELECT count(*) FROM batch_lock WHERE owner_id LIKE "
-			 "'%%:%ld:%%' AND NOT released",
-			 (long)pid);
-		if (!cbt_wait_until(conn, 60000, sql))
+		if (!cbt_wait_untilp(conn, 60000,
+				     "SELECT count(*) FROM batch_lock WHERE owner_id LIKE "
+				     "'%:' || $1::text || ':%' AND NOT released",
+				     "ld", (long)pid))
 			CBT_FAILF("round %d: the job never took the lock", round);
 		cbt_sleep_ms(delay_ms);
 		if (!still_running(pid)) {
@@ -594,14 +590,12 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	pid = ex_spawn_with(NULL, zombie_db, log, "run", "ledger", zparam, "-chunk.size:long=10",
 			    "--lease", "1", NULL);
 	{
-		char sql[256];
-
-		snprintf(sql, sizeof(sql),
-			 "SELECT (count(*) >= 300)::int FROM ledger l JOIN "
-			 "batch_job_execution e USING (job_execution_id) WHERE e.owner_id LIKE "
-			 "'%%:%ld:%%'",
-			 (long)pid);
-		if (!cbt_wait_until(conn, 60000, sql)) {
+		if (!cbt_wait_untilp(
+			    conn, 60000,
+			    "SELECT (count(*) >= 300)::int FROM ledger l JOIN "
+			    "batch_job_execution e USING (job_execution_id) WHERE e.owner_id LIKE "
+			    "'%:' || $1::text || ':%'",
+			    "ld", (long)pid)) {
 			CBT_FAILF("the job never wrote 300 rows");
 			kill(pid, SIGKILL);
 			cbt_wait(pid);
@@ -990,7 +984,7 @@ static void test_heartbeat_keeps_a_chunk_longer_than_the_lease_alive(void)
 	cb_error err = CB_ERROR_INIT;
 	cb_job *job;
 	cb_job_result r;
-	char owner[256], sql[1024];
+	char owner[256];
 
 	reset(conn);
 	job = long_task_job(&t);
@@ -1006,11 +1000,11 @@ static void test_heartbeat_keeps_a_chunk_longer_than_the_lease_alive(void)
 	CBT_CONTAINS(t.probe_out, "rc=CB_ERUNNING");
 	CBT_CONTAINS(t.probe_out, "is held by");
 	snprintf(owner, sizeof(owner), "%s", cb__owner_id());
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
-		 "'SKIPPED_HELD' AND owner_id <> '%s' AND lock_name = '%s'",
-		 owner, r.lock_name);
-	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+				"'SKIPPED_HELD' AND owner_id <> $1 AND lock_name = $2",
+				"s s", owner, r.lock_name),
+		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit "
 				     "WHERE outcome = 'LEASE_EXPIRED_TAKEOVER'"),
 		  0);
@@ -1094,12 +1088,11 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 
 	pid = ex_spawn_with(NULL, conninfo, "lock-hbcut.log", "run", "ledger", "h:long=1",
 			    "-chunk.size:long=10", "--lease", "1", NULL);
-	snprintf(sql, sizeof(sql),
-		 "SELECT (count(*) = 1)::int FROM pg_stat_activity WHERE "
-		 "datname = current_database() AND usename = '%s' AND application_name = "
-		 "'cbatch-heartbeat'",
-		 role);
-	if (!cbt_wait_until(conn, 60000, sql) ||
+	if (!cbt_wait_untilp(conn, 60000,
+			     "SELECT (count(*) = 1)::int FROM pg_stat_activity WHERE "
+			     "datname = current_database() AND usename = $1 AND application_name = "
+			     "'cbatch-heartbeat'",
+			     "s", role) ||
 	    !cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = execution_of(conn, pid);
@@ -1113,12 +1106,14 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 	snprintf(sql, sizeof(sql), "ALTER ROLE %s NOLOGIN", role);
 	cbt_exec(conn, sql);
 	t_cut = q_double(conn, "SELECT extract(epoch FROM clock_timestamp())");
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-		 "pg_stat_activity WHERE datname = current_database() AND usename = '%s' AND "
-		 "application_name = 'cbatch-heartbeat') x",
-		 role);
-	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(
+			conn,
+			"SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+			"pg_stat_activity WHERE datname = current_database() AND usename = $1 AND "
+			"application_name = 'cbatch-heartbeat') x",
+			"s", role),
+		1);
 
 	rc = cbt_wait_timeout(pid, 60000);
 	CBT_EQ_LL(rc, 1);
@@ -1341,7 +1336,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 {
 	static const char *const offsets[] = { "+1h", "-1h" };
 	PGconn *conn = cbt_connect(db);
-	char asan[1024], sql[256];
+	char asan[1024];
 	const char *prefix[6];
 	long long first, mark;
 	pid_t holder;
@@ -1355,21 +1350,21 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 	/* A live lock held by a normal process (kept running by our row lock). */
 	first = add_rows(conn, 2000);
 	cbt_exec(conn, "BEGIN");
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = %lld "
-		 "FOR UPDATE) x",
-		 first);
-	CBT_EQ_LL(cbt_query_ll(conn, sql), 1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM (SELECT 1 FROM account WHERE id = $1 "
+				"FOR UPDATE) x",
+				"lld", first),
+		  1);
 	holder =
 		ex_spawn("lock-skew-holder.log", "run", "ledger", "s:long=1", "--lease", "2", NULL);
 	{
 		PGconn *c2 = cbt_connect(db);
 
-		snprintf(sql, sizeof(sql),
-			 "SELECT count(*) FROM batch_job_execution WHERE "
-			 "status = 'STARTED' AND owner_id LIKE '%%:%ld:%%'",
-			 (long)holder);
-		if (!cbt_wait_until(c2, 60000, sql))
+		if (!cbt_wait_untilp(
+			    c2, 60000,
+			    "SELECT count(*) FROM batch_job_execution WHERE "
+			    "status = 'STARTED' AND owner_id LIKE '%:' || $1::text || ':%'",
+			    "ld", (long)holder))
 			CBT_FAILF("the holder did not start");
 		mark = audit_mark(c2);
 		for (int i = 0; i < 2; i++) {
@@ -1765,7 +1760,6 @@ static void test_frozen_owner_whose_session_cannot_be_ended_bounds_the_launch(vo
 static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 {
 	PGconn *conn = cbt_connect(db);
-	char sql[512];
 	long long dead, mark;
 	double t0, took;
 	pid_t pid;
@@ -1774,11 +1768,11 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	add_rows(conn, 100000);
 	pid = ex_spawn("lock-dead.log", "run", "ledger", "d:long=1", "-chunk.size:long=10",
 		       "--lease", "60", NULL);
-	snprintf(sql, sizeof(sql),
-		 "SELECT (count(*) >= 300)::int FROM ledger l JOIN batch_job_execution e USING "
-		 "(job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
-		 (long)pid);
-	if (!cbt_wait_until(conn, 60000, sql)) {
+	if (!cbt_wait_untilp(
+		    conn, 60000,
+		    "SELECT (count(*) >= 300)::int FROM ledger l JOIN batch_job_execution e USING "
+		    "(job_execution_id) WHERE e.owner_id LIKE '%:' || $1::text || ':%'",
+		    "ld", (long)pid)) {
 		CBT_FAILF("the job never wrote 300 rows");
 		kill(pid, SIGKILL);
 		cbt_wait(pid);

@@ -131,14 +131,14 @@ static pid_t start_ledger(PGconn *conn, const char *param, const char *lease, co
 {
 	pid_t pid = ex_spawn(log, "run", "ledger", param, "-chunk.size:long=10", "--lease", lease,
 			     NULL);
-	char sql[256];
 
 	*exec = 0;
-	snprintf(sql, sizeof(sql),
-		 "SELECT (count(*) >= 200)::int FROM ledger l JOIN batch_job_execution e "
-		 "USING (job_execution_id) WHERE e.owner_id LIKE '%%:%ld:%%'",
-		 (long)pid);
-	if (!cbt_wait_until(conn, 60000, sql) || !still_running(pid)) {
+	if (!cbt_wait_untilp(
+		    conn, 60000,
+		    "SELECT (count(*) >= 200)::int FROM ledger l JOIN batch_job_execution e "
+		    "USING (job_execution_id) WHERE e.owner_id LIKE '%:' || $1::text || ':%'",
+		    "ld", (long)pid) ||
+	    !still_running(pid)) {
 		CBT_FAILF("the job never wrote 200 rows while running; the test proves nothing");
 		kill(pid, SIGKILL);
 		cbt_wait(pid);
@@ -155,14 +155,12 @@ static pid_t start_ledger(PGconn *conn, const char *param, const char *lease, co
 /* Wait (database time) until the execution's lock lease has expired. */
 static void wait_lease_expired(PGconn *conn, long long exec)
 {
-	char sql[512];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT (count(*) = 0)::int FROM batch_lock l JOIN batch_job_execution e "
-		 "ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
-		 "WHERE e.job_execution_id = %lld AND l.locked_until >= clock_timestamp()",
-		 exec);
-	if (!cbt_wait_until(conn, 20000, sql))
+	if (!cbt_wait_untilp(
+		    conn, 20000,
+		    "SELECT (count(*) = 0)::int FROM batch_lock l JOIN batch_job_execution e "
+		    "ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
+		    "WHERE e.job_execution_id = $1 AND l.locked_until >= clock_timestamp()",
+		    "lld", exec))
 		CBT_FAILF("execution %lld: its lease did not expire within 20 s", exec);
 }
 
