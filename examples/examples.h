@@ -29,6 +29,9 @@ int ledger_export_register(cb_registry *reg, cb_error *err);
 /* Register the `csv_import` job. */
 int csv_import_register(cb_registry *reg, cb_error *err);
 
+/* Register the `tick` job. */
+int tick_register(cb_registry *reg, cb_error *err);
+
 /* `example-setup`: create an example's tables and demo data. */
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv);
 

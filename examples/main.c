@@ -12,7 +12,7 @@ int main(int argc, char **argv)
 	if (cb_registry_new(&reg, &err) < 0 || ledger_register(reg, &err) < 0 ||
 	    settlement_register(reg, &err) < 0 || csv_import_register(reg, &err) < 0 ||
 	    ledger_export_register(reg, &err) < 0 || ledger_partitioned_register(reg, &err) < 0 ||
-	    outbox_register(reg, &err) < 0 ||
+	    outbox_register(reg, &err) < 0 || tick_register(reg, &err) < 0 ||
 	    cb_registry_add_command(reg, "example-setup",
 				    "create an example's tables and demo data: example-setup "
 				    "ledger|settlement [--rows N] [--reset] ...",

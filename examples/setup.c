@@ -111,12 +111,14 @@ static void usage(void)
 	printf("usage: example-setup ledger [--rows N] [--negative-at ID] [--reset]\n"
 	       "       example-setup settlement [--rows N] [--date YYYY-MM-DD] [--reset]\n"
 	       "       example-setup outbox [--rows N] [--reset]\n"
+	       "       example-setup tick [--reset]\n"
 	       "  Creates the example's tables (examples/NAME/schema.sql) and demo data.\n"
 	       "  ledger:     N accounts (default 10000), amounts 0.01..999.99, 50 sellers;\n"
 	       "              --negative-at ID makes account ID's amount negative (bad input)\n"
 	       "  settlement: N orders (default 10000) over 200 sellers, spread over the day\n"
 	       "              before, the day of and the day after --date (default 2026-06-30)\n"
 	       "  outbox:     N READY messages (default 10000) over 7 topics\n"
+	       "  tick:       the tick_log table of the tick job (no demo data)\n"
 	       "  --reset     removes the example's rows first\n");
 }
 
@@ -198,9 +200,9 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		}
 	}
 	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0 &&
-			 strcmp(example, "outbox") != 0))
+			 strcmp(example, "outbox") != 0 && strcmp(example, "tick") != 0))
 		return failure(CB_EXIT_USAGE,
-			       "name an example (known: ledger, outbox, settlement)");
+			       "name an example (known: ledger, outbox, settlement, tick)");
 	sql = find_schema(example);
 	if (!sql)
 		return failure(CB_EXIT_FAILED, "no schema embedded for '%s'", example);
@@ -210,6 +212,11 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		return setup_settlement(conn, rows, date, reset);
 	if (strcmp(example, "outbox") == 0)
 		return setup_outbox(conn, rows, reset);
+	if (strcmp(example, "tick") == 0) {
+		if (reset && exec_sql(conn, "reset", "TRUNCATE tick_log", 0, NULL) < 0)
+			return CB_EXIT_FAILED;
+		return ready("tick", "rows", 0, NULL);
+	}
 	if (reset &&
 	    exec_sql(conn, "reset", "TRUNCATE account, ledger RESTART IDENTITY", 0, NULL) < 0)
 		return CB_EXIT_FAILED;

@@ -59,7 +59,7 @@ CREATE TABLE batch_schedule_firing (
     fire_time        timestamptz  NOT NULL,
     kind             varchar(12)  NOT NULL,
     missed_until     timestamptz,
-    missed_count     bigint       NOT NULL DEFAULT 0,
+    missed_count     bigint       NOT NULL DEFAULT 0,  -- -1: more than 10000
     param_time       timestamptz,
     node_id          varchar(200) NOT NULL,
     claimed_at       timestamptz  NOT NULL DEFAULT clock_timestamp(),
@@ -228,7 +228,9 @@ BEGIN
     IF p_kind <> 'SCHEDULED' THEN
         INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id, message)
         VALUES (p_schedule_id, p_fire_time, p_node, 'MISFIRED', firing_id,
-                p_missed_count || CASE WHEN p_missed_count = 1 THEN ' firing' ELSE ' firings' END
+                CASE WHEN p_missed_count < 0 THEN 'over 10000 firings'
+                     WHEN p_missed_count = 1 THEN '1 firing'
+                     ELSE p_missed_count || ' firings' END
                 || ' missed from ' || p_fire_time || ' to ' || p_missed_until
                 || CASE WHEN p_kind = 'MISFIRE_RUN' THEN ': running once now, as of ' || p_param_time
                         ELSE ': skipped (misfire policy SKIP)' END);
@@ -286,7 +288,10 @@ BEGIN
        SET status = 'FINISHED', exit_code = p_exit_code, job_execution_id = job_execution_id,
            exit_status = exit_status, message = coalesce(p_message, ''),
            finished_at = clock_timestamp()
-     WHERE x.firing_id = p_firing_id AND x.node_id = p_node AND x.status IN ('CLAIMED', 'LAUNCHED')
+     -- ORPHANED too: a node cut off for longer than its lease comes back to
+     -- a firing the others reported, and its child's end still counts.
+     WHERE x.firing_id = p_firing_id AND x.node_id = p_node
+       AND x.status IN ('CLAIMED', 'LAUNCHED', 'ORPHANED')
     RETURNING * INTO f;
     IF FOUND THEN
         INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id,

@@ -87,6 +87,9 @@ int cb__cli_cmd_unlock(struct cli *c);
 /* cmd_metrics.c */
 int cb__cli_cmd_metrics(struct cli *c);
 
+/* cmd_schedule.c */
+int cb__cli_cmd_schedule(struct cli *c);
+int cb__cli_cmd_scheduler(struct cli *c);
 /* cmd_worker.c */
 int cb__cli_cmd_worker(struct cli *c);
 /* main.c */

@@ -115,6 +115,43 @@ static const struct builtin builtins[] = {
 	  "                           job's lease)\n"
 	  "  --quiet                  no line per claimed and finished partition\n",
 	  cb__cli_cmd_worker },
+	{ "schedule", "add|list|show|pause|resume|remove|next|history ...",
+	  "keep cron schedules of jobs in the repository",
+	  "  schedule add NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...]\n"
+	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
+	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
+	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
+	  "  schedule history NAME [--limit N]\n\n"
+	  "EXPR: 5 fields (minute hour day-of-month month day-of-week) or 6 with\n"
+	  "seconds first; lists, ranges, steps, names, @daily and friends, L, W, #.\n"
+	  "When both day fields are restricted a day matches if either does (Vixie).\n"
+	  "ZONE: a name the repository's server knows (default UTC); its rules decide\n"
+	  "DST: a fixed time in a skipped hour fires at the end of the gap, a repeated\n"
+	  "one once; expressions with * in the minute or hour fire in both passes.\n"
+	  "Templates fill from the fire instant: {fire_date}, {fire_date-N},\n"
+	  "{fire_date+N}, {fire_time}, {fire_utc}, {fire_epoch}, {schedule}; e.g.\n"
+	  "targetDate:date={fire_date-1}. Misfires (instants later than the grace,\n"
+	  "default 60s, because no scheduler ran): run-once runs one firing now for\n"
+	  "the latest missed instant, skip only records them.\n",
+	  cb__cli_cmd_schedule },
+	{ "scheduler", "[--lease SECONDS] [--max-running N] [--verbose|--quiet]",
+	  "fire due schedules, each fire instant once across all scheduler nodes",
+	  "Start one on every host you like: each fire instant is claimed by one node\n"
+	  "in one transaction (unique per schedule and instant, in the database's\n"
+	  "time) and run as a child process `run JOB PARAMS...`; the other nodes\n"
+	  "record SKIPPED_CLAIMED (see `schedule history`). A lost repository\n"
+	  "connection is retried with backoff and nothing fires meanwhile.\n"
+	  "SIGINT/SIGTERM: no new firings; running jobs are asked to stop after their\n"
+	  "chunk (STOPPED, restartable) and waited for.\n\n"
+	  "Options:\n"
+	  "  --lease SECONDS     how long other nodes trust this one's heartbeat before\n"
+	  "                      they report its open firings (default 30)\n"
+	  "  --max-running N     jobs run at once by this node (default 8); beyond it\n"
+	  "                      instants are left to other nodes\n"
+	  "  --exit-after SECONDS  stop by itself after this long\n"
+	  "  --verbose           also log instants other nodes claimed\n"
+	  "  --quiet             no line per firing\n",
+	  cb__cli_cmd_scheduler },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
 };
 #define NBUILTINS (sizeof(builtins) / sizeof(builtins[0]))

@@ -1,0 +1,668 @@
+/* `schedule add|list|show|pause|resume|remove|next|history` and `scheduler`:
+ * cron schedules kept in the repository (sql/004_schedules.sql), fired by
+ * scheduler nodes (framework/scheduler.c). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbatch/cli.h"
+#include "cbatch/cron.h"
+#include "cbatch/job.h"
+#include "cli_internal.h"
+#include "repo.h"
+#include "schedule_repo.h"
+#include "scheduler.h"
+#include "template.h"
+#include "zone.h"
+
+#define NEXT_MAX 1000
+
+/* A sub-command's view: argv[0] is "schedule <sub>" in messages. */
+static int sub_usage(struct cli *c, const char *sub, const char *usage, const char *what)
+{
+	return cb__cli_usage_error(c, "schedule %s: %s (usage: %s schedule %s %s)", sub, what,
+				   c->prog, sub, usage);
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 100)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Split the sub-command's arguments (after "schedule SUB"). */
+static int split(struct cli *c, const char ***pos, size_t *npos, const char *const *flags,
+		 const char **values)
+{
+	struct cli sub = *c;
+	int rc;
+
+	*pos = calloc((size_t)c->argc + 1, sizeof(**pos));
+	if (!*pos)
+		return cb__cli_out_of_memory(c);
+	sub.argc = c->argc - 1;
+	sub.argv = c->argv + 1;
+	rc = cb__cli_split_args(&sub, *pos, npos, flags, values);
+	c->err = sub.err;
+	return rc;
+}
+
+/* Instant @p t as local time with its offset in @p zone. */
+static void fmt_instant(char *buf, size_t size, cb__pg_zone *z, long long t)
+{
+	cb_error e = CB_ERROR_INIT;
+	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
+	char *local = NULL;
+
+	if (cb__zone_local(&v.local, &v.offset, t, cb__pg_zone_lookup, z, &e) < 0 ||
+	    cb__template_fill(&local, "{fire_time}", &v, &e) < 0)
+		snprintf(buf, size, "@%lld", t);
+	else
+		snprintf(buf, size, "%s", local);
+	free(local);
+}
+
+/* ---- add ----------------------------------------------------------------- */
+
+static int cmd_add(struct cli *c, PGconn *conn)
+{
+	static const char *const flags[] = { "--cron=", "--tz=", "--job=", "--misfire=",
+					     "--misfire-grace=", "--paused", NULL };
+	const char *values[7] = { 0 }, **pos = NULL;
+	static const char usage[] = "NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
+				    "[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]";
+	size_t npos = 0;
+	cb__schedule s;
+	cb_cron *cron = NULL;
+	cb__pg_zone *zone = NULL;
+	const cb_job *job;
+	char **words = NULL, when[96];
+	cb_params *params = NULL;
+	double now;
+	long long id, first = 0, grace = 60;
+	int rc, uses_fire = 0;
+
+	memset(&s, 0, sizeof(s));
+	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
+		goto done;
+	if (npos < 1) {
+		rc = sub_usage(c, "add", usage, "missing NAME");
+		goto done;
+	}
+	if (!valid_name(pos[0])) {
+		rc = sub_usage(c, "add", usage,
+			       "NAME must be 1-100 characters of A-Z a-z 0-9 _ . -");
+		goto done;
+	}
+	if (!values[0] || !values[2]) {
+		rc = sub_usage(c, "add", usage, values[0] ? "--job is required" : "--cron is required");
+		goto done;
+	}
+	if (cb_cron_parse(&cron, values[0], &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_USAGE);
+		goto done;
+	}
+	if (!(job = cb_registry_find(c->reg, values[2]))) {
+		rc = cb__cli_unknown_job(c, values[2]);
+		goto done;
+	}
+	if (values[3] && strcmp(values[3], "run-once") != 0 && strcmp(values[3], "skip") != 0) {
+		rc = sub_usage(c, "add", usage, "--misfire must be run-once or skip");
+		goto done;
+	}
+	if (values[4] && (cb__cli_parse_positive(&grace, values[4]) < 0 || grace > 86400)) {
+		rc = sub_usage(c, "add", usage, "--misfire-grace must be 1 to 86400 seconds");
+		goto done;
+	}
+	snprintf(s.name, sizeof(s.name), "%s", pos[0]);
+	snprintf(s.cron, sizeof(s.cron), "%s", values[0]);
+	snprintf(s.zone, sizeof(s.zone), "%s", values[1] ? values[1] : "UTC");
+	snprintf(s.job, sizeof(s.job), "%s", values[2]);
+	s.skip_misfires = values[3] && strcmp(values[3], "skip") == 0;
+	s.grace_seconds = (int)grace;
+	s.paused = values[5] != NULL;
+	if (!(s.parameters = json_array())) {
+		rc = cb__cli_out_of_memory(c);
+		goto done;
+	}
+	for (size_t i = 1; i < npos; i++) {
+		if (strlen(pos[i]) > CB__TEMPLATE_MAX - 1) {
+			rc = sub_usage(c, "add", usage, "a parameter template is too long");
+			goto done;
+		}
+		json_array_append_new(s.parameters, json_string(pos[i]));
+	}
+	if (cb__pg_zone_check(conn, s.zone, &c->err) < 0) {
+		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+		goto done;
+	}
+	if (cb__pg_zone_new(&zone, s.zone, &c->err) < 0 || cb__repo_db_now(&now, conn, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_FAILED);
+		goto done;
+	}
+	cb__pg_zone_set_conn(zone, conn);
+	rc = cb__cron_next_instant(&first, cron, (long long)now, cb__pg_zone_lookup, zone, &c->err);
+	if (rc < 0) {
+		rc = cb__cli_fail(c, rc == CB_ENOTFOUND ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+		goto done;
+	}
+	/* The templates, filled for the first instant, must make parameters the
+	 * job accepts: found now, not at 02:30 on some night. */
+	{
+		cb__fire_vars v = { first, { 1970, 1, 1, 0, 0, 0 }, 0, s.name };
+
+		if (cb__zone_local(&v.local, &v.offset, first, cb__pg_zone_lookup, zone, &c->err) < 0 ||
+		    cb__schedule_fill(&words, &params, s.parameters, s.name, first, &v.local, v.offset,
+				      &c->err) < 0 ||
+		    cb_job_validate_params(job, params, &c->err) < 0) {
+			rc = cb__cli_fail(c, CB_EXIT_USAGE);
+			goto done;
+		}
+	}
+	for (size_t i = 0; i < json_array_size(s.parameters); i++) {
+		const char *t = json_string_value(json_array_get(s.parameters, i));
+
+		uses_fire |= t[0] != '-' && cb__template_uses_fire(t);
+	}
+	s.has_next = 1;
+	s.next_fire = first;
+	if (cb__repo_schedule_add(&id, conn, &s, &c->err) < 0) {
+		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+		goto done;
+	}
+	fmt_instant(when, sizeof(when), zone, first);
+	if (c->json) {
+		json_t *doc = json_pack("{s:I,s:s,s:s,s:I}", "schedule_id", (json_int_t)id, "name",
+					s.name, "next_fire_time", when, "next_fire_epoch",
+					(json_int_t)first);
+
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	} else {
+		printf("schedule '%s' added: '%s' in %s runs %s; next at %s%s\n", s.name, s.cron,
+		       s.zone, s.job, when, s.paused ? " (paused)" : "");
+	}
+	if (!uses_fire)
+		fprintf(stderr,
+			"schedule add: warning: no identifying parameter uses {fire_date} or "
+			"another {fire_...} placeholder, so every firing is the same job "
+			"instance, which runs to completion only once\n");
+	rc = 0;
+done:
+	cb__schedule_words_free(words);
+	cb_params_free(params);
+	cb__pg_zone_free(zone);
+	cb_cron_free(cron);
+	json_decref(s.parameters);
+	free(pos);
+	return rc;
+}
+
+/* ---- list, show, history ------------------------------------------------- */
+
+static const char *jtext(const json_t *o, const char *key, char *buf, size_t size)
+{
+	const char *t = cb__cli_json_get_text(o, key, buf, size);
+
+	return t ? t : "-";
+}
+
+static int cmd_list(struct cli *c, PGconn *conn)
+{
+	static const char *const headers[] = { "NAME", "CRON", "ZONE", "JOB", "STATE",
+					       "NEXT", "LAST FIRING" };
+	json_t *arr = NULL;
+	cb__cli_table *t = NULL;
+	int rc;
+
+	if (c->argc != 2)
+		return sub_usage(c, "list", "", "takes no arguments");
+	if (cb__repo_schedules_json(&arr, conn, NULL, &c->err) < 0)
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	if (c->json) {
+		json_t *doc = json_pack("{s:O}", "schedules", arr);
+
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+		json_decref(arr);
+		return 0;
+	}
+	if ((rc = cb__cli_table_new(&t, 7, headers, "lllllll")) < 0) {
+		json_decref(arr);
+		return cb__cli_out_of_memory(c);
+	}
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const json_t *s = json_array_get(arr, i), *lf = json_object_get(s, "last_firing");
+		char b[7][300], next[64], last[400];
+		const char *cells[7];
+
+		cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[6], sizeof(b[6])));
+		cb__cli_term(b[1], sizeof(b[1]), jtext(s, "cron", b[6], sizeof(b[6])));
+		cb__cli_term(b[2], sizeof(b[2]), jtext(s, "time_zone", b[6], sizeof(b[6])));
+		cb__cli_term(b[3], sizeof(b[3]), jtext(s, "job", b[6], sizeof(b[6])));
+		cb__cli_fmt_time(next, sizeof(next), cb__cli_json_get_text(s, "next_fire_time", b[6],
+									  sizeof(b[6])));
+		if (json_is_object(lf)) {
+			char ft[64], st[32], ex[32];
+
+			cb__cli_fmt_time(ft, sizeof(ft),
+					 cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
+			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
+			snprintf(ex, sizeof(ex), "%s", jtext(lf, "exit_status", b[6], sizeof(b[6])));
+			snprintf(last, sizeof(last), "%s %s%s%s", ft, st,
+				 strcmp(ex, "-") ? " " : "", strcmp(ex, "-") ? ex : "");
+		} else {
+			snprintf(last, sizeof(last), "-");
+		}
+		cells[0] = b[0];
+		cells[1] = b[1];
+		cells[2] = b[2];
+		cells[3] = b[3];
+		cells[4] = json_is_true(json_object_get(s, "paused")) ? "paused" : "active";
+		cells[5] = next;
+		cells[6] = last;
+		if (cb__cli_table_add(t, cells) < 0) {
+			cb__cli_table_free(t);
+			json_decref(arr);
+			return cb__cli_out_of_memory(c);
+		}
+	}
+	if (json_array_size(arr) == 0)
+		printf("no schedules (add one: %s schedule add NAME --cron EXPR --job JOB)\n",
+		       c->prog);
+	else
+		cb__cli_table_print(t, stdout, "");
+	cb__cli_table_free(t);
+	json_decref(arr);
+	return 0;
+}
+
+static void print_history(const json_t *events)
+{
+	static const char *const headers[] = { "RECORDED", "FIRE TIME", "NODE", "OUTCOME",
+					       "EXECUTION", "MESSAGE" };
+	cb__cli_table *t = NULL;
+
+	if (cb__cli_table_new(&t, 6, headers, "lllllr") < 0)
+		return;
+	for (size_t i = 0; i < json_array_size(events); i++) {
+		const json_t *e = json_array_get(events, i);
+		char b[8][400];
+		const char *cells[6];
+
+		cb__cli_fmt_time(b[0], sizeof(b[0]),
+				 cb__cli_json_get_text(e, "recorded_at", b[7], sizeof(b[7])));
+		cb__cli_fmt_time(b[1], sizeof(b[1]),
+				 cb__cli_json_get_text(e, "fire_time", b[7], sizeof(b[7])));
+		cb__cli_term(b[2], 60, jtext(e, "node_id", b[7], sizeof(b[7])));
+		cb__cli_term(b[3], sizeof(b[3]), jtext(e, "outcome", b[7], sizeof(b[7])));
+		cb__cli_term(b[4], sizeof(b[4]), jtext(e, "job_execution_id", b[7], sizeof(b[7])));
+		cb__cli_term(b[5], sizeof(b[5]), jtext(e, "message", b[7], sizeof(b[7])));
+		for (int k = 0; k < 6; k++)
+			cells[k] = b[k];
+		cb__cli_table_add(t, cells);
+	}
+	cb__cli_table_print(t, stdout, "  ");
+	cb__cli_table_free(t);
+}
+
+static int cmd_show(struct cli *c, PGconn *conn)
+{
+	json_t *arr = NULL, *s, *hist = NULL;
+	char b[8][600];
+
+	if (c->argc != 3)
+		return sub_usage(c, "show", "NAME", "expected one NAME");
+	if (cb__repo_schedules_json(&arr, conn, c->argv[2], &c->err) < 0 ||
+	    cb__repo_schedule_history(&hist, conn, c->argv[2], 10, &c->err) < 0) {
+		json_decref(arr);
+		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+	}
+	s = json_array_get(arr, 0);
+	if (c->json) {
+		json_object_set(s, "history", hist);
+		cb__cli_json_print(stdout, s);
+	} else {
+		printf("schedule %s (id %s)\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[7], sizeof(b[7]))),
+		       jtext(s, "schedule_id", b[1], sizeof(b[1])));
+		printf("  cron        %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "cron", b[7], sizeof(b[7]))));
+		printf("  time zone   %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "time_zone", b[7], sizeof(b[7]))));
+		printf("  job         %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "job", b[7], sizeof(b[7]))));
+		{
+			const json_t *p = json_object_get(s, "parameters");
+
+			printf("  parameters ");
+			for (size_t i = 0; i < json_array_size(p); i++)
+				printf(" %s", cb__cli_term(b[0], sizeof(b[0]),
+							   json_string_value(json_array_get(p, i))));
+			printf("%s\n", json_array_size(p) ? "" : " (none)");
+		}
+		printf("  misfires    %s, grace %ss\n", jtext(s, "misfire_policy", b[0], sizeof(b[0])),
+		       jtext(s, "misfire_grace_seconds", b[1], sizeof(b[1])));
+		printf("  state       %s\n", json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
+		cb__cli_fmt_time(b[0], sizeof(b[0]), cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
+		printf("  next        %s\n", b[0]);
+		printf("  history (newest first; `schedule history %s` for more):\n",
+		       cb__cli_term(b[1], sizeof(b[1]), jtext(s, "name", b[7], sizeof(b[7]))));
+		if (json_array_size(hist) == 0)
+			printf("  (nothing fired yet)\n");
+		else
+			print_history(hist);
+	}
+	json_decref(hist);
+	json_decref(arr);
+	return 0;
+}
+
+static int cmd_history(struct cli *c, PGconn *conn)
+{
+	static const char *const flags[] = { "--limit=", NULL };
+	const char *values[1] = { 0 }, **pos = NULL;
+	size_t npos = 0;
+	long long limit = 50;
+	json_t *hist = NULL;
+	int rc;
+
+	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
+		goto done;
+	if (npos != 1) {
+		rc = sub_usage(c, "history", "NAME [--limit N]", "expected one NAME");
+		goto done;
+	}
+	if (values[0] && (cb__cli_parse_positive(&limit, values[0]) < 0 || limit > 100000)) {
+		rc = sub_usage(c, "history", "NAME [--limit N]", "--limit must be 1 to 100000");
+		goto done;
+	}
+	if (cb__repo_schedule_history(&hist, conn, pos[0], limit, &c->err) < 0) {
+		rc = cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+		goto done;
+	}
+	if (c->json) {
+		json_t *doc = json_pack("{s:s,s:O}", "schedule", pos[0], "events", hist);
+
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	} else if (json_array_size(hist) == 0) {
+		printf("schedule %s: nothing fired yet\n", pos[0]);
+	} else {
+		print_history(hist);
+	}
+done:
+	json_decref(hist);
+	free(pos);
+	return rc;
+}
+
+/* ---- pause, resume, remove ----------------------------------------------- */
+
+static int cmd_pause(struct cli *c, PGconn *conn, int pause)
+{
+	const char *sub = pause ? "pause" : "resume";
+	json_t *arr = NULL;
+	long long next = 0;
+	int changed = 0, has_next = 1;
+	double now;
+
+	if (c->argc != 3)
+		return sub_usage(c, sub, "NAME", "expected one NAME");
+	if (!pause) {
+		/* Resumed from now: the instants it slept through are no misfires. */
+		json_t *s;
+		int rc;
+
+		if (cb__repo_schedules_json(&arr, conn, c->argv[2], &c->err) < 0 ||
+		    cb__repo_db_now(&now, conn, &c->err) < 0) {
+			json_decref(arr);
+			return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+		}
+		s = json_array_get(arr, 0);
+		rc = cb__schedule_next(&next, conn, json_string_value(json_object_get(s, "cron")),
+				       json_string_value(json_object_get(s, "time_zone")),
+				       (long long)now, &c->err);
+		json_decref(arr);
+		if (rc == CB_ENOTFOUND)
+			has_next = 0;
+		else if (rc < 0)
+			return cb__cli_fail(c, CB_EXIT_FAILED);
+	}
+	if (cb__repo_schedule_pause(&changed, conn, c->argv[2], pause, has_next, next, &c->err) < 0)
+		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+	printf("schedule '%s' %s\n", c->argv[2],
+	       !changed ? (pause ? "was already paused" : "was not paused")
+			: (pause ? "paused" : "resumed"));
+	return 0;
+}
+
+static int cmd_remove(struct cli *c, PGconn *conn)
+{
+	if (c->argc != 3)
+		return sub_usage(c, "remove", "NAME", "expected one NAME");
+	if (cb__repo_schedule_remove(conn, c->argv[2], &c->err) < 0)
+		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+	printf("schedule '%s' removed, with its firing history\n", c->argv[2]);
+	return 0;
+}
+
+/* ---- next ---------------------------------------------------------------- */
+
+static int cmd_next(struct cli *c, PGconn *conn)
+{
+	static const char *const flags[] = { "--count=", "--cron=", "--tz=", NULL };
+	static const char usage[] = "NAME | --cron EXPR [--tz ZONE]  [--count N]";
+	const char *values[3] = { 0 }, **pos = NULL, *cron_text, *zone_text;
+	size_t npos = 0;
+	long long count = 5, t;
+	json_t *arr = NULL, *s = NULL, *out = NULL;
+	cb_cron *cron = NULL;
+	cb__pg_zone *zone = NULL;
+	double now;
+	int rc;
+
+	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
+		goto done;
+	if ((npos == 1) == (values[1] != NULL)) {
+		rc = sub_usage(c, "next", usage, "give a schedule NAME or --cron EXPR");
+		goto done;
+	}
+	if (values[0] && (cb__cli_parse_positive(&count, values[0]) < 0 || count > NEXT_MAX)) {
+		rc = sub_usage(c, "next", usage, "--count must be 1 to 1000");
+		goto done;
+	}
+	if (npos == 1) {
+		if (cb__repo_schedules_json(&arr, conn, pos[0], &c->err) < 0) {
+			rc = cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+			goto done;
+		}
+		s = json_array_get(arr, 0);
+		cron_text = json_string_value(json_object_get(s, "cron"));
+		zone_text = json_string_value(json_object_get(s, "time_zone"));
+	} else {
+		cron_text = values[1];
+		zone_text = values[2] ? values[2] : "UTC";
+	}
+	if (cb_cron_parse(&cron, cron_text, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_USAGE);
+		goto done;
+	}
+	if (cb__pg_zone_check(conn, zone_text, &c->err) < 0 ||
+	    cb__pg_zone_new(&zone, zone_text, &c->err) < 0 || cb__repo_db_now(&now, conn, &c->err) < 0) {
+		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+		goto done;
+	}
+	cb__pg_zone_set_conn(zone, conn);
+	/* A schedule's own cursor first: that is what fires next. */
+	t = (long long)now;
+	if (s && json_is_integer(json_object_get(s, "next_fire_epoch")))
+		t = json_integer_value(json_object_get(s, "next_fire_epoch")) - 1;
+	out = json_array();
+	for (long long i = 0; i < count && out; i++) {
+		char when[96], utc[40];
+		cb__fire_vars v = { 0, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
+		char *u = NULL;
+
+		rc = cb__cron_next_instant(&t, cron, t, cb__pg_zone_lookup, zone, &c->err);
+		if (rc == CB_ENOTFOUND && i > 0)
+			break;
+		if (rc < 0) {
+			rc = cb__cli_fail(c, rc == CB_ENOTFOUND ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+			goto done;
+		}
+		fmt_instant(when, sizeof(when), zone, t);
+		v.epoch = t;
+		if (cb__template_fill(&u, "{fire_utc}", &v, &c->err) == 0)
+			snprintf(utc, sizeof(utc), "%s", u);
+		else
+			snprintf(utc, sizeof(utc), "?");
+		free(u);
+		if (c->json) {
+			json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "local", when, "utc", utc,
+							     "epoch", (json_int_t)t));
+		} else {
+			printf("%s  (%s)\n", when, utc);
+		}
+	}
+	rc = 0;
+	if (c->json) {
+		json_t *doc = json_pack("{s:s,s:s,s:O}", "cron", cron_text, "time_zone", zone_text,
+					"next", out);
+
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	}
+done:
+	json_decref(out);
+	json_decref(arr);
+	cb__pg_zone_free(zone);
+	cb_cron_free(cron);
+	free(pos);
+	return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+int cb__cli_cmd_schedule(struct cli *c)
+{
+	static const char subs[] = "add, list, show, pause, resume, remove, next, history";
+	const char *sub = c->argc > 1 ? c->argv[1] : NULL;
+	PGconn *conn = NULL;
+	int rc;
+
+	if (!sub)
+		return cb__cli_usage_error(c, "schedule: missing sub-command (one of %s)", subs);
+	if (strcmp(sub, "add") && strcmp(sub, "list") && strcmp(sub, "show") &&
+	    strcmp(sub, "pause") && strcmp(sub, "resume") && strcmp(sub, "remove") &&
+	    strcmp(sub, "next") && strcmp(sub, "history"))
+		return cb__cli_usage_error(c, "schedule: unknown sub-command '%.40s' (one of %s)",
+					   sub, subs);
+	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
+		return rc;
+	if (!strcmp(sub, "add"))
+		rc = cmd_add(c, conn);
+	else if (!strcmp(sub, "list"))
+		rc = cmd_list(c, conn);
+	else if (!strcmp(sub, "show"))
+		rc = cmd_show(c, conn);
+	else if (!strcmp(sub, "pause"))
+		rc = cmd_pause(c, conn, 1);
+	else if (!strcmp(sub, "resume"))
+		rc = cmd_pause(c, conn, 0);
+	else if (!strcmp(sub, "remove"))
+		rc = cmd_remove(c, conn);
+	else if (!strcmp(sub, "next"))
+		rc = cmd_next(c, conn);
+	else
+		rc = cmd_history(c, conn);
+	PQfinish(conn);
+	return rc;
+}
+
+/* ---- scheduler ----------------------------------------------------------- */
+
+int cb__cli_cmd_scheduler(struct cli *c)
+{
+	static const char *const flags[] = { "--lease=", "--max-running=", "--exit-after=",
+					     "--verbose", "--quiet", NULL };
+	const char *values[5] = { 0 }, **pos = NULL;
+	size_t npos = 0;
+	cb__scheduler_options o = CB__SCHEDULER_OPTIONS_INIT;
+	cb__scheduler_result res;
+	char exe[PATH_MAX];
+	ssize_t n;
+	int rc;
+
+	pos = calloc((size_t)c->argc + 1, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
+		goto done;
+	if (npos > 0) {
+		rc = cb__cli_usage_error(c, "scheduler: unexpected argument '%.60s' (usage: %s "
+					    "scheduler [--lease SECONDS] [--max-running N] "
+					    "[--exit-after SECONDS] [--verbose|--quiet])",
+					 pos[0], c->prog);
+		goto done;
+	}
+	if (values[0] && ((o.lease_seconds = strtod(values[0], NULL)) < 1 || o.lease_seconds > 3600)) {
+		rc = cb__cli_usage_error(c, "scheduler: --lease '%.40s' must be 1 to 3600 seconds",
+					 values[0]);
+		goto done;
+	}
+	if (values[1]) {
+		long long m;
+
+		if (cb__cli_parse_positive(&m, values[1]) < 0 || m > 1000) {
+			rc = cb__cli_usage_error(c, "scheduler: --max-running '%.40s' must be 1 to 1000",
+						 values[1]);
+			goto done;
+		}
+		o.max_running = (int)m;
+	}
+	if (values[2] && (o.exit_after = strtod(values[2], NULL)) <= 0) {
+		rc = cb__cli_usage_error(c, "scheduler: --exit-after '%.40s' must be a positive "
+					    "number of seconds",
+					 values[2]);
+		goto done;
+	}
+	o.verbose = values[3] ? 2 : values[4] ? 0 : 1;
+	/* The children are this very program, whatever its name on the PATH. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		cb_error_set(&c->err, CB_EINVAL, "scheduler: cannot find this program's path");
+		rc = cb__cli_fail(c, CB_EXIT_FAILED);
+		goto done;
+	}
+	exe[n] = '\0';
+	o.exe = exe;
+	o.prog = c->prog;
+	o.conninfo = c->db;
+	if (cb__scheduler_run(&res, c->reg, &o, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_FAILED);
+		goto done;
+	}
+	if (c->json) {
+		json_t *doc = json_pack("{s:I,s:I,s:I,s:I,s:I}", "fired", (json_int_t)res.fired,
+					"skipped_claimed", (json_int_t)res.skipped, "misfired",
+					(json_int_t)res.misfired, "failed_to_launch",
+					(json_int_t)res.failed_to_launch, "orphans_reported",
+					(json_int_t)res.orphans_reported);
+
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	}
+	rc = 0;
+done:
+	free(pos);
+	return rc;
+}

@@ -1,0 +1,893 @@
+/* The scheduler daemon (scheduler.h).
+ *
+ * Every node walks each schedule's fire instants with a cursor of its own and
+ * offers every due instant to batch_schedule_claim: one node's insert of the
+ * (schedule, instant) row wins, the others record SKIPPED_CLAIMED. The clock
+ * is the database's, read at every tick; a node's own clock only times its
+ * sleeps. The next instant is computed from the claimed one, never from now,
+ * so that nodes whose clocks disagree still walk the same instants. */
+#include "scheduler.h"
+
+#include "engine.h"
+#include "repo.h"
+#include "schedule_repo.h"
+#include "template.h"
+#include "worker.h"
+#include "zone.h"
+
+#include "cbatch/cron.h"
+#include "cbatch/job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Instants counted one by one when working out a misfire; past this, the
+ * last missed instant is searched for from the cutoff backwards instead. */
+#define MISSED_COUNT_CAP 10000
+/* Instants one schedule may take per tick, so that one busy schedule cannot
+ * starve the others. */
+#define INSTANTS_PER_TICK 64
+
+/* ---- instants and templates --------------------------------------------- */
+
+static int zone_local(cb_civil *local, int *offset, cb__pg_zone *z, long long t, cb_error *err)
+{
+	return cb__zone_local(local, offset, t, cb__pg_zone_lookup, z, err);
+}
+
+int cb__schedule_next(long long *out, PGconn *conn, const char *cron, const char *zone,
+		      long long after, cb_error *err)
+{
+	cb_cron *c = NULL;
+	cb__pg_zone *z = NULL;
+	int rc;
+
+	if ((rc = cb_cron_parse(&c, cron, err)) < 0)
+		return rc;
+	if ((rc = cb__pg_zone_new(&z, zone, err)) == 0) {
+		cb__pg_zone_set_conn(z, conn);
+		rc = cb__cron_next_instant(out, c, after, cb__pg_zone_lookup, z, err);
+	}
+	cb__pg_zone_free(z);
+	cb_cron_free(c);
+	return rc;
+}
+
+void cb__schedule_words_free(char **words)
+{
+	if (!words)
+		return;
+	for (char **w = words; *w; w++)
+		free(*w);
+	free(words);
+}
+
+int cb__schedule_fill(char ***words, cb_params **params, const json_t *templates,
+		      const char *schedule, long long t, const cb_civil *local, int offset,
+		      cb_error *err)
+{
+	size_t n = json_array_size(templates), k = 0;
+	cb__fire_vars v = { t, *local, offset, schedule };
+	char **w = calloc(n + 3, sizeof(*w));
+	cb_params *p = NULL;
+	int rc;
+
+	*words = NULL;
+	if (params)
+		*params = NULL;
+	if (!w || (rc = cb_params_new(&p, err)) < 0) {
+		free(w);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *tmpl = json_string_value(json_array_get(templates, i));
+
+		if (!tmpl) {
+			rc = cb_error_set(err, CB_EINVAL, "schedule '%s': parameter %zu is not text",
+					  schedule, i + 1);
+			goto fail;
+		}
+		if ((rc = cb__template_fill(&w[k], tmpl, &v, err)) < 0)
+			goto fail;
+		if ((rc = cb_params_parse_arg(p, w[k++], err)) < 0) {
+			cb_error_prefix(err, "schedule '%s': template '%.200s'", schedule, tmpl);
+			goto fail;
+		}
+	}
+	/* Where a run came from, without changing which instance it is. */
+	{
+		static const char *const extra[2][2] = {
+			{ "schedule.name", "-schedule.name:string={schedule}" },
+			{ "schedule.fireTime", "-schedule.fireTime:string={fire_time}" },
+		};
+
+		for (int i = 0; i < 2; i++) {
+			if (cb_params_find(p, extra[i][0], NULL, NULL, NULL) == 0)
+				continue;
+			if ((rc = cb__template_fill(&w[k], extra[i][1], &v, err)) < 0 ||
+			    (rc = cb_params_parse_arg(p, w[k++], err)) < 0)
+				goto fail;
+		}
+	}
+	*words = w;
+	if (params)
+		*params = p;
+	else
+		cb_params_free(p);
+	return 0;
+fail:
+	cb__schedule_words_free(w);
+	cb_params_free(p);
+	return rc;
+}
+
+/* ---- a node's view of one schedule -------------------------------------- */
+
+struct sched {
+	long long id, version;
+	char name[101], job[101];
+	cb_cron *cron;
+	cb__pg_zone *zone;
+	json_t *params;
+	int skip_misfires, grace;
+	int has_cursor;
+	long long cursor; /* the next instant this node will offer */
+	int warned;       /* an unknown job was reported */
+	int live;         /* still in the repository at the last read */
+};
+
+static void sched_clear(struct sched *s)
+{
+	cb_cron_free(s->cron);
+	cb__pg_zone_free(s->zone);
+	json_decref(s->params);
+	memset(s, 0, sizeof(*s));
+}
+
+/* A child: one launched firing. */
+struct child {
+	pid_t pid;
+	long long firing_id;
+	char schedule[101];
+	char when[64];
+	double started;
+	int exited, status;   /* reaped, with its waitpid status */
+	int launch_recorded;  /* LAUNCHED is in the repository */
+	char launch_note[200];
+};
+
+struct node {
+	const cb_registry *reg;
+	const cb__scheduler_options *o;
+	cb__scheduler_result *res;
+	PGconn *conn;
+	char id[256], host[256];
+	struct sched *s;
+	size_t ns;
+	struct child *kids;
+	size_t nkids, capkids;
+	double db_now;
+	int stopping;
+};
+
+#define SAY(n, level, ...)                                                                         \
+	do {                                                                                       \
+		if ((n)->o->verbose >= (level)) {                                                  \
+			fprintf(stderr, "scheduler: " __VA_ARGS__);                                \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
+	} while (0)
+
+/* The fire instant as people read it: local time with offset. */
+static void fmt_instant(char *buf, size_t size, struct sched *s, long long t)
+{
+	cb_error e = CB_ERROR_INIT;
+	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, s->name };
+	char *txt = NULL;
+
+	if (zone_local(&v.local, &v.offset, s->zone, t, &e) < 0 ||
+	    cb__template_fill(&txt, "{fire_time}", &v, &e) < 0) {
+		snprintf(buf, size, "@%lld", t);
+		return;
+	}
+	snprintf(buf, size, "%s", txt);
+	free(txt);
+}
+
+/* Bring the node's schedules in line with the repository's rows. */
+static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
+{
+	for (size_t i = 0; i < n->ns; i++)
+		n->s[i].live = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		const cb__schedule *row = &rows[r];
+		struct sched *s = NULL;
+
+		for (size_t i = 0; i < n->ns && !s; i++)
+			if (n->s[i].id == row->id)
+				s = &n->s[i];
+		if (!s) {
+			struct sched *grown = realloc(n->s, (n->ns + 1) * sizeof(*grown));
+
+			if (!grown)
+				return cb_error_set(err, CB_ENOMEM, "out of memory");
+			n->s = grown;
+			s = &n->s[n->ns++];
+			memset(s, 0, sizeof(*s));
+			s->version = -1;
+		}
+		s->live = 1;
+		if (s->version == row->version && s->cron)
+			continue;
+		/* New or changed (pause, resume, edit): start over from the
+		 * repository's cursor. */
+		sched_clear(s);
+		s->live = 1;
+		s->id = row->id;
+		s->version = row->version;
+		snprintf(s->name, sizeof(s->name), "%s", row->name);
+		snprintf(s->job, sizeof(s->job), "%s", row->job);
+		s->skip_misfires = row->skip_misfires;
+		s->grace = row->grace_seconds;
+		s->params = json_incref(row->parameters);
+		if (row->paused || !row->has_next) {
+			s->has_cursor = 0;
+		} else {
+			s->has_cursor = 1;
+			s->cursor = row->next_fire;
+		}
+		if (cb_cron_parse(&s->cron, row->cron, err) < 0 ||
+		    cb__pg_zone_new(&s->zone, row->zone, err) < 0) {
+			SAY(n, 1, "schedule '%s' is unusable and is left alone: %s", row->name,
+			    err->message);
+			cb_error_clear(err);
+			s->has_cursor = 0;
+		}
+	}
+	/* Removed schedules. */
+	for (size_t i = 0; i < n->ns;) {
+		if (n->s[i].live) {
+			i++;
+			continue;
+		}
+		sched_clear(&n->s[i]);
+		n->s[i] = n->s[--n->ns];
+	}
+	return 0;
+}
+
+/* Instants in [first, cutoff), first being one: the last of them and how
+ * many (-1: more than MISSED_COUNT_CAP). */
+static int missed_range(struct sched *s, long long first, long long cutoff, long long *last,
+			long long *count, cb_error *err)
+{
+	long long x = first, nx, k = 1;
+	int rc;
+
+	for (;;) {
+		if ((rc = cb__cron_next_instant(&nx, s->cron, x, cb__pg_zone_lookup, s->zone,
+						err)) == CB_ENOTFOUND)
+			break;
+		if (rc < 0)
+			return rc;
+		if (nx >= cutoff)
+			break;
+		x = nx;
+		if (++k >= MISSED_COUNT_CAP)
+			break;
+	}
+	*count = k;
+	if (k < MISSED_COUNT_CAP) {
+		*last = x;
+		return 0;
+	}
+	/* Too many to count: find the last one before the cutoff by widening a
+	 * window back from the cutoff, then walking it. */
+	*count = -1;
+	for (long long d = 1;; d *= 2) {
+		long long probe = cutoff - 1 - d;
+
+		if (probe <= x)
+			break;
+		if ((rc = cb__cron_next_instant(&nx, s->cron, probe, cb__pg_zone_lookup, s->zone,
+						err)) < 0)
+			return rc;
+		if (nx < cutoff) {
+			x = nx;
+			break;
+		}
+	}
+	for (;;) {
+		if ((rc = cb__cron_next_instant(&nx, s->cron, x, cb__pg_zone_lookup, s->zone,
+						err)) == CB_ENOTFOUND)
+			break;
+		if (rc < 0)
+			return rc;
+		if (nx >= cutoff)
+			break;
+		x = nx;
+	}
+	*last = x;
+	return 0;
+}
+
+/* ---- children ------------------------------------------------------------ */
+
+static struct child *child_add(struct node *n)
+{
+	if (n->nkids == n->capkids) {
+		size_t cap = n->capkids ? n->capkids * 2 : 8;
+		struct child *k = realloc(n->kids, cap * sizeof(*k));
+
+		if (!k)
+			return NULL;
+		n->kids = k;
+		n->capkids = cap;
+	}
+	memset(&n->kids[n->nkids], 0, sizeof(n->kids[0]));
+	return &n->kids[n->nkids++];
+}
+
+static int running_children(const struct node *n)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		k += !n->kids[i].exited;
+	return k;
+}
+
+/* Start the child: `prog run JOB WORDS...`. An exec failure comes back over
+ * a close-on-exec pipe, so that it is FAILED_TO_LAUNCH and not an exit code.
+ * @return the pid, or -1 with @p why set. */
+static pid_t spawn(struct node *n, const char *job, char **words, char *why, size_t whysize)
+{
+	size_t nw = 0;
+	char **argv;
+	int pfd[2], e = 0;
+	pid_t parent = getpid(), pid;
+	ssize_t got;
+
+	while (words[nw])
+		nw++;
+	argv = calloc(nw + 4, sizeof(*argv));
+	if (!argv) {
+		snprintf(why, whysize, "out of memory");
+		return -1;
+	}
+	argv[0] = (char *)n->o->prog;
+	argv[1] = (char *)"run";
+	argv[2] = (char *)job;
+	for (size_t i = 0; i < nw; i++)
+		argv[3 + i] = words[i];
+	if (pipe(pfd) != 0) {
+		snprintf(why, whysize, "pipe: %s", strerror(errno));
+		free(argv);
+		return -1;
+	}
+	fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		close(pfd[0]);
+		/* If the scheduler dies, the job is asked to stop after its chunk
+		 * (STOPPED, restartable) rather than run on unwatched. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			close(devnull);
+		}
+		if (n->o->conninfo)
+			setenv("CBATCH_DB", n->o->conninfo, 1);
+		execv(n->o->exe, argv);
+		e = errno;
+		if (write(pfd[1], &e, sizeof(e)) < 0) {
+			/* the parent then sees EOF and exit code 127 */
+		}
+		_exit(127);
+	}
+	free(argv);
+	close(pfd[1]);
+	if (pid < 0) {
+		snprintf(why, whysize, "fork: %s", strerror(errno));
+		close(pfd[0]);
+		return -1;
+	}
+	do
+		got = read(pfd[0], &e, sizeof(e));
+	while (got < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (got == (ssize_t)sizeof(e)) {
+		snprintf(why, whysize, "cannot run %s: %s", n->o->exe, strerror(e));
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+static const char *exit_meaning(int code)
+{
+	switch (code) {
+	case CB_EXIT_COMPLETED:
+		return "completed";
+	case CB_EXIT_FAILED:
+		return "failed";
+	case CB_EXIT_USAGE:
+		return "usage error";
+	case CB_EXIT_COMPLETE:
+		return "instance already complete";
+	case CB_EXIT_RUNNING:
+		return "skipped: already running";
+	case CB_EXIT_STOPPED:
+		return "stopped, restartable";
+	default:
+		return "unexpected exit";
+	}
+}
+
+/* Reap exited children and write down what is not written yet. Entries
+ * stay until the repository has them (the connection may be down). */
+static void children_tick(struct node *n, int record)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	for (size_t i = 0; i < n->nkids; i++) {
+		struct child *k = &n->kids[i];
+
+		if (!k->exited && waitpid(k->pid, &k->status, WNOHANG) == k->pid)
+			k->exited = 1;
+	}
+	if (!record || !n->conn)
+		return;
+	for (size_t i = 0; i < n->nkids;) {
+		struct child *k = &n->kids[i];
+		long long exec_id = 0;
+		char st[16], msg[300];
+		int code;
+
+		if (!k->launch_recorded) {
+			if (cb__repo_schedule_launched(n->conn, k->firing_id, n->id, k->pid,
+						       k->launch_note, &err) < 0)
+				return;
+			k->launch_recorded = 1;
+		}
+		if (!k->exited) {
+			i++;
+			continue;
+		}
+		code = WIFEXITED(k->status) ? WEXITSTATUS(k->status) : 128 + WTERMSIG(k->status);
+		if (WIFEXITED(k->status))
+			snprintf(msg, sizeof(msg), "exit %d (%s) after %.1fs", code,
+				 exit_meaning(code), cb__now() - k->started);
+		else
+			snprintf(msg, sizeof(msg), "killed by signal %d after %.1fs",
+				 WTERMSIG(k->status), cb__now() - k->started);
+		if (cb__repo_schedule_finished(&exec_id, st, n->conn, k->firing_id, n->id, code,
+					       msg, &err) < 0)
+			return;
+		if (exec_id > 0)
+			SAY(n, 1, "%s %s: execution %lld %s, %s", k->schedule, k->when, exec_id, st,
+			    msg);
+		else
+			SAY(n, 1, "%s %s: no execution, %s", k->schedule, k->when, msg);
+		n->kids[i] = n->kids[--n->nkids];
+	}
+}
+
+/* ---- one schedule's due instants ---------------------------------------- */
+
+/* Offer the instant at the cursor. @return 1 to go on with the next, 0 to
+ * leave this schedule for this tick, <0 a database error. */
+static int offer(struct node *n, struct sched *s, cb_error *err)
+{
+	long long i = s->cursor, cutoff = (long long)n->db_now - s->grace;
+	long long next = 0, last = i, count = 0, param_time = i;
+	const char *kind = "SCHEDULED";
+	cb__claim_req q;
+	cb__claim_res r;
+	cb_civil local;
+	int offset, rc, launch;
+	char **words = NULL, *ptext = NULL, key[CB_JOB_KEY_LEN + 1] = "", when[64];
+	char fill_error[CB_ERROR_MESSAGE_MAX] = "";
+	cb_params *params = NULL;
+	json_t *arr;
+
+	if (i < cutoff) {
+		if ((rc = missed_range(s, i, cutoff, &last, &count, err)) < 0)
+			return rc;
+		kind = s->skip_misfires ? "MISFIRE_SKIP" : "MISFIRE_RUN";
+		param_time = last;
+	}
+	rc = cb__cron_next_instant(&next, s->cron, last, cb__pg_zone_lookup, s->zone, err);
+	if (rc == CB_ENOTFOUND) {
+		/* It never fires again: park the cursor far away. */
+		next = i + 400LL * 366 * 86400;
+		cb_error_clear(err);
+	} else if (rc < 0) {
+		return rc;
+	}
+	launch = strcmp(kind, "MISFIRE_SKIP") != 0;
+	if (launch && running_children(n) >= n->o->max_running) {
+		SAY(n, 2, "%s: %d jobs running here, leaving the instant to other nodes", s->name,
+		    n->o->max_running);
+		return 0;
+	}
+	if (launch) {
+		cb_error fe = CB_ERROR_INIT;
+
+		if (zone_local(&local, &offset, s->zone, param_time, err) < 0)
+			return CB_EDB;
+		/* A template that cannot be filled is this firing's failure to
+		 * launch, recorded as such, not the node's. */
+		if (cb__schedule_fill(&words, &params, s->params, s->name, param_time, &local,
+				      offset, &fe) < 0 ||
+		    cb_params_job_key(key, params, &fe) < 0) {
+			snprintf(fill_error, sizeof(fill_error), "%s", fe.message);
+			cb__schedule_words_free(words);
+			words = NULL;
+		}
+	}
+	arr = json_array();
+	for (size_t w = 0; arr && words && words[w]; w++)
+		json_array_append_new(arr, json_string(words[w]));
+	ptext = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	if (!ptext) {
+		cb__schedule_words_free(words);
+		cb_params_free(params);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	memset(&q, 0, sizeof(q));
+	q.schedule_id = s->id;
+	q.version = s->version;
+	q.fire_time = i;
+	q.kind = kind;
+	q.missed_until = last;
+	q.missed_count = count;
+	q.param_time = param_time;
+	q.next_fire = next;
+	q.node = n->id;
+	q.job_key = key[0] ? key : NULL;
+	q.parameters = ptext;
+	rc = cb__repo_schedule_claim(&r, n->conn, &q, err);
+	free(ptext);
+	if (rc < 0) {
+		cb__schedule_words_free(words);
+		cb_params_free(params);
+		return rc;
+	}
+	fmt_instant(when, sizeof(when), s, i);
+	switch (r.outcome) {
+	case CB__CLAIM_CHANGED:
+	case CB__CLAIM_GONE:
+		s->version = -1; /* read it again next tick */
+		s->has_cursor = 0;
+		rc = 0;
+		goto out;
+	case CB__CLAIM_SKIPPED:
+		n->res->skipped++;
+		SAY(n, 2, "%s %s: claimed by %s", s->name, when, r.claimed_by);
+		break;
+	default:
+		if (!launch) {
+			n->res->misfired++;
+			SAY(n, 1, "%s: %lld firings missed from %s on recorded, none run (misfire "
+				  "policy SKIP)",
+			    s->name, count, when);
+			break;
+		}
+		if (strcmp(kind, "MISFIRE_RUN") == 0) {
+			char first[64];
+
+			n->res->misfired++;
+			snprintf(first, sizeof(first), "%s", when);
+			fmt_instant(when, sizeof(when), s, last);
+			if (count < 0)
+				SAY(n, 1, "%s: over %d firings missed from %s to %s; running once "
+					  "now, as of the last",
+				    s->name, MISSED_COUNT_CAP, first, when);
+			else
+				SAY(n, 1, "%s: %lld firings missed from %s to %s; running once now, "
+					  "as of the last",
+				    s->name, count, first, when);
+		}
+		{
+			struct child *k = child_add(n);
+			char why[CB_ERROR_MESSAGE_MAX + 64] = "";
+			pid_t pid = -1;
+
+			if (!k) {
+				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+				goto out;
+			}
+			if (fill_error[0])
+				snprintf(why, sizeof(why), "%s", fill_error);
+			else if (!cb_registry_find(n->reg, s->job))
+				snprintf(why, sizeof(why), "job '%s' is not registered in this program",
+					 s->job);
+			else
+				pid = spawn(n, s->job, words, why, sizeof(why));
+			k->firing_id = r.firing_id;
+			snprintf(k->schedule, sizeof(k->schedule), "%s", s->name);
+			snprintf(k->when, sizeof(k->when), "%s", when);
+			k->started = cb__now();
+			if (pid < 0) {
+				n->nkids--;
+				n->res->failed_to_launch++;
+				SAY(n, 1, "%s %s: failed to launch: %s", s->name, when, why);
+				if (cb__repo_schedule_launched(n->conn, r.firing_id, n->id, 0, why,
+							       err) < 0) {
+					rc = CB_EDB;
+					goto out;
+				}
+				break;
+			}
+			k->pid = pid;
+			{
+				size_t len = 0;
+
+				len += (size_t)snprintf(k->launch_note, sizeof(k->launch_note),
+							"pid %d: run %s", (int)pid, s->job);
+				for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
+					len += (size_t)snprintf(k->launch_note + len,
+								sizeof(k->launch_note) - len,
+								" %s", words[w]);
+			}
+			n->res->fired++;
+			SAY(n, 1, "%s %s: fired (firing %lld), %s", s->name, when, r.firing_id,
+			    k->launch_note);
+			if (cb__repo_schedule_launched(n->conn, r.firing_id, n->id, pid,
+						       k->launch_note, err) < 0) {
+				rc = CB_EDB; /* recorded again at the next tick */
+				goto out;
+			}
+			k->launch_recorded = 1;
+		}
+		break;
+	}
+	/* Past this instant, and past whatever another node's claim covered. */
+	s->cursor = next;
+	if (r.has_next && r.next_fire > s->cursor)
+		s->cursor = r.next_fire;
+	rc = 1;
+out:
+	cb__schedule_words_free(words);
+	cb_params_free(params);
+	return rc;
+}
+
+static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
+{
+	int rc;
+
+	if ((rc = sync_schedules(n, rows, nrows, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < n->ns && !n->stopping; i++) {
+		struct sched *s = &n->s[i];
+		const cb__schedule *row = NULL;
+
+		for (size_t r = 0; r < nrows && !row; r++)
+			if (rows[r].id == s->id)
+				row = &rows[r];
+		if (!row || !s->has_cursor || !s->cron)
+			continue;
+		if (!cb_registry_find(n->reg, s->job)) {
+			/* Another program's job: its own nodes fire it. */
+			if (!s->warned)
+				SAY(n, 1, "%s: job '%s' is not registered here; leaving it to "
+					  "nodes that have it",
+				    s->name, s->job);
+			s->warned = 1;
+			continue;
+		}
+		/* Others have moved on: instants far behind were theirs, and
+		 * offering them would only log noise. */
+		if (row->has_next && s->cursor < row->next_fire &&
+		    row->next_fire - s->cursor > s->grace)
+			s->cursor = row->next_fire;
+		for (int k = 0; k < INSTANTS_PER_TICK && s->has_cursor &&
+				s->cursor <= (long long)n->db_now && !n->stopping;
+		     k++) {
+			if ((rc = offer(n, s, err)) < 0)
+				return rc;
+			if (rc == 0)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+/* Sleep @p seconds, or less if a stop signal comes. */
+static void nap(double seconds)
+{
+	struct pollfd p = { cb__signals_wake_fd(), POLLIN, 0 };
+
+	if (p.fd >= 0)
+		poll(&p, 1, (int)(seconds * 1000));
+	else
+		usleep((useconds_t)(seconds * 1e6));
+}
+
+static int connect_repo(struct node *n, cb_error *err)
+{
+	if (cb_cli_connect(&n->conn, n->o->conninfo, err) < 0 ||
+	    cb_repo_schema_check(n->conn, err) < 0 ||
+	    cb__repo_command(n->conn, "listen for schedule changes", "LISTEN cbatch_schedules", 0,
+			     NULL, err) < 0) {
+		PQfinish(n->conn);
+		n->conn = NULL;
+		return CB_EDB;
+	}
+	return 0;
+}
+
+/* One tick: heartbeat (and the database's time), children, orphans,
+ * schedules. */
+static int tick(struct node *n, cb_error *err)
+{
+	cb__schedule *rows = NULL;
+	size_t nrows = 0;
+	json_t *orphans = NULL;
+	int rc;
+
+	if ((rc = cb__repo_scheduler_heartbeat(&n->db_now, n->conn, n->id, n->host, (int)getpid(),
+					       n->o->lease_seconds, err)) < 0)
+		return rc;
+	children_tick(n, 1);
+	if ((rc = cb__repo_schedule_orphans(&orphans, n->conn, n->id, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < json_array_size(orphans); i++) {
+		json_t *o = json_array_get(orphans, i);
+
+		n->res->orphans_reported++;
+		SAY(n, 1, "firing %lld (schedule %lld at %s) was left open by node %s, which is "
+			  "gone; not repeated%s%s",
+		    (long long)json_integer_value(json_object_get(o, "firing_id")),
+		    (long long)json_integer_value(json_object_get(o, "schedule_id")),
+		    json_string_value(json_object_get(o, "fire_time")),
+		    json_string_value(json_object_get(o, "node_id")),
+		    json_is_integer(json_object_get(o, "job_execution_id"))
+			    ? "; its execution's own lease decides its restart"
+			    : "",
+		    "");
+	}
+	json_decref(orphans);
+	if (n->stopping)
+		return 0;
+	if ((rc = cb__repo_schedules_load(&rows, &nrows, n->conn, err)) < 0)
+		return rc;
+	rc = schedules_tick(n, rows, nrows, err);
+	cb__repo_schedules_free(rows, nrows);
+	return rc;
+}
+
+/* Seconds until the earliest cursor, by the database's clock. */
+static double sleep_for(const struct node *n)
+{
+	double best = 1.0;
+
+	for (size_t i = 0; i < n->ns; i++) {
+		double d;
+
+		if (!n->s[i].has_cursor)
+			continue;
+		d = (double)n->s[i].cursor - n->db_now;
+		if (d < best)
+			best = d;
+	}
+	/* A hair past the instant, so that the database's clock has reached it. */
+	return best < 0 ? 0.0 : best + 0.002;
+}
+
+int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
+		      const cb__scheduler_options *o, cb_error *err)
+{
+	struct node n;
+	double started = cb__now(), backoff = 0.5;
+	int rc = 0, down = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!o->exe || !o->prog || o->lease_seconds <= 0 || o->max_running < 1)
+		return cb_error_set(err, CB_EINVAL, "scheduler: bad options");
+	memset(&n, 0, sizeof(n));
+	n.reg = reg;
+	n.o = o;
+	n.res = out;
+	snprintf(n.id, sizeof(n.id), "%s", cb__owner_id());
+	if (gethostname(n.host, sizeof(n.host) - 1) != 0)
+		snprintf(n.host, sizeof(n.host), "unknown");
+	cb__signals_install();
+	SAY(&n, 1, "node %s started (lease %.1fs, at most %d jobs at once)", n.id, o->lease_seconds,
+	    o->max_running);
+	while (!n.stopping) {
+		cb_error e = CB_ERROR_INIT;
+
+		if (cb__stop_signalled() || (o->exit_after > 0 && cb__now() - started >= o->exit_after))
+			break;
+		if (!n.conn && connect_repo(&n, &e) < 0) {
+			/* Never fire blind: without the repository no claim, so no run. */
+			if (!down || o->verbose >= 2)
+				SAY(&n, 1, "repository unreachable (%s); retrying in %.1fs, firing "
+					   "nothing meanwhile",
+				    e.message, backoff);
+			down = 1;
+			children_tick(&n, 0);
+			nap(backoff);
+			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+			continue;
+		}
+		if (down)
+			SAY(&n, 1, "repository reachable again");
+		down = 0;
+		backoff = 0.5;
+		if (tick(&n, &e) < 0) {
+			if (e.code == CB_ENOMEM) {
+				*err = e;
+				rc = e.code;
+				break;
+			}
+			SAY(&n, 1, "lost the repository (%s); reconnecting", e.message);
+			PQfinish(n.conn);
+			n.conn = NULL;
+			down = 1;
+			continue;
+		}
+		cb__work_wait(n.conn, sleep_for(&n));
+	}
+	/* Stop: no new firing; running jobs stop after their chunk. */
+	n.stopping = 1;
+	if (running_children(&n) > 0)
+		SAY(&n, 1, "stopping: asking %d running jobs to stop after their chunk",
+		    running_children(&n));
+	for (size_t i = 0; i < n.nkids; i++)
+		if (!n.kids[i].exited)
+			kill(n.kids[i].pid, SIGTERM);
+	while (n.nkids > 0) {
+		cb_error e = CB_ERROR_INIT;
+
+		if (!n.conn)
+			connect_repo(&n, &e);
+		if (n.conn && tick(&n, &e) < 0) {
+			PQfinish(n.conn);
+			n.conn = NULL;
+		}
+		if (!n.conn) {
+			/* Nothing can be recorded: reap, and give up once all are gone. */
+			children_tick(&n, 0);
+			if (running_children(&n) == 0)
+				break;
+		}
+		usleep(100 * 1000);
+	}
+	if (n.conn) {
+		cb_error e = CB_ERROR_INIT;
+
+		cb__repo_scheduler_stopped(n.conn, n.id, &e);
+	}
+	SAY(&n, 1, "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
+		   "failed to launch %lld",
+	    out->fired, out->skipped, out->misfired, out->failed_to_launch);
+	for (size_t i = 0; i < n.ns; i++)
+		sched_clear(&n.s[i]);
+	free(n.s);
+	free(n.kids);
+	PQfinish(n.conn);
+	cb__signals_restore();
+	return rc;
+}

@@ -1,0 +1,108 @@
+/* The repository's side of schedules (sql/004_schedules.sql). Internal.
+ * Instants cross this boundary as Unix seconds; the database's own clock is
+ * the only one a scheduler goes by. */
+#ifndef CB_REPOSITORY_SCHEDULE_REPO_H
+#define CB_REPOSITORY_SCHEDULE_REPO_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "cbatch/cron.h"
+#include "cbatch/error.h"
+
+/* One schedule as a scheduler node reads it. */
+typedef struct cb__schedule {
+	long long id, version;
+	char name[101];
+	char cron[CB_CRON_EXPR_MAX + 1];
+	char zone[101];
+	char job[101];
+	json_t *parameters; /* array of template strings (owned) */
+	int skip_misfires;  /* misfire policy SKIP (else RUN_ONCE) */
+	int grace_seconds;
+	int paused;
+	int has_next;
+	long long next_fire; /* the first unclaimed instant, when has_next */
+} cb__schedule;
+
+/* Every schedule, by name. @p out receives a new array (free with
+ * cb__repo_schedules_free), NULL when there are none. */
+int cb__repo_schedules_load(cb__schedule **out, size_t *n, PGconn *conn, cb_error *err);
+void cb__repo_schedules_free(cb__schedule *s, size_t n);
+
+/* Insert @p s (its id and version are ignored). @return 0, CB_EINVAL when the
+ * name is taken, CB_EDB. */
+int cb__repo_schedule_add(long long *id, PGconn *conn, const cb__schedule *s, cb_error *err);
+
+/* Pause (@p paused) or resume a schedule; resuming sets the next instant to
+ * @p next (computed by the caller from the database's now), or none when
+ * !@p has_next. Bumps the version so that running nodes notice.
+ * @return 0, CB_ENOTFOUND, CB_EDB. @p changed: 0 when it already was so. */
+int cb__repo_schedule_pause(int *changed, PGconn *conn, const char *name, int paused, int has_next,
+			    long long next, cb_error *err);
+
+/* Remove a schedule with its firings and history. @return 0, CB_ENOTFOUND, CB_EDB. */
+int cb__repo_schedule_remove(PGconn *conn, const char *name, cb_error *err);
+
+/* Schedules as JSON objects (all, or the one named), with their last firing
+ * and the number of firings by status. @return 0, CB_ENOTFOUND (a name that
+ * does not exist), CB_EDB. */
+int cb__repo_schedules_json(json_t **out, PGconn *conn, const char *name, cb_error *err);
+
+/* The newest @p limit events of schedule @p name, newest first. */
+int cb__repo_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,
+			      cb_error *err);
+
+/* The database's clock, Unix seconds with a fraction. */
+int cb__repo_db_now(double *out, PGconn *conn, cb_error *err);
+
+/* ---- a node's calls ------------------------------------------------------- */
+
+enum { CB__CLAIM_CLAIMED, CB__CLAIM_SKIPPED, CB__CLAIM_CHANGED, CB__CLAIM_GONE };
+
+/* A claim of one fire instant (batch_schedule_claim). */
+typedef struct cb__claim_req {
+	long long schedule_id, version;
+	long long fire_time;
+	const char *kind; /* "SCHEDULED", "MISFIRE_RUN", "MISFIRE_SKIP" */
+	long long missed_until, missed_count; /* misfires only */
+	long long param_time;
+	long long next_fire;
+	const char *node;
+	const char *job_key;    /* NULL for MISFIRE_SKIP */
+	const char *parameters; /* JSON array text */
+} cb__claim_req;
+
+typedef struct cb__claim_res {
+	int outcome; /* CB__CLAIM_* */
+	long long firing_id;
+	char claimed_by[201];
+	int has_next;
+	long long next_fire; /* the schedule's shared cursor after the call */
+} cb__claim_res;
+
+int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_req *req,
+			    cb_error *err);
+
+/* The child of firing @p firing_id runs as @p pid, or (pid <= 0) could not
+ * be launched, for the reason @p message. */
+int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *node, int pid,
+			       const char *message, cb_error *err);
+
+/* The child of firing @p firing_id exited with @p exit_code. @p exec_id and
+ * @p status (16 bytes) receive the execution it ran, if it made one (0, ""). */
+int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn,
+			       long long firing_id, const char *node, int exit_code,
+			       const char *message, cb_error *err);
+
+/* Register or refresh this node; @p db_now receives the database's time. */
+int cb__repo_scheduler_heartbeat(double *db_now, PGconn *conn, const char *node, const char *host,
+				 int pid, double lease_seconds, cb_error *err);
+int cb__repo_scheduler_stopped(PGconn *conn, const char *node, cb_error *err);
+
+/* Mark the open firings of gone nodes ORPHANED (batch_schedule_orphans),
+ * counting as gone also the nodes of this host whose process has died.
+ * @p out receives a JSON array of what was marked (possibly empty). */
+int cb__repo_schedule_orphans(json_t **out, PGconn *conn, const char *node, cb_error *err);
+
+#endif

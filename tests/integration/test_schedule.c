@@ -1,0 +1,490 @@
+/*
+ * Schedules from the command line and one scheduler node: add, list, show,
+ * pause, resume, remove, next (with DST in a real zone of the server), bad
+ * input refused before anything is written, every second fired once with its
+ * parameters filled from the fire instant, SIGTERM stopping a running job
+ * (STOPPED, restartable), a template that cannot be filled recorded as
+ * FAILED_TO_LAUNCH, and a node that loses the repository firing nothing
+ * until it is back, then catching up without a gap.
+ */
+#include "cbtest.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbatch.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+static char out[262144], errout[65536];
+
+static int init(void)
+{
+	return cbt_repo_db(db, sizeof(db), "schedule", &conn);
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+#define MAXARGS 40
+
+static void examples_argv(const char **argv, const char *const *args)
+{
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < MAXARGS - 1)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+}
+
+static int ex(const char *const *args)
+{
+	const char *argv[MAXARGS];
+
+	examples_argv(argv, args);
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
+
+static pid_t spawn(const char *log, const char *const *args)
+{
+	const char *argv[MAXARGS];
+
+	examples_argv(argv, args);
+	return cbt_spawn(argv, log);
+}
+#define SPAWN(log, ...) spawn(log, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void log_path(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/schedule-%d-%s.log", cbt_tmpdir(), (int)getpid(), name);
+}
+
+static void fresh(void)
+{
+	cbt_exec(conn, "DELETE FROM batch_schedule");
+	CBT_EQ_LL(EX("example-setup", "tick", "--reset"), 0);
+}
+
+/* The count of @p sql with one text parameter. */
+static long long count1(const char *sql, const char *v)
+{
+	return cbt_queryp_ll(conn, sql, "s", v);
+}
+
+static void test_add_list_show_pause_resume_remove(void)
+{
+	json_t *doc;
+	json_error_t je;
+	long long want, ver;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "nightly", "--cron", "0 3 * * *", "--tz", "Europe/Berlin",
+		     "--job", "tick", "at={fire_utc}"),
+		  0);
+	CBT_CONTAINS(out, "schedule 'nightly' added: '0 3 * * *' in Europe/Berlin runs tick");
+	/* December: Central European Time, +01:00. */
+	CBT_CONTAINS(out, "T03:00:00+01:00");
+	/* The cursor is the next 03:00 in Berlin, as the server itself reckons it. */
+	want = cbt_query_ll(
+		conn, "WITH l AS (SELECT clock_timestamp() AT TIME ZONE 'Europe/Berlin' AS t) "
+		      "SELECT extract(epoch FROM ((date_trunc('day', t) + CASE WHEN t::time < "
+		      "'03:00' THEN interval '0' ELSE interval '1 day' END + interval '3 hours') "
+		      "AT TIME ZONE 'Europe/Berlin'))::bigint FROM l");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
+				     "FROM batch_schedule WHERE schedule_name = 'nightly'"),
+		  want);
+	CBT_EQ_LL(EX("schedule", "list"), 0);
+	CBT_CONTAINS(out, "nightly");
+	CBT_CONTAINS(out, "Europe/Berlin");
+	CBT_CONTAINS(out, "active");
+	CBT_EQ_LL(EX("--json", "schedule", "list"), 0);
+	doc = json_loads(out, 0, &je);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	{
+		json_t *s = json_array_get(json_object_get(doc, "schedules"), 0);
+
+		CBT_EQ_STR(json_string_value(json_object_get(s, "name")), "nightly");
+		CBT_EQ_STR(json_string_value(json_object_get(s, "misfire_policy")), "RUN_ONCE");
+		CBT_EQ_LL(json_integer_value(json_object_get(s, "next_fire_epoch")), want);
+		CBT_EQ_STR(json_string_value(json_array_get(json_object_get(s, "parameters"), 0)),
+			   "at={fire_utc}");
+	}
+	json_decref(doc);
+	CBT_EQ_LL(EX("schedule", "show", "nightly"), 0);
+	CBT_CONTAINS(out, "cron        0 3 * * *");
+	CBT_CONTAINS(out, "at={fire_utc}");
+	CBT_CONTAINS(out, "RUN_ONCE, grace 60s");
+	CBT_CONTAINS(out, "nothing fired yet");
+
+	ver = cbt_query_ll(conn, "SELECT version FROM batch_schedule");
+	CBT_EQ_LL(EX("schedule", "pause", "nightly"), 0);
+	CBT_CONTAINS(out, "schedule 'nightly' paused");
+	CBT_EQ_LL(EX("schedule", "pause", "nightly"), 0);
+	CBT_CONTAINS(out, "was already paused");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT version FROM batch_schedule"), ver + 1);
+	CBT_EQ_LL(EX("schedule", "list"), 0);
+	CBT_CONTAINS(out, "paused");
+	CBT_EQ_LL(EX("schedule", "resume", "nightly"), 0);
+	CBT_CONTAINS(out, "resumed");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT version FROM batch_schedule"), ver + 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
+				     "FROM batch_schedule"),
+		  want);
+	CBT_EQ_LL(EX("schedule", "remove", "nightly"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 0);
+	CBT_EQ_LL(EX("schedule", "remove", "nightly"), 2);
+	CBT_CONTAINS(errout, "no schedule named 'nightly'");
+	CBT_EQ_LL(EX("schedule", "show", "nightly"), 2);
+	CBT_EQ_LL(EX("schedule", "history", "nightly"), 2);
+}
+
+static void test_bad_input_is_refused_and_nothing_written(void)
+{
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "ok", "--cron", "*/5 * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	CBT_EQ_LL(EX("schedule", "add", "b1", "--cron", "0 25 * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  2);
+	CBT_CONTAINS(errout, "hour field: 25 at character 3 is out of range 0-23");
+	CBT_EQ_LL(EX("schedule", "add", "b2", "--cron", "0 3 * * *", "--tz", "Mars/Base", "--job",
+		     "tick", "at={fire_utc}"),
+		  2);
+	CBT_CONTAINS(errout, "Mars/Base");
+	CBT_EQ_LL(EX("schedule", "add", "b3", "--cron", "0 3 * * *", "--job", "nope"), 2);
+	CBT_CONTAINS(errout, "nope");
+	CBT_EQ_LL(EX("schedule", "add", "b4", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_dat}"),
+		  2);
+	CBT_CONTAINS(errout, "unknown placeholder '{fire_dat}' at character 4");
+	CBT_EQ_LL(EX("schedule", "add", "b5", "--job", "tick", "at=x"), 2);
+	CBT_CONTAINS(errout, "--cron is required");
+	CBT_EQ_LL(EX("schedule", "add", "ok", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  2);
+	CBT_CONTAINS(errout, "schedule 'ok' already exists");
+	/* The templates, filled for the first instant, must suit the job. */
+	CBT_EQ_LL(EX("schedule", "add", "b6", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}", "other=1"),
+		  2);
+	CBT_CONTAINS(errout, "other");
+	CBT_EQ_LL(EX("schedule", "add", "b7", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}", "-sleepMs:long={fire_date}"),
+		  2);
+	CBT_CONTAINS(errout, "sleepMs");
+	CBT_EQ_LL(EX("schedule", "add", "b8", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}", "--misfire", "sometimes"),
+		  2);
+	CBT_CONTAINS(errout, "--misfire must be run-once or skip");
+	CBT_EQ_LL(EX("schedule", "add", "b9 x", "--cron", "0 3 * * *", "--job", "tick"), 2);
+	CBT_EQ_LL(EX("schedule", "add", "b10", "--cron", "0 0 30 2 *", "--job", "tick",
+		     "at={fire_utc}"),
+		  2);
+	CBT_EQ_LL(EX("schedule", "frobnicate"), 2);
+	CBT_CONTAINS(errout, "unknown sub-command 'frobnicate'");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
+	/* A schedule whose identifying parameters ignore the instant is allowed,
+	 * with a warning: every firing would be one instance. */
+	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "at=x"), 0);
+	CBT_CONTAINS(errout, "warning: no identifying parameter uses {fire_date}");
+}
+
+/* The "local" member of each element of the JSON array under "next". */
+static size_t next_locals(char locals[][64], size_t max)
+{
+	json_error_t je;
+	json_t *doc = json_loads(out, 0, &je), *arr = json_object_get(doc, "next");
+	size_t n = 0;
+
+	for (; n < json_array_size(arr) && n < max; n++)
+		snprintf(locals[n], 64, "%s",
+			 json_string_value(json_object_get(json_array_get(arr, n), "local")));
+	json_decref(doc);
+	return n;
+}
+
+static void test_next_lists_instants_with_dst_of_the_servers_zone(void)
+{
+	static char locals[1000][64];
+	size_t n;
+	int spring = 0, fall = 0;
+
+	fresh();
+	CBT_EQ_LL(EX("--json", "schedule", "next", "--cron", "0 0 29 2 *", "--count", "3"), 0);
+	CBT_EQ_LL(next_locals(locals, 3), 3);
+	CBT_EQ_STR(locals[0], "2028-02-29T00:00:00Z");
+	CBT_EQ_STR(locals[1], "2032-02-29T00:00:00Z");
+	CBT_EQ_STR(locals[2], "2036-02-29T00:00:00Z");
+
+	/* 2027 in New York: 02:00 becomes 03:00 on 14 March, 02:00 goes back to
+	 * 01:00 on 7 November. A fixed 02:30 fires at 03:00 on the first; a fixed
+	 * 01:30 fires once on the second, at its first occurrence (EDT). */
+	CBT_EQ_LL(EX("--json", "schedule", "next", "--cron", "30 2 * * *", "--tz",
+		     "America/New_York", "--count", "500"),
+		  0);
+	n = next_locals(locals, 1000);
+	CBT_EQ_LL(n, 500);
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(locals[i], "2027-03-14", 10) == 0) {
+			spring++;
+			CBT_EQ_STR(locals[i], "2027-03-14T03:00:00-04:00");
+		}
+		if (strncmp(locals[i], "2027-03-13", 10) == 0)
+			CBT_EQ_STR(locals[i], "2027-03-13T02:30:00-05:00");
+	}
+	CBT_EQ_LL(spring, 1);
+	CBT_EQ_LL(EX("--json", "schedule", "next", "--cron", "30 1 * * *", "--tz",
+		     "America/New_York", "--count", "500"),
+		  0);
+	n = next_locals(locals, 1000);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(locals[i], "2027-11-07", 10) == 0) {
+			fall++;
+			CBT_EQ_STR(locals[i], "2027-11-07T01:30:00-04:00");
+		}
+	CBT_EQ_LL(fall, 1);
+	CBT_EQ_LL(EX("schedule", "add", "tens", "--cron", "*/10 * * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	CBT_EQ_LL(EX("--json", "schedule", "next", "tens", "--count", "3"), 0);
+	{
+		json_error_t je;
+		json_t *doc = json_loads(out, 0, &je), *arr = json_object_get(doc, "next");
+		long long a = json_integer_value(json_object_get(json_array_get(arr, 0), "epoch"));
+		long long b = json_integer_value(json_object_get(json_array_get(arr, 1), "epoch"));
+		long long c = json_integer_value(json_object_get(json_array_get(arr, 2), "epoch"));
+
+		CBT_EQ_LL(a % 10, 0);
+		CBT_EQ_LL(b - a, 10);
+		CBT_EQ_LL(c - b, 10);
+		json_decref(doc);
+	}
+	CBT_EQ_LL(EX("schedule", "next", "--cron", "0 0 30 2 *"), 2);
+	CBT_EQ_LL(EX("schedule", "next", "--cron", "0 3 * * *", "--tz", "Nowhere/Land"), 2);
+}
+
+/* A scheduler node in the background for @p seconds; its log to @p log. */
+static pid_t node(const char *log, const char *seconds)
+{
+	return SPAWN(log, "scheduler", "--exit-after", seconds, "--lease", "5");
+}
+
+static void test_one_node_fires_every_second_once_with_filled_parameters(void)
+{
+	char log[512];
+	long long n, first, last;
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "every", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	log_path(log, sizeof(log), "every");
+	pid = node(log, "5");
+	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
+	n = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	CU_ASSERT(n >= 3);
+	first = cbt_query_ll(conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
+				   "FROM batch_schedule_firing");
+	last = cbt_query_ll(conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
+				  "FROM batch_schedule_firing");
+	/* Every second from the first to the last, none twice. */
+	CBT_EQ_LL(last - first + 1, n);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
+				     "WHERE status = 'FINISHED' AND exit_code = 0 "
+				     "AND exit_status = 'COMPLETED' AND job_execution_id IS NOT NULL"),
+		  n);
+	/* One committed run per instant, for that very instant. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), n);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing f JOIN tick_log t ON "
+			       "t.fired_for = to_char(f.fire_time AT TIME ZONE 'UTC', "
+			       "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+			       "AND t.job_execution_id = f.job_execution_id"),
+		  n);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params "
+				     "WHERE parameter_name = 'schedule.name' AND NOT identifying "
+				     "AND parameter_value = 'every'"),
+		  n);
+	CBT_EQ_LL(count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1", "FIRED"),
+		  n);
+	CBT_EQ_LL(count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1",
+			 "FINISHED"),
+		  n);
+	CBT_EQ_LL(EX("schedule", "history", "every", "--limit", "4"), 0);
+	CBT_CONTAINS(out, "FINISHED");
+	CBT_CONTAINS(out, "exit 0 (completed)");
+	CBT_EQ_LL(EX("schedule", "list"), 0);
+	CBT_CONTAINS(out, "FINISHED COMPLETED");
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "every ");
+		CBT_CONTAINS(text, ": fired (firing ");
+		CBT_CONTAINS(text, "COMPLETED, exit 0 (completed)");
+		free(text);
+	}
+}
+
+static void test_sigterm_stops_the_running_job_restartable(void)
+{
+	char log[512], id[32];
+	long long exec;
+	pid_t pid;
+	double t0;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "slow", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}", "-sleepMs:long=60000"),
+		  0);
+	log_path(log, sizeof(log), "slow");
+	pid = SPAWN(log, "scheduler", "--max-running", "1");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) > 0 FROM batch_job_execution "
+				       "WHERE status = 'STARTED'"));
+	t0 = cbt_now();
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
+	CU_ASSERT(cbt_now() - t0 < 10.0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
+				     "WHERE status = 'FINISHED' AND exit_code = 5 "
+				     "AND exit_status = 'STOPPED'"),
+		  1);
+	exec = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_schedule_firing");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_scheduler_node "
+				     "WHERE stopped_at IS NOT NULL"),
+		  1);
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("restart", id), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "stopping: asking 1 running jobs to stop after their chunk");
+		CBT_CONTAINS(text, "STOPPED, exit 5 (stopped, restartable)");
+		free(text);
+	}
+}
+
+static void test_unfillable_template_is_failed_to_launch(void)
+{
+	char log[512];
+	pid_t pid;
+
+	fresh();
+	/* As an older program or a hand edit might have left it. */
+	cbt_exec(conn, "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		       "job_name, parameters, next_fire_time) VALUES ('broken', '0 0 1 1 *', 'UTC', "
+		       "'tick', '[\"at={fire_nope}\"]', date_trunc('second', clock_timestamp()) + "
+		       "interval '1 second')");
+	log_path(log, sizeof(log), "broken");
+	pid = node(log, "4");
+	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
+				     "WHERE status = 'FAILED_TO_LAUNCH' AND job_execution_id IS NULL"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+				     "outcome = 'FAILED_TO_LAUNCH' AND message LIKE '%{fire_nope}%'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	/* The cursor moved on: next New Year, not this second again. */
+	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE next_fire_time > "
+				     "clock_timestamp() + interval '1 day'") == 1);
+}
+
+static void test_lost_repository_fires_nothing_then_catches_up(void)
+{
+	char log[512];
+	long long before, n, first, last;
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "steady", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	log_path(log, sizeof(log), "steady");
+	pid = SPAWN(log, "scheduler", "--lease", "5");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) >= 2 FROM batch_schedule_firing "
+				       "WHERE status = 'FINISHED'"));
+	/* The repository goes away for the node: no new sessions, and its
+	 * sessions are cut. */
+	cbt_exec(conn, "SELECT pg_sleep(0.3)");
+	{
+		PGresult *r = PQexec(conn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I "
+					   "ALLOW_CONNECTIONS false', current_database()); END $$");
+
+		CU_ASSERT(PQresultStatus(r) == PGRES_COMMAND_OK);
+		PQclear(r);
+	}
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	before = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	cbt_sleep_ms(4000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), before);
+	{
+		PGresult *r = PQexec(conn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I "
+					   "ALLOW_CONNECTIONS true', current_database()); END $$");
+
+		CU_ASSERT(PQresultStatus(r) == PGRES_COMMAND_OK);
+		PQclear(r);
+	}
+	CU_ASSERT(cbt_wait_untilp(conn, 30000,
+				  "SELECT count(*) >= $1 FROM batch_schedule_firing "
+				  "WHERE status = 'FINISHED'",
+				  "lld", before + 6));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
+	/* The instants of the outage were taken once it was over (within the
+	 * misfire grace): none missing, none twice. */
+	n = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	first = cbt_query_ll(conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
+				   "FROM batch_schedule_firing");
+	last = cbt_query_ll(conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
+				  "FROM batch_schedule_firing");
+	CBT_EQ_LL(last - first + 1, n);
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "repository unreachable");
+		CBT_CONTAINS(text, "firing nothing meanwhile");
+		CBT_CONTAINS(text, "repository reachable again");
+		free(text);
+	}
+}
+
+static const CU_TestInfo tests[] = {
+	{ "add_list_show_pause_resume_remove", test_add_list_show_pause_resume_remove },
+	{ "bad_input_is_refused_and_nothing_written",
+	  test_bad_input_is_refused_and_nothing_written },
+	{ "next_lists_instants_with_dst_of_the_servers_zone",
+	  test_next_lists_instants_with_dst_of_the_servers_zone },
+	{ "one_node_fires_every_second_once_with_filled_parameters",
+	  test_one_node_fires_every_second_once_with_filled_parameters },
+	{ "sigterm_stops_the_running_job_restartable",
+	  test_sigterm_stops_the_running_job_restartable },
+	{ "unfillable_template_is_failed_to_launch", test_unfillable_template_is_failed_to_launch },
+	{ "lost_repository_fires_nothing_then_catches_up",
+	  test_lost_repository_fires_nothing_then_catches_up },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("schedule", init, clean, tests);
+}
