@@ -19,7 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cbatch/cron.h"
 #include "cbatch/error.h"
+#include "cbtest.h"
 #include "zone.h"
 
 /* America/New_York: EST -05:00, EDT -04:00; 2025-11-02 to 2029-03-11. */
@@ -282,5 +284,56 @@ static const zc_case zc_cases[] = {
 	  { "2026-10-04 02:30:00 +1100", "2026-10-04 03:00:00 +1100" } },
 };
 #define ZC_NCASES (sizeof(zc_cases) / sizeof(zc_cases[0]))
+
+/* @p t as "1772953200 (2026-03-08 07:00:00Z)". */
+static inline void zc_format_instant(char *buf, size_t n, long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	snprintf(buf, n, "%lld (%04d-%02d-%02d %02d:%02d:%02dZ)", t, tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* Run case @p tc with @p lookup: each firing is the next instant after the
+ * one before. @return the number of failures (each recorded). */
+static inline int zc_run_case(const zc_case *tc, cb__zone_lookup_fn lookup, void *ctx)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_cron *c = NULL;
+	long long at;
+	int failures = 0;
+
+	if (cb_cron_parse(&c, tc->expr, &err) != 0 || !zc_parse(tc->after, &at)) {
+		CBT_FAILF("case \"%s\" after %s: %s", tc->expr, tc->after, err.message);
+		return 1;
+	}
+	for (int k = 0; k < ZC_MAX_FIRES && tc->fires[k]; k++) {
+		long long want, got = 0;
+		char wb[64], gb[64];
+		int rc;
+
+		if (!zc_parse(tc->fires[k], &want)) {
+			CBT_FAILF("case \"%s\": bad instant %s", tc->expr, tc->fires[k]);
+			failures++;
+			break;
+		}
+		cb_error_clear(&err);
+		rc = cb__cron_next_instant(&got, c, at, lookup, ctx, &err);
+		if (rc != 0 || got != want) {
+			zc_format_instant(wb, sizeof(wb), want);
+			zc_format_instant(gb, sizeof(gb), got);
+			CBT_FAILF("%s \"%s\" after %s, firing %d: expected %s = %s, got %s (%s %s)",
+				  tc->zone, tc->expr, tc->after, k + 1, tc->fires[k], wb,
+				  rc == 0 ? gb : "-", cb_strcode(rc), rc ? err.message : "");
+			failures++;
+			break;
+		}
+		at = got;
+	}
+	cb_cron_free(c);
+	return failures;
+}
 
 #endif

@@ -19,16 +19,6 @@
 #include "zone.h"
 #include "zone_cases.h"
 
-static void format_instant(char *buf, size_t n, long long t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	gmtime_r(&tt, &tm);
-	snprintf(buf, n, "%lld (%04d-%02d-%02d %02d:%02d:%02dZ)", t, tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 /* UTC as a lookup: one long segment around any instant, no transition. */
 static int utc_lookup(void *ctx, long long t, cb__zone_segment *out, cb_error *err)
 {
@@ -163,45 +153,6 @@ static void test_zone_local(void)
 
 /* ---- next fire instants ------------------------------------------------- */
 
-/* Run one case of zone_cases.h with @p lookup; the number of failures. */
-static int run_case(const zc_case *tc, cb__zone_lookup_fn lookup, void *ctx)
-{
-	cb_error err = CB_ERROR_INIT;
-	cb_cron *c = NULL;
-	long long at;
-	int failures = 0;
-
-	if (cb_cron_parse(&c, tc->expr, &err) != 0 || !zc_parse(tc->after, &at)) {
-		CBT_FAILF("case \"%s\" after %s: %s", tc->expr, tc->after, err.message);
-		return 1;
-	}
-	for (int k = 0; k < ZC_MAX_FIRES && tc->fires[k]; k++) {
-		long long want, got = 0;
-		char wb[64], gb[64];
-		int rc;
-
-		if (!zc_parse(tc->fires[k], &want)) {
-			CBT_FAILF("case \"%s\": bad instant %s", tc->expr, tc->fires[k]);
-			failures++;
-			break;
-		}
-		cb_error_clear(&err);
-		rc = cb__cron_next_instant(&got, c, at, lookup, ctx, &err);
-		if (rc != 0 || got != want) {
-			format_instant(wb, sizeof(wb), want);
-			format_instant(gb, sizeof(gb), got);
-			CBT_FAILF("%s \"%s\" after %s, firing %d: expected %s = %s, got %s (%s %s)",
-				  tc->zone, tc->expr, tc->after, k + 1, tc->fires[k], wb,
-				  rc == 0 ? gb : "-", cb_strcode(rc), rc ? err.message : "");
-			failures++;
-			break;
-		}
-		at = got;
-	}
-	cb_cron_free(c);
-	return failures;
-}
-
 static void test_next_table(void)
 {
 	int failures = 0;
@@ -211,7 +162,7 @@ static void test_next_table(void)
 		const zc_zone *z = zc_zone_named(zc_cases[i].zone);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(z);
-		failures += run_case(&zc_cases[i], zc_table_lookup, (void *)z);
+		failures += zc_run_case(&zc_cases[i], zc_table_lookup, (void *)z);
 	}
 	CBT_EQ_LL(failures, 0);
 }
