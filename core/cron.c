@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "calendar.h"
+
 enum {
 	F_SEC,
 	F_MIN,
@@ -47,6 +49,7 @@ struct cb_cron {
 	uint64_t bits[F_COUNT]; /* bit v: value v matches (day-of-week 7 folded into 0) */
 	int has_seconds;
 	int dom_star, dow_star; /* the field's text starts with '*' or '?' (Vixie rule) */
+	int time_star;          /* the minute or the hour field's text starts with '*' */
 	uint32_t dom_last;      /* bit n: "L-n" (L is L-0) */
 	int dom_lastw;          /* "LW" */
 	uint32_t dom_nearw;     /* bit n: "nW" */
@@ -293,6 +296,9 @@ static int field(struct parser *p, const char **s)
 	const char *q = *s;
 	int day = p->field == F_DOM || p->field == F_DOW;
 
+	/* Vixie cron's test for its DST rule is on the text too (cb_cron_is_fixed_time). */
+	if ((p->field == F_MIN || p->field == F_HOUR) && *q == '*')
+		p->c->time_star = 1;
 	if (day && (*q == '*' || *q == '?')) {
 		if (p->field == F_DOM)
 			p->c->dom_star = 1;
@@ -426,31 +432,23 @@ int cb_cron_has_seconds(const cb_cron *c)
 	return c ? c->has_seconds : 0;
 }
 
+int cb_cron_is_fixed_time(const cb_cron *c)
+{
+	return c ? !c->time_star : 0;
+}
+
 /* ---- the calendar ------------------------------------------------------- */
 
-static int is_leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
+/* The calendar itself is core/calendar.c, shared with the time zone code. */
 static int days_in_month(int y, int m)
 {
-	static const int len[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	return m == 2 && is_leap(y) ? 29 : len[m - 1];
+	return cb__days_in_month(y, m);
 }
 
-/* 0 = Sunday. Zeller-free: days since 0000-03-01 in the proleptic calendar. */
+/* 0 = Sunday. */
 static int weekday(int y, int m, int d)
 {
-	long yy = m <= 2 ? y - 1 : y;
-	long era = yy / 400; /* years here are 1-9999: never negative */
-	long yoe = yy - era * 400;
-	long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	long days = era * 146097 + doe; /* 0000-03-01 was a Wednesday */
-
-	return (int)((days + 3) % 7);
+	return cb__weekday(cb__days_from_civil(y, m, d));
 }
 
 /* The day (1-31) a weekday-nearest rule picks for day n of a month of len days. */

@@ -11,6 +11,7 @@
 #include "cbatch/params.h"
 #include "cbatch/repository.h"
 #include "cbatch/pg.h"
+#include "zone.h"
 
 /* Run a parameterised statement; on failure record it in err. The result is
  * returned for the caller to PQclear (NULL on failure). */
@@ -318,5 +319,55 @@ int cb__repo_partitions_poll(cb__partition_poll *out, PGconn *conn, long long ma
 /* End the manager with its partitions' summed counts; open partitions end FAILED. */
 int cb__repo_partitions_end(PGconn *conn, long long manager_id, cb_status status,
 			    const char *exit_code, const char *exit_message, cb_error *err);
+
+/* ---- time zones from the server's tz data (repository/zone.c) ---- */
+
+/*
+ * A cb__zone_lookup_fn (core/zone.h) for one zone, answered by the
+ * repository's server (batch_tz_segment, sql/004), so that every scheduler
+ * node uses the same rules whatever its host's tzdata. It keeps the last few
+ * segments it was given: the scheduler asks about every second, and a segment
+ * lasts months, so nearly every lookup is answered without a query.
+ *
+ * Lifecycle: cb__pg_zone_new, cb__pg_zone_set_conn (the connection is
+ * borrowed, not in a transaction block it would abort, not in pipeline mode;
+ * set it again after a reconnect), then cb__pg_zone_lookup as often as
+ * needed, from one thread at a time; cb__pg_zone_free.
+ */
+typedef struct cb__pg_zone cb__pg_zone;
+
+/* Longest zone name (batch_schedule.time_zone is varchar(100)). */
+#define CB__ZONE_NAME_MAX 100
+
+/* A new lookup for zone @p zone (copied; not checked here: see
+ * cb__pg_zone_check). @return 0, CB_EINVAL (NULL, empty or too long),
+ * CB_ENOMEM. */
+int cb__pg_zone_new(cb__pg_zone **out, const char *zone, cb_error *err);
+
+/* Borrow @p conn for the queries from now on. A different connection may
+ * reach a server with other tz data: the kept segments are dropped. */
+void cb__pg_zone_set_conn(cb__pg_zone *z, PGconn *conn);
+
+/* The lookup: @p ctx is the cb__pg_zone. @return 0, CB_EINVAL (no
+ * connection, or a zone the server does not know), CB_EDB / CB_ERETRY. */
+int cb__pg_zone_lookup(void *ctx, long long instant, cb__zone_segment *out, cb_error *err);
+
+/* How many queries @p z has sent (the segments it could not answer from
+ * what it keeps). */
+long long cb__pg_zone_queries(const cb__pg_zone *z);
+
+/* NULL-safe. */
+void cb__pg_zone_free(cb__pg_zone *z);
+
+/*
+ * Whether the server knows zone @p zone: a name of its time zone database
+ * (pg_timezone_names), matched case-insensitively as PostgreSQL does. What
+ * else AT TIME ZONE would take is refused on purpose: abbreviations (CEST
+ * means +02:00 all year, no daylight saving time) and POSIX specifications
+ * (in "UTC+3" the sign means west of Greenwich, the opposite of ISO 8601).
+ * @return 0, CB_EINVAL ("time zone 'Mars/Base' is not known to the
+ * repository's server"), CB_EDB / CB_ERETRY.
+ */
+int cb__pg_zone_check(PGconn *conn, const char *zone, cb_error *err);
 
 #endif

@@ -111,6 +111,24 @@ void cb_cron_free(cb_cron *c);
 int cb_cron_has_seconds(const cb_cron *c);
 
 /**
+ * 1 if @p c is a fixed-time expression, 0 if it is a wildcard one (or @p c is
+ * NULL). This is what decides how a schedule meets a daylight saving time
+ * change, as in Vixie cron: an expression is a wildcard one when the text of
+ * its minute field or of its hour field starts with `*` (`*`, `* /15`), and
+ * fixed-time otherwise (`30 2 * * *`, `0,30 9-17 * * *`). As for the day
+ * fields, the test is on the text, not on the values it stands for: `0-59`
+ * is fixed-time. Of the macros, `@hourly` is a wildcard one, the others are
+ * fixed-time. The seconds field plays no part.
+ *
+ * A fixed-time expression fires once at each matching civil time: a time that
+ * a change to summer time skips fires at the first instant after the gap, and
+ * a time that the change back repeats fires only the first time. A wildcard
+ * expression fires at every instant whose civil time matches: twice over in a
+ * repeated hour, never in a skipped one.
+ */
+int cb_cron_is_fixed_time(const cb_cron *c);
+
+/**
  * The first civil time strictly after @p after that @p c matches, into
  * @p out. A five-field expression matches at second 0 only.
  *

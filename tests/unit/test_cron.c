@@ -207,6 +207,58 @@ static void test_has_seconds(void)
 	cb_cron_free(NULL);
 }
 
+/* Fixed-time or wildcard (Vixie's DST rule): the text of the minute or the
+ * hour field starting with '*' makes a wildcard expression; nothing else does. */
+static void test_is_fixed_time(void)
+{
+	static const struct {
+		const char *expr;
+		int fixed;
+	} cases[] = {
+		{ "30 2 * * *", 1 },
+		{ "0 0 * * *", 1 },
+		{ "0,30 9-17 * * MON-FRI", 1 },
+		{ "0-59 0-23 * * *", 1 },
+		{ "5/15 2 * * *", 1 },
+		{ "0 0 1 1 *", 1 },
+		{ "* 2 * * *", 0 },
+		{ "0 * * * *", 0 },
+		{ "*/15 * * * *", 0 },
+		{ "30 */2 * * *", 0 },
+		{ "*/5 3 * * *", 0 },
+		{ "* * * * *", 0 },
+		/* six fields: the seconds field plays no part */
+		{ "* 30 2 * * *", 1 },
+		{ "*/10 0 0 * * *", 1 },
+		{ "0 * 2 * * *", 0 },
+		{ "0 0 * * * *", 0 },
+		{ "* * * * * *", 0 },
+		/* macros: @hourly is "0 * * * *" */
+		{ "@hourly", 0 },
+		{ "@daily", 1 },
+		{ "@midnight", 1 },
+		{ "@weekly", 1 },
+		{ "@monthly", 1 },
+		{ "@yearly", 1 },
+		{ "@annually", 1 },
+		/* the day fields do not count */
+		{ "0 12 * * *", 1 },
+		{ "0 12 */2 * ?", 1 },
+	};
+	cb_error err = CB_ERROR_INIT;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cb_cron *c = NULL;
+
+		CBT_PASS_FATAL(cb_cron_parse(&c, cases[i].expr, &err), &err);
+		if (cb_cron_is_fixed_time(c) != cases[i].fixed)
+			CBT_FAILF("\"%s\": cb_cron_is_fixed_time %d, expected %d", cases[i].expr,
+				  cb_cron_is_fixed_time(c), cases[i].fixed);
+		cb_cron_free(c);
+	}
+	CBT_EQ_LL(cb_cron_is_fixed_time(NULL), 0);
+}
+
 /* A bad civil time is refused; the result may overwrite the input. */
 static void test_next_arguments(void)
 {
@@ -581,6 +633,7 @@ static void test_random_seconds_against_brute_force(void)
 static const CU_TestInfo tests[] = {
 	{ "next_table", test_next_table },
 	{ "has_seconds", test_has_seconds },
+	{ "is_fixed_time", test_is_fixed_time },
 	{ "next_arguments", test_next_arguments },
 	{ "bad_table", test_bad_table },
 	{ "long_expression_message", test_long_expression_message },
