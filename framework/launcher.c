@@ -28,9 +28,9 @@ static void ensure_connection(PGconn *conn)
 		PQreset(conn);
 }
 
-static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
-			 const cb_params *params, long long expect_restart_of,
-			 const cb_launch_options *opts, cb_error *err)
+static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *job,
+			      const cb_params *params, long long expect_restart_of,
+			      const cb_launch_options *opts, cb_error *err)
 {
 	char key[CB_JOB_KEY_LEN + 1], dead_why[512] = "", *lock_name = NULL;
 	char saved_timeout[64] = "";
@@ -120,12 +120,8 @@ static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
 		rc = cb__heartbeat_start(&run.heartbeat, conn, lock_name, cb__owner_id(),
 					 grant.fencing_token, lease, l.job_execution_id, &runerr);
 	if (rc == 0 && started == CB_STATUS_STARTED) {
-		if (opts->handle_signals)
-			cb__signals_install();
 		CB__NOTIFY(job, before_job, job->name, l.job_execution_id);
 		rc = cb__flow_run(&run, out, &runerr);
-		if (opts->handle_signals)
-			cb__signals_restore();
 	}
 	json_decref(run.job_context);
 	if (rc < 0) {
@@ -222,6 +218,24 @@ out:
 		cb__lock_restore_waits(conn, saved_timeout, &ignored);
 	}
 	free(lock_name);
+	return rc;
+}
+
+/* The handlers cover the whole launch, not only the flow: a stop signalled
+ * while the execution is being created or started (a scheduler forwards its
+ * SIGTERM at any moment) is a graceful stop before the first step, never the
+ * default action killing a process that already owns a STARTED execution. */
+static int run_execution(cb_job_result *out, PGconn *conn, const cb_job *job,
+			 const cb_params *params, long long expect_restart_of,
+			 const cb_launch_options *opts, cb_error *err)
+{
+	int rc;
+
+	if (opts->handle_signals)
+		cb__signals_install();
+	rc = run_execution_body(out, conn, job, params, expect_restart_of, opts, err);
+	if (opts->handle_signals)
+		cb__signals_restore();
 	return rc;
 }
 

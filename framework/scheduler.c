@@ -205,8 +205,12 @@ static void fmt_instant(char *buf, size_t size, struct sched *s, long long t)
 /* Bring the node's schedules in line with the repository's rows. */
 static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
 {
-	for (size_t i = 0; i < n->ns; i++)
+	for (size_t i = 0; i < n->ns; i++) {
 		n->s[i].live = 0;
+		/* the connection changes at every reconnect */
+		if (n->s[i].zone)
+			cb__pg_zone_set_conn(n->s[i].zone, n->conn);
+	}
 	for (size_t r = 0; r < nrows; r++) {
 		const cb__schedule *row = &rows[r];
 		struct sched *s = NULL;
@@ -246,10 +250,14 @@ static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows
 		}
 		if (cb_cron_parse(&s->cron, row->cron, err) < 0 ||
 		    cb__pg_zone_new(&s->zone, row->zone, err) < 0) {
+			cb_cron_free(s->cron);
+			s->cron = NULL;
 			SAY(n, 1, "schedule '%s' is unusable and is left alone: %s", row->name,
 			    err->message);
 			cb_error_clear(err);
 			s->has_cursor = 0;
+		} else {
+			cb__pg_zone_set_conn(s->zone, n->conn);
 		}
 	}
 	/* Removed schedules. */
@@ -791,6 +799,9 @@ static double sleep_for(const struct node *n)
 		if (d < best)
 			best = d;
 	}
+	/* Children's ends are reaped at ticks: look more often while some run. */
+	if (running_children(n) > 0 && best > 0.2)
+		best = 0.2;
 	/* A hair past the instant, so that the database's clock has reached it. */
 	return best < 0 ? 0.0 : best + 0.002;
 }
@@ -800,7 +811,7 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 {
 	struct node n;
 	double started = cb__now(), backoff = 0.5;
-	int rc = 0, down = 0;
+	int rc = 0, down = 0, said_unreachable = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!o->exe || !o->prog || o->lease_seconds <= 0 || o->max_running < 1)
@@ -822,12 +833,29 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 			break;
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */
-			if (!down || o->verbose >= 2)
+			if (!said_unreachable || o->verbose >= 2)
 				SAY(&n, 1, "repository unreachable (%s); retrying in %.1fs, firing "
 					   "nothing meanwhile",
 				    e.message, backoff);
+			said_unreachable = 1;
 			down = 1;
 			children_tick(&n, 0);
+			nap(backoff);
+			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+			continue;
+		}
+		if (tick(&n, &e) < 0) {
+			if (e.code == CB_ENOMEM) {
+				*err = e;
+				rc = e.code;
+				break;
+			}
+			SAY(&n, 1, "lost the repository (%s); reconnecting in %.1fs, firing nothing "
+				   "meanwhile",
+			    e.message, backoff);
+			PQfinish(n.conn);
+			n.conn = NULL;
+			down = 1;
 			nap(backoff);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
@@ -835,19 +863,8 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 		if (down)
 			SAY(&n, 1, "repository reachable again");
 		down = 0;
+		said_unreachable = 0;
 		backoff = 0.5;
-		if (tick(&n, &e) < 0) {
-			if (e.code == CB_ENOMEM) {
-				*err = e;
-				rc = e.code;
-				break;
-			}
-			SAY(&n, 1, "lost the repository (%s); reconnecting", e.message);
-			PQfinish(n.conn);
-			n.conn = NULL;
-			down = 1;
-			continue;
-		}
 		cb__work_wait(n.conn, sleep_for(&n));
 	}
 	/* Stop: no new firing; running jobs stop after their chunk. */

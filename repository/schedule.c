@@ -93,11 +93,13 @@ int cb__repo_schedule_add(long long *id, PGconn *conn, const cb__schedule *s, cb
 			    9, p, err);
 	free(params);
 	if (!res) {
-		if (strcmp(err->sqlstate, "23505") == 0)
+		if (strcmp(err->sqlstate, "23505") == 0) {
+			cb_error_clear(err);
 			return cb_error_set(err, CB_EINVAL,
 					    "schedule '%s' already exists (remove it first, or "
 					    "choose another name)",
 					    s->name);
+		}
 		return CB_EDB;
 	}
 	*id = atoll(PQgetvalue(res, 0, 0));

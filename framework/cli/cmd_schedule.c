@@ -295,7 +295,7 @@ static void print_history(const json_t *events)
 					       "EXECUTION", "MESSAGE" };
 	cb__cli_table *t = NULL;
 
-	if (cb__cli_table_new(&t, 6, headers, "lllllr") < 0)
+	if (cb__cli_table_new(&t, 6, headers, "llllll") < 0)
 		return;
 	for (size_t i = 0; i < json_array_size(events); i++) {
 		const json_t *e = json_array_get(events, i);
