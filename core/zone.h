@@ -20,12 +20,17 @@ typedef struct cb__zone_segment {
 	int offset, prev_offset, next_offset;
 } cb__zone_segment;
 
-/* Fill @p out with the segment containing @p instant. @return 0 or a CB_E*
- * code with @p err set. */
+/* Fill @p out with the segment containing @p instant (start <= instant <
+ * end; offsets within a day of UTC: cb__cron_next_instant checks both and
+ * gives CB_ERROR otherwise). Segments may be cut anywhere the offset does not
+ * change; consecutive answers need not line up. @return 0 or a CB_E* code
+ * with @p err set. */
 typedef int (*cb__zone_lookup_fn)(void *ctx, long long instant, cb__zone_segment *out,
 				  cb_error *err);
 
-/* Civil time of Unix time @p t at UTC offset 0, and back. */
+/* Civil time of Unix time @p t at UTC offset 0, and back: the proleptic
+ * Gregorian calendar (core/calendar.h), negative times and years before 1
+ * included (year 0 is 1 BC); no leap seconds, as in Unix time. */
 void cb__civil_from_epoch(cb_civil *out, long long t);
 long long cb__epoch_from_civil(const cb_civil *c);
 
@@ -39,7 +44,14 @@ int cb__zone_local(cb_civil *out, int *offset, long long instant, cb__zone_looku
  * skipped hour fires at the first instant after the gap, a repeated time only
  * at its first occurrence. A wildcard expression fires at every instant whose
  * civil time matches: in both passes of a repeated hour, never in a skipped one.
- * @return 0, CB_ENOTFOUND (never fires again), or the lookup's error. */
+ * (cb_cron_is_fixed_time tells the two kinds apart.)
+ *
+ * The search goes one segment at a time, asking @p lookup once per segment it
+ * enters, and no further than 400 years (the calendar's period) after
+ * @p after, which must lie in the years 1-9999.
+ * @return 0, CB_ENOTFOUND (never fires again, or not before the year 10000),
+ *         CB_EINVAL (@p after out of range), CB_ERROR (a lookup that breaks its
+ *         contract), or the lookup's error. */
 int cb__cron_next_instant(long long *out, const cb_cron *c, long long after,
 			  cb__zone_lookup_fn lookup, void *ctx, cb_error *err);
 

@@ -363,8 +363,10 @@ void cb__pg_zone_free(cb__pg_zone *z);
  * Whether the server knows zone @p zone: a name of its time zone database
  * (pg_timezone_names), matched case-insensitively as PostgreSQL does. What
  * else AT TIME ZONE would take is refused on purpose: abbreviations (CEST
- * means +02:00 all year, no daylight saving time) and POSIX specifications
- * (in "UTC+3" the sign means west of Greenwich, the opposite of ISO 8601).
+ * means +02:00 all year, no daylight saving time), POSIX specifications (in
+ * "UTC+3" the sign means west of Greenwich, the opposite of ISO 8601) and
+ * zone files the server can load but does not list, such as the leap-second
+ * "right/" ones, whose offsets are some 27 seconds off.
  * @return 0, CB_EINVAL ("time zone 'Mars/Base' is not known to the
  * repository's server"), CB_EDB / CB_ERETRY.
  */

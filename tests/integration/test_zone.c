@@ -161,6 +161,7 @@ static void test_unknown_zone(void)
 		"",
 		"CEST",
 		"UTC+3",
+		"right/America/New_York",
 		"+05:00",
 		"America/New_Yrok",
 		"x'); DROP TABLE batch_schedule; --",
