@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests and demos.
 #
-#   scripts/pg-cluster.sh start  DIR [--tcp ADDR/PREFIX]
+#   scripts/pg-cluster.sh start  DIR [--tcp ADDR/PREFIX | --faketime]
 #                                      (re)create a cluster in DIR and start it
 #   scripts/pg-cluster.sh stop   DIR   stop it (if running) and remove DIR
 #   scripts/pg-cluster.sh status DIR   pg_ctl status; exit 0 if running
@@ -15,6 +15,12 @@
 # --tcp ADDR/PREFIX also listens on ADDR, port 5432, and trusts every client of
 # the network ADDR/PREFIX. Only for a network that nothing else can reach: the
 # multi-host test starts the server inside a network namespace it made itself.
+#
+# --faketime runs the server under libfaketime, its clock offset read from the
+# file DIR/faketime (created holding "+0"; write e.g. "+300" into it to move
+# the server's clock five minutes ahead, read within a second). Monotonic time
+# is left alone, so timeouts are not fired by the jump. For tests of what a
+# database-clock jump means (every scheduler down for five minutes).
 #
 # initdb refuses to run as root, so as root the server runs as the unprivileged
 # user "postgres" and DIR is owned by it (mode 700; root can still connect).
@@ -34,16 +40,20 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 start DIR [--tcp ADDR/PREFIX] | stop DIR | status DIR" >&2
+	echo "usage: $0 start DIR [--tcp ADDR/PREFIX | --faketime] | stop DIR | status DIR" >&2
 	exit 2
 }
 
-[ $# -eq 2 ] || [ $# -eq 4 ] || usage
+[ $# -ge 2 ] && [ $# -le 4 ] || usage
 cmd=$1
 dir=$2
 tcp_addr=
 tcp_net=
-if [ $# -eq 4 ]; then
+faketime=
+if [ $# -eq 3 ]; then
+	[ "$cmd" = start ] && [ "$3" = --faketime ] || usage
+	faketime=1
+elif [ $# -eq 4 ]; then
 	if [ "$cmd" != start ] || [ "$3" != --tcp ]; then
 		usage
 	fi
@@ -181,7 +191,16 @@ CONF
 		# initdb's own lines cover only the Unix socket and loopback.
 		echo "host all all $tcp_net trust" >>"$dir/data/pg_hba.conf"
 	fi
-	if ! as_owner "$bindir/pg_ctl" start -D "$dir/data" -l "$dir/log" -w -t 60 >/dev/null; then
+	preload=()
+	if [ -n "$faketime" ]; then
+		lib=$(compgen -G '/usr/lib/*/faketime/libfaketime.so.1' | head -n 1 || true)
+		[ -n "$lib" ] || die "--faketime needs libfaketime (Debian: apt-get install faketime)"
+		echo "+0" >"$dir/faketime"
+		[ "$owner" = postgres ] && [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/faketime"
+		preload=(env "LD_PRELOAD=$lib" "FAKETIME_TIMESTAMP_FILE=$dir/faketime"
+			FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
+	fi
+	if ! as_owner "${preload[@]}" "$bindir/pg_ctl" start -D "$dir/data" -l "$dir/log" -w -t 60 >/dev/null; then
 		[ -f "$dir/log" ] && tail -n 30 "$dir/log" >&2
 		die "the server did not start (log above, also in $dir/log)"
 	fi

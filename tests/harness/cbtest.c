@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <limits.h>
@@ -995,4 +996,56 @@ void cbt__expect_file(const char *file, int line, const char *path, const char *
 
 	cbt__eq_str(got, want, path, "expected", file, line);
 	free(got);
+}
+
+/* ---- faketime ------------------------------------------------------------ */
+
+int cbt_have_faketime(void)
+{
+	const char *argv[] = { "faketime", "-f", "+1h", "date", "+%s", NULL };
+	char buf[64] = "";
+	long long skewed;
+	int rc = cbt_run(argv, buf, sizeof(buf), NULL, 0);
+
+	if (rc != 0) {
+		CBT_FAILF("the faketime command is missing (exit %d): install the Debian package "
+			  "faketime (scripts/install-deps.sh installs it)",
+			  rc);
+		return 0;
+	}
+	skewed = atoll(buf);
+	if (skewed - (long long)time(NULL) < 3500) {
+		CBT_FAILF("faketime -f +1h did not move the clock (date said %s)", buf);
+		return 0;
+	}
+	return 1;
+}
+
+/* argv prefix that runs a program under libfaketime at @p offset. Not the
+ * faketime command: it forks, so a signal to the pid the test holds would end
+ * the wrapper and orphan the program. env execs in place. ASan must accept
+ * libfaketime preloaded ahead of it. All strings live in @p buf. */
+void cbt_faketime_prefix(const char **prefix, char *buf, size_t size, const char *offset)
+{
+	const char *old = getenv("ASAN_OPTIONS");
+	glob_t g;
+	size_t n;
+	int k = 0;
+
+	prefix[k++] = "env";
+	n = (size_t)snprintf(buf, size, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "",
+			     old && *old ? ":" : "");
+	prefix[k++] = buf;
+	buf += n + 1;
+	size -= n + 1;
+	if (glob("/usr/lib/*/faketime/libfaketime.so.1", 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		n = (size_t)snprintf(buf, size, "LD_PRELOAD=%s", g.gl_pathv[0]);
+		prefix[k++] = buf;
+		buf += n + 1;
+		size -= n + 1;
+	}
+	globfree(&g);
+	snprintf(buf, size, "FAKETIME=%s", offset);
+	prefix[k++] = buf;
+	prefix[k] = NULL;
 }

@@ -196,6 +196,19 @@ const char *cbt_source_dir(void);
 /** A scratch directory ($CBATCH_TEST_TMPDIR, else $TMPDIR, else /tmp). */
 const char *cbt_tmpdir(void);
 
+/**
+ * 1 if the faketime command works (it moves `date` by an hour), else 0 after
+ * recording a failure that says how to install it.
+ */
+int cbt_have_faketime(void);
+
+/**
+ * Fill @p prefix (6 slots) with an argv prefix that runs a program under
+ * `faketime -f OFFSET` (e.g. "+1h"); @p asan is scratch for the ASAN_OPTIONS
+ * that accept libfaketime preloaded ahead of the sanitizer runtime.
+ */
+void cbt_faketime_prefix(const char **prefix, char *asan, size_t asan_size, const char *offset);
+
 /** Monotonic clock in seconds (for durations). */
 double cbt_now(void);
 

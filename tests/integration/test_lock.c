@@ -1295,43 +1295,6 @@ static void test_lock_at_least_for_then_force_unlock(void)
 
 /* ---- 7. clock skew ------------------------------------------------------------- */
 
-static int have_faketime(void)
-{
-	const char *argv[] = { "faketime", "-f", "+1h", "date", "+%s", NULL };
-	char buf[64] = "";
-	long long skewed;
-	int rc = cbt_run(argv, buf, sizeof(buf), NULL, 0);
-
-	if (rc != 0) {
-		CBT_FAILF("the faketime command is missing (exit %d): install the Debian package "
-			  "faketime (scripts/install-deps.sh installs it)",
-			  rc);
-		return 0;
-	}
-	skewed = atoll(buf);
-	if (skewed - (long long)time(NULL) < 3500) {
-		CBT_FAILF("faketime -f +1h did not move the clock (date said %s)", buf);
-		return 0;
-	}
-	return 1;
-}
-
-/* argv prefix that runs a program under faketime @p offset (ASan must accept
- * libfaketime preloaded ahead of it). */
-static void skew_prefix(const char **prefix, char *asan, size_t asan_size, const char *offset)
-{
-	const char *old = getenv("ASAN_OPTIONS");
-
-	snprintf(asan, asan_size, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "",
-		 old && *old ? ":" : "");
-	prefix[0] = "env";
-	prefix[1] = asan;
-	prefix[2] = "faketime";
-	prefix[3] = "-f";
-	prefix[4] = offset;
-	prefix[5] = NULL;
-}
-
 static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 {
 	static const char *const offsets[] = { "+1h", "-1h" };
@@ -1341,7 +1304,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 	long long first, mark;
 	pid_t holder;
 
-	if (!have_faketime()) {
+	if (!cbt_have_faketime()) {
 		PQfinish(conn);
 		return;
 	}
@@ -1371,7 +1334,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 			const char *argv[MAXARGS];
 			size_t n = 0;
 
-			skew_prefix(prefix, asan, sizeof(asan), offsets[i]);
+			cbt_faketime_prefix(prefix, asan, sizeof(asan), offsets[i]);
 			for (; prefix[n]; n++)
 				argv[n] = prefix[n];
 			argv[n++] = cbt_examples_bin();
@@ -1408,7 +1371,7 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		add_rows(conn, 100000);
 		snprintf(param, sizeof(param), "s:long=%d", 2 + i);
 		snprintf(log, sizeof(log), "lock-skew-%d.log", i);
-		skew_prefix(prefix, asan, sizeof(asan), offsets[i]);
+		cbt_faketime_prefix(prefix, asan, sizeof(asan), offsets[i]);
 		wrapper = ex_spawn_with(prefix, db, log, "run", "ledger", param,
 					"-chunk.size:long=10", "--lease", "1", NULL);
 		/* faketime runs the job as its child: find the job by its execution. */
