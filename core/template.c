@@ -44,8 +44,8 @@ static void put_time(struct out *o, const cb_civil *c, int offset)
 	}
 	/* Offsets of whole minutes are the rule; a seconds part is kept if not. */
 	n = a % 60 ? snprintf(b, sizeof(b), "%c%02d:%02d:%02d", offset < 0 ? '-' : '+', a / 3600,
-			      a / 60 % 60, a % 60)
-		   : snprintf(b, sizeof(b), "%c%02d:%02d", offset < 0 ? '-' : '+', a / 3600,
+			      a / 60 % 60, a % 60) :
+		     snprintf(b, sizeof(b), "%c%02d:%02d", offset < 0 ? '-' : '+', a / 3600,
 			      a / 60 % 60);
 	put(o, b, (size_t)n);
 }
@@ -145,8 +145,9 @@ int cb__template_fill(char **out, const char *tmpl, const cb__fire_vars *v, cb_e
 	}
 	if (o->over) {
 		free(o);
-		return cb_error_set(err, CB_EINVAL, "template '%.200s': filled value longer than %d bytes",
-				    tmpl, CB__TEMPLATE_MAX - 1);
+		return cb_error_set(err, CB_EINVAL,
+				    "template '%.200s': filled value longer than %d bytes", tmpl,
+				    CB__TEMPLATE_MAX - 1);
 	}
 	*out = malloc(o->len + 1);
 	if (!*out) {

@@ -91,8 +91,9 @@ int cb__schedule_fill(char ***words, cb_params **params, const json_t *templates
 		const char *tmpl = json_string_value(json_array_get(templates, i));
 
 		if (!tmpl) {
-			rc = cb_error_set(err, CB_EINVAL, "schedule '%s': parameter %zu is not text",
-					  schedule, i + 1);
+			rc = cb_error_set(err, CB_EINVAL,
+					  "schedule '%s': parameter %zu is not text", schedule,
+					  i + 1);
 			goto fail;
 		}
 		if ((rc = cb__template_fill(&w[k], tmpl, &v, err)) < 0)
@@ -159,8 +160,8 @@ struct child {
 	char schedule[101];
 	char when[64];
 	double started;
-	int exited, status;   /* reaped, with its waitpid status */
-	int launch_recorded;  /* LAUNCHED is in the repository */
+	int exited, status;  /* reaped, with its waitpid status */
+	int launch_recorded; /* LAUNCHED is in the repository */
 	char launch_note[200];
 };
 
@@ -593,8 +594,9 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	default:
 		if (!launch) {
 			n->res->misfired++;
-			SAY(n, 1, "%s: %lld firings missed from %s on recorded, none run (misfire "
-				  "policy SKIP)",
+			SAY(n, 1,
+			    "%s: %lld firings missed from %s on recorded, none run (misfire "
+			    "policy SKIP)",
 			    s->name, count, when);
 			break;
 		}
@@ -605,12 +607,14 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 			snprintf(first, sizeof(first), "%s", when);
 			fmt_instant(when, sizeof(when), s, last);
 			if (count < 0)
-				SAY(n, 1, "%s: over %d firings missed from %s to %s; running once "
-					  "now, as of the last",
+				SAY(n, 1,
+				    "%s: over %d firings missed from %s to %s; running once "
+				    "now, as of the last",
 				    s->name, MISSED_COUNT_CAP, first, when);
 			else
-				SAY(n, 1, "%s: %lld firings missed from %s to %s; running once now, "
-					  "as of the last",
+				SAY(n, 1,
+				    "%s: %lld firings missed from %s to %s; running once now, "
+				    "as of the last",
 				    s->name, count, first, when);
 		}
 		{
@@ -625,8 +629,8 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 			if (fill_error[0])
 				snprintf(why, sizeof(why), "%s", fill_error);
 			else if (!cb_registry_find(n->reg, s->job))
-				snprintf(why, sizeof(why), "job '%s' is not registered in this program",
-					 s->job);
+				snprintf(why, sizeof(why),
+					 "job '%s' is not registered in this program", s->job);
 			else
 				pid = spawn(n, s->job, words, why, sizeof(why));
 			k->firing_id = r.firing_id;
@@ -652,8 +656,8 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 							"pid %d: run %s", (int)pid, s->job);
 				for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
 					len += (size_t)snprintf(k->launch_note + len,
-								sizeof(k->launch_note) - len,
-								" %s", words[w]);
+								sizeof(k->launch_note) - len, " %s",
+								words[w]);
 			}
 			n->res->fired++;
 			SAY(n, 1, "%s %s: fired (firing %lld), %s", s->name, when, r.firing_id,
@@ -696,8 +700,9 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 		if (!cb_registry_find(n->reg, s->job)) {
 			/* Another program's job: its own nodes fire it. */
 			if (!s->warned)
-				SAY(n, 1, "%s: job '%s' is not registered here; leaving it to "
-					  "nodes that have it",
+				SAY(n, 1,
+				    "%s: job '%s' is not registered here; leaving it to "
+				    "nodes that have it",
 				    s->name, s->job);
 			s->warned = 1;
 			continue;
@@ -764,15 +769,16 @@ static int tick(struct node *n, cb_error *err)
 		json_t *o = json_array_get(orphans, i);
 
 		n->res->orphans_reported++;
-		SAY(n, 1, "firing %lld (schedule %lld at %s) was left open by node %s, which is "
-			  "gone; not repeated%s%s",
+		SAY(n, 1,
+		    "firing %lld (schedule %lld at %s) was left open by node %s, which is "
+		    "gone; not repeated%s%s",
 		    (long long)json_integer_value(json_object_get(o, "firing_id")),
 		    (long long)json_integer_value(json_object_get(o, "schedule_id")),
 		    json_string_value(json_object_get(o, "fire_time")),
 		    json_string_value(json_object_get(o, "node_id")),
-		    json_is_integer(json_object_get(o, "job_execution_id"))
-			    ? "; its execution's own lease decides its restart"
-			    : "",
+		    json_is_integer(json_object_get(o, "job_execution_id")) ?
+			    "; its execution's own lease decides its restart" :
+			    "",
 		    "");
 	}
 	json_decref(orphans);
@@ -829,13 +835,15 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 	while (!n.stopping) {
 		cb_error e = CB_ERROR_INIT;
 
-		if (cb__stop_signalled() || (o->exit_after > 0 && cb__now() - started >= o->exit_after))
+		if (cb__stop_signalled() ||
+		    (o->exit_after > 0 && cb__now() - started >= o->exit_after))
 			break;
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */
 			if (!said_unreachable || o->verbose >= 2)
-				SAY(&n, 1, "repository unreachable (%s); retrying in %.1fs, firing "
-					   "nothing meanwhile",
+				SAY(&n, 1,
+				    "repository unreachable (%s); retrying in %.1fs, firing "
+				    "nothing meanwhile",
 				    e.message, backoff);
 			said_unreachable = 1;
 			down = 1;
@@ -850,8 +858,9 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 				rc = e.code;
 				break;
 			}
-			SAY(&n, 1, "lost the repository (%s); reconnecting in %.1fs, firing nothing "
-				   "meanwhile",
+			SAY(&n, 1,
+			    "lost the repository (%s); reconnecting in %.1fs, firing nothing "
+			    "meanwhile",
 			    e.message, backoff);
 			PQfinish(n.conn);
 			n.conn = NULL;
@@ -897,8 +906,9 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 
 		cb__repo_scheduler_stopped(n.conn, n.id, &e);
 	}
-	SAY(&n, 1, "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
-		   "failed to launch %lld",
+	SAY(&n, 1,
+	    "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
+	    "failed to launch %lld",
 	    out->fired, out->skipped, out->misfired, out->failed_to_launch);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);

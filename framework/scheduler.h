@@ -18,7 +18,10 @@ typedef struct cb__scheduler_options {
 	double exit_after;    /* stop after this many seconds (0: at a signal only) */
 } cb__scheduler_options;
 
-#define CB__SCHEDULER_OPTIONS_INIT { NULL, NULL, NULL, 30.0, 8, 1, 0.0 }
+#define CB__SCHEDULER_OPTIONS_INIT                                                                 \
+	{                                                                                          \
+		NULL, NULL, NULL, 30.0, 8, 1, 0.0                                                  \
+	}
 
 /* What a node did, for the summary line. */
 typedef struct cb__scheduler_result {

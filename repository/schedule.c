@@ -21,13 +21,14 @@ int cb__repo_schedules_load(cb__schedule **out, size_t *n, PGconn *conn, cb_erro
 
 	*out = NULL;
 	*n = 0;
-	res = cb__repo_exec(conn, "read schedules",
-			    "SELECT schedule_id, version, schedule_name, cron_expression, time_zone, "
-			    " job_name, parameters::text, misfire_policy = 'SKIP', "
-			    " misfire_grace_seconds, paused, "
-			    " extract(epoch FROM next_fire_time)::bigint "
-			    "FROM batch_schedule ORDER BY schedule_name",
-			    0, NULL, err);
+	res = cb__repo_exec(
+		conn, "read schedules",
+		"SELECT schedule_id, version, schedule_name, cron_expression, time_zone, "
+		" job_name, parameters::text, misfire_policy = 'SKIP', "
+		" misfire_grace_seconds, paused, "
+		" extract(epoch FROM next_fire_time)::bigint "
+		"FROM batch_schedule ORDER BY schedule_name",
+		0, NULL, err);
 	if (!res)
 		return CB_EDB;
 	rows = PQntuples(res);
@@ -75,22 +76,29 @@ void cb__repo_schedules_free(cb__schedule *s, size_t n)
 int cb__repo_schedule_add(long long *id, PGconn *conn, const cb__schedule *s, cb_error *err)
 {
 	char grace[16], next[24], *params = json_dumps(s->parameters, JSON_COMPACT);
-	const char *p[9] = { s->name, s->cron, s->zone, s->job, params,
-			     s->skip_misfires ? "SKIP" : "RUN_ONCE", grace,
-			     s->has_next ? next : NULL, s->paused ? "t" : "f" };
+	const char *p[9] = { s->name,
+			     s->cron,
+			     s->zone,
+			     s->job,
+			     params,
+			     s->skip_misfires ? "SKIP" : "RUN_ONCE",
+			     grace,
+			     s->has_next ? next : NULL,
+			     s->paused ? "t" : "f" };
 	PGresult *res;
 
 	if (!params)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	LL(grace, s->grace_seconds);
 	LL(next, s->next_fire);
-	res = cb__repo_exec(conn, "add schedule",
-			    "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
-			    " job_name, parameters, misfire_policy, misfire_grace_seconds, "
-			    " next_fire_time, paused) "
-			    "VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::int, to_timestamp($8::bigint), "
-			    " $9::boolean) RETURNING schedule_id",
-			    9, p, err);
+	res = cb__repo_exec(
+		conn, "add schedule",
+		"INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		" job_name, parameters, misfire_policy, misfire_grace_seconds, "
+		" next_fire_time, paused) "
+		"VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::int, to_timestamp($8::bigint), "
+		" $9::boolean) RETURNING schedule_id",
+		9, p, err);
 	free(params);
 	if (!res) {
 		if (strcmp(err->sqlstate, "23505") == 0) {
@@ -118,17 +126,18 @@ int cb__repo_schedule_pause(int *changed, PGconn *conn, const char *name, int pa
 	LL(nx, next);
 	/* Only a real change bumps the version: pausing a paused schedule must
 	 * not make every node re-read it, nor move its cursor. */
-	res = cb__repo_exec(conn, paused ? "pause schedule" : "resume schedule",
-			    "WITH s AS (SELECT schedule_id, paused FROM batch_schedule "
-			    " WHERE schedule_name = $1 FOR UPDATE), "
-			    "u AS (UPDATE batch_schedule b SET paused = $2::boolean, "
-			    " version = b.version + 1, updated_at = clock_timestamp(), "
-			    " next_fire_time = CASE WHEN $2::boolean THEN b.next_fire_time "
-			    "  ELSE to_timestamp($3::bigint) END "
-			    " FROM s WHERE b.schedule_id = s.schedule_id AND s.paused <> $2::boolean "
-			    " RETURNING 1) "
-			    "SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM u)",
-			    3, p, err);
+	res = cb__repo_exec(
+		conn, paused ? "pause schedule" : "resume schedule",
+		"WITH s AS (SELECT schedule_id, paused FROM batch_schedule "
+		" WHERE schedule_name = $1 FOR UPDATE), "
+		"u AS (UPDATE batch_schedule b SET paused = $2::boolean, "
+		" version = b.version + 1, updated_at = clock_timestamp(), "
+		" next_fire_time = CASE WHEN $2::boolean THEN b.next_fire_time "
+		"  ELSE to_timestamp($3::bigint) END "
+		" FROM s WHERE b.schedule_id = s.schedule_id AND s.paused <> $2::boolean "
+		" RETURNING 1) "
+		"SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM u)",
+		3, p, err);
 	if (!res)
 		return CB_EDB;
 	if (atoll(PQgetvalue(res, 0, 0)) == 0)
@@ -142,9 +151,9 @@ int cb__repo_schedule_pause(int *changed, PGconn *conn, const char *name, int pa
 int cb__repo_schedule_remove(PGconn *conn, const char *name, cb_error *err)
 {
 	const char *p[1] = { name };
-	PGresult *res = cb__repo_exec(conn, "remove schedule",
-				      "DELETE FROM batch_schedule WHERE schedule_name = $1", 1, p,
-				      err);
+	PGresult *res =
+		cb__repo_exec(conn, "remove schedule",
+			      "DELETE FROM batch_schedule WHERE schedule_name = $1", 1, p, err);
 	int rc = 0;
 
 	if (!res)
@@ -246,13 +255,12 @@ int cb__repo_db_now(double *out, PGconn *conn, cb_error *err)
 	return 0;
 }
 
-int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_req *q,
-			    cb_error *err)
+int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_req *q, cb_error *err)
 {
 	char id[24], ver[24], fire[24], mu[24], mc[24], pt[24], nx[24];
 	int misfire = strcmp(q->kind, "SCHEDULED") != 0;
-	const char *p[11] = { id, ver, fire, q->kind, misfire ? mu : NULL, mc, pt, nx,
-			      q->node, q->job_key, q->parameters };
+	const char *p[11] = { id, ver, fire,    q->kind,    misfire ? mu : NULL, mc,
+			      pt, nx,  q->node, q->job_key, q->parameters };
 	PGresult *res;
 	const char *o;
 
@@ -274,10 +282,10 @@ int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_re
 	if (!res)
 		return CB_EDB;
 	o = PQgetvalue(res, 0, 0);
-	out->outcome = strcmp(o, "CLAIMED") == 0	 ? CB__CLAIM_CLAIMED
-		       : strcmp(o, "SKIPPED_CLAIMED") == 0 ? CB__CLAIM_SKIPPED
-		       : strcmp(o, "CHANGED") == 0	 ? CB__CLAIM_CHANGED
-							 : CB__CLAIM_GONE;
+	out->outcome = strcmp(o, "CLAIMED") == 0         ? CB__CLAIM_CLAIMED :
+		       strcmp(o, "SKIPPED_CLAIMED") == 0 ? CB__CLAIM_SKIPPED :
+		       strcmp(o, "CHANGED") == 0         ? CB__CLAIM_CHANGED :
+							   CB__CLAIM_GONE;
 	if (!PQgetisnull(res, 0, 1))
 		out->firing_id = atoll(PQgetvalue(res, 0, 1));
 	copy(out->claimed_by, sizeof(out->claimed_by), PQgetvalue(res, 0, 2));
@@ -300,9 +308,8 @@ int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *no
 				"SELECT batch_schedule_launched($1, $2, $3::int, $4)", 4, p, err);
 }
 
-int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn,
-			       long long firing_id, const char *node, int exit_code,
-			       const char *message, cb_error *err)
+int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, long long firing_id,
+			       const char *node, int exit_code, const char *message, cb_error *err)
 {
 	char id[24], ec[16];
 	const char *p[4] = { id, node, ec, message };

@@ -58,13 +58,18 @@ int cb__repo_db_now(double *out, PGconn *conn, cb_error *err);
 
 /* ---- a node's calls ------------------------------------------------------- */
 
-enum { CB__CLAIM_CLAIMED, CB__CLAIM_SKIPPED, CB__CLAIM_CHANGED, CB__CLAIM_GONE };
+enum {
+	CB__CLAIM_CLAIMED,
+	CB__CLAIM_SKIPPED,
+	CB__CLAIM_CHANGED,
+	CB__CLAIM_GONE
+};
 
 /* A claim of one fire instant (batch_schedule_claim). */
 typedef struct cb__claim_req {
 	long long schedule_id, version;
 	long long fire_time;
-	const char *kind; /* "SCHEDULED", "MISFIRE_RUN", "MISFIRE_SKIP" */
+	const char *kind;                     /* "SCHEDULED", "MISFIRE_RUN", "MISFIRE_SKIP" */
 	long long missed_until, missed_count; /* misfires only */
 	long long param_time;
 	long long next_fire;
@@ -91,9 +96,8 @@ int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *no
 
 /* The child of firing @p firing_id exited with @p exit_code. @p exec_id and
  * @p status (16 bytes) receive the execution it ran, if it made one (0, ""). */
-int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn,
-			       long long firing_id, const char *node, int exit_code,
-			       const char *message, cb_error *err);
+int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, long long firing_id,
+			       const char *node, int exit_code, const char *message, cb_error *err);
 
 /* Register or refresh this node; @p db_now receives the database's time. */
 int cb__repo_scheduler_heartbeat(double *db_now, PGconn *conn, const char *node, const char *host,

@@ -78,11 +78,12 @@ static void fmt_instant(char *buf, size_t size, cb__pg_zone *z, long long t)
 
 static int cmd_add(struct cli *c, PGconn *conn)
 {
-	static const char *const flags[] = { "--cron=", "--tz=", "--job=", "--misfire=",
+	static const char *const flags[] = { "--cron=",          "--tz=",    "--job=", "--misfire=",
 					     "--misfire-grace=", "--paused", NULL };
 	const char *values[7] = { 0 }, **pos = NULL;
-	static const char usage[] = "NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
-				    "[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]";
+	static const char usage[] =
+		"NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
+		"[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]";
 	size_t npos = 0;
 	cb__schedule s;
 	cb_cron *cron = NULL;
@@ -107,7 +108,8 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		goto done;
 	}
 	if (!values[0] || !values[2]) {
-		rc = sub_usage(c, "add", usage, values[0] ? "--job is required" : "--cron is required");
+		rc = sub_usage(c, "add", usage,
+			       values[0] ? "--job is required" : "--cron is required");
 		goto done;
 	}
 	if (cb_cron_parse(&cron, values[0], &c->err) < 0) {
@@ -148,7 +150,8 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 		goto done;
 	}
-	if (cb__pg_zone_new(&zone, s.zone, &c->err) < 0 || cb__repo_db_now(&now, conn, &c->err) < 0) {
+	if (cb__pg_zone_new(&zone, s.zone, &c->err) < 0 ||
+	    cb__repo_db_now(&now, conn, &c->err) < 0) {
 		rc = cb__cli_fail(c, CB_EXIT_FAILED);
 		goto done;
 	}
@@ -163,9 +166,10 @@ static int cmd_add(struct cli *c, PGconn *conn)
 	{
 		cb__fire_vars v = { first, { 1970, 1, 1, 0, 0, 0 }, 0, s.name };
 
-		if (cb__zone_local(&v.local, &v.offset, first, cb__pg_zone_lookup, zone, &c->err) < 0 ||
-		    cb__schedule_fill(&words, &params, s.parameters, s.name, first, &v.local, v.offset,
-				      &c->err) < 0 ||
+		if (cb__zone_local(&v.local, &v.offset, first, cb__pg_zone_lookup, zone, &c->err) <
+			    0 ||
+		    cb__schedule_fill(&words, &params, s.parameters, s.name, first, &v.local,
+				      v.offset, &c->err) < 0 ||
 		    cb_job_validate_params(job, params, &c->err) < 0) {
 			rc = cb__cli_fail(c, CB_EXIT_USAGE);
 			goto done;
@@ -221,8 +225,8 @@ static const char *jtext(const json_t *o, const char *key, char *buf, size_t siz
 
 static int cmd_list(struct cli *c, PGconn *conn)
 {
-	static const char *const headers[] = { "NAME", "CRON", "ZONE", "JOB", "STATE",
-					       "NEXT", "LAST FIRING" };
+	static const char *const headers[] = { "NAME",  "CRON", "ZONE",       "JOB",
+					       "STATE", "NEXT", "LAST FIRING" };
 	json_t *arr = NULL;
 	cb__cli_table *t = NULL;
 	int rc;
@@ -252,15 +256,17 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		cb__cli_term(b[1], sizeof(b[1]), jtext(s, "cron", b[6], sizeof(b[6])));
 		cb__cli_term(b[2], sizeof(b[2]), jtext(s, "time_zone", b[6], sizeof(b[6])));
 		cb__cli_term(b[3], sizeof(b[3]), jtext(s, "job", b[6], sizeof(b[6])));
-		cb__cli_fmt_time(next, sizeof(next), cb__cli_json_get_text(s, "next_fire_time", b[6],
-									  sizeof(b[6])));
+		cb__cli_fmt_time(next, sizeof(next),
+				 cb__cli_json_get_text(s, "next_fire_time", b[6], sizeof(b[6])));
 		if (json_is_object(lf)) {
 			char ft[64], st[32], ex[32];
 
-			cb__cli_fmt_time(ft, sizeof(ft),
-					 cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
+			cb__cli_fmt_time(
+				ft, sizeof(ft),
+				cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
 			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
-			snprintf(ex, sizeof(ex), "%s", jtext(lf, "exit_status", b[6], sizeof(b[6])));
+			snprintf(ex, sizeof(ex), "%s",
+				 jtext(lf, "exit_status", b[6], sizeof(b[6])));
 			snprintf(last, sizeof(last), "%s %s%s%s", ft, st,
 				 strcmp(ex, "-") ? " " : "", strcmp(ex, "-") ? ex : "");
 		} else {
@@ -291,8 +297,8 @@ static int cmd_list(struct cli *c, PGconn *conn)
 
 static void print_history(const json_t *events)
 {
-	static const char *const headers[] = { "RECORDED", "FIRE TIME", "NODE", "OUTCOME",
-					       "EXECUTION", "MESSAGE" };
+	static const char *const headers[] = { "RECORDED", "FIRE TIME", "NODE",
+					       "OUTCOME",  "EXECUTION", "MESSAGE" };
 	cb__cli_table *t = NULL;
 
 	if (cb__cli_table_new(&t, 6, headers, "llllll") < 0)
@@ -335,24 +341,32 @@ static int cmd_show(struct cli *c, PGconn *conn)
 		json_object_set(s, "history", hist);
 		cb__cli_json_print(stdout, s);
 	} else {
-		printf("schedule %s (id %s)\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[7], sizeof(b[7]))),
+		printf("schedule %s (id %s)\n",
+		       cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[7], sizeof(b[7]))),
 		       jtext(s, "schedule_id", b[1], sizeof(b[1])));
-		printf("  cron        %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "cron", b[7], sizeof(b[7]))));
-		printf("  time zone   %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "time_zone", b[7], sizeof(b[7]))));
-		printf("  job         %s\n", cb__cli_term(b[0], sizeof(b[0]), jtext(s, "job", b[7], sizeof(b[7]))));
+		printf("  cron        %s\n",
+		       cb__cli_term(b[0], sizeof(b[0]), jtext(s, "cron", b[7], sizeof(b[7]))));
+		printf("  time zone   %s\n",
+		       cb__cli_term(b[0], sizeof(b[0]), jtext(s, "time_zone", b[7], sizeof(b[7]))));
+		printf("  job         %s\n",
+		       cb__cli_term(b[0], sizeof(b[0]), jtext(s, "job", b[7], sizeof(b[7]))));
 		{
 			const json_t *p = json_object_get(s, "parameters");
 
 			printf("  parameters ");
 			for (size_t i = 0; i < json_array_size(p); i++)
-				printf(" %s", cb__cli_term(b[0], sizeof(b[0]),
-							   json_string_value(json_array_get(p, i))));
+				printf(" %s",
+				       cb__cli_term(b[0], sizeof(b[0]),
+						    json_string_value(json_array_get(p, i))));
 			printf("%s\n", json_array_size(p) ? "" : " (none)");
 		}
-		printf("  misfires    %s, grace %ss\n", jtext(s, "misfire_policy", b[0], sizeof(b[0])),
+		printf("  misfires    %s, grace %ss\n",
+		       jtext(s, "misfire_policy", b[0], sizeof(b[0])),
 		       jtext(s, "misfire_grace_seconds", b[1], sizeof(b[1])));
-		printf("  state       %s\n", json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
-		cb__cli_fmt_time(b[0], sizeof(b[0]), cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
+		printf("  state       %s\n",
+		       json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
+		cb__cli_fmt_time(b[0], sizeof(b[0]),
+				 cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
 		printf("  next        %s\n", b[0]);
 		printf("  history (newest first; `schedule history %s` for more):\n",
 		       cb__cli_term(b[1], sizeof(b[1]), jtext(s, "name", b[7], sizeof(b[7]))));
@@ -440,8 +454,8 @@ static int cmd_pause(struct cli *c, PGconn *conn, int pause)
 	if (cb__repo_schedule_pause(&changed, conn, c->argv[2], pause, has_next, next, &c->err) < 0)
 		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
 	printf("schedule '%s' %s\n", c->argv[2],
-	       !changed ? (pause ? "was already paused" : "was not paused")
-			: (pause ? "paused" : "resumed"));
+	       !changed ? (pause ? "was already paused" : "was not paused") :
+			  (pause ? "paused" : "resumed"));
 	return 0;
 }
 
@@ -497,7 +511,8 @@ static int cmd_next(struct cli *c, PGconn *conn)
 		goto done;
 	}
 	if (cb__pg_zone_check(conn, zone_text, &c->err) < 0 ||
-	    cb__pg_zone_new(&zone, zone_text, &c->err) < 0 || cb__repo_db_now(&now, conn, &c->err) < 0) {
+	    cb__pg_zone_new(&zone, zone_text, &c->err) < 0 ||
+	    cb__repo_db_now(&now, conn, &c->err) < 0) {
 		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 		goto done;
 	}
@@ -527,8 +542,8 @@ static int cmd_next(struct cli *c, PGconn *conn)
 			snprintf(utc, sizeof(utc), "?");
 		free(u);
 		if (c->json) {
-			json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "local", when, "utc", utc,
-							     "epoch", (json_int_t)t));
+			json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "local", when, "utc",
+							     utc, "epoch", (json_int_t)t));
 		} else {
 			printf("%s  (%s)\n", when, utc);
 		}
@@ -592,8 +607,8 @@ int cb__cli_cmd_schedule(struct cli *c)
 
 int cb__cli_cmd_scheduler(struct cli *c)
 {
-	static const char *const flags[] = { "--lease=", "--max-running=", "--exit-after=",
-					     "--verbose", "--quiet", NULL };
+	static const char *const flags[] = { "--lease=",  "--max-running=", "--exit-after=",
+					     "--verbose", "--quiet",        NULL };
 	const char *values[5] = { 0 }, **pos = NULL;
 	size_t npos = 0;
 	cb__scheduler_options o = CB__SCHEDULER_OPTIONS_INIT;
@@ -608,13 +623,15 @@ int cb__cli_cmd_scheduler(struct cli *c)
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
 		goto done;
 	if (npos > 0) {
-		rc = cb__cli_usage_error(c, "scheduler: unexpected argument '%.60s' (usage: %s "
-					    "scheduler [--lease SECONDS] [--max-running N] "
-					    "[--exit-after SECONDS] [--verbose|--quiet])",
+		rc = cb__cli_usage_error(c,
+					 "scheduler: unexpected argument '%.60s' (usage: %s "
+					 "scheduler [--lease SECONDS] [--max-running N] "
+					 "[--exit-after SECONDS] [--verbose|--quiet])",
 					 pos[0], c->prog);
 		goto done;
 	}
-	if (values[0] && ((o.lease_seconds = strtod(values[0], NULL)) < 1 || o.lease_seconds > 3600)) {
+	if (values[0] &&
+	    ((o.lease_seconds = strtod(values[0], NULL)) < 1 || o.lease_seconds > 3600)) {
 		rc = cb__cli_usage_error(c, "scheduler: --lease '%.40s' must be 1 to 3600 seconds",
 					 values[0]);
 		goto done;
@@ -623,15 +640,16 @@ int cb__cli_cmd_scheduler(struct cli *c)
 		long long m;
 
 		if (cb__cli_parse_positive(&m, values[1]) < 0 || m > 1000) {
-			rc = cb__cli_usage_error(c, "scheduler: --max-running '%.40s' must be 1 to 1000",
-						 values[1]);
+			rc = cb__cli_usage_error(
+				c, "scheduler: --max-running '%.40s' must be 1 to 1000", values[1]);
 			goto done;
 		}
 		o.max_running = (int)m;
 	}
 	if (values[2] && (o.exit_after = strtod(values[2], NULL)) <= 0) {
-		rc = cb__cli_usage_error(c, "scheduler: --exit-after '%.40s' must be a positive "
-					    "number of seconds",
+		rc = cb__cli_usage_error(c,
+					 "scheduler: --exit-after '%.40s' must be a positive "
+					 "number of seconds",
 					 values[2]);
 		goto done;
 	}

@@ -303,9 +303,10 @@ static void test_one_node_fires_every_second_once_with_filled_parameters(void)
 				  "FROM batch_schedule_firing");
 	/* Every second from the first to the last, none twice. */
 	CBT_EQ_LL(last - first + 1, n);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
-				     "WHERE status = 'FINISHED' AND exit_code = 0 "
-				     "AND exit_status = 'COMPLETED' AND job_execution_id IS NOT NULL"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing "
+			       "WHERE status = 'FINISHED' AND exit_code = 0 "
+			       "AND exit_status = 'COMPLETED' AND job_execution_id IS NOT NULL"),
 		  n);
 	/* One committed run per instant, for that very instant. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), n);
@@ -321,9 +322,9 @@ static void test_one_node_fires_every_second_once_with_filled_parameters(void)
 		  n);
 	CBT_EQ_LL(count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1", "FIRED"),
 		  n);
-	CBT_EQ_LL(count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1",
-			 "FINISHED"),
-		  n);
+	CBT_EQ_LL(
+		count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1", "FINISHED"),
+		n);
 	CBT_EQ_LL(EX("schedule", "history", "every", "--limit", "4"), 0);
 	CBT_CONTAINS(out, "FINISHED");
 	CBT_CONTAINS(out, "exit 0 (completed)");
@@ -389,18 +390,21 @@ static void test_unfillable_template_is_failed_to_launch(void)
 
 	fresh();
 	/* As an older program or a hand edit might have left it. */
-	cbt_exec(conn, "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
-		       "job_name, parameters, next_fire_time) VALUES ('broken', '0 0 1 1 *', 'UTC', "
-		       "'tick', '[\"at={fire_nope}\"]', date_trunc('second', clock_timestamp()) + "
-		       "interval '1 second')");
+	cbt_exec(conn,
+		 "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		 "job_name, parameters, next_fire_time) VALUES ('broken', '0 0 1 1 *', 'UTC', "
+		 "'tick', '[\"at={fire_nope}\"]', date_trunc('second', clock_timestamp()) + "
+		 "interval '1 second')");
 	log_path(log, sizeof(log), "broken");
 	pid = node(log, "4");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
-				     "WHERE status = 'FAILED_TO_LAUNCH' AND job_execution_id IS NULL"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing "
+			       "WHERE status = 'FAILED_TO_LAUNCH' AND job_execution_id IS NULL"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
-				     "outcome = 'FAILED_TO_LAUNCH' AND message LIKE '%{fire_nope}%'"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_event WHERE "
+			       "outcome = 'FAILED_TO_LAUNCH' AND message LIKE '%{fire_nope}%'"),
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
 	/* The cursor moved on: next New Year, not this second again. */
