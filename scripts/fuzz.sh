@@ -14,10 +14,10 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is needed: apt-get install
 build=$root/build-fuzz
 CC=clang cmake -S "$root" -B "$build" -DCB_FUZZ=ON -DCB_BUILD_TESTS=OFF \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_params fuzz_csv fuzz_jsonl fuzz_cron >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_params fuzz_csv fuzz_jsonl fuzz_cron fuzz_template >/dev/null
 mkdir -p "$build/crashes"
 status=0
-for t in params csv jsonl cron; do
+for t in params csv jsonl cron template; do
 	work=$build/corpus-$t
 	mkdir -p "$work"
 	cp -n "$root"/tests/fuzz/corpus/$t/* "$work"/ 2>/dev/null || true
