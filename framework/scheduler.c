@@ -161,14 +161,15 @@ struct child {
 	char when[64];
 	double started;
 	int exited, status;  /* reaped, with its waitpid status */
+	int failed;          /* never started: launch_note says why */
 	int launch_recorded; /* LAUNCHED is in the repository */
 	char launch_note[200];
 };
 
 struct node {
 	const cb_registry *reg;
-	const cb__scheduler_options *o;
-	cb__scheduler_result *res;
+	const cb_scheduler_options *o;
+	cb_scheduler_result *res;
 	PGconn *conn;
 	char id[256], host[256];
 	struct sched *s;
@@ -457,7 +458,7 @@ static void children_tick(struct node *n, int record)
 	for (size_t i = 0; i < n->nkids; i++) {
 		struct child *k = &n->kids[i];
 
-		if (!k->exited && waitpid(k->pid, &k->status, WNOHANG) == k->pid)
+		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid)
 			k->exited = 1;
 	}
 	if (!record || !n->conn)
@@ -469,10 +470,15 @@ static void children_tick(struct node *n, int record)
 		int code;
 
 		if (!k->launch_recorded) {
-			if (cb__repo_schedule_launched(n->conn, k->firing_id, n->id, k->pid,
-						       k->launch_note, &err) < 0)
+			if (cb__repo_schedule_launched(n->conn, k->firing_id, n->id,
+						       k->failed ? 0 : k->pid, k->launch_note,
+						       &err) < 0)
 				return;
 			k->launch_recorded = 1;
+		}
+		if (k->failed) {
+			n->kids[i] = n->kids[--n->nkids];
+			continue;
 		}
 		if (!k->exited) {
 			i++;
@@ -580,6 +586,14 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		return rc;
 	}
 	fmt_instant(when, sizeof(when), s, i);
+	if (r.outcome == CB__CLAIM_CLAIMED || r.outcome == CB__CLAIM_SKIPPED) {
+		/* Past this instant, and past whatever another node's claim
+		 * covered, before anything else can fail: an instant is offered
+		 * once by each node. */
+		s->cursor = next;
+		if (r.has_next && r.next_fire > s->cursor)
+			s->cursor = r.next_fire;
+	}
 	switch (r.outcome) {
 	case CB__CLAIM_CHANGED:
 	case CB__CLAIM_GONE:
@@ -588,7 +602,7 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		rc = 0;
 		goto out;
 	case CB__CLAIM_SKIPPED:
-		n->res->skipped++;
+		n->res->skipped_claimed++;
 		SAY(n, 2, "%s %s: claimed by %s", s->name, when, r.claimed_by);
 		break;
 	default:
@@ -638,14 +652,17 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 			snprintf(k->when, sizeof(k->when), "%s", when);
 			k->started = cb__now();
 			if (pid < 0) {
-				n->nkids--;
+				/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
 				n->res->failed_to_launch++;
 				SAY(n, 1, "%s %s: failed to launch: %s", s->name, when, why);
+				k->exited = k->failed = 1;
+				snprintf(k->launch_note, sizeof(k->launch_note), "%s", why);
 				if (cb__repo_schedule_launched(n->conn, r.firing_id, n->id, 0, why,
 							       err) < 0) {
 					rc = CB_EDB;
 					goto out;
 				}
+				n->nkids--;
 				break;
 			}
 			k->pid = pid;
@@ -671,10 +688,6 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		}
 		break;
 	}
-	/* Past this instant, and past whatever another node's claim covered. */
-	s->cursor = next;
-	if (r.has_next && r.next_fire > s->cursor)
-		s->cursor = r.next_fire;
 	rc = 1;
 out:
 	cb__schedule_words_free(words);
@@ -812,16 +825,22 @@ static double sleep_for(const struct node *n)
 	return best < 0 ? 0.0 : best + 0.002;
 }
 
-int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
-		      const cb__scheduler_options *o, cb_error *err)
+int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
+		     const cb_scheduler_options *o, cb_error *err)
 {
 	struct node n;
 	double started = cb__now(), backoff = 0.5;
 	int rc = 0, down = 0, said_unreachable = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!o->exe || !o->prog || o->lease_seconds <= 0 || o->max_running < 1)
-		return cb_error_set(err, CB_EINVAL, "scheduler: bad options");
+	if ((rc = cb__version_check(o ? o->version : 0u, CB_SCHEDULER_OPTIONS_VERSION,
+				    "scheduler options", err)) < 0)
+		return rc;
+	if (!o->exe || !o->prog || !(o->lease_seconds > 0) || o->max_running < 1 ||
+	    o->exit_after_seconds < 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "scheduler options: exe and prog are required, lease_seconds "
+				    "and max_running must be positive");
 	memset(&n, 0, sizeof(n));
 	n.reg = reg;
 	n.o = o;
@@ -836,7 +855,7 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 		cb_error e = CB_ERROR_INIT;
 
 		if (cb__stop_signalled() ||
-		    (o->exit_after > 0 && cb__now() - started >= o->exit_after))
+		    (o->exit_after_seconds > 0 && cb__now() - started >= o->exit_after_seconds))
 			break;
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */
@@ -909,7 +928,7 @@ int cb__scheduler_run(cb__scheduler_result *out, const cb_registry *reg,
 	SAY(&n, 1,
 	    "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
 	    "failed to launch %lld",
-	    out->fired, out->skipped, out->misfired, out->failed_to_launch);
+	    out->fired, out->skipped_claimed, out->misfired, out->failed_to_launch);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);
 	free(n.s);

@@ -19,6 +19,7 @@
 #include "cbatch/writers.h"
 #include "cbatch/cli.h"
 #include "cbatch/partition.h"
+#include "cbatch/schedule.h"
 #include "cbatch/cron.h"
 
 #endif

@@ -129,7 +129,7 @@ int cb__repo_schedule_pause(int *changed, PGconn *conn, const char *name, int pa
 	res = cb__repo_exec(
 		conn, paused ? "pause schedule" : "resume schedule",
 		"WITH s AS (SELECT schedule_id, paused FROM batch_schedule "
-		" WHERE schedule_name = $1 FOR UPDATE), "
+		" WHERE schedule_name = $1 FOR NO KEY UPDATE), "
 		"u AS (UPDATE batch_schedule b SET paused = $2::boolean, "
 		" version = b.version + 1, updated_at = clock_timestamp(), "
 		" next_fire_time = CASE WHEN $2::boolean THEN b.next_fire_time "

@@ -193,7 +193,13 @@ LANGUAGE plpgsql AS $$
 DECLARE
     s batch_schedule%ROWTYPE;
 BEGIN
-    SELECT * INTO s FROM batch_schedule x WHERE x.schedule_id = p_schedule_id FOR UPDATE;
+    -- NO KEY UPDATE: claims queue on each other, but not the foreign-key
+    -- checks of other nodes' event and firing writes (KEY SHARE). A plain
+    -- FOR UPDATE deadlocked with a node recording its launch: that UPDATE of
+    -- the firing row made this insert wait for it, and its event's key check
+    -- waited for this lock.
+    SELECT * INTO s FROM batch_schedule x WHERE x.schedule_id = p_schedule_id
+       FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         outcome := 'GONE';
         RETURN;

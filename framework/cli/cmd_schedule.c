@@ -8,38 +8,15 @@
 #include <unistd.h>
 
 #include "cbatch/cli.h"
-#include "cbatch/cron.h"
 #include "cbatch/job.h"
+#include "cbatch/schedule.h"
 #include "cli_internal.h"
-#include "repo.h"
-#include "schedule_repo.h"
-#include "scheduler.h"
-#include "template.h"
-#include "zone.h"
-
-#define NEXT_MAX 1000
 
 /* A sub-command's view: argv[0] is "schedule <sub>" in messages. */
 static int sub_usage(struct cli *c, const char *sub, const char *usage, const char *what)
 {
 	return cb__cli_usage_error(c, "schedule %s: %s (usage: %s schedule %s %s)", sub, what,
 				   c->prog, sub, usage);
-}
-
-static int valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 100)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
-			return 0;
-	}
-	return 1;
 }
 
 /* Split the sub-command's arguments (after "schedule SUB"). */
@@ -59,21 +36,6 @@ static int split(struct cli *c, const char ***pos, size_t *npos, const char *con
 	return rc;
 }
 
-/* Instant @p t as local time with its offset in @p zone. */
-static void fmt_instant(char *buf, size_t size, cb__pg_zone *z, long long t)
-{
-	cb_error e = CB_ERROR_INIT;
-	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
-	char *local = NULL;
-
-	if (cb__zone_local(&v.local, &v.offset, t, cb__pg_zone_lookup, z, &e) < 0 ||
-	    cb__template_fill(&local, "{fire_time}", &v, &e) < 0)
-		snprintf(buf, size, "@%lld", t);
-	else
-		snprintf(buf, size, "%s", local);
-	free(local);
-}
-
 /* ---- add ----------------------------------------------------------------- */
 
 static int cmd_add(struct cli *c, PGconn *conn)
@@ -85,35 +47,21 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		"NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
 		"[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]";
 	size_t npos = 0;
-	cb__schedule s;
-	cb_cron *cron = NULL;
-	cb__pg_zone *zone = NULL;
+	cb_schedule_def def = CB_SCHEDULE_DEF_INIT;
+	cb_schedule_added added;
 	const cb_job *job;
-	char **words = NULL, when[96];
-	cb_params *params = NULL;
-	double now;
-	long long id, first = 0, grace = 60;
-	int rc, uses_fire = 0;
+	long long grace = 60;
+	int rc;
 
-	memset(&s, 0, sizeof(s));
 	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
 		goto done;
 	if (npos < 1) {
 		rc = sub_usage(c, "add", usage, "missing NAME");
 		goto done;
 	}
-	if (!valid_name(pos[0])) {
-		rc = sub_usage(c, "add", usage,
-			       "NAME must be 1-100 characters of A-Z a-z 0-9 _ . -");
-		goto done;
-	}
 	if (!values[0] || !values[2]) {
 		rc = sub_usage(c, "add", usage,
 			       values[0] ? "--job is required" : "--cron is required");
-		goto done;
-	}
-	if (cb_cron_parse(&cron, values[0], &c->err) < 0) {
-		rc = cb__cli_fail(c, CB_EXIT_USAGE);
 		goto done;
 	}
 	if (!(job = cb_registry_find(c->reg, values[2]))) {
@@ -128,88 +76,39 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		rc = sub_usage(c, "add", usage, "--misfire-grace must be 1 to 86400 seconds");
 		goto done;
 	}
-	snprintf(s.name, sizeof(s.name), "%s", pos[0]);
-	snprintf(s.cron, sizeof(s.cron), "%s", values[0]);
-	snprintf(s.zone, sizeof(s.zone), "%s", values[1] ? values[1] : "UTC");
-	snprintf(s.job, sizeof(s.job), "%s", values[2]);
-	s.skip_misfires = values[3] && strcmp(values[3], "skip") == 0;
-	s.grace_seconds = (int)grace;
-	s.paused = values[5] != NULL;
-	if (!(s.parameters = json_array())) {
-		rc = cb__cli_out_of_memory(c);
-		goto done;
-	}
-	for (size_t i = 1; i < npos; i++) {
-		if (strlen(pos[i]) > CB__TEMPLATE_MAX - 1) {
-			rc = sub_usage(c, "add", usage, "a parameter template is too long");
-			goto done;
-		}
-		json_array_append_new(s.parameters, json_string(pos[i]));
-	}
-	if (cb__pg_zone_check(conn, s.zone, &c->err) < 0) {
+	def.name = pos[0];
+	def.cron = values[0];
+	def.time_zone = values[1];
+	def.job_name = values[2];
+	def.parameters = pos + 1;
+	def.nparameters = npos - 1;
+	def.skip_misfires = values[3] && strcmp(values[3], "skip") == 0;
+	def.misfire_grace_seconds = (int)grace;
+	def.paused = values[5] != NULL;
+	if (cb_schedule_add(&added, conn, &def, job, &c->err) < 0) {
 		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 		goto done;
 	}
-	if (cb__pg_zone_new(&zone, s.zone, &c->err) < 0 ||
-	    cb__repo_db_now(&now, conn, &c->err) < 0) {
-		rc = cb__cli_fail(c, CB_EXIT_FAILED);
-		goto done;
-	}
-	cb__pg_zone_set_conn(zone, conn);
-	rc = cb__cron_next_instant(&first, cron, (long long)now, cb__pg_zone_lookup, zone, &c->err);
-	if (rc < 0) {
-		rc = cb__cli_fail(c, rc == CB_ENOTFOUND ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-		goto done;
-	}
-	/* The templates, filled for the first instant, must make parameters the
-	 * job accepts: found now, not at 02:30 on some night. */
-	{
-		cb__fire_vars v = { first, { 1970, 1, 1, 0, 0, 0 }, 0, s.name };
-
-		if (cb__zone_local(&v.local, &v.offset, first, cb__pg_zone_lookup, zone, &c->err) <
-			    0 ||
-		    cb__schedule_fill(&words, &params, s.parameters, s.name, first, &v.local,
-				      v.offset, &c->err) < 0 ||
-		    cb_job_validate_params(job, params, &c->err) < 0) {
-			rc = cb__cli_fail(c, CB_EXIT_USAGE);
-			goto done;
-		}
-	}
-	for (size_t i = 0; i < json_array_size(s.parameters); i++) {
-		const char *t = json_string_value(json_array_get(s.parameters, i));
-
-		uses_fire |= t[0] != '-' && cb__template_uses_fire(t);
-	}
-	s.has_next = 1;
-	s.next_fire = first;
-	if (cb__repo_schedule_add(&id, conn, &s, &c->err) < 0) {
-		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-		goto done;
-	}
-	fmt_instant(when, sizeof(when), zone, first);
 	if (c->json) {
-		json_t *doc = json_pack("{s:I,s:s,s:s,s:I}", "schedule_id", (json_int_t)id, "name",
-					s.name, "next_fire_time", when, "next_fire_epoch",
-					(json_int_t)first);
+		json_t *doc =
+			json_pack("{s:I,s:s,s:s,s:I}", "schedule_id", (json_int_t)added.schedule_id,
+				  "name", def.name, "next_fire_time", added.first_fire_text,
+				  "next_fire_epoch", (json_int_t)added.first_fire);
 
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else {
-		printf("schedule '%s' added: '%s' in %s runs %s; next at %s%s\n", s.name, s.cron,
-		       s.zone, s.job, when, s.paused ? " (paused)" : "");
+		printf("schedule '%s' added: '%s' in %s runs %s; next at %s%s\n", def.name,
+		       def.cron, def.time_zone ? def.time_zone : "UTC", def.job_name,
+		       added.first_fire_text, def.paused ? " (paused)" : "");
 	}
-	if (!uses_fire)
+	if (added.same_instance)
 		fprintf(stderr,
 			"schedule add: warning: no identifying parameter uses {fire_date} or "
 			"another {fire_...} placeholder, so every firing is the same job "
 			"instance, which runs to completion only once\n");
 	rc = 0;
 done:
-	cb__schedule_words_free(words);
-	cb_params_free(params);
-	cb__pg_zone_free(zone);
-	cb_cron_free(cron);
-	json_decref(s.parameters);
 	free(pos);
 	return rc;
 }
@@ -233,7 +132,7 @@ static int cmd_list(struct cli *c, PGconn *conn)
 
 	if (c->argc != 2)
 		return sub_usage(c, "list", "", "takes no arguments");
-	if (cb__repo_schedules_json(&arr, conn, NULL, &c->err) < 0)
+	if (cb_schedule_list(&arr, conn, NULL, &c->err) < 0)
 		return cb__cli_fail(c, CB_EXIT_FAILED);
 	if (c->json) {
 		json_t *doc = json_pack("{s:O}", "schedules", arr);
@@ -331,8 +230,8 @@ static int cmd_show(struct cli *c, PGconn *conn)
 
 	if (c->argc != 3)
 		return sub_usage(c, "show", "NAME", "expected one NAME");
-	if (cb__repo_schedules_json(&arr, conn, c->argv[2], &c->err) < 0 ||
-	    cb__repo_schedule_history(&hist, conn, c->argv[2], 10, &c->err) < 0) {
+	if (cb_schedule_list(&arr, conn, c->argv[2], &c->err) < 0 ||
+	    cb_schedule_history(&hist, conn, c->argv[2], 10, &c->err) < 0) {
 		json_decref(arr);
 		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
 	}
@@ -399,7 +298,7 @@ static int cmd_history(struct cli *c, PGconn *conn)
 		rc = sub_usage(c, "history", "NAME [--limit N]", "--limit must be 1 to 100000");
 		goto done;
 	}
-	if (cb__repo_schedule_history(&hist, conn, pos[0], limit, &c->err) < 0) {
+	if (cb_schedule_history(&hist, conn, pos[0], limit, &c->err) < 0) {
 		rc = cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
 		goto done;
 	}
@@ -424,34 +323,11 @@ done:
 static int cmd_pause(struct cli *c, PGconn *conn, int pause)
 {
 	const char *sub = pause ? "pause" : "resume";
-	json_t *arr = NULL;
-	long long next = 0;
-	int changed = 0, has_next = 1;
-	double now;
+	int changed = 0;
 
 	if (c->argc != 3)
 		return sub_usage(c, sub, "NAME", "expected one NAME");
-	if (!pause) {
-		/* Resumed from now: the instants it slept through are no misfires. */
-		json_t *s;
-		int rc;
-
-		if (cb__repo_schedules_json(&arr, conn, c->argv[2], &c->err) < 0 ||
-		    cb__repo_db_now(&now, conn, &c->err) < 0) {
-			json_decref(arr);
-			return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
-		}
-		s = json_array_get(arr, 0);
-		rc = cb__schedule_next(&next, conn, json_string_value(json_object_get(s, "cron")),
-				       json_string_value(json_object_get(s, "time_zone")),
-				       (long long)now, &c->err);
-		json_decref(arr);
-		if (rc == CB_ENOTFOUND)
-			has_next = 0;
-		else if (rc < 0)
-			return cb__cli_fail(c, CB_EXIT_FAILED);
-	}
-	if (cb__repo_schedule_pause(&changed, conn, c->argv[2], pause, has_next, next, &c->err) < 0)
+	if (cb_schedule_pause(&changed, conn, c->argv[2], pause, &c->err) < 0)
 		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
 	printf("schedule '%s' %s\n", c->argv[2],
 	       !changed ? (pause ? "was already paused" : "was not paused") :
@@ -463,7 +339,7 @@ static int cmd_remove(struct cli *c, PGconn *conn)
 {
 	if (c->argc != 3)
 		return sub_usage(c, "remove", "NAME", "expected one NAME");
-	if (cb__repo_schedule_remove(conn, c->argv[2], &c->err) < 0)
+	if (cb_schedule_remove(conn, c->argv[2], &c->err) < 0)
 		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
 	printf("schedule '%s' removed, with its firing history\n", c->argv[2]);
 	return 0;
@@ -475,92 +351,45 @@ static int cmd_next(struct cli *c, PGconn *conn)
 {
 	static const char *const flags[] = { "--count=", "--cron=", "--tz=", NULL };
 	static const char usage[] = "NAME | --cron EXPR [--tz ZONE]  [--count N]";
-	const char *values[3] = { 0 }, **pos = NULL, *cron_text, *zone_text;
+	const char *values[3] = { 0 }, **pos = NULL;
 	size_t npos = 0;
-	long long count = 5, t;
-	json_t *arr = NULL, *s = NULL, *out = NULL;
-	cb_cron *cron = NULL;
-	cb__pg_zone *zone = NULL;
-	double now;
+	long long count = 5;
+	json_t *out = NULL;
 	int rc;
 
 	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
 		goto done;
-	if ((npos == 1) == (values[1] != NULL)) {
+	if ((npos == 1) == (values[1] != NULL) || npos > 1) {
 		rc = sub_usage(c, "next", usage, "give a schedule NAME or --cron EXPR");
 		goto done;
 	}
-	if (values[0] && (cb__cli_parse_positive(&count, values[0]) < 0 || count > NEXT_MAX)) {
+	if (values[0] && (cb__cli_parse_positive(&count, values[0]) < 0 || count > 1000)) {
 		rc = sub_usage(c, "next", usage, "--count must be 1 to 1000");
 		goto done;
 	}
-	if (npos == 1) {
-		if (cb__repo_schedules_json(&arr, conn, pos[0], &c->err) < 0) {
-			rc = cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
-			goto done;
-		}
-		s = json_array_get(arr, 0);
-		cron_text = json_string_value(json_object_get(s, "cron"));
-		zone_text = json_string_value(json_object_get(s, "time_zone"));
-	} else {
-		cron_text = values[1];
-		zone_text = values[2] ? values[2] : "UTC";
-	}
-	if (cb_cron_parse(&cron, cron_text, &c->err) < 0) {
-		rc = cb__cli_fail(c, CB_EXIT_USAGE);
+	if (cb_schedule_next(&out, conn, npos ? pos[0] : NULL, values[1], values[2], (size_t)count,
+			     &c->err) < 0) {
+		rc = cb__cli_fail(c, c->err.code == CB_EINVAL    ? CB_EXIT_USAGE :
+				     c->err.code == CB_ENOTFOUND ? CB_EXIT_USAGE :
+								   CB_EXIT_FAILED);
 		goto done;
 	}
-	if (cb__pg_zone_check(conn, zone_text, &c->err) < 0 ||
-	    cb__pg_zone_new(&zone, zone_text, &c->err) < 0 ||
-	    cb__repo_db_now(&now, conn, &c->err) < 0) {
-		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-		goto done;
-	}
-	cb__pg_zone_set_conn(zone, conn);
-	/* A schedule's own cursor first: that is what fires next. */
-	t = (long long)now;
-	if (s && json_is_integer(json_object_get(s, "next_fire_epoch")))
-		t = json_integer_value(json_object_get(s, "next_fire_epoch")) - 1;
-	out = json_array();
-	for (long long i = 0; i < count && out; i++) {
-		char when[96], utc[40];
-		cb__fire_vars v = { 0, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
-		char *u = NULL;
-
-		rc = cb__cron_next_instant(&t, cron, t, cb__pg_zone_lookup, zone, &c->err);
-		if (rc == CB_ENOTFOUND && i > 0)
-			break;
-		if (rc < 0) {
-			rc = cb__cli_fail(c, rc == CB_ENOTFOUND ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-			goto done;
-		}
-		fmt_instant(when, sizeof(when), zone, t);
-		v.epoch = t;
-		if (cb__template_fill(&u, "{fire_utc}", &v, &c->err) == 0)
-			snprintf(utc, sizeof(utc), "%s", u);
-		else
-			snprintf(utc, sizeof(utc), "?");
-		free(u);
-		if (c->json) {
-			json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "local", when, "utc",
-							     utc, "epoch", (json_int_t)t));
-		} else {
-			printf("%s  (%s)\n", when, utc);
-		}
-	}
-	rc = 0;
 	if (c->json) {
-		json_t *doc = json_pack("{s:s,s:s,s:O}", "cron", cron_text, "time_zone", zone_text,
-					"next", out);
+		json_t *doc = json_pack("{s:O}", "next", out);
 
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
+	} else {
+		for (size_t i = 0; i < json_array_size(out); i++) {
+			const json_t *e = json_array_get(out, i);
+
+			printf("%s  (%s)\n", json_string_value(json_object_get(e, "local")),
+			       json_string_value(json_object_get(e, "utc")));
+		}
 	}
+	rc = 0;
 done:
 	json_decref(out);
-	json_decref(arr);
-	cb__pg_zone_free(zone);
-	cb_cron_free(cron);
 	free(pos);
 	return rc;
 }
@@ -611,8 +440,8 @@ int cb__cli_cmd_scheduler(struct cli *c)
 					     "--verbose", "--quiet",        NULL };
 	const char *values[5] = { 0 }, **pos = NULL;
 	size_t npos = 0;
-	cb__scheduler_options o = CB__SCHEDULER_OPTIONS_INIT;
-	cb__scheduler_result res;
+	cb_scheduler_options o = CB_SCHEDULER_OPTIONS_INIT;
+	cb_scheduler_result res;
 	char exe[PATH_MAX];
 	ssize_t n;
 	int rc;
@@ -646,7 +475,7 @@ int cb__cli_cmd_scheduler(struct cli *c)
 		}
 		o.max_running = (int)m;
 	}
-	if (values[2] && (o.exit_after = strtod(values[2], NULL)) <= 0) {
+	if (values[2] && (o.exit_after_seconds = strtod(values[2], NULL)) <= 0) {
 		rc = cb__cli_usage_error(c,
 					 "scheduler: --exit-after '%.40s' must be a positive "
 					 "number of seconds",
@@ -665,14 +494,14 @@ int cb__cli_cmd_scheduler(struct cli *c)
 	o.exe = exe;
 	o.prog = c->prog;
 	o.conninfo = c->db;
-	if (cb__scheduler_run(&res, c->reg, &o, &c->err) < 0) {
+	if (cb_scheduler_run(&res, c->reg, &o, &c->err) < 0) {
 		rc = cb__cli_fail(c, CB_EXIT_FAILED);
 		goto done;
 	}
 	if (c->json) {
 		json_t *doc = json_pack("{s:I,s:I,s:I,s:I,s:I}", "fired", (json_int_t)res.fired,
-					"skipped_claimed", (json_int_t)res.skipped, "misfired",
-					(json_int_t)res.misfired, "failed_to_launch",
+					"skipped_claimed", (json_int_t)res.skipped_claimed,
+					"misfired", (json_int_t)res.misfired, "failed_to_launch",
 					(json_int_t)res.failed_to_launch, "orphans_reported",
 					(json_int_t)res.orphans_reported);
 

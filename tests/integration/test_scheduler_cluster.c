@@ -169,6 +169,18 @@ static void test_three_nodes_skewed_clocks_one_run_per_instant(void)
 		"   FROM batch_schedule_event WHERE fire_time = to_timestamp(s)) IS NOT TRUE",
 		"lld lld", from, to);
 	CBT_EQ_LL(bad, 0);
+	if (bad) {
+		char buf[8192] = "";
+
+		cbt_query_str(conn,
+			      "SELECT string_agg(fire_time || ' ' || outcome || ' ' || "
+			      "right(node_id, 6) || ' ' || message, E'\n' ORDER BY fire_time, "
+			      "event_id) FROM batch_schedule_event WHERE fire_time IN (SELECT "
+			      "fire_time FROM batch_schedule_event GROUP BY fire_time HAVING "
+			      "count(*) FILTER (WHERE outcome = 'SKIPPED_CLAIMED') <> 2)",
+			      buf, sizeof(buf));
+		printf("\n  instants not seen by all three nodes:\n%s\n", buf);
+	}
 	/* Over the whole run, not only the window: never two firings of one
 	 * instant, never a gap. */
 	CBT_EQ_LL(cbt_query_ll(conn,

@@ -1,0 +1,281 @@
+/* The schedule calls of schedule.h: add (with every check), list, history,
+ * pause and resume, remove, next instants. */
+#include "engine.h"
+#include "repo.h"
+#include "schedule_repo.h"
+#include "scheduler.h"
+#include "template.h"
+#include "zone.h"
+
+#include "cbatch/schedule.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEXT_MAX 1000
+
+static int valid_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 100)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Instant @p t as local time with its offset in @p z, or "@t". */
+static void fmt_local(char *buf, size_t size, cb__pg_zone *z, long long t, const char *tmpl)
+{
+	cb_error e = CB_ERROR_INIT;
+	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
+	char *txt = NULL;
+
+	if (cb__zone_local(&v.local, &v.offset, t, cb__pg_zone_lookup, z, &e) < 0 ||
+	    cb__template_fill(&txt, tmpl, &v, &e) < 0)
+		snprintf(buf, size, "@%lld", t);
+	else
+		snprintf(buf, size, "%s", txt);
+	free(txt);
+}
+
+/* A zone the server knows, with a lookup over @p conn. */
+static int open_zone(cb__pg_zone **z, PGconn *conn, const char *zone, cb_error *err)
+{
+	int rc;
+
+	*z = NULL;
+	if ((rc = cb__pg_zone_check(conn, zone, err)) < 0 ||
+	    (rc = cb__pg_zone_new(z, zone, err)) < 0)
+		return rc;
+	cb__pg_zone_set_conn(*z, conn);
+	return 0;
+}
+
+int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def *def,
+		    const cb_job *job, cb_error *err)
+{
+	cb__schedule s;
+	cb_cron *cron = NULL;
+	cb__pg_zone *zone = NULL;
+	char **words = NULL;
+	cb_params *params = NULL;
+	double now;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	if ((rc = cb__version_check(def ? def->version : 0u, CB_SCHEDULE_DEF_VERSION,
+				    "schedule definition", err)) < 0)
+		return rc;
+	if (!valid_name(def->name))
+		return cb_error_set(err, CB_EINVAL,
+				    "schedule name '%.120s' must be 1-100 characters of "
+				    "A-Z a-z 0-9 _ . -",
+				    def->name ? def->name : "");
+	if (!def->cron || !def->job_name || !def->job_name[0])
+		return cb_error_set(err, CB_EINVAL, "schedule '%s': %s is required", def->name,
+				    def->cron ? "the job" : "the cron expression");
+	if (def->misfire_grace_seconds < 0 || def->misfire_grace_seconds > 86400)
+		return cb_error_set(err, CB_EINVAL,
+				    "schedule '%s': the misfire grace must be 1 to 86400 seconds",
+				    def->name);
+	if (job && strcmp(cb_job_name(job), def->job_name) != 0)
+		return cb_error_set(err, CB_EINVAL, "schedule '%s': job '%s' is not job '%s'",
+				    def->name, cb_job_name(job), def->job_name);
+	if (strlen(def->job_name) >= sizeof(s.job))
+		return cb_error_set(err, CB_EINVAL, "schedule '%s': job name too long", def->name);
+	snprintf(s.name, sizeof(s.name), "%s", def->name);
+	snprintf(s.cron, sizeof(s.cron), "%s", def->cron);
+	snprintf(s.zone, sizeof(s.zone), "%s", def->time_zone ? def->time_zone : "UTC");
+	snprintf(s.job, sizeof(s.job), "%s", def->job_name);
+	s.skip_misfires = def->skip_misfires != 0;
+	s.grace_seconds = def->misfire_grace_seconds ? def->misfire_grace_seconds : 60;
+	s.paused = def->paused != 0;
+	if (!(s.parameters = json_array()))
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	for (size_t i = 0; i < def->nparameters; i++) {
+		const char *t = def->parameters[i];
+
+		if (!t || strlen(t) >= CB__TEMPLATE_MAX) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "schedule '%s': parameter template %zu is %s", def->name,
+					  i + 1, t ? "too long" : "missing");
+			goto done;
+		}
+		if (json_array_append_new(s.parameters, json_string(t)) < 0) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "schedule '%s': parameter template %zu is not UTF-8",
+					  def->name, i + 1);
+			goto done;
+		}
+	}
+	if ((rc = cb_cron_parse(&cron, s.cron, err)) < 0 ||
+	    (rc = open_zone(&zone, conn, s.zone, err)) < 0 ||
+	    (rc = cb__repo_db_now(&now, conn, err)) < 0)
+		goto done;
+	rc = cb__cron_next_instant(&s.next_fire, cron, (long long)now, cb__pg_zone_lookup, zone,
+				   err);
+	if (rc == CB_ENOTFOUND) {
+		cb_error_clear(err);
+		rc = cb_error_set(err, CB_EINVAL, "schedule '%s': cron \"%s\" never fires again",
+				  s.name, s.cron);
+	}
+	if (rc < 0)
+		goto done;
+	/* The templates, filled for the first instant, must make parameters the
+	 * job accepts: found now, not at 02:30 on some night. */
+	{
+		cb_civil local;
+		int offset;
+
+		if ((rc = cb__zone_local(&local, &offset, s.next_fire, cb__pg_zone_lookup, zone,
+					 err)) < 0 ||
+		    (rc = cb__schedule_fill(&words, &params, s.parameters, s.name, s.next_fire,
+					    &local, offset, err)) < 0 ||
+		    (job && (rc = cb_job_validate_params(job, params, err)) < 0))
+			goto done;
+	}
+	out->same_instance = 1;
+	for (size_t i = 0; i < def->nparameters; i++)
+		if (def->parameters[i][0] != '-' && cb__template_uses_fire(def->parameters[i]))
+			out->same_instance = 0;
+	s.has_next = 1;
+	if ((rc = cb__repo_schedule_add(&out->schedule_id, conn, &s, err)) < 0)
+		goto done;
+	out->first_fire = s.next_fire;
+	fmt_local(out->first_fire_text, sizeof(out->first_fire_text), zone, s.next_fire,
+		  "{fire_time}");
+done:
+	cb__schedule_words_free(words);
+	cb_params_free(params);
+	cb__pg_zone_free(zone);
+	cb_cron_free(cron);
+	json_decref(s.parameters);
+	return rc;
+}
+
+int cb_schedule_list(json_t **out, PGconn *conn, const char *name, cb_error *err)
+{
+	return cb__repo_schedules_json(out, conn, name, err);
+}
+
+int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,
+			cb_error *err)
+{
+	if (limit < 1)
+		return cb_error_set(err, CB_EINVAL, "history limit must be positive");
+	return cb__repo_schedule_history(out, conn, name, limit, err);
+}
+
+int cb_schedule_pause(int *changed, PGconn *conn, const char *name, int pause, cb_error *err)
+{
+	long long next = 0;
+	int has_next = 1, rc;
+
+	if (!pause) {
+		json_t *arr = NULL, *s;
+		double now;
+
+		if ((rc = cb__repo_schedules_json(&arr, conn, name, err)) < 0)
+			return rc;
+		if ((rc = cb__repo_db_now(&now, conn, err)) < 0) {
+			json_decref(arr);
+			return rc;
+		}
+		s = json_array_get(arr, 0);
+		rc = cb__schedule_next(&next, conn, json_string_value(json_object_get(s, "cron")),
+				       json_string_value(json_object_get(s, "time_zone")),
+				       (long long)now, err);
+		json_decref(arr);
+		if (rc == CB_ENOTFOUND) {
+			cb_error_clear(err);
+			has_next = 0;
+		} else if (rc < 0) {
+			return rc;
+		}
+	}
+	return cb__repo_schedule_pause(changed, conn, name, pause, has_next, next, err);
+}
+
+int cb_schedule_remove(PGconn *conn, const char *name, cb_error *err)
+{
+	return cb__repo_schedule_remove(conn, name, err);
+}
+
+int cb_schedule_next(json_t **out, PGconn *conn, const char *name, const char *cron_text,
+		     const char *time_zone, size_t count, cb_error *err)
+{
+	json_t *arr = NULL, *res = NULL;
+	cb_cron *cron = NULL;
+	cb__pg_zone *zone = NULL;
+	long long t;
+	double now;
+	int rc;
+
+	*out = NULL;
+	if (count < 1 || count > NEXT_MAX)
+		return cb_error_set(err, CB_EINVAL, "the count of instants must be 1 to %d",
+				    NEXT_MAX);
+	if (name) {
+		json_t *s;
+
+		if ((rc = cb__repo_schedules_json(&arr, conn, name, err)) < 0)
+			return rc;
+		s = json_array_get(arr, 0);
+		cron_text = json_string_value(json_object_get(s, "cron"));
+		time_zone = json_string_value(json_object_get(s, "time_zone"));
+	}
+	if (!cron_text) {
+		json_decref(arr);
+		return cb_error_set(err, CB_EINVAL, "a schedule name or an expression is required");
+	}
+	if ((rc = cb_cron_parse(&cron, cron_text, err)) < 0 ||
+	    (rc = open_zone(&zone, conn, time_zone ? time_zone : "UTC", err)) < 0 ||
+	    (rc = cb__repo_db_now(&now, conn, err)) < 0)
+		goto done;
+	/* A schedule's own cursor first: that is what fires next. */
+	t = (long long)now;
+	if (arr && json_is_integer(json_object_get(json_array_get(arr, 0), "next_fire_epoch")))
+		t = json_integer_value(json_object_get(json_array_get(arr, 0), "next_fire_epoch")) -
+		    1;
+	if (!(res = json_array())) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < count; i++) {
+		char local[64], utc[64];
+
+		rc = cb__cron_next_instant(&t, cron, t, cb__pg_zone_lookup, zone, err);
+		if (rc == CB_ENOTFOUND) {
+			cb_error_clear(err);
+			rc = i > 0 ? 0 :
+				     cb_error_set(err, CB_EINVAL, "cron \"%s\" never fires again",
+						  cron_text);
+			break;
+		}
+		if (rc < 0)
+			break;
+		fmt_local(local, sizeof(local), zone, t, "{fire_time}");
+		fmt_local(utc, sizeof(utc), zone, t, "{fire_utc}");
+		json_array_append_new(res, json_pack("{s:s,s:s,s:I}", "local", local, "utc", utc,
+						     "epoch", (json_int_t)t));
+	}
+	if (rc == 0) {
+		*out = res;
+		res = NULL;
+	}
+done:
+	json_decref(res);
+	json_decref(arr);
+	cb__pg_zone_free(zone);
+	cb_cron_free(cron);
+	return rc;
+}

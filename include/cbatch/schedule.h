@@ -1,0 +1,193 @@
+/**
+ * @file schedule.h
+ * Schedules kept in the repository, and the scheduler that fires them once
+ * per cluster.
+ *
+ * A schedule fires a registered job on a cron expression (cron.h) in a time
+ * zone, with parameters filled from the fire instant. Every scheduler process
+ * (cb_scheduler_run, the CLI's `scheduler`) reads the same schedules; a fire
+ * instant becomes a run only through a claim: one row per (schedule, instant)
+ * under a unique key, inserted in one transaction in the database's time.
+ * The other nodes record SKIPPED_CLAIMED. The next instant is computed from
+ * the claimed one, never from a node's clock, so nodes whose clocks disagree
+ * still walk the same instants.
+ *
+ * ## Time zones
+ *
+ * Zone rules come from the repository's PostgreSQL server (its tz data), so
+ * that every node uses the same rules whatever its own. DST follows Vixie
+ * cron: a fixed-time expression (neither the minute nor the hour field starts
+ * with `*`) fires once per matching wall-clock time; one that falls in a
+ * skipped hour fires at the first instant after the gap (a daily 02:30 runs
+ * at 03:00 on the day clocks go forward), one in a repeated hour only at its
+ * first occurrence. A wildcard expression (`*` or `* /n` in the minute or the
+ * hour) fires at every instant whose wall-clock time matches: in both passes
+ * of a repeated hour, and not at all in a skipped one.
+ *
+ * ## Parameter templates
+ *
+ * Parameters in command-line syntax (params.h) whose text may hold, filled
+ * from the fire instant: `{fire_date}` (YYYY-MM-DD in the schedule's zone),
+ * `{fire_date-N}` and `{fire_date+N}` (days), `{fire_time}` (local time with
+ * its offset, 2026-12-02T02:30:00+01:00), `{fire_utc}` (2026-12-02T01:30:00Z),
+ * `{fire_epoch}` (Unix seconds), `{schedule}` (its name); `{{` and `}}` are
+ * literal braces. Each run also gets the non-identifying `schedule.name` and
+ * `schedule.fireTime`. Identifying parameters should depend on the instant
+ * (targetDate:date={fire_date-1}); otherwise every firing is one job
+ * instance, which completes once.
+ *
+ * ## Misfires
+ *
+ * An instant taken more than its grace (default 60 s) late, because no
+ * scheduler ran, is a misfire. RUN_ONCE (the default) records the missed
+ * instants and runs one firing now for the latest of them; SKIP records them
+ * and runs nothing. Either way the schedule goes on with its next instant.
+ *
+ * All functions take a connection to a repository at the current schema
+ * version (not in a transaction); none keeps it.
+ */
+#ifndef CBATCH_SCHEDULE_H
+#define CBATCH_SCHEDULE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "error.h"
+#include "job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of cb_schedule_def. */
+#define CB_SCHEDULE_DEF_VERSION 1
+
+/** A schedule to add. Strings are borrowed for the call. */
+typedef struct cb_schedule_def {
+	unsigned int version;          /**< CB_SCHEDULE_DEF_VERSION */
+	const char *name;              /**< 1-100 of [A-Za-z0-9_.-] */
+	const char *cron;              /**< the expression (cron.h) */
+	const char *time_zone;         /**< a zone the server knows; NULL: UTC */
+	const char *job_name;          /**< the job it launches */
+	const char *const *parameters; /**< templates (see above) */
+	size_t nparameters;
+	int skip_misfires;         /**< misfire policy SKIP (else RUN_ONCE) */
+	int misfire_grace_seconds; /**< 1..86400; 0: 60 */
+	int paused;                /**< add it paused */
+} cb_schedule_def;
+
+#define CB_SCHEDULE_DEF_INIT                                                                       \
+	{                                                                                          \
+		CB_SCHEDULE_DEF_VERSION, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0                  \
+	}
+
+/** Result of cb_schedule_add. */
+typedef struct cb_schedule_added {
+	long long schedule_id;
+	long long first_fire;     /**< the first fire instant, Unix seconds */
+	char first_fire_text[64]; /**< the same, local time with offset */
+	int same_instance;        /**< no identifying parameter uses the fire instant */
+} cb_schedule_added;
+
+/**
+ * Check @p def and add it: the name, the expression, the zone (known to the
+ * server), the templates (filled for the first instant, they must make
+ * parameters @p job accepts, when @p job is not NULL). Nothing is written if
+ * anything is wrong.
+ * @return 0; CB_EINVAL (the message names the field, the character or the
+ *         template; also a name already taken); CB_EDB; CB_ENOMEM
+ */
+int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def *def,
+		    const cb_job *job, cb_error *err);
+
+/**
+ * Schedules as a JSON array (all, or the one named @p name), each with
+ * "schedule_id", "name", "cron", "time_zone", "job", "parameters",
+ * "misfire_policy", "misfire_grace_seconds", "paused", "next_fire_time",
+ * "next_fire_epoch", "last_fire_time", "last_firing" and "firings" (counts by
+ * status). @p out receives a new reference.
+ * @return 0, CB_ENOTFOUND (no schedule @p name), CB_EDB
+ */
+int cb_schedule_list(json_t **out, PGconn *conn, const char *name, cb_error *err);
+
+/**
+ * The newest @p limit firing events of schedule @p name, newest first: what
+ * each node did with each instant (FIRED, SKIPPED_CLAIMED, MISFIRED,
+ * FAILED_TO_LAUNCH, FINISHED, ORPHANED), with "fire_time", "node_id",
+ * "job_execution_id", "message", "recorded_at".
+ * @return 0, CB_ENOTFOUND, CB_EDB
+ */
+int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,
+			cb_error *err);
+
+/**
+ * Pause or resume schedule @p name. Resuming starts from the next instant
+ * after now: what it slept through is no misfire. @p changed (may be NULL)
+ * is 0 when it already was so.
+ * @return 0, CB_ENOTFOUND, CB_EDB
+ */
+int cb_schedule_pause(int *changed, PGconn *conn, const char *name, int pause, cb_error *err);
+
+/** Remove schedule @p name with its firings and history. @return 0, CB_ENOTFOUND, CB_EDB */
+int cb_schedule_remove(PGconn *conn, const char *name, cb_error *err);
+
+/**
+ * The next @p count fire instants (1..1000) of schedule @p name (from its
+ * cursor), or, with @p name NULL, of expression @p cron in @p time_zone
+ * (NULL: UTC) from now: a JSON array of {"local", "utc", "epoch"}, fewer when
+ * the expression stops firing.
+ * @return 0, CB_EINVAL (bad expression or zone, or one that never fires),
+ *         CB_ENOTFOUND (no schedule @p name), CB_EDB
+ */
+int cb_schedule_next(json_t **out, PGconn *conn, const char *name, const char *cron,
+		     const char *time_zone, size_t count, cb_error *err);
+
+/* ---- the scheduler -------------------------------------------------------- */
+
+/** Version of cb_scheduler_options. */
+#define CB_SCHEDULER_OPTIONS_VERSION 1
+
+/** How a scheduler node runs. */
+typedef struct cb_scheduler_options {
+	unsigned int version; /**< CB_SCHEDULER_OPTIONS_VERSION */
+	const char *conninfo; /**< NULL: $CBATCH_DB, else libpq's PG* variables */
+	/** The program the firings run as `PROG run JOB PARAMS...` (a program
+	 * whose main is cb_cli_main with the same registry), and its argv[0]. */
+	const char *exe, *prog;
+	double lease_seconds;      /**< how long the other nodes trust this one (30) */
+	int max_running;           /**< jobs at once; beyond, instants are left to others (8) */
+	int verbose;               /**< 0 quiet, 1 a line per firing, 2 also skipped instants */
+	double exit_after_seconds; /**< stop by itself after this long; 0: only at a signal */
+} cb_scheduler_options;
+
+#define CB_SCHEDULER_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		CB_SCHEDULER_OPTIONS_VERSION, NULL, NULL, NULL, 30.0, 8, 1, 0.0                    \
+	}
+
+struct cb_registry; /* cli.h */
+
+/** What a node did. */
+typedef struct cb_scheduler_result {
+	long long fired, skipped_claimed, misfired, failed_to_launch, orphans_reported;
+} cb_scheduler_result;
+
+/**
+ * Fire due schedules of the jobs in @p reg until SIGINT/SIGTERM (or
+ * exit_after_seconds): then no new firing is taken, running jobs are asked to
+ * stop after their chunk (SIGTERM: STOPPED, restartable) and are waited for.
+ * Schedules of jobs not in @p reg are left to nodes that have them. A lost
+ * repository connection is retried with backoff, and nothing fires without a
+ * committed claim. A firing left open by a node that is gone (its lease ran
+ * out, or its process on this host died) is reported ORPHANED, never fired
+ * again; the execution it launched is recovered by its own lock and lease.
+ * @return 0, or CB_EINVAL (bad options) / CB_ENOMEM with @p err set
+ */
+int cb_scheduler_run(cb_scheduler_result *out, const struct cb_registry *reg,
+		     const cb_scheduler_options *opts, cb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
