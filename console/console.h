@@ -13,6 +13,7 @@
 #define CB_CONSOLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -48,9 +49,9 @@ void cb__pool_free(cb__pool *p);
 typedef struct cb__console {
 	struct MHD_Daemon *daemon;
 	cb__pool *pool;
-	char *token;           /* the admin token, or NULL: read-only */
-	char *job_names;       /* the program's jobs as a JSON array text, or NULL */
-	volatile int stopping; /* set on SIGTERM: replies close their connection */
+	char *token;         /* the admin token, or NULL: read-only */
+	char *job_names;     /* the program's jobs as a JSON array text, or NULL */
+	atomic_int stopping; /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
 } cb__console;
