@@ -35,7 +35,7 @@ void cb__api_executions(cb__request *r)
 	int rc;
 
 	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "job", 100, &f.job_name) < 0 ||
-	    cb__query_text(r, "status", 10, &f.status) < 0 ||
+	    cb__query_text(r, "status", 100, &f.status) < 0 ||
 	    cb__query_time(r, "from", &f.from) < 0 || cb__query_time(r, "to", &f.to) < 0 ||
 	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
 	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)

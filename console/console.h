@@ -65,7 +65,8 @@ typedef struct cb__request {
 	const char *url;
 	const char *id; /* the {id} segment of a pattern route (owned by the request) */
 	char *id_buf;
-	int api; /* a JSON route: errors and caching as the API's */
+	int api;           /* a JSON route: errors and caching as the API's */
+	const char *allow; /* the methods of its route, for a 405 */
 	int replied;
 	enum MHD_Result result;
 	/* The body as it arrives (POST); too_large once it passed the limit. */

@@ -42,7 +42,8 @@ static void queue(cb__request *r, unsigned status, struct MHD_Response *resp,
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
 				r->api ? "no-store" : "no-cache");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, POST");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+					r->allow ? r->allow : "GET, HEAD");
 	if (r->console->stopping)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r->result = MHD_queue_response(r->conn, status, resp);

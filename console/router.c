@@ -75,6 +75,7 @@ void cb__route_request(cb__request *r)
 		return;
 	}
 	r->api = route->api;
+	r->allow = route->post ? "GET, HEAD, POST" : "GET, HEAD";
 	if (id) {
 		if (!(r->id_buf = malloc(id_len + 1))) {
 			r->result = MHD_NO;

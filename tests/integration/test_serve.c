@@ -1035,6 +1035,13 @@ static void test_bad_requests(void)
 	expect_error("GET", "/api/v1/nothing", 404, NULL);
 	expect_error("GET", "/api/v1/executions/1/2", 404, NULL);
 	expect_error("PUT", "/api/v1/jobs", 405, "PUT");
+	{
+		char allow[64];
+
+		http(&r, srv.port, "PUT", "/api/v1/jobs", NULL, 0, NULL);
+		CBT_EQ_STR(header(&r, "Allow", allow, sizeof(allow)), "GET, HEAD");
+		resp_free(&r);
+	}
 	expect_error("DELETE", "/api/v1/executions/1", 405, NULL);
 	/* POST is for actions; there are none on a read-only server. */
 	expect_error("POST", "/api/v1/jobs", 405, NULL);
