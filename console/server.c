@@ -13,6 +13,7 @@
 #include "console.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -62,7 +63,7 @@ int cb__serve_parse_listen(int *family, char *addr, size_t addr_size, int *port,
 	buf[hlen] = '\0';
 	errno = 0;
 	p = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || p < 0 || p > 65535 || colon[1] == '-' || colon[1] == '+')
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || p > 65535)
 		goto bad;
 	*port = (int)p;
 	/* Literals and "localhost" only: a name to resolve could bind anywhere. */

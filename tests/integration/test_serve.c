@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,10 +61,13 @@ static int read_file(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-/* Start `cbatch-examples --db DB serve --listen 127.0.0.1:0 ARGS...` and read
- * its port from the start line. @return 0 or -1 (a failure recorded). */
-static int server_start(struct server *s, const char *conninfo, const char *const *args)
+/* Start `cbatch-examples --db DB serve --listen LISTEN ARGS...` and read its
+ * port from the start line ("serve: listening on http://HOST:PORT ...").
+ * @return 0 or -1 (a failure recorded). */
+static int server_start_on(struct server *s, const char *conninfo, const char *listen,
+			   const char *const *args)
 {
+	static const char prefix[] = "serve: listening on http://";
 	const char *argv[24];
 	char text[4096];
 	const char *at;
@@ -75,7 +80,7 @@ static int server_start(struct server *s, const char *conninfo, const char *cons
 	argv[n++] = conninfo;
 	argv[n++] = "serve";
 	argv[n++] = "--listen";
-	argv[n++] = "127.0.0.1:0";
+	argv[n++] = listen;
 	while (args && *args && n < 23)
 		argv[n++] = *args++;
 	argv[n] = NULL;
@@ -85,9 +90,14 @@ static int server_start(struct server *s, const char *conninfo, const char *cons
 		return -1;
 	for (int i = 0; i < 1000; i++) {
 		read_file(s->log, text, sizeof(text));
-		if ((at = strstr(text, "serve: listening on http://127.0.0.1:")) != NULL &&
-		    strchr(at, '\n')) {
-			s->port = atoi(at + strlen("serve: listening on http://127.0.0.1:"));
+		if ((at = strstr(text, prefix)) != NULL && strchr(at, '\n')) {
+			const char *sp = strchr(at + sizeof(prefix) - 1, ' ');
+			const char *colon = at;
+
+			for (const char *q = at + sizeof(prefix) - 1; sp && q < sp; q++)
+				if (*q == ':')
+					colon = q;
+			s->port = atoi(colon + 1);
 			return 0;
 		}
 		if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
@@ -99,6 +109,11 @@ static int server_start(struct server *s, const char *conninfo, const char *cons
 	}
 	CBT_FAILF("serve did not start in 10 s: %s", text);
 	return -1;
+}
+
+static int server_start(struct server *s, const char *conninfo, const char *const *args)
+{
+	return server_start_on(s, conninfo, "127.0.0.1:0", args);
 }
 
 /* SIGTERM and wait. @return its exit status. */
@@ -161,6 +176,8 @@ static void resp_free(struct resp *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static const char *http_host = "127.0.0.1"; /* "[::1]" for the IPv6 test */
+
 /* One request. @p body may be NULL; @p header one extra "Name: value" or NULL. */
 static int http(struct resp *r, int port, const char *method, const char *path, const char *body,
 		size_t body_len, const char *header)
@@ -173,7 +190,7 @@ static int http(struct resp *r, int port, const char *method, const char *path, 
 	r->body = calloc(1, 1);
 	if (!c)
 		return -1;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	snprintf(url, sizeof(url), "http://%s:%d%s", http_host, port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
@@ -1079,6 +1096,8 @@ static void test_bad_options(void)
 		{ "--listen", "127.0.0.1" },
 		{ "--listen", "[::1:80" },
 		{ "--listen", "::1:80" },
+		{ "--listen", "127.0.0.1: 80" },
+		{ "--listen", "127.0.0.1:+80" },
 		{ "--pool", "0" },
 		{ "--pool", "65" },
 		{ "--admin-token-file", "/nonexistent/token" },
@@ -1259,6 +1278,84 @@ static void test_pool_bounded(void)
 	PQfinish(conn);
 }
 
+/* A request that finds every connection taken waits a bounded time, then
+ * gets 503; requests that need none are answered meanwhile. */
+static void test_pool_wait_then_503(void)
+{
+	struct server s = { 0 };
+	struct inflight f;
+	struct resp r;
+	pthread_t t;
+	PGconn *holder, *watch;
+	json_t *v;
+	double t0, took;
+
+	if (server_start(&s, db, (const char *const[]){ "--pool", "1", NULL }) < 0)
+		return;
+	holder = cbt_connect(db);
+	watch = cbt_connect(db);
+	cbt_exec(holder, "BEGIN; LOCK TABLE batch_lock_audit IN ACCESS EXCLUSIVE MODE");
+	memset(&f, 0, sizeof(f));
+	f.port = s.port;
+	pthread_create(&t, NULL, request_thread, &f);
+	if (!cbt_wait_until(watch, 30000,
+			    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+			    "current_database() AND application_name = 'cbatch serve' AND "
+			    "wait_event_type = 'Lock'"))
+		CBT_FAILF("the first request did not reach the database");
+	CBT_EQ_LL(http(&r, s.port, "GET", "/healthz", NULL, 0, NULL), 0);
+	CBT_EQ_LL(r.status, 200);
+	resp_free(&r);
+	t0 = cbt_now();
+	v = get_json_from(s.port, "/api/v1/jobs", 503);
+	took = cbt_now() - t0;
+	CBT_CONTAINS(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+		     "no repository connection became free");
+	json_decref(v);
+	CU_ASSERT(took >= 4.5 && took < 15);
+	cbt_exec(holder, "COMMIT");
+	pthread_join(t, NULL);
+	CBT_EQ_LL(f.r.status, 200);
+	resp_free(&f.r);
+	/* The connection is back: the next request is served. */
+	v = get_json_from(s.port, "/api/v1/jobs", 200);
+	json_decref(v);
+	PQfinish(holder);
+	PQfinish(watch);
+	CBT_EQ_LL(server_stop(&s), 0);
+}
+
+/* An IPv6 literal: [::1]:0 (skipped where the host has no IPv6 loopback). */
+static void test_ipv6_listen(void)
+{
+	struct server s = { 0 };
+	struct resp r;
+	char log[4096];
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 a;
+
+	memset(&a, 0, sizeof(a));
+	a.sin6_family = AF_INET6;
+	a.sin6_addr = in6addr_loopback;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		printf("(no IPv6 loopback here: skipped) ");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	if (server_start_on(&s, db, "[::1]:0", NULL) < 0)
+		return;
+	read_file(s.log, log, sizeof(log));
+	CBT_CONTAINS(log, "listening on http://[::1]:");
+	http_host = "[::1]";
+	CBT_EQ_LL(http(&r, s.port, "GET", "/healthz", NULL, 0, NULL), 0);
+	http_host = "127.0.0.1";
+	CBT_EQ_LL(r.status, 200);
+	resp_free(&r);
+	CBT_EQ_LL(server_stop(&s), 0);
+}
+
 /* Let the running job finish; the main server stops with 0. */
 static void test_finish(void)
 {
@@ -1296,6 +1393,8 @@ static const CU_TestInfo tests[] = {
 	{ "bad options exit 2; token file must be private", test_bad_options },
 	{ "/readyz 503 without schema, without database", test_readyz_turns_503 },
 	{ "SIGTERM: in-flight request completes, exit 0", test_sigterm_finishes_in_flight },
+	{ "pool exhausted: bounded wait, then 503", test_pool_wait_then_503 },
+	{ "--listen [::1]:0", test_ipv6_listen },
 	{ "the running job completes; server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,
 };
