@@ -1,5 +1,6 @@
 /* The operator's view of the repository: listings, stop and abandon. */
 #include "repo.h"
+#include "views.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,22 +81,42 @@ static int load_json(json_t **out, PGresult *res, const char *what, cb_error *er
 int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, int limit,
 			    cb_error *err)
 {
-	char lim[16];
-	const char *p[2] = { job_name, lim };
+	cb__exec_filter f = { 0 };
+
+	f.job_name = job_name;
+	f.limit = limit;
+	return cb__repo_find_executions(out, conn, &f, err);
+}
+
+int cb__repo_find_executions(json_t **out, PGconn *conn, const cb__exec_filter *f, cb_error *err)
+{
+	char lim[16], before[24];
+	const char *p[6] = { f->job_name, lim, f->status, f->from, f->to, NULL };
 	PGresult *res;
 	int rc;
 
 	*out = NULL;
-	snprintf(lim, sizeof(lim), "%d", limit > 0 ? limit : 20);
+	snprintf(lim, sizeof(lim), "%d", f->limit > 0 ? f->limit : 20);
+	if (f->before > 0) {
+		snprintf(before, sizeof(before), "%lld", f->before);
+		p[5] = before;
+	}
+	/* Unset filters are NULL parameters; PQexecParams plans with the values
+	 * known, so a NULL filter costs nothing and paging walks the primary key
+	 * backwards from `before`. */
 	res = cb__repo_exec(
 		conn, "list executions",
 		"SELECT coalesce(jsonb_agg(x.j ORDER BY x.id DESC), '[]') FROM ("
 		" SELECT e.job_execution_id AS id, " EXECUTION_JSON
 		" || jsonb_build_object('partitions', " PARTITION_SUMMARY_JSON ") AS j "
 		" FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
-		" WHERE $1::text IS NULL OR i.job_name = $1"
+		" WHERE ($1::text IS NULL OR i.job_name = $1)"
+		" AND ($3::text IS NULL OR e.status = $3)"
+		" AND ($4::timestamptz IS NULL OR e.create_time >= $4::timestamptz)"
+		" AND ($5::timestamptz IS NULL OR e.create_time <= $5::timestamptz)"
+		" AND ($6::bigint IS NULL OR e.job_execution_id < $6::bigint)"
 		" ORDER BY e.job_execution_id DESC LIMIT $2::int) x",
-		2, p, err);
+		6, p, err);
 	if (!res)
 		return CB_EDB;
 	rc = load_json(out, res, "list executions", err);

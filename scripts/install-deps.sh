@@ -3,8 +3,9 @@
 #
 #   bash scripts/install-deps.sh
 #
-# Required: a C toolchain, CMake, pkg-config, the libpq, jansson, xxHash and
-# CUnit development packages, faketime (the lock tests run a worker with its
+# Required: a C toolchain, CMake, pkg-config, the libpq, jansson, xxHash,
+# libmicrohttpd (`serve`) and CUnit development packages, libcurl (the `serve`
+# tests' HTTP client), faketime (the lock tests run a worker with its
 # clock an hour off), and a PostgreSQL server (the tests run their own
 # throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
 # checks: fuzzing, scripts/format-check.sh); failing to install them is only a warning.
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
-	faketime)
+	libmicrohttpd-dev libcurl4-openssl-dev faketime)
 optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
@@ -45,13 +46,13 @@ server_package() {
 
 if ! command -v dpkg >/dev/null 2>&1; then
 	log "no dpkg: not a Debian-like system. Install by hand: a C compiler, cmake (>= 3.18),"
-	log "pkg-config, libpq, jansson, libxxhash and CUnit with their headers and .pc files,"
+	log "pkg-config, libpq, jansson, libxxhash, libmicrohttpd, libcurl and CUnit with their headers and .pc files,"
 	log "faketime, and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
 	missing=0
 	for t in cc cmake pkg-config faketime; do
 		command -v "$t" >/dev/null 2>&1 || { log "missing: $t"; missing=1; }
 	done
-	for m in libpq jansson libxxhash cunit; do
+	for m in libpq jansson libxxhash libmicrohttpd libcurl cunit; do
 		pkg-config --exists "$m" 2>/dev/null || { log "missing: pkg-config module $m"; missing=1; }
 	done
 	command -v initdb >/dev/null 2>&1 || command -v pg_config >/dev/null 2>&1 ||

@@ -152,6 +152,21 @@ static const struct builtin builtins[] = {
 	  "  --verbose           also log instants other nodes claimed\n"
 	  "  --quiet             no line per firing\n",
 	  cb__cli_cmd_scheduler },
+	{ "serve", "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N]",
+	  "serve /metrics, health probes and a JSON API over HTTP",
+	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
+	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
+	  "GET /metrics (the `metrics` text), /healthz, /readyz, /api/v1/info, /jobs,\n"
+	  "/executions[?job=&status=&from=&to=&limit=&before=], /executions/ID,\n"
+	  "/executions/ID/skips, /locks, /locks/audit. Read-only unless an admin\n"
+	  "token is given (a file only its owner may read). SIGTERM/SIGINT: stops\n"
+	  "accepting, finishes the requests in flight and exits 0.\n\n"
+	  "Options:\n"
+	  "  --listen ADDR:PORT        where to listen (default 127.0.0.1:8080)\n"
+	  "  --admin-token-file PATH   enable actions for requests with this token\n"
+	  "  --pool N                  repository connections shared by requests\n"
+	  "                            (default 4, at most 64)\n",
+	  cb__cli_cmd_serve },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
 };
 #define NBUILTINS (sizeof(builtins) / sizeof(builtins[0]))

@@ -1,0 +1,183 @@
+/*
+ * Executions: the filtered, paged list; one execution as `show --json` has
+ * it, with live progress on its running steps; the skip messages its steps
+ * recorded.
+ */
+#include "console.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cbatch/repository.h"
+#include "views.h"
+
+static const char *const statuses[] = { "STARTING", "STARTED",   "STOPPING", "STOPPED", "COMPLETED",
+					"FAILED",   "ABANDONED", "UNKNOWN",  NULL };
+
+/* A JSON string of @p s, or null. */
+static json_t *text_or_null(const char *s)
+{
+	return s ? cb__json_text(s) : json_null();
+}
+
+void cb__api_executions(cb__request *r)
+{
+	static const char *const keys[] = {
+		"job", "status", "from", "to", "limit", "before", NULL
+	};
+	cb_error err = CB_ERROR_INIT;
+	cb__exec_filter f = { 0 };
+	long long limit, before;
+	PGconn *conn;
+	json_t *list = NULL, *next, *filter;
+	size_t n, i;
+	int rc;
+
+	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "job", 100, &f.job_name) < 0 ||
+	    cb__query_text(r, "status", 100, &f.status) < 0 ||
+	    cb__query_time(r, "from", &f.from) < 0 || cb__query_time(r, "to", &f.to) < 0 ||
+	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
+	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
+		return;
+	if (f.status) {
+		for (i = 0; statuses[i] && strcmp(statuses[i], f.status) != 0; i++)
+			;
+		if (!statuses[i]) {
+			cb__reply_error(r, MHD_HTTP_BAD_REQUEST,
+					"invalid status '%s': expected one of STARTING, STARTED, "
+					"STOPPING, STOPPED, COMPLETED, FAILED, ABANDONED, UNKNOWN",
+					f.status);
+			return;
+		}
+	}
+	f.limit = (int)limit;
+	f.before = before;
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	rc = cb__repo_find_executions(&list, conn, &f, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	n = json_array_size(list);
+	next = n == (size_t)limit ? json_incref(json_object_get(json_array_get(list, n - 1),
+								"job_execution_id")) :
+				    json_null();
+	/* The filter as understood, so that a client sees what it asked for. */
+	filter = json_pack("{s:o,s:o,s:o,s:o,s:I,s:o}", "job", text_or_null(f.job_name), "status",
+			   text_or_null(f.status), "from", text_or_null(f.from), "to",
+			   text_or_null(f.to), "limit", (json_int_t)limit, "before",
+			   before ? json_integer(before) : json_null());
+	cb__reply_json(r, MHD_HTTP_OK,
+		       json_pack("{s:o,s:o,s:o}", "executions", list, "next_before", next, "filter",
+				 filter));
+}
+
+/* The execution named by the path, or a reply (400, 404, 503) and NULL. */
+static json_t *load(cb__request *r, long long *id)
+{
+	cb_error err = CB_ERROR_INIT;
+	PGconn *conn;
+	json_t *e = NULL, *progress = NULL;
+	int rc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return NULL;
+	if (cb__parse_id(id, r->id) < 0) {
+		cb__reply_error(r, MHD_HTTP_BAD_REQUEST,
+				"invalid execution id '%.40s': expected a positive integer", r->id);
+		return NULL;
+	}
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return NULL;
+	}
+	rc = cb_repo_show_execution(&e, conn, *id, &err);
+	if (rc == 0)
+		rc = cb__repo_step_progress(&progress, conn, *id, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0) {
+		json_decref(e);
+		cb__reply_repo_error(r, rc, &err);
+		return NULL;
+	}
+	/* Each running step (and partition) gets its progress beside its counts. */
+	{
+		json_t *steps = json_object_get(e, "steps");
+		size_t i, k;
+		char key[32];
+
+		for (i = 0; i < json_array_size(steps); i++) {
+			json_t *s = json_array_get(steps, i);
+			json_t *parts = json_object_get(s, "partitions");
+
+			snprintf(key, sizeof(key), "%lld",
+				 (long long)json_integer_value(
+					 json_object_get(s, "step_execution_id")));
+			json_object_set(s, "progress",
+					json_object_get(progress, key) ?
+						json_object_get(progress, key) :
+						json_null());
+			for (k = 0; k < json_array_size(parts); k++) {
+				json_t *p = json_array_get(parts, k);
+
+				snprintf(key, sizeof(key), "%lld",
+					 (long long)json_integer_value(
+						 json_object_get(p, "step_execution_id")));
+				json_object_set(p, "progress",
+						json_object_get(progress, key) ?
+							json_object_get(progress, key) :
+							json_null());
+			}
+		}
+	}
+	json_decref(progress);
+	return e;
+}
+
+void cb__api_execution(cb__request *r)
+{
+	long long id;
+	json_t *e = load(r, &id);
+
+	if (e)
+		cb__reply_json(r, MHD_HTTP_OK, e);
+}
+
+/* The skipped items each step recorded in its context (the newest few per
+ * step, as the engine keeps them), with the step they belong to. */
+void cb__api_execution_skips(cb__request *r)
+{
+	long long id;
+	json_t *e = load(r, &id), *out, *steps;
+	size_t i, k;
+
+	if (!e)
+		return;
+	out = json_array();
+	steps = json_object_get(e, "steps");
+	for (i = 0; out && i < json_array_size(steps); i++) {
+		json_t *s = json_array_get(steps, i);
+		json_t *list = json_object_get(json_object_get(s, "context"), "skipped");
+
+		for (k = 0; k < json_array_size(list); k++) {
+			json_t *item = json_deep_copy(json_array_get(list, k));
+
+			if (!json_is_object(item)) {
+				json_decref(item);
+				continue;
+			}
+			json_object_set(item, "step_execution_id",
+					json_object_get(s, "step_execution_id"));
+			json_object_set(item, "step_name", json_object_get(s, "step_name"));
+			json_array_append_new(out, item);
+		}
+	}
+	json_decref(e);
+	cb__reply_json(r, MHD_HTTP_OK,
+		       json_pack("{s:I,s:o}", "job_execution_id", (json_int_t)id, "skips", out));
+}

@@ -1,0 +1,103 @@
+/* Probes, metrics and what the server is: /healthz, /readyz, /metrics, /api/v1/info. */
+#include "console.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cbatch/metrics.h"
+#include "cbatch/repository.h"
+#include "cbatch/version.h"
+#include "views.h"
+
+/* Up: the process answers. Nothing else is asked (a liveness probe must not
+ * fail because the database does). */
+void cb__api_healthz(cb__request *r)
+{
+	if (cb__query_only(r, NULL) == 0)
+		cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok", 2);
+}
+
+/* Ready: a pooled connection answers and the schema is the one we need. */
+void cb__api_readyz(cb__request *r)
+{
+	cb_error err = CB_ERROR_INIT;
+	PGconn *conn;
+	int rc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return;
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: %s", err.message);
+		return;
+	}
+	rc = cb_repo_schema_check(conn, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0)
+		cb__reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: %s", err.message);
+	else
+		cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok", 2);
+}
+
+/* Exactly what `metrics` prints, for a Prometheus scrape. */
+void cb__api_metrics(cb__request *r)
+{
+	cb_error err = CB_ERROR_INIT;
+	PGconn *conn;
+	char *text = NULL;
+	int rc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return;
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	rc = cb_metrics_text(&text, conn, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0)
+		cb__reply_repo_error(r, rc, &err);
+	else
+		cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, strlen(text));
+	free(text);
+}
+
+/* The version, the schema, whether actions are allowed, and the clocks. The
+ * database's part is null (with why) when it cannot be reached: this is
+ * what an operator looks at first when something is wrong. */
+void cb__api_info(cb__request *r)
+{
+	cb_error err = CB_ERROR_INIT;
+	char now[40], dbnow[48] = "";
+	struct timespec ts;
+	struct tm tm;
+	PGconn *conn;
+	int version = -1, rc;
+	json_t *doc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(now + strlen(now), sizeof(now) - strlen(now), ".%03ldZ", ts.tv_nsec / 1000000);
+	rc = cb__pool_get(r->console->pool, &conn, &err);
+	if (rc == 0) {
+		rc = cb__repo_schema_version(&version, dbnow, sizeof(dbnow), conn, &err);
+		cb__pool_put(r->console->pool, conn);
+	}
+	doc = json_pack("{s:s,s:i,s:b,s:s}", "version", cb_version(), "schema_expected",
+			cb_repo_schema_target(), "read_only", r->console->token == NULL,
+			"server_time", now);
+	if (!doc) {
+		r->result = MHD_NO;
+		r->replied = 1;
+		return;
+	}
+	json_object_set_new(doc, "schema_version",
+			    version >= 0 ? json_integer(version) : json_null());
+	json_object_set_new(doc, "database_time", dbnow[0] ? json_string(dbnow) : json_null());
+	json_object_set_new(doc, "database_error",
+			    rc < 0 ? cb__json_text(err.message) : json_null());
+	cb__reply_json(r, MHD_HTTP_OK, doc);
+}

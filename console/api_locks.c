@@ -1,0 +1,61 @@
+/* /api/v1/locks (lease left by the database's clock) and /api/v1/locks/audit. */
+#include "console.h"
+
+#include <limits.h>
+
+#include "cbatch/lock.h"
+#include "views.h"
+
+void cb__api_locks(cb__request *r)
+{
+	cb_error err = CB_ERROR_INIT;
+	PGconn *conn;
+	json_t *list = NULL;
+	int rc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return;
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	rc = cb_lock_list(&list, conn, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0)
+		cb__reply_repo_error(r, rc, &err);
+	else
+		cb__reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "locks", list));
+}
+
+void cb__api_lock_audit(cb__request *r)
+{
+	static const char *const keys[] = { "lock", "limit", "before", NULL };
+	cb_error err = CB_ERROR_INIT;
+	const char *lock;
+	long long limit, before;
+	PGconn *conn;
+	json_t *list = NULL, *next;
+	size_t n;
+	int rc;
+
+	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "lock", 400, &lock) < 0 ||
+	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
+	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
+		return;
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	rc = cb__repo_lock_audit(&list, conn, lock, (int)limit, before, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	/* A full page may have a next one: it starts below its last row. */
+	n = json_array_size(list);
+	next = n == (size_t)limit ?
+		       json_incref(json_object_get(json_array_get(list, n - 1), "audit_id")) :
+		       json_null();
+	cb__reply_json(r, MHD_HTTP_OK, json_pack("{s:o,s:o}", "audit", list, "next_before", next));
+}

@@ -1,0 +1,165 @@
+/*
+ * The operator console's internals: the server's state, one request, the
+ * route table, replies, the connection pool and the query-string checks.
+ *
+ * A request runs on one of the server's threads: the router finds its route
+ * (an exact path or a pattern with one {id} segment), checks the method, and
+ * calls the route's GET or POST handler, which replies exactly once through
+ * the cb__reply_* helpers (every reply carries the security headers; errors
+ * are JSON {"error": {"status", "message"}}). Handlers that need the
+ * repository borrow a connection from the pool and give it back.
+ */
+#ifndef CB_CONSOLE_H
+#define CB_CONSOLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <microhttpd.h>
+
+#include "cbatch/error.h"
+#include "serve.h"
+
+/* ---- pool.c: a bounded pool of repository connections -------------------- */
+
+typedef struct cb__pool cb__pool;
+
+/* A pool of at most @p size connections to @p conninfo (copied; NULL: the
+ * CLI's defaults), opened on first use. A borrower waits at most
+ * @p wait_seconds for a free one. @return 0 or CB_ENOMEM. */
+int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds,
+		 cb_error *err);
+/* Borrow a connection, opening it if needed. @return 0; CB_ERETRY when none
+ * became free in time; CB_EDB when connecting failed (the message says why). */
+int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err);
+/* Give it back; a broken connection (or one left in a transaction) is closed
+ * and its slot reopens on the next borrow. NULL is ignored. */
+void cb__pool_put(cb__pool *p, PGconn *conn);
+/* Connections open now (for tests and the load check). */
+int cb__pool_open_count(cb__pool *p);
+void cb__pool_free(cb__pool *p);
+
+/* ---- server.c: the server's state ---------------------------------------- */
+
+#define CB__CONSOLE_BODY_MAX (64 * 1024) /* request bodies above this: 413 */
+
+typedef struct cb__console {
+	struct MHD_Daemon *daemon;
+	cb__pool *pool;
+	char *token;         /* the admin token, or NULL: read-only */
+	char *job_names;     /* the program's jobs as a JSON array text, or NULL */
+	atomic_int stopping; /* set on SIGTERM: replies close their connection */
+	pthread_mutex_t lock;
+	long in_flight; /* requests between their first call and their completion */
+} cb__console;
+
+/* ---- one request ---------------------------------------------------------- */
+
+typedef struct cb__request {
+	cb__console *console;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;
+	const char *id; /* the {id} segment of a pattern route (owned by the request) */
+	char *id_buf;
+	int api;           /* a JSON route: errors and caching as the API's */
+	const char *allow; /* the methods of its route, for a 405 */
+	int replied;
+	enum MHD_Result result;
+	/* The body as it arrives (POST); too_large once it passed the limit. */
+	char *body;
+	size_t body_len;
+	int too_large;
+	int counted; /* counted in console->in_flight */
+} cb__request;
+
+typedef void (*cb__handler)(cb__request *r);
+
+/* ---- router.c: the route table -------------------------------------------- */
+
+typedef struct cb__route {
+	const char *pattern; /* "/api/v1/executions/{id}"; "{id}" matches one segment */
+	cb__handler get;     /* also serves HEAD */
+	cb__handler post;    /* actions (admin token required); NULL: none */
+	int api;             /* JSON replies, no-store */
+} cb__route;
+
+/* Route and run a complete request (the body, if any, is in r->body). */
+void cb__route_request(cb__request *r);
+
+/* ---- reply.c: replies ------------------------------------------------------ */
+
+/* Reply with @p doc (stolen) as JSON. */
+void cb__reply_json(cb__request *r, unsigned status, json_t *doc);
+/* Reply {"error": {"status", "message"}}; the message is made valid UTF-8. */
+void cb__reply_error(cb__request *r, unsigned status, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+/* Reply with @p len bytes of @p data (copied) as @p content_type. */
+void cb__reply_bytes(cb__request *r, unsigned status, const char *content_type, const void *data,
+		     size_t len);
+/* The error reply for a repository failure: 503 when the database cannot be
+ * reached or no connection came free, else 500; the message is @p err's. */
+void cb__reply_repo_error(cb__request *r, int code, const cb_error *err);
+/* A new JSON string of @p s with invalid UTF-8 replaced (never NULL unless
+ * memory ran out). */
+json_t *cb__json_text(const char *s);
+
+/* ---- query.c: the query string ------------------------------------------- */
+
+/* Reply 400 (and return -1) if the query string has a key not in @p allowed
+ * (NULL-terminated) or one of them twice. */
+int cb__query_only(cb__request *r, const char *const *allowed);
+/* The value of query key @p key, or NULL. Borrowed from the request. */
+const char *cb__query_get(cb__request *r, const char *key);
+/* Query key @p key as an integer in [min, max] into @p out (@p dflt when
+ * absent); else reply 400 naming the parameter and return -1. */
+int cb__query_int(cb__request *r, const char *key, long long min, long long max, long long dflt,
+		  long long *out);
+/* Query key @p key as an ISO-8601 timestamp (NULL when absent), else 400. */
+int cb__query_time(cb__request *r, const char *key, const char **out);
+/* Query key @p key as text of 1..@p max_len bytes of valid UTF-8 without
+ * control characters (NULL when absent), else 400. */
+int cb__query_text(cb__request *r, const char *key, size_t max_len, const char **out);
+/* Non-zero if @p s is a timestamp: YYYY-MM-DD, optionally followed by 'T' or
+ * ' ' and HH:MM[:SS[.fraction]], optionally by 'Z' or +HH[:MM] / -HH[:MM];
+ * every field in range (the day for its month and year). */
+int cb__is_iso_time(const char *s);
+/* Parse a positive decimal id ("1".."9223372036854775807", digits only). */
+int cb__parse_id(long long *out, const char *s);
+
+/* ---- the handlers: api_*.c, assets.c ------------------------------------ */
+
+void cb__api_healthz(cb__request *r);
+void cb__api_readyz(cb__request *r);
+void cb__api_metrics(cb__request *r);
+void cb__api_info(cb__request *r);
+void cb__api_jobs(cb__request *r);
+void cb__api_executions(cb__request *r);
+void cb__api_execution(cb__request *r);
+void cb__api_execution_skips(cb__request *r);
+void cb__api_locks(cb__request *r);
+void cb__api_lock_audit(cb__request *r);
+
+/* A static asset built into the binary (the dashboard's files). */
+typedef struct cb__asset {
+	const char *path;
+	const char *content_type;
+	const unsigned char *data;
+	size_t len;
+} cb__asset;
+
+/* The asset served at @p path, or NULL. */
+const cb__asset *cb__asset_find(const char *path);
+
+/* Non-zero if the request carries the admin token (header X-Cbatch-Token,
+ * compared in constant time); always 0 on a read-only server. For the POST
+ * actions. */
+int cb__request_is_admin(cb__request *r);
+
+#endif

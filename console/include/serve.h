@@ -1,0 +1,43 @@
+/*
+ * `serve`: the operator console's HTTP server (internal). The CLI's only view
+ * of console/: it parses the command line into these options and runs.
+ */
+#ifndef CB_CONSOLE_SERVE_H
+#define CB_CONSOLE_SERVE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cbatch/error.h"
+
+#define CB__SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
+#define CB__SERVE_DEFAULT_POOL   4
+#define CB__SERVE_MAX_POOL       64
+
+typedef struct cb__serve_options {
+	const char *listen;     /* "ADDR:PORT" (IPv4, [IPv6] or localhost); NULL: default */
+	const char *token_file; /* the admin token; NULL: read-only */
+	int pool;               /* repository connections, 1..CB__SERVE_MAX_POOL; 0: default */
+	const char *conninfo;   /* NULL: $CBATCH_DB, else libpq's PG* variables */
+	/* The program's registered jobs (borrowed), listed by /api/v1/jobs even
+	 * before they ever ran. */
+	const char *const *job_names;
+	size_t njobs;
+	FILE *log; /* the start line and shutdown notes; NULL: stderr */
+} cb__serve_options;
+
+/*
+ * Check the options, start the server and serve until SIGTERM or SIGINT:
+ * then stop accepting, let the requests in flight finish, and return 0.
+ * @return 0; CB_EINVAL for a bad option value or token file (the message
+ * names it); CB_ERROR when the server cannot start (address in use...).
+ */
+int cb__serve_run(const cb__serve_options *opts, cb_error *err);
+
+/* Parse "ADDR:PORT" (exposed for the CLI's validation and the tests).
+ * @p family receives 4 or 6, @p addr the address literal (>= 64 bytes).
+ * @return 0 or CB_EINVAL (naming the value). */
+int cb__serve_parse_listen(int *family, char *addr, size_t addr_size, int *port, const char *value,
+			   cb_error *err);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * A bounded pool of repository connections shared by the server's threads.
+ * Slots, not connections, are what is bounded: a borrower takes a free slot
+ * (waiting at most the pool's wait), then opens its connection outside the
+ * lock if the slot has none, so that a slow or failing connect never holds
+ * up the other requests.
+ */
+#include "console.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cbatch/cli.h"
+
+struct cb__pool {
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+	char *conninfo;
+	int size;
+	double wait;
+	PGconn **idle; /* connections not borrowed (NULL: a slot without one) */
+	int nidle;     /* free slots: idle[0..nidle) */
+	int open;      /* connections that exist, borrowed or idle */
+};
+
+int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds, cb_error *err)
+{
+	cb__pool *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p || !(p->idle = calloc((size_t)size, sizeof(*p->idle))) ||
+	    (conninfo && !(p->conninfo = strdup(conninfo)))) {
+		if (p)
+			free(p->idle);
+		free(p);
+		return cb_error_set(err, CB_ENOMEM, "out of memory for the connection pool");
+	}
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&p->lock, NULL);
+	/* Waits are measured on the monotonic clock: a clock step changes nothing. */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->freed, &attr);
+	pthread_condattr_destroy(&attr);
+	p->size = size;
+	p->nidle = size;
+	p->wait = wait_seconds;
+	*out = p;
+	return 0;
+}
+
+/* A new connection for the console: named in pg_stat_activity, and no
+ * statement may hold a request (and its slot) for long. */
+static int connect_one(PGconn **out, const char *conninfo, cb_error *err)
+{
+	PGresult *res;
+	int rc = cb_cli_connect(out, conninfo, err);
+
+	if (rc < 0)
+		return rc;
+	res = PQexec(*out, "SET application_name = 'cbatch serve'; SET statement_timeout = '30s'");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_error_set(err, CB_EDB, "cannot set up a console connection: %s",
+				  PQerrorMessage(*out));
+		PQfinish(*out);
+		*out = NULL;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err)
+{
+	struct timespec until;
+	PGconn *conn;
+	int rc = 0;
+
+	*out = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)p->wait;
+	until.tv_nsec += (long)((p->wait - (double)(time_t)p->wait) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&p->lock);
+	while (p->nidle == 0 && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&p->freed, &p->lock, &until);
+	if (p->nidle == 0) {
+		pthread_mutex_unlock(&p->lock);
+		return cb_error_set(
+			err, CB_ERETRY,
+			"no repository connection became free within %.0f s (pool of %d)", p->wait,
+			p->size);
+	}
+	conn = p->idle[--p->nidle];
+	pthread_mutex_unlock(&p->lock);
+	if (conn) {
+		*out = conn;
+		return 0;
+	}
+	if ((rc = connect_one(&conn, p->conninfo, err)) < 0) {
+		pthread_mutex_lock(&p->lock);
+		p->idle[p->nidle++] = NULL;
+		pthread_cond_signal(&p->freed);
+		pthread_mutex_unlock(&p->lock);
+		return rc;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->open++;
+	pthread_mutex_unlock(&p->lock);
+	*out = conn;
+	return 0;
+}
+
+void cb__pool_put(cb__pool *p, PGconn *conn)
+{
+	if (!conn)
+		return;
+	/* A connection the server dropped, or one a failed statement left inside
+	 * a transaction, is no use to the next request. */
+	if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
+		PQfinish(conn);
+		conn = NULL;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!conn)
+		p->open--;
+	p->idle[p->nidle++] = conn;
+	pthread_cond_signal(&p->freed);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int cb__pool_open_count(cb__pool *p)
+{
+	int n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->open;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+void cb__pool_free(cb__pool *p)
+{
+	if (!p)
+		return;
+	/* Only after the server stopped: every slot is back. */
+	for (int i = 0; i < p->nidle; i++)
+		PQfinish(p->idle[i]);
+	pthread_cond_destroy(&p->freed);
+	pthread_mutex_destroy(&p->lock);
+	free(p->idle);
+	free(p->conninfo);
+	free(p);
+}

@@ -1,0 +1,416 @@
+/*
+ * `serve`: the HTTP daemon (libmicrohttpd, its own thread pool), its limits,
+ * the request lifecycle and a graceful stop on SIGTERM/SIGINT.
+ *
+ * Limits: at most CONNECTIONS_MAX connections, each closed after
+ * IDLE_TIMEOUT seconds without traffic; request headers within MHD's
+ * per-connection memory; request bodies up to CB__CONSOLE_BODY_MAX (else
+ * 413, at once when Content-Length says so). The signals are blocked in
+ * every thread and taken by sigwait() in the one that called
+ * cb__serve_run: on one, the listening socket closes, the requests in
+ * flight finish (each reply then says Connection: close), and it returns.
+ */
+#include "console.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbatch/version.h"
+
+#define CONNECTIONS_MAX 1000
+#define IDLE_TIMEOUT    30  /* seconds a connection may stay silent */
+#define POOL_WAIT       5.0 /* seconds a request waits for a connection, then 503 */
+#define DRAIN_SECONDS   30  /* longest wait for the requests in flight on a stop */
+#define TOKEN_MAX       4096
+
+int cb__serve_parse_listen(int *family, char *addr, size_t addr_size, int *port, const char *value,
+			   cb_error *err)
+{
+	const char *colon, *host = value;
+	size_t hlen;
+	char buf[64], *end;
+	unsigned char bin[sizeof(struct in6_addr)];
+	long p;
+
+	if (!value || !*value)
+		return cb_error_set(err, CB_EINVAL, "invalid --listen '': expected ADDR:PORT");
+	colon = strrchr(value, ':');
+	if (!colon || colon == value)
+		goto bad;
+	if (value[0] == '[') {
+		/* [IPv6]:PORT */
+		if (colon[-1] != ']')
+			goto bad;
+		host = value + 1;
+		hlen = (size_t)(colon - 1 - host);
+	} else
+		hlen = (size_t)(colon - value);
+	if (hlen == 0 || hlen >= sizeof(buf) || hlen >= addr_size)
+		goto bad;
+	memcpy(buf, host, hlen);
+	buf[hlen] = '\0';
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || p > 65535)
+		goto bad;
+	*port = (int)p;
+	/* Literals and "localhost" only: a name to resolve could bind anywhere. */
+	if (strcmp(buf, "localhost") == 0 && value[0] != '[') {
+		*family = 4;
+		snprintf(addr, addr_size, "127.0.0.1");
+		return 0;
+	}
+	if (value[0] != '[' && inet_pton(AF_INET, buf, bin) == 1) {
+		*family = 4;
+		snprintf(addr, addr_size, "%s", buf);
+		return 0;
+	}
+	if (value[0] == '[' && inet_pton(AF_INET6, buf, bin) == 1) {
+		*family = 6;
+		snprintf(addr, addr_size, "%s", buf);
+		return 0;
+	}
+bad:
+	return cb_error_set(err, CB_EINVAL,
+			    "invalid --listen '%.200s': expected ADDR:PORT with an IPv4 address, "
+			    "[IPv6 address] or localhost, and a port 0..65535",
+			    value);
+}
+
+/* Read the admin token: the file's first line, which only its owner may read. */
+static int read_token(char **out, const char *path, cb_error *err)
+{
+	char buf[TOKEN_MAX + 2];
+	struct stat st;
+	ssize_t n;
+	size_t len;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return cb_error_set(err, CB_EINVAL, "cannot open admin token file '%.200s': %s",
+				    path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cb_error_set(err, CB_EINVAL, "admin token file '%.200s' is not a file",
+				    path);
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH)) {
+		close(fd);
+		return cb_error_set(err, CB_EINVAL,
+				    "admin token file '%.200s' is readable by group or others "
+				    "(mode %04o): make it private, e.g. chmod 600 '%.200s'",
+				    path, (unsigned)(st.st_mode & 07777), path);
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return cb_error_set(err, CB_EINVAL, "cannot read admin token file '%.200s': %s",
+				    path, strerror(errno));
+	buf[n] = '\0';
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		buf[--len] = '\0';
+	if (len == 0 || len > TOKEN_MAX)
+		return cb_error_set(err, CB_EINVAL,
+				    "admin token file '%.200s': the token (its first line) must "
+				    "be 1..%d bytes",
+				    path, TOKEN_MAX);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)buf[i] < 0x21 || (unsigned char)buf[i] > 0x7e)
+			return cb_error_set(err, CB_EINVAL,
+					    "admin token file '%.200s': the token must be "
+					    "printable ASCII without spaces",
+					    path);
+	if (!(*out = strdup(buf)))
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	return 0;
+}
+
+int cb__request_is_admin(cb__request *r)
+{
+	const char *got = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Cbatch-Token");
+	const char *want = r->console->token;
+	size_t n, i;
+	unsigned char diff = 0;
+
+	if (!want || !got)
+		return 0;
+	n = strlen(want);
+	if (strlen(got) != n)
+		return 0;
+	/* Constant time in the token's content: no byte-by-byte guessing. */
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(got[i] ^ want[i]);
+	return diff == 0;
+}
+
+static void count(cb__console *c, long d)
+{
+	pthread_mutex_lock(&c->lock);
+	c->in_flight += d;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	cb__console *c = cls;
+	cb__request *r = *req_cls;
+
+	(void)version;
+	if (!r) {
+		const char *cl;
+
+		if (!(r = calloc(1, sizeof(*r))))
+			return MHD_NO;
+		r->console = c;
+		r->conn = conn;
+		r->method = method;
+		r->url = url;
+		r->api = 1;
+		*req_cls = r;
+		count(c, 1);
+		r->counted = 1;
+		/* Refuse a body announced too large before it is sent: the client,
+		 * if it waits for "100 Continue", never sends it. */
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						 MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > CB__CONSOLE_BODY_MAX) {
+			cb__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+					"request body too large (at most %d bytes)",
+					CB__CONSOLE_BODY_MAX);
+			return r->result;
+		}
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		*upload_data_size = 0;
+		if (r->replied || r->too_large)
+			return MHD_YES;
+		if (r->body_len + n > CB__CONSOLE_BODY_MAX) {
+			/* Chunked, or a lying Content-Length: drop it, answer at the end. */
+			r->too_large = 1;
+			free(r->body);
+			r->body = NULL;
+			return MHD_YES;
+		}
+		{
+			char *b = realloc(r->body, r->body_len + n + 1);
+
+			if (!b)
+				return MHD_NO;
+			memcpy(b + r->body_len, upload_data, n);
+			r->body_len += n;
+			b[r->body_len] = '\0';
+			r->body = b;
+		}
+		return MHD_YES;
+	}
+	if (r->replied)
+		return MHD_YES;
+	if (r->too_large)
+		cb__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+				"request body too large (at most %d bytes)", CB__CONSOLE_BODY_MAX);
+	else
+		cb__route_request(r);
+	if (!r->replied)
+		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no reply");
+	return r->result;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	cb__request *r = *req_cls;
+
+	(void)conn, (void)toe;
+	if (!r)
+		return;
+	if (r->counted)
+		count(cls, -1);
+	free(r->body);
+	free(r->id_buf);
+	free(r);
+	*req_cls = NULL;
+}
+
+/* MHD's own messages (a failed bind, a broken client) go to the log. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	FILE *f = cls;
+
+	fputs("serve: ", f);
+	vfprintf(f, fmt, ap);
+	fflush(f);
+}
+
+/* The program's jobs as a JSON array text, or NULL. */
+static char *names_json(const cb__serve_options *o)
+{
+	json_t *a;
+	char *s;
+
+	if (!o->njobs)
+		return NULL;
+	a = json_array();
+	for (size_t i = 0; a && i < o->njobs; i++)
+		json_array_append_new(a, cb__json_text(o->job_names[i]));
+	s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return s;
+}
+
+static long in_flight(cb__console *c)
+{
+	long n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->in_flight;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+int cb__serve_run(const cb__serve_options *o, cb_error *err)
+{
+	FILE *log = o->log ? o->log : stderr;
+	cb__console c;
+	char addr[64];
+	struct sockaddr_storage ss;
+	sigset_t sigs, old;
+	struct sigaction ign;
+	const union MHD_DaemonInfo *info;
+	int family, port, pool = o->pool ? o->pool : CB__SERVE_DEFAULT_POOL, sig = 0, rc;
+	unsigned threads, flags;
+	double t0;
+	struct timespec ts;
+
+	memset(&c, 0, sizeof(c));
+	memset(&ss, 0, sizeof(ss));
+	if ((rc = cb__serve_parse_listen(&family, addr, sizeof(addr), &port,
+					 o->listen ? o->listen : CB__SERVE_DEFAULT_LISTEN, err)) <
+	    0)
+		return rc;
+	if (pool < 1 || pool > CB__SERVE_MAX_POOL)
+		return cb_error_set(err, CB_EINVAL, "invalid --pool %d: expected 1..%d", pool,
+				    CB__SERVE_MAX_POOL);
+	if (o->token_file && (rc = read_token(&c.token, o->token_file, err)) < 0)
+		return rc;
+	if (family == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		inet_pton(AF_INET, addr, &sin->sin_addr);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		inet_pton(AF_INET6, addr, &sin6->sin6_addr);
+	}
+	c.job_names = names_json(o);
+	pthread_mutex_init(&c.lock, NULL);
+	if ((rc = cb__pool_new(&c.pool, o->conninfo, pool, POOL_WAIT, err)) < 0)
+		goto done;
+	/* Connecting to a database that does not answer must not hold a request
+	 * (and its pool slot) for long; a connect_timeout in the conninfo wins. */
+	setenv("PGCONNECT_TIMEOUT", "5", 0);
+
+	/* Before any thread exists: they all inherit the mask, so the signals
+	 * reach only sigwait() below. A client gone mid-reply is no signal. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, NULL);
+
+	/* Requests that wait on the repository hold a thread: more threads than
+	 * connections, so that /healthz answers while the pool is busy. */
+	threads = (unsigned)(pool * 2 < 4 ? 4 : pool * 2);
+	flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	if (family == 6)
+		flags |= MHD_USE_IPv6;
+	c.daemon = MHD_start_daemon(
+		flags, (uint16_t)port, NULL, NULL, on_request, &c, MHD_OPTION_EXTERNAL_LOGGER,
+		on_mhd_log, log, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &c, MHD_OPTION_END);
+	if (!c.daemon) {
+		rc = cb_error_set(err, CB_ERROR,
+				  "cannot listen on %s%s%s:%d (in use, or not an "
+				  "address of this host?)",
+				  family == 6 ? "[" : "", addr, family == 6 ? "]" : "", port);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		goto done;
+	}
+	info = MHD_get_daemon_info(c.daemon, MHD_DAEMON_INFO_BIND_PORT);
+	if (info && info->port)
+		port = info->port;
+	fprintf(log, "serve: listening on http://%s%s%s:%d (%s, %d repository connection%s)\n",
+		family == 6 ? "[" : "", addr, family == 6 ? "]" : "", port,
+		c.token ? "admin actions enabled" : "read-only", pool, pool == 1 ? "" : "s");
+	fflush(log);
+
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	c.stopping = 1;
+	/* Stop accepting, then let what is in flight finish and be sent. */
+	{
+		/* Ours to close now: new connections are refused, not queued. */
+		MHD_socket ls = MHD_quiesce_daemon(c.daemon);
+
+		if (ls != MHD_INVALID_SOCKET)
+			close(ls);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	for (;;) {
+		long n = in_flight(&c);
+		double now;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		if (n == 0)
+			break;
+		if (now - t0 > DRAIN_SECONDS) {
+			fprintf(log, "serve: %ld request%s still in flight after %d s: closing\n",
+				n, n == 1 ? "" : "s", DRAIN_SECONDS);
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	MHD_stop_daemon(c.daemon);
+	c.daemon = NULL;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fprintf(log, "serve: stopped on %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	fflush(log);
+	rc = 0;
+done:
+	cb__pool_free(c.pool);
+	pthread_mutex_destroy(&c.lock);
+	free(c.token);
+	free(c.job_names);
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* `serve`: the operator console's HTTP server (console/), from the command line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbatch/cli.h"
+#include "cbatch/job.h"
+#include "cli_internal.h"
+#include "serve.h"
+
+int cb__cli_cmd_serve(struct cli *c)
+{
+	static const char *const flags[] = { "--listen=", "--admin-token-file=", "--pool=", NULL };
+	const char *values[3] = { NULL, NULL, NULL };
+	cb__serve_options o = { 0 };
+	const char **pos, **names = NULL;
+	size_t npos, n;
+	long long pool = CB__SERVE_DEFAULT_POOL;
+	int family, port, rc;
+	char addr[64];
+
+	pos = calloc((size_t)c->argc, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
+		goto done;
+	if (npos) {
+		rc = cb__cli_usage_error(c, "serve: unexpected argument '%.100s'", pos[0]);
+		goto done;
+	}
+	if (cb__serve_parse_listen(&family, addr, sizeof(addr), &port,
+				   values[0] ? values[0] : CB__SERVE_DEFAULT_LISTEN, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_USAGE);
+		goto done;
+	}
+	if (values[2] &&
+	    (cb__cli_parse_positive(&pool, values[2]) < 0 || pool > CB__SERVE_MAX_POOL)) {
+		rc = cb__cli_usage_error(c, "serve: invalid --pool '%.100s' (expected 1..%d)",
+					 values[2], CB__SERVE_MAX_POOL);
+		goto done;
+	}
+	n = cb_registry_count(c->reg);
+	if (n && !(names = calloc(n, sizeof(*names)))) {
+		rc = cb__cli_out_of_memory(c);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		names[i] = cb_job_name(cb_registry_at(c->reg, i));
+	o.listen = values[0];
+	o.token_file = values[1];
+	o.pool = (int)pool;
+	o.conninfo = c->db;
+	o.job_names = names;
+	o.njobs = n;
+	o.log = stdout;
+	rc = cb__serve_run(&o, &c->err);
+	if (rc < 0)
+		rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+done:
+	free(names);
+	free(pos);
+	return rc;
+}

@@ -1,0 +1,148 @@
+/* The console's read-only views of the repository (views.h). */
+#include "repo.h"
+#include "views.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The first column of the only row of @p res as a new JSON value. */
+static int json_result(json_t **out, PGresult *res, const char *what, cb_error *err)
+{
+	json_error_t jerr;
+
+	*out = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
+	PQclear(res);
+	if (!*out)
+		return cb_error_set(err, CB_EDB, "%s: unreadable JSON from server: %s", what,
+				    jerr.text);
+	return 0;
+}
+
+int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb_error *err)
+{
+	const char *p[1] = { names_json };
+	PGresult *res;
+
+	*out = NULL;
+	res = cb__repo_exec(
+		conn, "job overview",
+		"WITH names AS ("
+		" SELECT job_name FROM batch_job_instance"
+		" UNION SELECT job_name FROM batch_schedule"
+		" UNION SELECT jsonb_array_elements_text(coalesce($1::jsonb, '[]'::jsonb)))"
+		"SELECT coalesce(jsonb_agg(jsonb_build_object("
+		" 'job_name', n.job_name, 'execution_count', coalesce(c.total, 0),"
+		" 'status_counts', coalesce(c.by_status, '{}'::jsonb), 'last_execution', l.j,"
+		" 'next_fire_time', (SELECT min(s.next_fire_time) FROM batch_schedule s"
+		"  WHERE s.job_name = n.job_name AND NOT s.paused)) ORDER BY n.job_name), '[]')"
+		" FROM names n"
+		" LEFT JOIN LATERAL (SELECT jsonb_build_object('job_execution_id',"
+		"  e.job_execution_id, 'status', e.status, 'exit_code', e.exit_code,"
+		"  'start_time', e.start_time, 'end_time', e.end_time, 'duration_seconds',"
+		"  extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - e.start_time),"
+		"  'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND " CB__OWNER_LOST_SQL(
+			"e") ") AS j"
+			     "  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
+			     "  WHERE i.job_name = n.job_name ORDER BY e.job_execution_id DESC LIMIT 1) l ON true"
+			     " LEFT JOIN LATERAL (SELECT sum(k.cnt)::bigint AS total,"
+			     "  jsonb_object_agg(k.status, k.cnt) AS by_status FROM ("
+			     "  SELECT e.status, count(*) AS cnt FROM batch_job_execution e"
+			     "  JOIN batch_job_instance i USING (job_instance_id)"
+			     "  WHERE i.job_name = n.job_name GROUP BY e.status) k) c ON true",
+		1, p, err);
+	if (!res)
+		return CB_EDB;
+	return json_result(out, res, "job overview", err);
+}
+
+int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, int limit,
+			long long before, cb_error *err)
+{
+	char lim[16], bef[24];
+	const char *p[3] = { lock_name, lim, NULL };
+	PGresult *res;
+
+	*out = NULL;
+	snprintf(lim, sizeof(lim), "%d", limit > 0 ? limit : 50);
+	if (before > 0) {
+		snprintf(bef, sizeof(bef), "%lld", before);
+		p[2] = bef;
+	}
+	res = cb__repo_exec(
+		conn, "lock audit",
+		"SELECT coalesce(jsonb_agg(jsonb_build_object('audit_id', a.audit_id,"
+		" 'lock_name', a.lock_name, 'owner_id', a.owner_id, 'outcome', a.outcome,"
+		" 'fencing_token', a.fencing_token, 'job_execution_id', a.job_execution_id,"
+		" 'detail', a.detail, 'event_time', a.event_time) ORDER BY a.audit_id DESC), '[]')"
+		" FROM (SELECT * FROM batch_lock_audit"
+		"  WHERE ($1::text IS NULL OR lock_name = $1)"
+		"  AND ($3::bigint IS NULL OR audit_id < $3::bigint)"
+		"  ORDER BY audit_id DESC LIMIT $2::int) a",
+		3, p, err);
+	if (!res)
+		return CB_EDB;
+	return json_result(out, res, "lock audit", err);
+}
+
+int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	PGresult *res;
+
+	*out = NULL;
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	/* A manager step's own counts are summed only when it ends: while it
+	 * runs, its progress is its partitions'. */
+	res = cb__repo_exec(
+		conn, "step progress",
+		"SELECT coalesce(jsonb_object_agg(q.id::text, jsonb_build_object("
+		" 'items', q.items, 'written', q.written, 'last_updated', q.last,"
+		" 'elapsed_seconds', round(extract(epoch FROM q.last - q.start)::numeric, 3),"
+		" 'items_per_second', CASE WHEN q.last > q.start THEN"
+		"  round((q.items / extract(epoch FROM q.last - q.start))::numeric, 3) END)),"
+		" '{}'::jsonb)"
+		" FROM (SELECT s.step_execution_id AS id, s.start_time AS start,"
+		"  coalesce(p.items, s.read_count) AS items,"
+		"  coalesce(p.written, s.write_count) AS written,"
+		"  greatest(s.last_updated, p.last) AS last"
+		"  FROM batch_step_execution s LEFT JOIN LATERAL (SELECT sum(x.read_count) AS items,"
+		"   sum(x.write_count) AS written, max(x.last_updated) AS last, count(*) AS n"
+		"   FROM batch_step_execution x"
+		"   WHERE x.manager_step_execution_id = s.step_execution_id) p ON p.n > 0"
+		"  WHERE s.job_execution_id = $1 AND s.status IN ('STARTED', 'STOPPING')"
+		"  AND s.start_time IS NOT NULL) q",
+		1, p, err);
+	if (!res)
+		return CB_EDB;
+	return json_result(out, res, "step progress", err);
+}
+
+int cb__repo_schema_version(int *out, char *now, size_t now_size, PGconn *conn, cb_error *err)
+{
+	PGresult *res;
+	int has;
+
+	*out = -1;
+	res = cb__repo_exec(conn, "schema version",
+			    "SELECT to_regclass('batch_schema_version') IS NOT NULL,"
+			    " to_char(clock_timestamp() AT TIME ZONE 'UTC',"
+			    " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+			    0, NULL, err);
+	if (!res)
+		return CB_EDB;
+	has = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	snprintf(now, now_size, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	if (!has)
+		return 0;
+	res = cb__repo_exec(conn, "schema version",
+			    "SELECT coalesce(max(version), 0) FROM batch_schema_version", 0, NULL,
+			    err);
+	if (!res)
+		return CB_EDB;
+	*out = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
