@@ -274,28 +274,41 @@ static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows
 	return 0;
 }
 
-/* Instants in [first, cutoff), first being one: the last of them and how
- * many (-1: more than MISSED_COUNT_CAP). */
-static int missed_range(struct sched *s, long long first, long long cutoff, long long *last,
-			long long *count, cb_error *err)
+/* From instant *x, step to the last instant before @p cutoff, at most
+ * @p cap steps (0: no cap). @return the steps taken, or <0. */
+static long long walk(long long *x, struct sched *s, long long cutoff, long long cap, cb_error *err)
 {
-	long long x = first, nx, k = 1;
+	long long nx, k = 0;
 	int rc;
 
-	for (;;) {
-		if ((rc = cb__cron_next_instant(&nx, s->cron, x, cb__pg_zone_lookup, s->zone,
-						err)) == CB_ENOTFOUND)
+	while (cap == 0 || k < cap) {
+		rc = cb__cron_next_instant(&nx, s->cron, *x, cb__pg_zone_lookup, s->zone, err);
+		if (rc == CB_ENOTFOUND) {
+			cb_error_clear(err);
 			break;
+		}
 		if (rc < 0)
 			return rc;
 		if (nx >= cutoff)
 			break;
-		x = nx;
-		if (++k >= MISSED_COUNT_CAP)
-			break;
+		*x = nx;
+		k++;
 	}
-	*count = k;
-	if (k < MISSED_COUNT_CAP) {
+	return k;
+}
+
+/* Instants in [first, cutoff), first being one: the last of them and how
+ * many (-1: MISSED_COUNT_CAP or more). */
+static int missed_range(struct sched *s, long long first, long long cutoff, long long *last,
+			long long *count, cb_error *err)
+{
+	long long x = first, nx, k = walk(&x, s, cutoff, MISSED_COUNT_CAP - 1, err);
+	int rc;
+
+	if (k < 0)
+		return (int)k;
+	if (k < MISSED_COUNT_CAP - 1) {
+		*count = k + 1;
 		*last = x;
 		return 0;
 	}
@@ -315,16 +328,8 @@ static int missed_range(struct sched *s, long long first, long long cutoff, long
 			break;
 		}
 	}
-	for (;;) {
-		if ((rc = cb__cron_next_instant(&nx, s->cron, x, cb__pg_zone_lookup, s->zone,
-						err)) == CB_ENOTFOUND)
-			break;
-		if (rc < 0)
-			return rc;
-		if (nx >= cutoff)
-			break;
-		x = nx;
-	}
+	if ((k = walk(&x, s, cutoff, 0, err)) < 0)
+		return (int)k;
 	*last = x;
 	return 0;
 }

@@ -55,3 +55,12 @@ psql "$CBATCH_DB" -X -c "SELECT (SELECT count(*) FROM account) AS accounts,
        (SELECT sum(amount) FROM account) = (SELECT sum(amount) FROM ledger) AS sums_match"
 echo "\$ cbatch-examples run ledger   # the same instance again: already complete (exit 3)"
 "$bin" run ledger || echo "exit $?"
+echo "\$ cbatch-examples schedule add demo-tick --cron '* * * * * *' --job tick 'at={fire_utc}'"
+run example-setup tick --reset >/dev/null
+"$bin" schedule remove demo-tick >/dev/null 2>&1 || true
+"$bin" schedule add demo-tick --cron '* * * * * *' --job tick 'at={fire_utc}'
+run schedule next demo-tick --count 3
+echo "\$ cbatch-examples scheduler --exit-after 3 --quiet   # fires each second once"
+"$bin" scheduler --exit-after 3 --quiet >/dev/null
+run schedule history demo-tick --limit 6
+"$bin" schedule remove demo-tick >/dev/null

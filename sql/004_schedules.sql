@@ -59,7 +59,7 @@ CREATE TABLE batch_schedule_firing (
     fire_time        timestamptz  NOT NULL,
     kind             varchar(12)  NOT NULL,
     missed_until     timestamptz,
-    missed_count     bigint       NOT NULL DEFAULT 0,  -- -1: more than 10000
+    missed_count     bigint       NOT NULL DEFAULT 0,  -- -1: 10000 or more
     param_time       timestamptz,
     node_id          varchar(200) NOT NULL,
     claimed_at       timestamptz  NOT NULL DEFAULT clock_timestamp(),
@@ -234,7 +234,7 @@ BEGIN
     IF p_kind <> 'SCHEDULED' THEN
         INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id, message)
         VALUES (p_schedule_id, p_fire_time, p_node, 'MISFIRED', firing_id,
-                CASE WHEN p_missed_count < 0 THEN 'over 10000 firings'
+                CASE WHEN p_missed_count < 0 THEN '10000 or more firings'
                      WHEN p_missed_count = 1 THEN '1 firing'
                      ELSE p_missed_count || ' firings' END
                 || ' missed from ' || p_fire_time || ' to ' || p_missed_until

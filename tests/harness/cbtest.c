@@ -1049,3 +1049,47 @@ void cbt_faketime_prefix(const char **prefix, char *buf, size_t size, const char
 	prefix[k++] = buf;
 	prefix[k] = NULL;
 }
+
+/* ---- the examples binary --------------------------------------------------- */
+
+#define CBT_EXAMPLES_ARGS 48
+
+static int examples_argv(const char **argv, const char *const *prefix, const char *conninfo,
+			 const char *const *args)
+{
+	size_t n = 0;
+
+	while (prefix && *prefix && n < 8)
+		argv[n++] = *prefix++;
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = conninfo;
+	while (*args && n < CBT_EXAMPLES_ARGS - 1)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (*args) {
+		CBT_FAILF("cbt_examples: more than %d words", CBT_EXAMPLES_ARGS - 1);
+		return -1;
+	}
+	return 0;
+}
+
+int cbt_examples_run(const char *const *prefix, const char *conninfo, const char *const *args,
+		     char *out, size_t outsz, char *errout, size_t errsz)
+{
+	const char *argv[CBT_EXAMPLES_ARGS];
+
+	if (examples_argv(argv, prefix, conninfo, args) < 0)
+		return -1;
+	return cbt_run(argv, out, outsz, errout, errsz);
+}
+
+pid_t cbt_examples_spawn(const char *const *prefix, const char *conninfo, const char *log,
+			 const char *const *args)
+{
+	const char *argv[CBT_EXAMPLES_ARGS];
+
+	if (examples_argv(argv, prefix, conninfo, args) < 0)
+		return -1;
+	return cbt_spawn(argv, log);
+}

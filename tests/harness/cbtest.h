@@ -187,6 +187,19 @@ int cbt_wait(pid_t pid);
  */
 int cbt_wait_timeout(pid_t pid, int timeout_ms);
 
+/**
+ * Run `[PREFIX...] cbatch-examples --db CONNINFO ARGS...` to completion, its
+ * output captured as cbt_run does (@p out / @p errout may be NULL). @p prefix
+ * (NULL-terminated, may be NULL) goes first, e.g. cbt_faketime_prefix's.
+ * At most 40 words in all. @return as cbt_run.
+ */
+int cbt_examples_run(const char *const *prefix, const char *conninfo, const char *const *args,
+		     char *out, size_t outsz, char *errout, size_t errsz);
+
+/** The same in the background, its output to @p log (see cbt_spawn). */
+pid_t cbt_examples_spawn(const char *const *prefix, const char *conninfo, const char *log,
+			 const char *const *args);
+
 /** The cbatch-examples binary ($CBATCH_TEST_EXAMPLES). Never NULL. */
 const char *cbt_examples_bin(void);
 /** The admin CLI binary ($CBATCH_TEST_CLI). Never NULL. */

@@ -34,37 +34,13 @@ static int clean(void)
 	return 0;
 }
 
-#define MAXARGS 40
-
-static void examples_argv(const char **argv, const char *const *args)
-{
-	size_t n = 0;
-
-	argv[n++] = cbt_examples_bin();
-	argv[n++] = "--db";
-	argv[n++] = db;
-	while (*args && n < MAXARGS - 1)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-}
-
 static int ex(const char *const *args)
 {
-	const char *argv[MAXARGS];
-
-	examples_argv(argv, args);
-	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+	return cbt_examples_run(NULL, db, args, out, sizeof(out), errout, sizeof(errout));
 }
 #define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
-
-static pid_t spawn(const char *log, const char *const *args)
-{
-	const char *argv[MAXARGS];
-
-	examples_argv(argv, args);
-	return cbt_spawn(argv, log);
-}
-#define SPAWN(log, ...) spawn(log, (const char *const[]){ __VA_ARGS__, NULL })
+#define SPAWN(log, ...)                                                                            \
+	cbt_examples_spawn(NULL, db, log, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void log_path(char *buf, size_t size, const char *name)
 {

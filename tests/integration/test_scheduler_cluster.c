@@ -41,41 +41,12 @@ static int clean(void)
 	return 0;
 }
 
-#define MAXARGS 48
-
-/* argv: [prefix...] cbatch-examples --db CONNINFO ARGS... */
-static void examples_argv(const char **argv, const char *const *prefix, const char *conninfo,
-			  const char *const *args)
-{
-	size_t n = 0;
-
-	while (prefix && *prefix && n < 8)
-		argv[n++] = *prefix++;
-	argv[n++] = cbt_examples_bin();
-	argv[n++] = "--db";
-	argv[n++] = conninfo;
-	while (*args && n < MAXARGS - 1)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-}
-
 static int ex_on(const char *conninfo, const char *const *args)
 {
-	const char *argv[MAXARGS];
-
-	examples_argv(argv, NULL, conninfo, args);
-	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+	return cbt_examples_run(NULL, conninfo, args, out, sizeof(out), errout, sizeof(errout));
 }
-#define EX(...) ex_on(db, (const char *const[]){ __VA_ARGS__, NULL })
-
-static pid_t spawn_on(const char *const *prefix, const char *conninfo, const char *log,
-		      const char *const *args)
-{
-	const char *argv[MAXARGS];
-
-	examples_argv(argv, prefix, conninfo, args);
-	return cbt_spawn(argv, log);
-}
+#define EX(...)  ex_on(db, (const char *const[]){ __VA_ARGS__, NULL })
+#define spawn_on cbt_examples_spawn
 
 static void log_path(char *buf, size_t size, const char *name)
 {
@@ -293,6 +264,38 @@ static void test_killed_node_firing_is_not_repeated_and_restarts(void)
 		  1);
 }
 
+static void test_killed_scheduler_alone_stops_its_job_restartable(void)
+{
+	char log[512], id[32];
+	long long exec;
+	pid_t pid;
+
+	fresh(conn, db);
+	CBT_EQ_LL(EX("schedule", "add", "orphan", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}", "-sleepMs:long=60000"),
+		  0);
+	log_path(log, sizeof(log), "alone");
+	pid = spawn_on(NULL, db, log,
+		       (const char *const[]){ "scheduler", "--max-running", "1", NULL });
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) FROM batch_job_execution e JOIN "
+				       "batch_job_instance i USING (job_instance_id) WHERE "
+				       "i.job_name = 'tick' AND e.status = 'STARTED'"));
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution "
+				  "WHERE status = 'STARTED'");
+	kill(pid, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 10000), 128 + SIGKILL);
+	/* Its job got the parent-death signal: a stop after the current chunk. */
+	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+				  "SELECT count(*) FROM batch_job_execution WHERE "
+				  "job_execution_id = $1 AND status = 'STOPPED'",
+				  "lld", exec));
+	EX("schedule", "pause", "orphan");
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("restart", id), 0);
+}
+
 /* ---- every scheduler down for five minutes ------------------------------ */
 
 static void test_all_down_five_minutes_then_misfire_policies(void)
@@ -427,6 +430,8 @@ static const CU_TestInfo tests[] = {
 	  test_three_nodes_skewed_clocks_one_run_per_instant },
 	{ "killed_node_firing_is_not_repeated_and_restarts",
 	  test_killed_node_firing_is_not_repeated_and_restarts },
+	{ "killed_scheduler_alone_stops_its_job_restartable",
+	  test_killed_scheduler_alone_stops_its_job_restartable },
 	{ "all_down_five_minutes_then_misfire_policies",
 	  test_all_down_five_minutes_then_misfire_policies },
 	CU_TEST_INFO_NULL,
