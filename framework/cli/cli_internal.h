@@ -92,6 +92,8 @@ int cb__cli_cmd_schedule(struct cli *c);
 int cb__cli_cmd_scheduler(struct cli *c);
 /* cmd_worker.c */
 int cb__cli_cmd_worker(struct cli *c);
+/* cmd_cleanup.c */
+int cb__cli_cmd_cleanup(struct cli *c);
 /* main.c */
 int cb__cli_cmd_help(struct cli *c);
 
