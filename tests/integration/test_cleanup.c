@@ -7,7 +7,8 @@
  * them afterwards (the partitioned one reruns only its unfinished partition);
  * --dry-run deletes nothing and counts what the real run then removes; the
  * counts reported equal the rows gone from each table; --keep-last keeps
- * exactly N per job; bad durations exit 2.
+ * exactly N per job; bad durations exit 2; an instance someone holds is
+ * passed over, not waited for, and taken by the next run.
  *
  * The tests run in order on one database: the restart test uses what the
  * 100k test left.
@@ -629,11 +630,62 @@ static void test_keep_last_keeps_exactly_n_per_job(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 8);
 }
 
+/* ---- an instance someone holds -------------------------------------------- */
+
+static void test_held_instance_is_passed_over_not_waited_for(void)
+{
+	PGconn *holder;
+	double t0;
+	json_t *doc;
+	long long held;
+
+	fresh();
+	/* job h: 4 old instances; the newest one's execution is what --next reads */
+	cbt_exec(conn,
+		 "INSERT INTO batch_job_instance (job_name, job_key) "
+		 "SELECT 'h', md5('h' || g) FROM generate_series(1, 4) g ORDER BY g;"
+		 "INSERT INTO batch_job_execution (job_instance_id, status, start_time, end_time) "
+		 "SELECT job_instance_id, 'COMPLETED', now() - interval '40 days', "
+		 " now() - interval '40 days' FROM batch_job_instance ORDER BY job_instance_id;");
+	held = cbt_query_ll(conn, "SELECT min(job_instance_id) FROM batch_job_instance");
+	/* As a launch or an operator's stop/abandon holds it: its row lock. */
+	holder = cbt_connect(db);
+	cbt_exec(holder, "BEGIN");
+	CBT_EQ_LL(cbt_queryp_ll(holder,
+				"SELECT count(*) FROM (SELECT 1 FROM batch_job_instance "
+				"WHERE job_instance_id = $1 FOR UPDATE) x",
+				"lld", held),
+		  1);
+	t0 = cbt_now();
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "1d"), 0);
+	CU_ASSERT(cbt_now() - t0 < 10);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_job_execution"), 2);
+	CBT_EQ_LL(json_integer_value(json_object_get(doc, "skipped_instances")), 1);
+	json_decref(doc);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_instance WHERE job_instance_id = $1",
+			      "lld", held),
+		1);
+	/* Released: the next run takes it. */
+	cbt_exec(holder, "COMMIT");
+	PQfinish(holder);
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "1d"), 0);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_job_execution"), 1);
+	CBT_EQ_LL(removed(doc, "batch_job_instance"), 1);
+	json_decref(doc);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 1);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "bad_durations_exit_2", test_bad_durations_exit_2 },
 	{ "100k_cleanup_while_a_job_runs", test_100k_cleanup_while_a_job_runs },
 	{ "failed_instances_restart_after_cleanup", test_failed_instances_restart_after_cleanup },
 	{ "keep_last_keeps_exactly_n_per_job", test_keep_last_keeps_exactly_n_per_job },
+	{ "held_instance_is_passed_over_not_waited_for",
+	  test_held_instance_is_passed_over_not_waited_for },
 	CU_TEST_INFO_NULL,
 };
 
