@@ -94,6 +94,8 @@ int cb__cli_cmd_scheduler(struct cli *c);
 int cb__cli_cmd_worker(struct cli *c);
 /* cmd_serve.c */
 int cb__cli_cmd_serve(struct cli *c);
+/* cmd_cleanup.c */
+int cb__cli_cmd_cleanup(struct cli *c);
 /* main.c */
 int cb__cli_cmd_help(struct cli *c);
 

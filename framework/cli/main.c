@@ -167,6 +167,26 @@ static const struct builtin builtins[] = {
 	  "  --pool N                  repository connections shared by requests\n"
 	  "                            (default 4, at most 64)\n",
 	  cb__cli_cmd_serve },
+	{ "cleanup", "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
+	  "remove old executions with their steps, contexts, parameters and audit",
+	  "Removes job executions that ended more than DURATION ago (30d, 12h, 90m,\n"
+	  "3600s; by the database's clock) with their step executions (partitions too),\n"
+	  "contexts and parameters, their lock audit rows (and audit rows older than\n"
+	  "the cutoff that belong to no execution), and instances left with none. An\n"
+	  "instance whose executions all go can be run again with the same parameters.\n"
+	  "Never removed: an instance that is running, or whose newest execution is\n"
+	  "not COMPLETED or ABANDONED (all of it stays restartable); the newest\n"
+	  "execution of an instance unless all of it goes; the first execution of each\n"
+	  "job's newest instance and one of the instance with its largest run.id (what\n"
+	  "--next reads). Schedule firings keep the ids of removed executions.\n"
+	  "Works in short transactions (SKIP LOCKED, lock_timeout 1s), safe while jobs\n"
+	  "run; prints each batch on stderr and the rows removed per table.\n\n"
+	  "Options:\n"
+	  "  --older-than DURATION  required: a positive integer and s, m, h or d\n"
+	  "  --keep-last N          also keep the newest N executions of each job\n"
+	  "  --dry-run              count what would be removed; remove nothing\n"
+	  "  --batch N              executions per transaction (default 1000)\n",
+	  cb__cli_cmd_cleanup },
 	{ "help", "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
 };
 #define NBUILTINS (sizeof(builtins) / sizeof(builtins[0]))

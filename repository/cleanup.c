@@ -1,0 +1,551 @@
+/*
+ * Cleanup of old repository metadata: job executions that ended before a
+ * cutoff, with their step executions (partitions included), contexts,
+ * parameters and lock audit rows, and the instances left with no execution.
+ *
+ * What stays, whatever its age (a restart or a launch still reads it):
+ *  - every execution of an instance that has a live execution (a running
+ *    restart reads its earlier executions' steps: step history, start counts,
+ *    summaries, the newest execution of each partition index);
+ *  - every execution of an instance whose newest execution is not COMPLETED
+ *    or ABANDONED: a restart reads the newest one's contexts, the newest
+ *    execution of each step and of each partition index over the whole
+ *    instance, and any ABANDONED execution in it (which forbids the restart);
+ *  - the newest execution of an instance unless all of its executions go
+ *    with it, so that a COMPLETED instance never turns into a FAILED one;
+ *  - with keep_last, the N newest executions of each job name;
+ *  - for each job name, the first execution of its newest instance and one
+ *    execution of the instance with its largest run.id: `--next` reads both,
+ *    and without them it would count run.id from 1 again.
+ *
+ * The executions go in batches, one short transaction each: the batch's
+ * instances are locked first (SKIP LOCKED: a launch or an operator's stop or
+ * abandon holding one is passed over, never waited for; a launch that comes
+ * after waits at most for this transaction), then what may go is judged again
+ * under those locks and deleted in one statement. The lock audit follows in
+ * batches of its own (it has no index on job_execution_id, so it is walked
+ * once in audit_id order instead of searched per batch).
+ */
+#include "repo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Parameters shared by the statements that judge executions:
+ *   $1 cutoff (timestamptz)   $2 keep-last job names (text[])
+ *   $3 their first kept execution ids (bigint[])   $4 protected ids (bigint[]) */
+#define LIVE "('STARTING', 'STARTED', 'STOPPING')"
+
+/* Everything but the newest-execution rule, for execution alias e. */
+#define BASE_SQL(e)                                                                                    \
+	e ".end_time < $1::timestamptz AND " e ".status NOT IN " LIVE " "                              \
+	  "AND NOT (" e ".job_execution_id = ANY ($4::bigint[])) "                                     \
+	  "AND NOT EXISTS (SELECT 1 FROM batch_job_execution v "                                       \
+	  " WHERE v.job_instance_id = " e ".job_instance_id AND v.status IN " LIVE ") "                \
+	  "AND (SELECT n.status FROM batch_job_execution n "                                           \
+	  " WHERE n.job_instance_id = " e ".job_instance_id "                                          \
+	  " ORDER BY n.job_execution_id DESC LIMIT 1) IN ('COMPLETED', 'ABANDONED') "                  \
+	  "AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::bigint[]) AS k(job_name, first_kept) " \
+	  " JOIN batch_job_instance ki ON ki.job_name = k.job_name "                                   \
+	  " WHERE ki.job_instance_id = " e ".job_instance_id "                                         \
+	  " AND " e ".job_execution_id >= k.first_kept) "
+
+/* Lock audit rows that go (alias a): tied to an execution that is gone, or
+ * tied to none and older than the cutoff ($1). */
+#define AUDIT_SQL(a)                                                                               \
+	"((" a ".job_execution_id IS NULL AND " a ".event_time < $1::timestamptz) "                \
+	" OR (" a ".job_execution_id IS NOT NULL AND NOT EXISTS (SELECT 1 "                        \
+	"  FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id)))"
+
+/* What a batch removes, as one row (the same columns for the dry run). */
+#define COUNTS_SELECT                                                                              \
+	"SELECT (SELECT count(*) FROM je), (SELECT count(*) FROM ji), "                            \
+	" (SELECT count(*) FROM st), (SELECT count(partition_index) FROM st), "                    \
+	" (SELECT count(*) FROM sc), (SELECT count(*) FROM jc), (SELECT count(*) FROM pa), "       \
+	" (SELECT count(*) FROM r)"
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void rollback_quietly(PGconn *conn)
+{
+	PGresult *res = PQexec(conn, "ROLLBACK");
+
+	PQclear(res);
+}
+
+static void add_counts(cb__cleanup_counts *to, const cb__cleanup_counts *c)
+{
+	to->job_executions += c->job_executions;
+	to->job_instances += c->job_instances;
+	to->step_executions += c->step_executions;
+	to->partitions += c->partitions;
+	to->step_contexts += c->step_contexts;
+	to->job_contexts += c->job_contexts;
+	to->params += c->params;
+	to->lock_audit += c->lock_audit;
+	to->restart_links += c->restart_links;
+}
+
+static void read_counts(cb__cleanup_counts *c, const PGresult *res)
+{
+	memset(c, 0, sizeof(*c));
+	c->job_executions = atoll(PQgetvalue(res, 0, 0));
+	c->job_instances = atoll(PQgetvalue(res, 0, 1));
+	c->step_executions = atoll(PQgetvalue(res, 0, 2));
+	c->partitions = atoll(PQgetvalue(res, 0, 3));
+	c->step_contexts = atoll(PQgetvalue(res, 0, 4));
+	c->job_contexts = atoll(PQgetvalue(res, 0, 5));
+	c->params = atoll(PQgetvalue(res, 0, 6));
+	c->restart_links = atoll(PQgetvalue(res, 0, 7));
+}
+
+/* The state every batch is judged by, fixed when the cleanup starts. */
+typedef struct plan {
+	char cutoff[64];
+	char *keep_names; /* text[] literal from the server, "{}" when none */
+	char *keep_first; /* bigint[] literal */
+	char *protected_ids;
+} plan;
+
+static void plan_free(plan *p)
+{
+	free(p->keep_names);
+	free(p->keep_first);
+	free(p->protected_ids);
+}
+
+static int dup_value(char **out, const PGresult *res, int col, cb_error *err)
+{
+	*out = strdup(PQgetvalue(res, 0, col));
+	return *out ? 0 : cb_error_set(err, CB_ENOMEM, "out of memory");
+}
+
+/*
+ * The cutoff in the database's clock, and what is kept by count rather than
+ * by age. New executions made while the cleanup runs are newer than the
+ * cutoff, so none of this can go stale in a way that deletes more.
+ */
+static int make_plan(plan *p, PGconn *conn, const cb__cleanup_options *opt, cb_error *err)
+{
+	char secs[64], keep[24];
+	const char *pa[2] = { secs, keep };
+	PGresult *res;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(secs, sizeof(secs), "%.6f", opt->older_than_seconds);
+	snprintf(keep, sizeof(keep), "%lld", opt->keep_last);
+	/* Arrays travel back as the server printed them: no client-side quoting. */
+	res = cb__repo_exec(
+		conn, "plan cleanup",
+		"WITH k AS (SELECT job_name, min(job_execution_id) AS first_kept FROM ("
+		"  SELECT i.job_name, e.job_execution_id, row_number() OVER ("
+		"   PARTITION BY i.job_name ORDER BY e.job_execution_id DESC) AS rn "
+		"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "
+		"  WHERE $2::bigint > 0) x WHERE rn <= $2::bigint GROUP BY job_name), "
+		/* --next reads the parameters of the newest instance's first execution */
+		"f AS (SELECT (SELECT min(e.job_execution_id) FROM batch_job_execution e "
+		"   WHERE e.job_instance_id = m.inst) AS id "
+		"  FROM (SELECT max(job_instance_id) AS inst FROM batch_job_instance "
+		"   GROUP BY job_name) m), "
+		/* ... and counts on from the largest run.id of all the job's instances */
+		"r AS (SELECT DISTINCT ON (i.job_name) p.job_execution_id AS id "
+		"  FROM batch_job_execution_params p JOIN batch_job_execution e USING (job_execution_id) "
+		"  JOIN batch_job_instance i USING (job_instance_id) "
+		"  WHERE p.parameter_name = 'run.id' AND p.parameter_type = 'long' AND p.identifying "
+		"  AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$' "
+		"  ORDER BY i.job_name, p.parameter_value::bigint DESC, p.job_execution_id) "
+		"SELECT clock_timestamp() - make_interval(secs => $1::double precision), "
+		" coalesce((SELECT array_agg(job_name ORDER BY job_name) FROM k), '{}'), "
+		" coalesce((SELECT array_agg(first_kept ORDER BY job_name) FROM k), '{}'), "
+		" coalesce((SELECT array_agg(DISTINCT id) FROM (SELECT id FROM f UNION "
+		"  SELECT id FROM r) u WHERE id IS NOT NULL), '{}')",
+		2, pa, err);
+	if (!res)
+		return CB_EDB;
+	snprintf(p->cutoff, sizeof(p->cutoff), "%s", PQgetvalue(res, 0, 0));
+	if ((rc = dup_value(&p->keep_names, res, 1, err)) < 0 ||
+	    (rc = dup_value(&p->keep_first, res, 2, err)) < 0 ||
+	    (rc = dup_value(&p->protected_ids, res, 3, err)) < 0) {
+		PQclear(res);
+		plan_free(p);
+		return rc;
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* The dry run: what the batches would remove, counted in one read-only
+ * statement over the same rules. */
+static int count_only(cb__cleanup_counts *out, PGconn *conn, const plan *p, cb_error *err)
+{
+	const char *pa[4] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids };
+	PGresult *res;
+
+	res = cb__repo_exec(
+		conn, "count what cleanup would remove",
+		"WITH s AS (SELECT e.job_execution_id AS id, e.job_instance_id AS inst, "
+		"  NOT EXISTS (SELECT 1 FROM batch_job_execution o WHERE "
+		"   o.job_instance_id = e.job_instance_id "
+		"   AND o.job_execution_id > e.job_execution_id) AS newest "
+		"  FROM batch_job_execution e WHERE " BASE_SQL(
+			"e") "), "
+			     /* the newest goes only with all the others (which are then in s too) */
+			     "d AS (SELECT * FROM s WHERE NOT newest OR NOT EXISTS (SELECT 1 "
+			     "  FROM batch_job_execution o WHERE o.job_instance_id = s.inst "
+			     "  AND o.job_execution_id <> s.id AND (o.end_time IS NULL "
+			     "   OR o.end_time >= $1::timestamptz OR o.job_execution_id = ANY ($4::bigint[])))), "
+			     "je AS (SELECT 1 FROM d), ji AS (SELECT 1 FROM d WHERE newest), "
+			     "st AS (SELECT x.partition_index FROM batch_step_execution x JOIN d "
+			     "  ON x.job_execution_id = d.id), "
+			     "sc AS (SELECT 1 FROM batch_step_execution_context c JOIN batch_step_execution x "
+			     "  USING (step_execution_id) JOIN d ON x.job_execution_id = d.id), "
+			     "jc AS (SELECT 1 FROM batch_job_execution_context c JOIN d "
+			     "  ON c.job_execution_id = d.id), "
+			     "pa AS (SELECT 1 FROM batch_job_execution_params c JOIN d "
+			     "  ON c.job_execution_id = d.id), "
+			     "r AS (SELECT 1 FROM batch_job_execution x JOIN d ON x.restart_of = d.id "
+			     "  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
+			     ", (SELECT count(*) FROM batch_lock_audit a WHERE a.job_execution_id IN "
+			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") ")",
+		4, pa, err);
+	if (!res)
+		return CB_EDB;
+	read_counts(out, res);
+	out->lock_audit = atoll(PQgetvalue(res, 0, 8));
+	PQclear(res);
+	return 0;
+}
+
+static int begin_bounded(PGconn *conn, const cb__cleanup_options *opt, cb_error *err)
+{
+	char ms[32];
+	const char *pa[1] = { ms };
+	int rc;
+
+	snprintf(ms, sizeof(ms), "%lldms",
+		 (long long)(opt->lock_timeout_seconds > 0 ? opt->lock_timeout_seconds * 1000 :
+							     1000));
+	rc = cb__repo_command(conn, "begin cleanup batch", "BEGIN", 0, NULL, err);
+	if (rc < 0)
+		return rc;
+	/* Never wait long for a row someone else holds: give up the batch and
+	 * try again instead (set_config: a value as a parameter, not pasted).
+	 * No JIT: the statements' estimates are large (every row of a big
+	 * repository could be looked at) but each batch stops after a few
+	 * thousand rows, and compiling them cost ten times the work. */
+	rc = cb__repo_command(conn, "bound lock waits",
+			      "SELECT set_config('lock_timeout', $1, true), "
+			      "set_config('jit', 'off', true)",
+			      1, pa, err);
+	if (rc < 0)
+		rollback_quietly(conn);
+	return rc;
+}
+
+/*
+ * One batch of executions after id @p last: *done = 1 when none is left.
+ * *last moves past every execution looked at; *skipped counts the instances
+ * passed over because someone held them.
+ */
+static int execution_batch(cb__cleanup_counts *out, int *done, long long *last, long long *skipped,
+			   PGconn *conn, const plan *p, const cb__cleanup_options *opt,
+			   cb_error *err)
+{
+	char slast[24], slimit[24], smax[24], *insts = NULL, *ids = NULL;
+	long long seen, scanned_max, instances;
+	PGresult *res;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	*done = 0;
+	snprintf(slast, sizeof(slast), "%lld", *last);
+	snprintf(slimit, sizeof(slimit), "%lld", opt->batch);
+	if ((rc = begin_bounded(conn, opt, err)) < 0)
+		return rc;
+	{
+		const char *pa[6] = { p->cutoff,        p->keep_names, p->keep_first,
+				      p->protected_ids, slast,         slimit };
+
+		res = cb__repo_exec(
+			conn, "pick executions to remove",
+			"WITH c AS (SELECT e.job_execution_id, e.job_instance_id "
+			"  FROM batch_job_execution e WHERE e.job_execution_id > $5::bigint "
+			"  AND " BASE_SQL(
+				"e") " ORDER BY e.job_execution_id LIMIT $6::bigint), "
+				     "l AS (SELECT i.job_instance_id FROM batch_job_instance i "
+				     "  WHERE i.job_instance_id = ANY (ARRAY(SELECT job_instance_id FROM c)) "
+				     "  FOR UPDATE SKIP LOCKED) "
+				     "SELECT (SELECT count(*) FROM c), (SELECT max(job_execution_id) FROM c), "
+				     " (SELECT count(DISTINCT job_instance_id) FROM c), "
+				     " coalesce((SELECT array_agg(job_instance_id) FROM l), '{}'), "
+				     " (SELECT count(*) FROM l)",
+			6, pa, err);
+	}
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	seen = atoll(PQgetvalue(res, 0, 0));
+	scanned_max = seen ? atoll(PQgetvalue(res, 0, 1)) : *last;
+	instances = atoll(PQgetvalue(res, 0, 2));
+	*skipped += instances - atoll(PQgetvalue(res, 0, 4));
+	insts = strdup(PQgetvalue(res, 0, 3));
+	PQclear(res);
+	if (!insts) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (seen == 0) {
+		*done = 1;
+		free(insts);
+		return cb__repo_command(conn, "end cleanup batch", "COMMIT", 0, NULL, err);
+	}
+	snprintf(smax, sizeof(smax), "%lld", scanned_max);
+	{
+		const char *pa[7] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids,
+				      slast,     smax,          insts };
+
+		/* A new snapshot, under the instance locks: judged again, so that
+		 * a launch that committed meanwhile is seen. */
+		res = cb__repo_exec(
+			conn, "judge executions to remove",
+			"WITH s0 AS (SELECT e.job_execution_id AS id, e.job_instance_id AS inst "
+			"  FROM batch_job_execution e WHERE e.job_instance_id = ANY ($7::bigint[]) "
+			"  AND e.job_execution_id > $5::bigint AND e.job_execution_id <= $6::bigint "
+			"  AND " BASE_SQL(
+				"e") "), "
+				     /* the newest of an instance goes only with all of the others */
+				     "s AS (SELECT * FROM s0 WHERE EXISTS (SELECT 1 FROM batch_job_execution o "
+				     "   WHERE o.job_instance_id = s0.inst AND o.job_execution_id > s0.id) "
+				     "  OR NOT EXISTS (SELECT 1 FROM batch_job_execution o "
+				     "   WHERE o.job_instance_id = s0.inst "
+				     "   AND o.job_execution_id NOT IN (SELECT id FROM s0))) "
+				     /* an instance goes with its newest execution (then with all) */
+				     "SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(inst) FILTER ("
+				     "  WHERE NOT EXISTS (SELECT 1 FROM batch_job_execution o "
+				     "   WHERE o.job_instance_id = s.inst AND o.job_execution_id > s.id)), '{}') "
+				     "FROM s",
+			7, pa, err);
+	}
+	free(insts);
+	insts = NULL;
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	ids = strdup(PQgetvalue(res, 0, 0));
+	insts = strdup(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	if (!ids || !insts) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto fail;
+	}
+	{
+		const char *pa[2] = { ids, insts };
+
+		/* Ids as arrays, not a join with a CTE: each table is reached by
+		 * its index on job_execution_id. Foreign keys are checked at the
+		 * end of the statement, when children and parents are gone
+		 * together; a surviving restart's link to a removed execution is
+		 * cleared (it is history, not state). */
+		res = cb__repo_exec(
+			conn, "remove executions",
+			"WITH r AS (UPDATE batch_job_execution x SET restart_of = NULL "
+			"  WHERE x.restart_of = ANY ($1::bigint[]) "
+			"  AND NOT (x.job_execution_id = ANY ($1::bigint[])) RETURNING 1), "
+			"sc AS (DELETE FROM batch_step_execution_context c WHERE c.step_execution_id = "
+			"  ANY (ARRAY(SELECT x.step_execution_id FROM batch_step_execution x "
+			"   WHERE x.job_execution_id = ANY ($1::bigint[]))) RETURNING 1), "
+			"st AS (DELETE FROM batch_step_execution x "
+			"  WHERE x.job_execution_id = ANY ($1::bigint[]) RETURNING x.partition_index), "
+			"jc AS (DELETE FROM batch_job_execution_context c "
+			"  WHERE c.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
+			"pa AS (DELETE FROM batch_job_execution_params c "
+			"  WHERE c.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
+			"je AS (DELETE FROM batch_job_execution e "
+			"  WHERE e.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
+			/* (an execution left behind would fail the foreign key) */
+			"ji AS (DELETE FROM batch_job_instance i WHERE i.job_instance_id = ANY "
+			"  ($2::bigint[]) RETURNING 1) " COUNTS_SELECT,
+			2, pa, err);
+	}
+	free(ids);
+	free(insts);
+	ids = insts = NULL;
+	if (!res) {
+		rc = CB_EDB;
+		goto fail;
+	}
+	read_counts(out, res);
+	PQclear(res);
+	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
+	if (rc < 0) {
+		memset(out, 0, sizeof(*out));
+		goto fail;
+	}
+	*last = scanned_max;
+	return 0;
+fail:
+	free(ids);
+	free(insts);
+	rollback_quietly(conn);
+	return rc;
+}
+
+/* One batch of lock audit rows after audit_id @p last. */
+static int audit_batch(long long *removed, int *done, long long *last, PGconn *conn, const plan *p,
+		       const cb__cleanup_options *opt, cb_error *err)
+{
+	char slast[24], slimit[24];
+	const char *pa[3] = { p->cutoff, slast, slimit };
+	PGresult *res;
+	int rc;
+
+	*removed = 0;
+	*done = 0;
+	snprintf(slast, sizeof(slast), "%lld", *last);
+	/* Audit rows are small and never updated: more of them per transaction. */
+	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
+	if ((rc = begin_bounded(conn, opt, err)) < 0)
+		return rc;
+	res = cb__repo_exec(
+		conn, "remove lock audit rows",
+		"WITH d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN ("
+		"  SELECT b.audit_id FROM batch_lock_audit b WHERE b.audit_id > $2::bigint "
+		"  AND " AUDIT_SQL("b") " ORDER BY b.audit_id LIMIT $3::bigint) "
+					"  RETURNING a.audit_id) "
+					"SELECT count(*), max(audit_id) FROM d",
+		3, pa, err);
+	if (!res) {
+		rollback_quietly(conn);
+		return CB_EDB;
+	}
+	*removed = atoll(PQgetvalue(res, 0, 0));
+	if (*removed == 0)
+		*done = 1;
+	else
+		*last = atoll(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
+	if (rc < 0) {
+		*removed = 0;
+		rollback_quietly(conn);
+	}
+	return rc;
+}
+
+/* Retry a batch that lost a lock wait or a deadlock, a few times, backing off. */
+#define MAX_ATTEMPTS 5
+
+static int retryable(cb_error *err, int rc, int attempt)
+{
+	if (rc != CB_ERETRY || attempt + 1 >= MAX_ATTEMPTS)
+		return 0;
+	cb_error_clear(err);
+	{
+		struct timespec ts = { 0, 100000000L * (attempt + 1) };
+
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+static void report(const cb__cleanup_options *opt, const char *phase, long long batch,
+		   const cb__cleanup_counts *b, const cb__cleanup_counts *total, double seconds)
+{
+	cb__cleanup_progress pr;
+
+	if (!opt->progress)
+		return;
+	pr.phase = phase;
+	pr.batch = batch;
+	pr.counts = *b;
+	pr.total = *total;
+	pr.seconds = seconds;
+	opt->progress(opt->progress_ctx, &pr);
+}
+
+int cb__repo_cleanup(cb__cleanup_result *out, PGconn *conn, const cb__cleanup_options *opt,
+		     cb_error *err)
+{
+	plan p;
+	long long last = 0, batch = 0, skipped = 0;
+	int rc, done = 0, passes = 0, attempt = 0;
+	double t0 = now_seconds();
+
+	memset(out, 0, sizeof(*out));
+	if (!opt || opt->older_than_seconds <= 0 || opt->batch <= 0 || opt->keep_last < 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "cleanup: older-than must be positive, batch positive, "
+				    "keep-last not negative");
+	if ((rc = make_plan(&p, conn, opt, err)) < 0)
+		return rc;
+	snprintf(out->cutoff, sizeof(out->cutoff), "%s", p.cutoff);
+	if (opt->dry_run) {
+		rc = count_only(&out->removed, conn, &p, err);
+		out->seconds = now_seconds() - t0;
+		plan_free(&p);
+		return rc;
+	}
+	/* Executions first (their audit rows become orphans), then the audit. */
+	while (!done) {
+		cb__cleanup_counts b;
+
+		rc = execution_batch(&b, &done, &last, &skipped, conn, &p, opt, err);
+		if (rc < 0) {
+			if (retryable(err, rc, attempt++))
+				continue;
+			goto out;
+		}
+		attempt = 0;
+		if (done) {
+			/* Instances passed over because they were held: once more from
+			 * the start, a few times at most (they may stay held). */
+			if (skipped > 0 && ++passes < 3) {
+				out->skipped_instances = skipped;
+				skipped = 0;
+				last = 0;
+				done = 0;
+			}
+			continue;
+		}
+		add_counts(&out->removed, &b);
+		out->batches = ++batch;
+		report(opt, "executions", batch, &b, &out->removed, now_seconds() - t0);
+	}
+	out->skipped_instances = skipped;
+	last = 0;
+	done = 0;
+	attempt = 0;
+	while (!done) {
+		cb__cleanup_counts b;
+
+		memset(&b, 0, sizeof(b));
+		rc = audit_batch(&b.lock_audit, &done, &last, conn, &p, opt, err);
+		if (rc < 0) {
+			if (retryable(err, rc, attempt++))
+				continue;
+			goto out;
+		}
+		attempt = 0;
+		if (done)
+			break;
+		out->removed.lock_audit += b.lock_audit;
+		out->batches = ++batch;
+		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0);
+	}
+	rc = 0;
+out:
+	out->seconds = now_seconds() - t0;
+	plan_free(&p);
+	return rc;
+}

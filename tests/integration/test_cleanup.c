@@ -1,0 +1,695 @@
+/*
+ * `cleanup` of old repository metadata (issue 12): over 100,000 old
+ * executions written set-based beside real runs of the example jobs, while a
+ * real job runs. The running job finishes COMPLETED and none of its
+ * instance's rows is touched; a FAILED instance and a partitioned FAILED
+ * instance keep their newest execution and contexts and `restart` completes
+ * them afterwards (the partitioned one reruns only its unfinished partition);
+ * --dry-run deletes nothing and counts what the real run then removes; the
+ * counts reported equal the rows gone from each table; --keep-last keeps
+ * exactly N per job; bad durations exit 2; an instance someone holds is
+ * passed over, not waited for, and taken by the next run.
+ *
+ * The tests run in order on one database: the restart test uses what the
+ * 100k test left.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+static char out[262144], errout[262144];
+static PGconn *conn;
+
+/* The real FAILED executions the restart test restarts. */
+static long long failed_plain, failed_parted;
+
+static int init(void)
+{
+	if (cbt_db_create(db, sizeof(db), "cleanup") < 0)
+		return -1;
+	conn = PQconnectdb(db);
+	return PQstatus(conn) == CONNECTION_OK ? 0 : -1;
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+static int run_bin(const char *bin, const char *const *args)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	argv[n++] = bin;
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+#define EX(...)  run_bin(cbt_examples_bin(), (const char *const[]){ __VA_ARGS__, NULL })
+#define CLI(...) run_bin(cbt_cli_bin(), (const char *const[]){ __VA_ARGS__, NULL })
+
+static pid_t spawn_ex(const char *log, const char *const *args)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_spawn(argv, log);
+}
+
+#define SPAWN(log, ...) spawn_ex((log), (const char *const[]){ __VA_ARGS__, NULL })
+
+static void fresh(void)
+{
+	cbt_exec(conn, "SET client_min_messages = warning; "
+		       "DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+	CBT_EQ_LL(CLI("schema", "init"), 0);
+}
+
+static json_t *stdout_json(void)
+{
+	json_error_t jerr;
+	json_t *v = json_loads(out, 0, &jerr);
+
+	if (!v)
+		CBT_FAILF("stdout is not one JSON document (%s): %.300s", jerr.text, out);
+	return v;
+}
+
+static long long newest_execution(void)
+{
+	return cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+}
+
+/* The repository tables cleanup removes from, as --json names them. */
+static const char *const tables[] = { "batch_job_execution",
+				      "batch_job_instance",
+				      "batch_step_execution",
+				      "batch_step_execution_context",
+				      "batch_job_execution_context",
+				      "batch_job_execution_params",
+				      "batch_lock_audit",
+				      NULL };
+#define NTABLES 7
+
+/* Rows of each table that existed when @p max (the largest ids then) was
+ * taken: rows a running job adds later do not count. */
+typedef struct snapshot {
+	long long rows[NTABLES];
+	long long max_exec, max_inst, max_step, max_audit;
+} snapshot;
+
+static void take_ids(snapshot *s)
+{
+	s->max_exec = cbt_query_ll(conn, "SELECT coalesce(max(job_execution_id), 0) "
+					 "FROM batch_job_execution");
+	s->max_inst = cbt_query_ll(conn, "SELECT coalesce(max(job_instance_id), 0) "
+					 "FROM batch_job_instance");
+	s->max_step = cbt_query_ll(conn, "SELECT coalesce(max(step_execution_id), 0) "
+					 "FROM batch_step_execution");
+	s->max_audit =
+		cbt_query_ll(conn, "SELECT coalesce(max(audit_id), 0) FROM batch_lock_audit");
+}
+
+static void count_rows(snapshot *s)
+{
+	s->rows[0] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_job_execution "
+				   "WHERE job_execution_id <= $1",
+				   "lld", s->max_exec);
+	s->rows[1] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_job_instance "
+				   "WHERE job_instance_id <= $1",
+				   "lld", s->max_inst);
+	s->rows[2] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_step_execution "
+				   "WHERE step_execution_id <= $1",
+				   "lld", s->max_step);
+	s->rows[3] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_step_execution_context "
+				   "WHERE step_execution_id <= $1",
+				   "lld", s->max_step);
+	s->rows[4] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_job_execution_context "
+				   "WHERE job_execution_id <= $1",
+				   "lld", s->max_exec);
+	s->rows[5] = cbt_queryp_ll(conn,
+				   "SELECT count(*) FROM batch_job_execution_params "
+				   "WHERE job_execution_id <= $1",
+				   "lld", s->max_exec);
+	s->rows[6] =
+		cbt_queryp_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE audit_id <= $1",
+			      "lld", s->max_audit);
+}
+
+static long long removed(const json_t *doc, const char *table)
+{
+	json_t *v = json_object_get(json_object_get(doc, "removed"), table);
+
+	if (!json_is_integer(v)) {
+		CBT_FAILF("no count for %s in the summary", table);
+		return -1;
+	}
+	return json_integer_value(v);
+}
+
+/* Every row of the executions of instance @p inst, in one number per kind. */
+static void instance_rows(long long *v, long long inst)
+{
+	v[0] = cbt_queryp_ll(conn,
+			     "SELECT count(*) FROM batch_job_execution WHERE job_instance_id = $1",
+			     "lld", inst);
+	v[1] = cbt_queryp_ll(
+		conn,
+		"SELECT count(*) FROM batch_step_execution s JOIN batch_job_execution e "
+		"USING (job_execution_id) WHERE e.job_instance_id = $1",
+		"lld", inst);
+	v[2] = cbt_queryp_ll(
+		conn,
+		"SELECT count(*) FROM batch_step_execution_context c JOIN "
+		"batch_step_execution s USING (step_execution_id) JOIN batch_job_execution e "
+		"USING (job_execution_id) WHERE e.job_instance_id = $1",
+		"lld", inst);
+	v[3] = cbt_queryp_ll(
+		conn,
+		"SELECT count(*) FROM batch_job_execution_context c JOIN "
+		"batch_job_execution e USING (job_execution_id) WHERE e.job_instance_id = $1",
+		"lld", inst);
+	v[4] = cbt_queryp_ll(
+		conn,
+		"SELECT count(*) FROM batch_job_execution_params p JOIN "
+		"batch_job_execution e USING (job_execution_id) WHERE e.job_instance_id = $1",
+		"lld", inst);
+}
+
+static long long instance_of(long long exec)
+{
+	return cbt_queryp_ll(
+		conn, "SELECT job_instance_id FROM batch_job_execution WHERE job_execution_id = $1",
+		"lld", exec);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+static void test_bad_durations_exit_2(void)
+{
+	static const char *const bad[] = { "30",  "d",    "0d", "-1d", "1.5h",
+					   "10w", "30dd", "",   "h12", "99999999999999999999d",
+					   NULL };
+
+	for (size_t i = 0; bad[i]; i++) {
+		char want[128];
+
+		CBT_EQ_LL(CLI("cleanup", "--older-than", bad[i]), 2);
+		snprintf(want, sizeof(want), "invalid duration '%s'", bad[i]);
+		CBT_CONTAINS(errout, want);
+	}
+	CBT_EQ_LL(CLI("cleanup"), 2);
+	CBT_CONTAINS(errout, "--older-than DURATION is required");
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "30d", "--keep-last", "0"), 2);
+	CBT_CONTAINS(errout, "--keep-last '0'");
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "30d", "--batch", "x"), 2);
+	CBT_CONTAINS(errout, "--batch 'x'");
+	CBT_EQ_LL(CLI("cleanup", "--older-than=30d", "extra"), 2);
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "3x"), 2);
+	CBT_CONTAINS(out, "\"CB_EINVAL\"");
+	/* The good ones are accepted (nothing to remove in an empty repository). */
+	fresh();
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "3600s"), 0);
+	CBT_EQ_LL(CLI("cleanup", "--older-than=90m", "--dry-run"), 0);
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "12h", "--keep-last", "2", "--batch", "10"), 0);
+	CBT_CONTAINS(out, "batch_job_execution");
+}
+
+/* ---- the 100k cleanup, while a job runs ----------------------------------- */
+
+/*
+ * Old executions, set-based, of jobs syn_0..syn_4 (ids after the real ones):
+ *   60,000 instances with one COMPLETED execution      -> removed
+ *   20,000 with FAILED then its COMPLETED restart       -> removed (40,000)
+ *      500 with FAILED then FAILED (restartable)        -> kept (1,000)
+ *      200 with one ABANDONED execution                 -> removed
+ * each execution with 2 steps and their contexts, a context, 2 parameters and
+ * 2 lock audit rows (ACQUIRED without an execution id, RELEASED with it).
+ */
+static void synthetic(void)
+{
+	double t0 = cbt_now();
+
+	cbt_exec(
+		conn,
+		"INSERT INTO batch_job_instance (job_name, job_key, create_time) "
+		"SELECT 'syn_' || (g % 5), md5('syn' || g), now() - interval '200 days' "
+		"FROM generate_series(1, 80700) g;"
+		"CREATE TEMP TABLE syn AS SELECT job_instance_id AS inst, "
+		" row_number() OVER (ORDER BY job_instance_id) AS rn FROM batch_job_instance "
+		" WHERE job_name LIKE 'syn\\_%';"
+		"INSERT INTO batch_job_execution (job_instance_id, status, exit_code, create_time, "
+		" start_time, end_time, last_updated) "
+		"SELECT inst, st, st, t, t, t + interval '1 minute', t + interval '1 minute' FROM ("
+		" SELECT inst, CASE WHEN rn <= 60000 THEN 'COMPLETED' WHEN rn <= 80500 THEN 'FAILED' "
+		"  ELSE 'ABANDONED' END AS st, now() - interval '150 days' + rn * interval '1 s' AS t "
+		" FROM syn ORDER BY rn) x;"
+		"INSERT INTO batch_job_execution (job_instance_id, status, exit_code, create_time, "
+		" start_time, end_time, last_updated, restart_of) "
+		"SELECT inst, st, st, t, t, t + interval '1 minute', t + interval '1 minute', "
+		" (SELECT min(job_execution_id) FROM batch_job_execution e WHERE e.job_instance_id = "
+		"  x.inst) FROM ("
+		" SELECT inst, CASE WHEN rn <= 80000 THEN 'COMPLETED' ELSE 'FAILED' END AS st, "
+		"  now() - interval '120 days' + rn * interval '1 s' AS t "
+		" FROM syn WHERE rn > 60000 AND rn <= 80500 ORDER BY rn) x;"
+		"CREATE TEMP TABLE syn_exec AS SELECT e.job_execution_id AS id, e.status, e.end_time "
+		" FROM batch_job_execution e JOIN syn ON e.job_instance_id = syn.inst;"
+		"INSERT INTO batch_step_execution (step_name, job_execution_id, status, exit_code, "
+		" start_time, end_time, read_count, write_count) "
+		"SELECT 'step' || k, id, status, status, end_time, end_time, 10, 10 "
+		"FROM syn_exec, generate_series(1, 2) k ORDER BY id, k;"
+		"INSERT INTO batch_step_execution_context (step_execution_id, serialized_context) "
+		"SELECT s.step_execution_id, '{\"last\": [42]}' FROM batch_step_execution s "
+		" JOIN syn_exec x ON s.job_execution_id = x.id;"
+		"INSERT INTO batch_job_execution_context (job_execution_id, serialized_context) "
+		"SELECT id, '{\"n\": 1}' FROM syn_exec;"
+		"INSERT INTO batch_job_execution_params (job_execution_id, parameter_name, "
+		" parameter_type, parameter_value, identifying) "
+		"SELECT id, n, t, v, i FROM syn_exec, (VALUES ('day', 'string', 'x', true), "
+		" ('-chunk', 'long', '100', false)) AS p(n, t, v, i);"
+		"INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, "
+		" job_execution_id, event_time) "
+		"SELECT 'syn', 'h:1:x', o, id, CASE WHEN o = 'RELEASED' THEN id END, end_time "
+		"FROM syn_exec, (VALUES ('ACQUIRED'), ('RELEASED')) AS a(o) ORDER BY id, o;"
+		"ANALYZE;");
+	printf("\n  synthetic repository: %lld executions written in %.1fs\n",
+	       cbt_query_ll(conn, "SELECT count(*) FROM syn_exec"), cbt_now() - t0);
+}
+
+/* Real runs: a COMPLETED partitioned ledger, a FAILED ledger, a FAILED
+ * partitioned ledger, two COMPLETED settlements, and an outbox run that is
+ * STOPPED (restarted later as the job that runs during the cleanup). */
+static long long real_runs(void)
+{
+	char log[4096], id[24];
+	long long stopped;
+	pid_t pid;
+
+	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "4000"), 0);
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "tag=done", "-partition.threads:long=2"), 0);
+	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "20000", "--negative-at", "7500"), 0);
+	CBT_EQ_LL(EX("run", "ledger", "tag=failed", "-chunk.size:long=1000"), 1);
+	failed_plain = newest_execution();
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "tag=pfailed", "-partition.threads:long=2"), 1);
+	CBT_CONTAINS(errout, "account 7500: negative amount");
+	failed_parted = newest_execution();
+	CBT_EQ_LL(EX("example-setup", "settlement", "--rows", "2000"), 0);
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-06-29"), 0);
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-06-30"), 0);
+
+	CBT_EQ_LL(EX("example-setup", "outbox", "--rows", "60000"), 0);
+	snprintf(log, sizeof(log), "%s/cleanup-outbox-1.log", cbt_tmpdir());
+	pid = SPAWN(log, "run", "outbox", "tag=live", "-chunk.size:long=5",
+		    "-partition.threads:long=2");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 30000,
+				       "SELECT count(*) FROM batch_step_execution s JOIN "
+				       "batch_job_execution e USING (job_execution_id) JOIN "
+				       "batch_job_instance i USING (job_instance_id) WHERE "
+				       "i.job_name = 'outbox' AND s.partition_index IS NOT NULL "
+				       "AND s.write_count > 0"));
+	stopped = cbt_query_ll(conn, "SELECT e.job_execution_id FROM batch_job_execution e JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'outbox'");
+	snprintf(id, sizeof(id), "%lld", stopped);
+	CBT_EQ_LL(CLI("stop", id), 0);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
+	return stopped;
+}
+
+/* Make every real execution as old as the synthetic ones (100 days). */
+static void age_real_rows(void)
+{
+	cbt_exec(conn,
+		 "UPDATE batch_job_execution SET create_time = create_time - interval '100 days', "
+		 " start_time = start_time - interval '100 days', "
+		 " end_time = end_time - interval '100 days' "
+		 "WHERE job_instance_id IN (SELECT job_instance_id FROM batch_job_instance "
+		 " WHERE job_name NOT LIKE 'syn\\_%');"
+		 "UPDATE batch_step_execution SET start_time = start_time - interval '100 days', "
+		 " end_time = end_time - interval '100 days' WHERE job_execution_id IN ("
+		 " SELECT e.job_execution_id FROM batch_job_execution e JOIN batch_job_instance i "
+		 " USING (job_instance_id) WHERE i.job_name NOT LIKE 'syn\\_%');"
+		 "UPDATE batch_lock_audit SET event_time = event_time - interval '100 days' "
+		 "WHERE lock_name <> 'syn';");
+}
+
+static void test_100k_cleanup_while_a_job_runs(void)
+{
+	char log[4096], id[24], outpath[4096], errpath[4096];
+	long long stopped, live, live_inst, plain_inst, parted_inst, sent_mid;
+	long long live_before[5], live_after[5], plain_before[5], plain_after[5];
+	long long parted_before[5], parted_after[5], kept_failed;
+	snapshot before, middle, after;
+	json_t *dry, *real;
+	double t0, seconds;
+	pid_t pid, cleaner;
+
+	fresh();
+	stopped = real_runs();
+	age_real_rows();
+	synthetic();
+
+	/* The live job: the stopped outbox instance's restart, so that its
+	 * instance also holds an old execution (STOPPED, 100 days ago). */
+	snprintf(id, sizeof(id), "%lld", stopped);
+	snprintf(log, sizeof(log), "%s/cleanup-outbox-2.log", cbt_tmpdir());
+	pid = SPAWN(log, "restart", id);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_untilp(conn, 30000,
+					"SELECT count(*) FROM batch_step_execution s JOIN "
+					"batch_job_execution e USING (job_execution_id) WHERE "
+					"e.restart_of = $1 AND e.status = 'STARTED' AND "
+					"s.partition_index IS NOT NULL AND s.write_count > 0",
+					"lld", stopped));
+	live = cbt_queryp_ll(
+		conn, "SELECT job_execution_id FROM batch_job_execution WHERE restart_of = $1",
+		"lld", stopped);
+	live_inst = instance_of(live);
+	plain_inst = instance_of(failed_plain);
+	parted_inst = instance_of(failed_parted);
+	instance_rows(live_before, live_inst);
+	instance_rows(plain_before, plain_inst);
+	instance_rows(parted_before, parted_inst);
+	kept_failed =
+		cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution e JOIN "
+				   "batch_job_instance i USING (job_instance_id) "
+				   "WHERE i.job_name LIKE 'syn\\_%' AND e.status = 'FAILED' AND "
+				   "NOT EXISTS (SELECT 1 FROM batch_job_execution o WHERE "
+				   "o.job_instance_id = e.job_instance_id AND o.status = "
+				   "'COMPLETED')");
+	CBT_EQ_LL(kept_failed, 1000);
+
+	take_ids(&before);
+	count_rows(&before);
+
+	/* The dry run removes nothing. */
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--dry-run"), 0);
+	dry = stdout_json();
+	middle = before;
+	count_rows(&middle);
+	for (int i = 0; i < NTABLES; i++)
+		CBT_EQ_LL(middle.rows[i], before.rows[i]);
+	CU_ASSERT(json_is_true(json_object_get(dry, "dry_run")));
+
+	/* The real run, timed, while the outbox restart runs: started in the
+	 * background, so that the job can be seen running between its batches. */
+	snprintf(outpath, sizeof(outpath), "%s/cleanup-100k.out", cbt_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/cleanup-100k.err", cbt_tmpdir());
+	t0 = cbt_now();
+	{
+		const char *argv[] = { "/bin/sh",
+				       "-c",
+				       "exec \"$0\" --db \"$1\" --json cleanup --older-than 30d "
+				       ">\"$2\" 2>\"$3\"",
+				       cbt_cli_bin(),
+				       db,
+				       outpath,
+				       errpath,
+				       NULL };
+
+		cleaner = cbt_spawn(argv, NULL);
+	}
+	CU_ASSERT_FATAL(cleaner > 0);
+	/* Ten batches in, the job still runs and still delivers. */
+	for (int i = 0; i < 6000; i++) {
+		char *e = cbt_slurp(errpath, NULL);
+		int seen = e && strstr(e, "cleanup: batch 10:") != NULL;
+
+		free(e);
+		if (seen)
+			break;
+		cbt_sleep_ms(10);
+	}
+	sent_mid = cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status = 'SENT'");
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			  "AND status = 'STARTED'",
+			  "lld", live),
+		  1);
+	CU_ASSERT(sent_mid < 60000);
+	CBT_EQ_LL(cbt_wait_timeout(cleaner, 300000), 0);
+	seconds = cbt_now() - t0;
+	{
+		char *o = cbt_slurp(outpath, NULL), *e = cbt_slurp(errpath, NULL);
+
+		snprintf(out, sizeof(out), "%s", o ? o : "");
+		snprintf(errout, sizeof(errout), "%s", e ? e : "");
+		free(o);
+		free(e);
+	}
+	real = stdout_json();
+	CBT_CONTAINS(errout, "cleanup: batch 1: ");
+	printf("\n  cleanup of %lld executions (%lld steps, %lld audit rows) took %.2fs "
+	       "(%lld batches); the job delivered %lld messages meanwhile\n",
+	       removed(real, "batch_job_execution"), removed(real, "batch_step_execution"),
+	       removed(real, "batch_lock_audit"), seconds,
+	       (long long)json_integer_value(json_object_get(real, "batches")),
+	       cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status = 'SENT'") - sent_mid);
+
+	/* What it reported is what is gone, and what the dry run said. */
+	after = before;
+	count_rows(&after);
+	for (int i = 0; i < NTABLES; i++) {
+		CBT_EQ_LL(removed(real, tables[i]), before.rows[i] - after.rows[i]);
+		CBT_EQ_LL(removed(real, tables[i]), removed(dry, tables[i]));
+	}
+	/* all but what --next reads: 5 synthetic jobs, one execution each */
+	CU_ASSERT(removed(real, "batch_job_execution") >= 100195);
+	CU_ASSERT(removed(real, "batch_job_instance") >= 80195);
+	CU_ASSERT(removed(real, "batch_lock_audit") >= 200390);
+	CU_ASSERT(json_integer_value(json_object_get(real, "partition_step_executions")) >= 4);
+
+	/* Nothing of the live instance (its old STOPPED execution included), nor
+	 * of the FAILED instances, nor of the restartable synthetic ones. */
+	instance_rows(live_after, live_inst);
+	instance_rows(plain_after, plain_inst);
+	instance_rows(parted_after, parted_inst);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT(live_after[i] >= live_before[i]);
+		CBT_EQ_LL(plain_after[i], plain_before[i]);
+		CBT_EQ_LL(parted_after[i], parted_before[i]);
+	}
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1",
+			  "lld", stopped),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution e JOIN "
+				     "batch_job_instance i USING (job_instance_id) "
+				     "WHERE i.job_name LIKE 'syn\\_%' AND e.status = 'FAILED'"),
+		  kept_failed);
+	/* COMPLETED and ABANDONED instances are gone but for what --next reads:
+	 * the first execution of each job's newest instance. */
+	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution e JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name LIKE 'syn\\_%' AND e.status IN ('COMPLETED', "
+				     "'ABANDONED')") <= 10);
+	/* No restart link points at a removed execution (the FK holds anyway). */
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_job_execution e WHERE "
+			       "restart_of IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+			       "batch_job_execution r WHERE r.job_execution_id = e.restart_of)"),
+		  0);
+
+	/* The running job finishes COMPLETED, every message delivered once. */
+	CBT_EQ_LL(cbt_wait_timeout(pid, 300000), 0);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			  "AND status = 'COMPLETED'",
+			  "lld", live),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox_delivery"), 60000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status <> 'SENT'"), 0);
+
+	/* A second run finds nothing more. */
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d"), 0);
+	{
+		json_t *again = stdout_json();
+
+		CBT_EQ_LL(removed(again, "batch_job_execution"), 0);
+		json_decref(again);
+	}
+	json_decref(dry);
+	json_decref(real);
+}
+
+/* After the cleanup: the FAILED instances restart and complete. */
+static void test_failed_instances_restart_after_cleanup(void)
+{
+	char id[24];
+	long long restarted;
+
+	CU_ASSERT_FATAL(failed_plain > 0 && failed_parted > 0);
+	cbt_exec(conn, "UPDATE account SET amount = 12.34 WHERE id = 7500");
+	/* The partitioned one first: only its failed partition runs again. */
+	snprintf(id, sizeof(id), "%lld", failed_parted);
+	CBT_EQ_LL(EX("restart", id), 0);
+	restarted = newest_execution();
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE "
+				"job_execution_id = $1 AND partition_index IS NOT NULL",
+				"lld", restarted),
+		  cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE "
+				"job_execution_id = $1 AND partition_index IS NOT NULL "
+				"AND status <> 'COMPLETED'",
+				"lld", failed_parted));
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			  "AND status = 'COMPLETED' AND restart_of = $2",
+			  "lld lld", restarted, failed_parted),
+		  1);
+	snprintf(id, sizeof(id), "%lld", failed_plain);
+	CBT_EQ_LL(EX("restart", id), 0);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE status = 'COMPLETED' "
+			      "AND restart_of = $1",
+			      "lld", failed_plain),
+		1);
+	/* Every account posted once. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 24000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+}
+
+/* ---- --keep-last ---------------------------------------------------------- */
+
+static void test_keep_last_keeps_exactly_n_per_job(void)
+{
+	fresh();
+	/* job ka: 10 old instances, kb: 2, kc: 5, one COMPLETED execution each. */
+	cbt_exec(conn,
+		 "INSERT INTO batch_job_instance (job_name, job_key) "
+		 "SELECT j, md5(j || g) FROM (VALUES ('ka', 10), ('kb', 2), ('kc', 5)) AS v(j, n), "
+		 " generate_series(1, n) g ORDER BY j, g;"
+		 "INSERT INTO batch_job_execution (job_instance_id, status, start_time, end_time) "
+		 "SELECT job_instance_id, 'COMPLETED', now() - interval '40 days', "
+		 " now() - interval '40 days' FROM batch_job_instance ORDER BY job_instance_id;");
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "1d", "--keep-last", "3", "--dry-run"),
+		  0);
+	{
+		json_t *d = stdout_json();
+
+		CBT_EQ_LL(removed(d, "batch_job_execution"), 7 + 0 + 2);
+		json_decref(d);
+	}
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "1d", "--keep-last", "3", "--batch", "2"), 0);
+	CBT_CONTAINS(out, "batch_job_execution");
+	CBT_EQ_LL(
+		cbt_query_ll(conn,
+			     "SELECT count(*) FROM batch_job_execution e JOIN "
+			     "batch_job_instance i USING (job_instance_id) WHERE job_name = 'ka'"),
+		3);
+	CBT_EQ_LL(
+		cbt_query_ll(conn,
+			     "SELECT count(*) FROM batch_job_execution e JOIN "
+			     "batch_job_instance i USING (job_instance_id) WHERE job_name = 'kb'"),
+		2);
+	CBT_EQ_LL(
+		cbt_query_ll(conn,
+			     "SELECT count(*) FROM batch_job_execution e JOIN "
+			     "batch_job_instance i USING (job_instance_id) WHERE job_name = 'kc'"),
+		3);
+	/* the newest three, by id */
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_job_execution e JOIN "
+			       "batch_job_instance i USING (job_instance_id) WHERE job_name = "
+			       "'ka' AND e.job_execution_id >= (SELECT max(job_execution_id) - 2 "
+			       "FROM batch_job_execution x JOIN batch_job_instance y "
+			       "USING (job_instance_id) WHERE y.job_name = 'ka')"),
+		  3);
+	/* instances left with no execution went too */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 8);
+}
+
+/* ---- an instance someone holds -------------------------------------------- */
+
+static void test_held_instance_is_passed_over_not_waited_for(void)
+{
+	PGconn *holder;
+	double t0;
+	json_t *doc;
+	long long held;
+
+	fresh();
+	/* job h: 4 old instances; the newest one's execution is what --next reads */
+	cbt_exec(conn,
+		 "INSERT INTO batch_job_instance (job_name, job_key) "
+		 "SELECT 'h', md5('h' || g) FROM generate_series(1, 4) g ORDER BY g;"
+		 "INSERT INTO batch_job_execution (job_instance_id, status, start_time, end_time) "
+		 "SELECT job_instance_id, 'COMPLETED', now() - interval '40 days', "
+		 " now() - interval '40 days' FROM batch_job_instance ORDER BY job_instance_id;");
+	held = cbt_query_ll(conn, "SELECT min(job_instance_id) FROM batch_job_instance");
+	/* As a launch or an operator's stop/abandon holds it: its row lock. */
+	holder = cbt_connect(db);
+	cbt_exec(holder, "BEGIN");
+	CBT_EQ_LL(cbt_queryp_ll(holder,
+				"SELECT count(*) FROM (SELECT 1 FROM batch_job_instance "
+				"WHERE job_instance_id = $1 FOR UPDATE) x",
+				"lld", held),
+		  1);
+	t0 = cbt_now();
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "1d"), 0);
+	CU_ASSERT(cbt_now() - t0 < 10);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_job_execution"), 2);
+	CBT_EQ_LL(json_integer_value(json_object_get(doc, "skipped_instances")), 1);
+	json_decref(doc);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_instance WHERE job_instance_id = $1",
+			      "lld", held),
+		1);
+	/* Released: the next run takes it. */
+	cbt_exec(holder, "COMMIT");
+	PQfinish(holder);
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "1d"), 0);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_job_execution"), 1);
+	CBT_EQ_LL(removed(doc, "batch_job_instance"), 1);
+	json_decref(doc);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 1);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "bad_durations_exit_2", test_bad_durations_exit_2 },
+	{ "100k_cleanup_while_a_job_runs", test_100k_cleanup_while_a_job_runs },
+	{ "failed_instances_restart_after_cleanup", test_failed_instances_restart_after_cleanup },
+	{ "keep_last_keeps_exactly_n_per_job", test_keep_last_keeps_exactly_n_per_job },
+	{ "held_instance_is_passed_over_not_waited_for",
+	  test_held_instance_is_passed_over_not_waited_for },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("cleanup", init, clean, tests);
+}
