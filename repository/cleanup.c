@@ -81,7 +81,7 @@ static void rollback_quietly(PGconn *conn)
 	PQclear(res);
 }
 
-static void add_counts(cb__cleanup_counts *to, const cb__cleanup_counts *c)
+static void add_counts(cb_cleanup_counts *to, const cb_cleanup_counts *c)
 {
 	to->job_executions += c->job_executions;
 	to->job_instances += c->job_instances;
@@ -94,7 +94,7 @@ static void add_counts(cb__cleanup_counts *to, const cb__cleanup_counts *c)
 	to->restart_links += c->restart_links;
 }
 
-static void read_counts(cb__cleanup_counts *c, const PGresult *res)
+static void read_counts(cb_cleanup_counts *c, const PGresult *res)
 {
 	memset(c, 0, sizeof(*c));
 	c->job_executions = atoll(PQgetvalue(res, 0, 0));
@@ -133,7 +133,7 @@ static int dup_value(char **out, const PGresult *res, int col, cb_error *err)
  * by age. New executions made while the cleanup runs are newer than the
  * cutoff, so none of this can go stale in a way that deletes more.
  */
-static int make_plan(plan *p, PGconn *conn, const cb__cleanup_options *opt, cb_error *err)
+static int make_plan(plan *p, PGconn *conn, const cb_cleanup_options *opt, cb_error *err)
 {
 	char secs[64], keep[24];
 	const char *pa[2] = { secs, keep };
@@ -185,7 +185,7 @@ static int make_plan(plan *p, PGconn *conn, const cb__cleanup_options *opt, cb_e
 
 /* The dry run: what the batches would remove, counted in one read-only
  * statement over the same rules. */
-static int count_only(cb__cleanup_counts *out, PGconn *conn, const plan *p, cb_error *err)
+static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_error *err)
 {
 	const char *pa[4] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids };
 	PGresult *res;
@@ -225,7 +225,7 @@ static int count_only(cb__cleanup_counts *out, PGconn *conn, const plan *p, cb_e
 	return 0;
 }
 
-static int begin_bounded(PGconn *conn, const cb__cleanup_options *opt, cb_error *err)
+static int begin_bounded(PGconn *conn, const cb_cleanup_options *opt, cb_error *err)
 {
 	char ms[32];
 	const char *pa[1] = { ms };
@@ -256,8 +256,8 @@ static int begin_bounded(PGconn *conn, const cb__cleanup_options *opt, cb_error 
  * *last moves past every execution looked at; *skipped counts the instances
  * passed over because someone held them.
  */
-static int execution_batch(cb__cleanup_counts *out, int *done, long long *last, long long *skipped,
-			   PGconn *conn, const plan *p, const cb__cleanup_options *opt,
+static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, long long *skipped,
+			   PGconn *conn, const plan *p, const cb_cleanup_options *opt,
 			   cb_error *err)
 {
 	char slast[24], slimit[24], smax[24], *insts = NULL, *ids = NULL;
@@ -403,7 +403,7 @@ fail:
 
 /* One batch of lock audit rows after audit_id @p last. */
 static int audit_batch(long long *removed, int *done, long long *last, PGconn *conn, const plan *p,
-		       const cb__cleanup_options *opt, cb_error *err)
+		       const cb_cleanup_options *opt, cb_error *err)
 {
 	char slast[24], slimit[24];
 	const char *pa[3] = { p->cutoff, slast, slimit };
@@ -459,10 +459,10 @@ static int retryable(cb_error *err, int rc, int attempt)
 	return 1;
 }
 
-static void report(const cb__cleanup_options *opt, const char *phase, long long batch,
-		   const cb__cleanup_counts *b, const cb__cleanup_counts *total, double seconds)
+static void report(const cb_cleanup_options *opt, const char *phase, long long batch,
+		   const cb_cleanup_counts *b, const cb_cleanup_counts *total, double seconds)
 {
-	cb__cleanup_progress pr;
+	cb_cleanup_progress pr;
 
 	if (!opt->progress)
 		return;
@@ -474,8 +474,8 @@ static void report(const cb__cleanup_options *opt, const char *phase, long long 
 	opt->progress(opt->progress_ctx, &pr);
 }
 
-int cb__repo_cleanup(cb__cleanup_result *out, PGconn *conn, const cb__cleanup_options *opt,
-		     cb_error *err)
+int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_options *opt,
+		    cb_error *err)
 {
 	plan p;
 	long long last = 0, batch = 0, skipped = 0;
@@ -483,7 +483,10 @@ int cb__repo_cleanup(cb__cleanup_result *out, PGconn *conn, const cb__cleanup_op
 	double t0 = now_seconds();
 
 	memset(out, 0, sizeof(*out));
-	if (!opt || opt->older_than_seconds <= 0 || opt->batch <= 0 || opt->keep_last < 0)
+	if (!opt || opt->version != CB_CLEANUP_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "cleanup options of unknown version %u",
+				    opt ? opt->version : 0u);
+	if (opt->older_than_seconds <= 0 || opt->batch <= 0 || opt->keep_last < 0)
 		return cb_error_set(err, CB_EINVAL,
 				    "cleanup: older-than must be positive, batch positive, "
 				    "keep-last not negative");
@@ -498,7 +501,7 @@ int cb__repo_cleanup(cb__cleanup_result *out, PGconn *conn, const cb__cleanup_op
 	}
 	/* Executions first (their audit rows become orphans), then the audit. */
 	while (!done) {
-		cb__cleanup_counts b;
+		cb_cleanup_counts b;
 
 		rc = execution_batch(&b, &done, &last, &skipped, conn, &p, opt, err);
 		if (rc < 0) {
@@ -527,7 +530,7 @@ int cb__repo_cleanup(cb__cleanup_result *out, PGconn *conn, const cb__cleanup_op
 	done = 0;
 	attempt = 0;
 	while (!done) {
-		cb__cleanup_counts b;
+		cb_cleanup_counts b;
 
 		memset(&b, 0, sizeof(b));
 		rc = audit_batch(&b.lock_audit, &done, &last, conn, &p, opt, err);

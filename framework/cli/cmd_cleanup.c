@@ -6,7 +6,7 @@
 
 #include "cbatch/cli.h"
 #include "cli_internal.h"
-#include "repo.h"
+#include "cbatch/repository.h"
 
 /* Longest duration accepted: 100 years (keeps the seconds exact in a double). */
 #define MAX_SECONDS (100LL * 366 * 86400)
@@ -47,7 +47,7 @@ static int parse_duration(double *out, const char *s)
 	return 0;
 }
 
-static void progress(void *ctx, const cb__cleanup_progress *p)
+static void progress(void *ctx, const cb_cleanup_progress *p)
 {
 	(void)ctx;
 	if (strcmp(p->phase, "executions") == 0)
@@ -63,7 +63,7 @@ static void progress(void *ctx, const cb__cleanup_progress *p)
 }
 
 /* The tables in the order they are reported. */
-static void rows(const cb__cleanup_counts *c, const char **names, long long *values)
+static void rows(const cb_cleanup_counts *c, const char **names, long long *values)
 {
 	static const char *const n[] = { "batch_job_execution",
 					 "batch_job_instance",
@@ -82,8 +82,8 @@ static void rows(const cb__cleanup_counts *c, const char **names, long long *val
 	}
 }
 
-static int print_json(const struct cli *c, const cb__cleanup_result *r,
-		      const cb__cleanup_options *o, const char *older)
+static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_cleanup_options *o,
+		      const char *older)
 {
 	const char *names[7];
 	long long values[7];
@@ -116,7 +116,7 @@ out:
 	return rc;
 }
 
-static int print_table(const cb__cleanup_result *r, const cb__cleanup_options *o, const char *older)
+static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, const char *older)
 {
 	static const char *const headers[] = { "TABLE", "ROWS" };
 	const char *names[7];
@@ -160,13 +160,12 @@ int cb__cli_cmd_cleanup(struct cli *c)
 	const char *values[4] = { NULL, NULL, NULL, NULL };
 	const char **pos;
 	size_t npos;
-	cb__cleanup_options o;
-	cb__cleanup_result r;
+	cb_cleanup_options o;
+	cb_cleanup_result r;
 	PGconn *conn = NULL;
 	int rc;
 
-	memset(&o, 0, sizeof(o));
-	o.batch = 1000;
+	o = (cb_cleanup_options)CB_CLEANUP_OPTIONS_INIT;
 	pos = calloc((size_t)c->argc, sizeof(*pos));
 	if (!pos)
 		return cb__cli_out_of_memory(c);
@@ -197,7 +196,7 @@ int cb__cli_cmd_cleanup(struct cli *c)
 	o.progress = progress;
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		return rc;
-	rc = cb__repo_cleanup(&r, conn, &o, &c->err);
+	rc = cb_repo_cleanup(&r, conn, &o, &c->err);
 	PQfinish(conn);
 	if (rc < 0) {
 		if (r.batches > 0)

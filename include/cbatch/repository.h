@@ -127,6 +127,68 @@ int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err);
 int cb_repo_execution_job_name(char *out, size_t size, PGconn *conn, long long job_execution_id,
 			       cb_error *err);
 
+/* ---- cleanup of old metadata ------------------------------------------- */
+
+/* Rows removed (or, in a dry run, that would be), per table. */
+typedef struct cb_cleanup_counts {
+	long long job_executions, job_instances;
+	long long step_executions; /* partitions included */
+	long long partitions;      /* of step_executions, the partitions */
+	long long step_contexts, job_contexts, params, lock_audit;
+	long long restart_links; /* surviving executions whose restart_of was cleared */
+} cb_cleanup_counts;
+
+/* Reported after every batch that committed. */
+typedef struct cb_cleanup_progress {
+	const char *phase; /* "executions" or "lock audit" */
+	long long batch;   /* 1, 2, ... over both phases */
+	cb_cleanup_counts counts, total;
+	double seconds; /* since the cleanup started */
+} cb_cleanup_progress;
+
+/** Version of cb_cleanup_options. */
+#define CB_CLEANUP_OPTIONS_VERSION 1
+
+typedef struct cb_cleanup_options {
+	unsigned int version;      /* CB_CLEANUP_OPTIONS_VERSION */
+	double older_than_seconds; /* executions that ended before now (database clock) minus this */
+	long long keep_last;       /* > 0: keep the newest N executions of each job name */
+	long long batch;           /* executions per transaction (10 x as many audit rows) */
+	int dry_run;               /* count only, in one read-only statement */
+	double lock_timeout_seconds; /* per batch; 0: 1 s */
+	void (*progress)(void *ctx, const cb_cleanup_progress *p);
+	void *progress_ctx;
+} cb_cleanup_options;
+
+#define CB_CLEANUP_OPTIONS_INIT                                                                    \
+	{                                                                                          \
+		CB_CLEANUP_OPTIONS_VERSION, 0, 0, 1000, 0, 1.0, NULL, NULL                         \
+	}
+
+typedef struct cb_cleanup_result {
+	cb_cleanup_counts removed;
+	char cutoff[64];             /* the cutoff, as the database printed it */
+	long long batches;           /* transactions that committed */
+	long long skipped_instances; /* held by others at the last pass: left for next time */
+	double seconds;
+} cb_cleanup_result;
+
+/*
+ * Remove job executions that ended before the cutoff, with their steps
+ * (partitions too), contexts, parameters and lock audit rows, and the
+ * instances left with none; audit rows tied to no execution go when older
+ * than the cutoff. Never an execution of an instance that is running or
+ * restartable, nor the newest of an instance unless all of it goes, nor what
+ * --next reads (the first execution of each job's newest instance, and one of the
+ * instance with the largest run.id). In short transactions of opt->batch
+ * executions, safe while jobs run. Schedule firings keep their
+ * job_execution_id (no foreign key: history of the schedule).
+ * @return 0, CB_EINVAL (bad options), CB_EDB / CB_ERETRY (a batch failed:
+ * the batches before it stay done), CB_ENOMEM.
+ */
+int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_options *opt,
+		    cb_error *err);
+
 #ifdef __cplusplus
 }
 #endif
