@@ -1129,8 +1129,9 @@ static void test_bad_options(void)
 		v = get_json_from(s.port, "/api/v1/info", 200);
 		CU_ASSERT(json_is_false(json_object_get(v, "read_only")));
 		json_decref(v);
-		/* No actions exist yet: a POST with the token is still 405. */
-		http(&r, s.port, "POST", "/api/v1/jobs", "{}", 2, "X-Cbatch-Token: s3cret-token");
+		/* A route without an action: a POST with the token is still 405. */
+		http(&r, s.port, "POST", "/api/v1/jobs", "{}", 2,
+		     "Authorization: Bearer s3cret-token");
 		CBT_EQ_LL(r.status, 405);
 		resp_free(&r);
 		CBT_EQ_LL(server_stop(&s), 0);
