@@ -167,7 +167,11 @@ typedef struct cb__asset {
 	size_t len;
 } cb__asset;
 
-/* The asset served at @p path, or NULL. */
+/* The embedded files (generated from console/assets/ at build time). */
+extern const cb__asset cb__assets[];
+extern const size_t cb__assets_count;
+
+/* The asset served at @p path ("/" is "/index.html"), or NULL. */
 const cb__asset *cb__asset_find(const char *path);
 
 /* Non-zero if the request carries the admin token (header "Authorization:
