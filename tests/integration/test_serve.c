@@ -744,6 +744,56 @@ static void test_health_and_headers(void)
 	}
 }
 
+/* The dashboard's files, built into the binary: served with their types and
+ * the same CSP; the page loads only its own script and stylesheet, and has
+ * no inline script, handler or style (which the CSP would refuse). */
+static void test_dashboard_assets(void)
+{
+	static const struct {
+		const char *path, *type, *needle;
+	} assets[] = {
+		{ "/", "text/html; charset=utf-8", "<script src=\"/app.js\" defer></script>" },
+		{ "/index.html", "text/html; charset=utf-8",
+		  "<link rel=\"stylesheet\" href=\"/app.css\">" },
+		{ "/app.js", "text/javascript; charset=utf-8", "textContent" },
+		{ "/app.css", "text/css; charset=utf-8", "@media (max-width: 600px)" },
+		{ "/favicon.svg", "image/svg+xml", "<svg" },
+		{ "/robots.txt", "text/plain; charset=utf-8", "Disallow: /" },
+	};
+	struct resp r;
+	char v[256];
+
+	NEED_SERVER();
+	for (size_t i = 0; i < sizeof(assets) / sizeof(assets[0]); i++) {
+		CBT_EQ_LL(http(&r, srv.port, "GET", assets[i].path, NULL, 0, NULL), 0);
+		CBT_EQ_LL(r.status, 200);
+		CBT_EQ_STR(header(&r, "Content-Type", v, sizeof(v)), assets[i].type);
+		CBT_EQ_STR(header(&r, "Content-Security-Policy", v, sizeof(v)), CSP);
+		CBT_EQ_STR(header(&r, "Cache-Control", v, sizeof(v)), "no-cache");
+		CBT_CONTAINS(r.body, assets[i].needle);
+		if (i < 2) {
+			/* Every <script> has a src; no handler attributes, no style. */
+			for (const char *p = r.body; (p = strstr(p, "<script")) != NULL; p++)
+				CU_ASSERT(strncmp(p, "<script src=", 12) == 0);
+			CU_ASSERT(strstr(r.body, "style=") == NULL);
+			CU_ASSERT(strstr(r.body, "<style") == NULL);
+			CU_ASSERT(strstr(r.body, "onload") == NULL);
+			CU_ASSERT(strstr(r.body, "http://") == NULL &&
+				  strstr(r.body, "https://") == NULL);
+		}
+		resp_free(&r);
+	}
+	/* The script never parses markup out of data. */
+	CBT_EQ_LL(http(&r, srv.port, "GET", "/app.js", NULL, 0, NULL), 0);
+	CU_ASSERT(strstr(r.body, "innerHTML") == NULL || strstr(r.body, "never with innerHTML"));
+	CU_ASSERT(strstr(r.body, ".innerHTML =") == NULL &&
+		  strstr(r.body, "insertAdjacentHTML") == NULL &&
+		  strstr(r.body, "document.write") == NULL && strstr(r.body, "eval(") == NULL);
+	resp_free(&r);
+	expect_error("POST", "/", 405, NULL);
+	expect_error("GET", "/app.js.map", 404, NULL);
+}
+
 static void test_info(void)
 {
 	json_t *v;
@@ -1382,6 +1432,7 @@ static const CU_TestInfo tests[] = {
 	{ "fixture: completed, failed, running executions; server", test_fixture },
 	{ "/metrics is valid exposition format, as `metrics`", test_metrics_exposition },
 	{ "/healthz, /readyz, HEAD, security headers", test_health_and_headers },
+	{ "the dashboard's built-in files: types, CSP, no inline code", test_dashboard_assets },
 	{ "/api/v1/info", test_info },
 	{ "/api/v1/jobs: last execution, counts, next firing", test_jobs },
 	{ "/api/v1/executions: filters", test_executions_filters },
