@@ -112,7 +112,9 @@ ex example-setup ledger --rows 50 >/dev/null
 ex run ledger day:date=2026-06-01 'note=<img src=x onerror=alert(1)>' >/dev/null
 done_id=$(q "SELECT max(job_execution_id) FROM batch_job_execution")
 ex example-setup ledger --rows "$ROWS" >/dev/null
-ex run ledger day:date=2026-06-02 -chunk.size:long=2 >"$work/running.log" 2>&1 &
+# Started directly (not through ex, a function: its background copy would be
+# a subshell, and $! that shell, not the job).
+"$examples" --db "$db" run ledger day:date=2026-06-02 -chunk.size:long=2 >"$work/running.log" 2>&1 &
 job_pid=$!
 pids+=("$job_pid")
 running_id=
@@ -135,21 +137,26 @@ token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 umask 077
 printf '%s\n' "$token" >"$work/token"
 umask 022
-start_serve() { # LOG [ARGS...]: the port
-	local log=$1 port=
+port=
+start_serve() { # LOG [ARGS...]: its pid appended to pids, its port in $port
+	local log=$1
 	shift
-	ex serve --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+	port=
+	"$examples" --db "$db" serve --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 1 500); do
 		port=$(sed -n 's|^serve: listening on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
-		[ -n "$port" ] && { echo "$port"; return 0; }
+		[ -n "$port" ] && return 0
 		sleep 0.02
 	done
 	cat "$log" >&2
-	return 1
+	echo "FAILED: serve did not start"
+	exit 1
 }
-admin_port=$(start_serve "$work/serve-admin.log" --admin-token-file "$work/token")
-ro_port=$(start_serve "$work/serve-readonly.log")
+start_serve "$work/serve-admin.log" --admin-token-file "$work/token"
+admin_port=$port admin_pid=${pids[-1]}
+start_serve "$work/serve-readonly.log"
+ro_port=$port ro_pid=${pids[-1]}
 
 # ---- the browser ---------------------------------------------------------------
 rc=0
@@ -172,4 +179,17 @@ status=$(q "SELECT status FROM batch_job_execution WHERE job_execution_id = :'id
 	exit 1
 }
 say "execution $running_id STOPPED, its process exited $job_rc"
+
+# Both servers stop on SIGTERM with 0 (under the sanitizers: nothing found).
+for p in "$admin_pid" "$ro_pid"; do
+	kill -TERM "$p"
+	src=0
+	wait "$p" || src=$?
+	[ $src -eq 0 ] || {
+		cat "$work/serve-admin.log" "$work/serve-readonly.log"
+		echo "FAILED: serve (pid $p) exited with $src on SIGTERM"
+		exit 1
+	}
+done
+pids=()
 echo "PASSED"
