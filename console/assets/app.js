@@ -185,7 +185,9 @@
       try { sessionStorage.setItem(TOKEN_KEY, input.value.trim()); } catch (e) { /* private mode */ }
     });
     m.appendChild(el('span', { class: 'badge' }, 'actions enabled'));
-    m.appendChild(input);
+    /* In a form of its own (a password field wants one); it never submits. */
+    m.appendChild(el('form', { onsubmit: (ev) => { ev.preventDefault(); input.dispatchEvent(new Event('change')); } },
+      el('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'admin', hidden: true }), input));
   }
 
   function renderFooter() {
@@ -309,8 +311,9 @@
     const facts = el('div', { class: 'card' });
     const params = el('div', { class: 'card' });
     const steps = el('div', { class: 'card' });
+    const skips = el('div', { id: 'skips' });
     append(main, [head, acts, live, el('h2', {}, 'Execution'), facts, el('h2', {}, 'Parameters'), params,
-      el('h2', {}, 'Steps'), steps]);
+      el('h2', {}, 'Steps'), steps, skips]);
     const seen = {}; /* step id -> [time, items] of the previous poll, for a measured rate */
     let lastStatus = null;
 
@@ -427,6 +430,17 @@
         steps.appendChild(el('h2', {}, 'Partitions of ' + s.step_name));
         steps.appendChild(table(stepRows(s.partitions, now)));
       }
+      /* The skip messages the steps kept (the newest few per step). */
+      const skipped = [];
+      for (const s of list)
+        for (const k of (s.context && Array.isArray(s.context.skipped) ? s.context.skipped : []))
+          skipped.push(el('tr', {}, el('td', { class: 'wrap' }, s.step_name), el('td', {}, String(k.fault || '')),
+            el('td', { class: 'wrap', 'data-skip': '' }, String(k.message || ''))));
+      clear(skips);
+      if (skipped.length)
+        append(skips, [el('h2', {}, 'Skipped items'), el('div', { class: 'card' }, el('table', {},
+          el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Fault'), el('th', {}, 'Message'))),
+          el('tbody', {}, skipped)))]);
       return e;
     }
     every(1000, () => load().catch((err) => notice(err.message)));
