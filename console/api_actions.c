@@ -281,12 +281,15 @@ static pid_t spawn_restart(cb__console *c, long long id)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, 2, 1);
 	posix_spawnattr_init(&at);
-	/* Serve blocks its stop signals in every thread and ignores SIGPIPE:
-	 * the job must get them as any process does. */
+	/* Serve blocks its stop signals in every thread and ignores SIGPIPE
+	 * (and may have been started with SIGINT/SIGQUIT ignored, as a shell's
+	 * background job is): the job must get them as any process does. */
 	sigemptyset(&none);
 	sigemptyset(&dfl);
 	sigaddset(&dfl, SIGTERM);
 	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGQUIT);
+	sigaddset(&dfl, SIGHUP);
 	sigaddset(&dfl, SIGPIPE);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &dfl);

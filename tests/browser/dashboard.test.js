@@ -6,6 +6,7 @@
  *   ADMIN_TOKEN         the token
  *   DONE_ID, RUNNING_ID a completed execution (its parameter `note` is an
  *                       HTML injection attempt) and a running one
+ *   LOCK_NAME           a lock another host holds (its name has markup)
  *   ARTIFACTS           where the screenshots go
  *   CBATCH_CHROMIUM     the browser
  *
@@ -24,6 +25,7 @@ const env = (k) => {
 };
 const ADMIN = env('ADMIN_URL'), RO = env('RO_URL'), TOKEN = env('ADMIN_TOKEN');
 const DONE = env('DONE_ID'), RUNNING = env('RUNNING_ID'), ART = env('ARTIFACTS');
+const LOCK = env('LOCK_NAME');
 const XSS = '<img src=x onerror=alert(1)>';
 
 const problems = [];
@@ -183,6 +185,29 @@ async function main() {
     check(true, 'stop with the token turns the execution STOPPED');
     check(await page.$('button[data-action="restart"]') !== null, 'a stopped execution offers restart');
     check(await page.$('button[data-action="stop"]') === null, 'and no more stop');
+
+    /* 9. Force unlock from the locks page, with a reason. */
+    await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });
+    /* (The name has no quote or backslash: it goes into the selector as it is.) */
+    const row = await page.waitForSelector(`tr[data-lock="${LOCK}"]`);
+    check(row !== null, 'the held lock is listed, its name as text');
+    check(await page.$$eval('main b', (l) => l.length) === 0, 'no element made from the lock name');
+    const sel = await page.evaluateHandle((name) =>
+      [...document.querySelectorAll('tr[data-lock]')].find((r) => r.dataset.lock === name), LOCK);
+    const reason = await sel.$('input.reason');
+    await reason.type('host ops-3 is gone');
+    const unlock = await sel.$('button[data-action="unlock"]');
+    await unlock.click();
+    await unlock.click();
+    await page.waitForFunction((name) => {
+      const r = [...document.querySelectorAll('#audit tbody tr')].find((t) => t.cells[1].textContent === name);
+      return r && r.cells[2].textContent === 'FORCE_UNLOCKED' && r.cells[4].textContent.includes('host ops-3 is gone');
+    }, { timeout: 10000 }, LOCK);
+    check(true, 'unlock with a reason: the audit trail shows FORCE_UNLOCKED with the reason');
+    check(await page.evaluate((name) => {
+      const r = [...document.querySelectorAll('tr[data-lock]')].find((t) => t.dataset.lock === name);
+      return r && r.textContent.includes('released');
+    }, LOCK), 'and the lock shows released');
 
     for (const p of [page, ro, narrow]) {
       const v = await cspViolations(p);

@@ -14,7 +14,8 @@
 # `serve` twice, with an admin token and without, and runs dashboard.test.js
 # (puppeteer-core driving the system's Chromium, headless) against both.
 # Afterwards the stopped job's process must have ended and its execution be
-# STOPPED in the repository.
+# STOPPED in the repository; the lock unlocked from the page is released, with
+# a FORCE_UNLOCKED audit row that names the reason typed there.
 #
 # Needs chromium and node (>= 18) with npm: as root, missing ones are
 # installed with apt-get; when they still are not there, or npm cannot fetch
@@ -131,6 +132,11 @@ done
 	exit 1
 }
 say "finished execution $done_id, running execution $running_id"
+# A lock another host holds for an hour, its name markup too: unlocked from the page.
+lock_name='ops/<b>nightly</b> lock'
+q "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until, locked_at,
+	updated_at) VALUES (:'name', 'ops@elsewhere', 7, now() + interval '1 hour', now(), now())" \
+	-v name="$lock_name"
 
 # ---- two servers ---------------------------------------------------------------
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -162,7 +168,8 @@ ro_port=$port ro_pid=${pids[-1]}
 rc=0
 CBATCH_CHROMIUM="$chromium" ADMIN_URL="http://127.0.0.1:$admin_port" \
 	RO_URL="http://127.0.0.1:$ro_port" ADMIN_TOKEN="$token" DONE_ID="$done_id" \
-	RUNNING_ID="$running_id" ARTIFACTS="$work" NODE_PATH="$work/node_modules" \
+	RUNNING_ID="$running_id" LOCK_NAME="$lock_name" ARTIFACTS="$work" \
+	NODE_PATH="$work/node_modules" \
 	node "$here/dashboard.test.js" || rc=$?
 [ $rc -eq 0 ] || {
 	echo "FAILED: dashboard.test.js exited with $rc (logs and screenshots in $work)"
@@ -179,6 +186,14 @@ status=$(q "SELECT status FROM batch_job_execution WHERE job_execution_id = :'id
 	exit 1
 }
 say "execution $running_id STOPPED, its process exited $job_rc"
+n=$(q "SELECT count(*) FROM batch_lock_audit a JOIN batch_lock l USING (lock_name)
+	WHERE a.lock_name = :'name' AND a.outcome = 'FORCE_UNLOCKED' AND l.released
+	AND a.owner_id = 'console@127.0.0.1' AND a.detail LIKE '%host ops-3 is gone%'" -v name="$lock_name")
+[ "$n" = 1 ] || {
+	echo "FAILED: lock '$lock_name': $n FORCE_UNLOCKED audit rows by the console with the reason"
+	exit 1
+}
+say "lock '$lock_name' released from the page, audited with its reason"
 
 # Both servers stop on SIGTERM with 0 (under the sanitizers: nothing found).
 for p in "$admin_pid" "$ro_pid"; do
