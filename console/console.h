@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -49,9 +50,13 @@ void cb__pool_free(cb__pool *p);
 typedef struct cb__console {
 	struct MHD_Daemon *daemon;
 	cb__pool *pool;
-	char *token;         /* the admin token, or NULL: read-only */
-	char *job_names;     /* the program's jobs as a JSON array text, or NULL */
-	atomic_int stopping; /* set on SIGTERM: replies close their connection */
+	char *token;             /* the admin token, or NULL: read-only */
+	char *job_names;         /* the program's jobs as a JSON array text, or NULL */
+	const char *const *jobs; /* the same names (borrowed from the options) */
+	size_t njobs;
+	const char *conninfo; /* as given (borrowed), for the jobs restart spawns */
+	FILE *log;            /* serve's log: what the actions did */
+	atomic_int stopping;  /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
 } cb__console;
@@ -73,7 +78,8 @@ typedef struct cb__request {
 	char *body;
 	size_t body_len;
 	int too_large;
-	int counted; /* counted in console->in_flight */
+	int counted;        /* counted in console->in_flight */
+	int auth_challenge; /* a 401: the reply says which scheme (Bearer) */
 } cb__request;
 
 typedef void (*cb__handler)(cb__request *r);
@@ -82,7 +88,7 @@ typedef void (*cb__handler)(cb__request *r);
 
 typedef struct cb__route {
 	const char *pattern; /* "/api/v1/executions/{id}"; "{id}" matches one segment */
-	cb__handler get;     /* also serves HEAD */
+	cb__handler get;     /* also serves HEAD; NULL: an action (GET is 405) */
 	cb__handler post;    /* actions (admin token required); NULL: none */
 	int api;             /* JSON replies, no-store */
 } cb__route;
@@ -146,6 +152,13 @@ void cb__api_execution_skips(cb__request *r);
 void cb__api_locks(cb__request *r);
 void cb__api_lock_audit(cb__request *r);
 
+/* api_actions.c: POST only, past the router's read-only, origin and token
+ * checks; each does what the CLI's command does, recorded the same way. */
+void cb__api_stop(cb__request *r);
+void cb__api_abandon(cb__request *r);
+void cb__api_restart(cb__request *r);
+void cb__api_unlock(cb__request *r);
+
 /* A static asset built into the binary (the dashboard's files). */
 typedef struct cb__asset {
 	const char *path;
@@ -154,12 +167,16 @@ typedef struct cb__asset {
 	size_t len;
 } cb__asset;
 
-/* The asset served at @p path, or NULL. */
+/* The embedded files (generated from console/assets/ at build time). */
+extern const cb__asset cb__assets[];
+extern const size_t cb__assets_count;
+
+/* The asset served at @p path ("/" is "/index.html"), or NULL. */
 const cb__asset *cb__asset_find(const char *path);
 
-/* Non-zero if the request carries the admin token (header X-Cbatch-Token,
- * compared in constant time); always 0 on a read-only server. For the POST
- * actions. */
+/* Non-zero if the request carries the admin token (header "Authorization:
+ * Bearer TOKEN", compared in constant time); always 0 on a read-only
+ * server. For the POST actions. */
 int cb__request_is_admin(cb__request *r);
 
 #endif

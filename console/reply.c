@@ -44,6 +44,9 @@ static void queue(cb__request *r, unsigned status, struct MHD_Response *resp,
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
 					r->allow ? r->allow : "GET, HEAD");
+	if (status == MHD_HTTP_UNAUTHORIZED && r->auth_challenge)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"cbatch\"");
 	if (r->console->stopping)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r->result = MHD_queue_response(r->conn, status, resp);

@@ -1,8 +1,9 @@
 /*
- * The route table and the method rules: GET and HEAD read, POST acts (later
- * parts add the actions), anything else is 405. An unknown path is 404 for
- * every method. A POST needs the admin token and, from a browser, our own
- * origin; a read-only server refuses every POST.
+ * The route table and the method rules: GET and HEAD read, POST acts,
+ * anything else is 405 (as is a GET of an action). An unknown path is 404
+ * for every method. A read-only server refuses every action (403); an
+ * action must come from our own origin (403) and carry the admin token
+ * (401).
  */
 #include "console.h"
 
@@ -18,18 +19,37 @@ static const cb__route routes[] = {
 	{ "/api/v1/executions", cb__api_executions, NULL, 1 },
 	{ "/api/v1/executions/{id}", cb__api_execution, NULL, 1 },
 	{ "/api/v1/executions/{id}/skips", cb__api_execution_skips, NULL, 1 },
+	{ "/api/v1/executions/{id}/stop", NULL, cb__api_stop, 1 },
+	{ "/api/v1/executions/{id}/abandon", NULL, cb__api_abandon, 1 },
+	{ "/api/v1/executions/{id}/restart", NULL, cb__api_restart, 1 },
 	{ "/api/v1/locks", cb__api_locks, NULL, 1 },
 	{ "/api/v1/locks/audit", cb__api_lock_audit, NULL, 1 },
+	/* Lock names are free text: theirs is every segment up to "/unlock". */
+	{ "/api/v1/locks/{name}/unlock", NULL, cb__api_unlock, 1 },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* Does @p path match @p pattern? The {id} segment (one, non-empty, no '/')
- * is returned through @p id / @p id_len. */
+ * or the {name} part (non-empty, any characters: the path arrives decoded,
+ * so a name's "%2F" is a '/' here) is returned through @p id / @p id_len. */
 static int match(const char *pattern, const char *path, const char **id, size_t *id_len)
 {
 	const char *hole = strstr(pattern, "{id}");
-	size_t pre, n;
+	const char *greedy = strstr(pattern, "{name}");
+	size_t pre, n, plen = strlen(path);
 
+	if (greedy) {
+		const char *suffix = greedy + 6;
+		size_t slen = strlen(suffix);
+
+		pre = (size_t)(greedy - pattern);
+		if (strncmp(pattern, path, pre) != 0 || plen < pre + slen + 1 ||
+		    strcmp(path + plen - slen, suffix) != 0)
+			return 0;
+		*id = path + pre;
+		*id_len = plen - slen - pre;
+		return 1;
+	}
 	if (!hole)
 		return strcmp(pattern, path) == 0;
 	pre = (size_t)(hole - pattern);
@@ -40,6 +60,46 @@ static int match(const char *pattern, const char *path, const char **id, size_t 
 		return 0;
 	*id = path + pre;
 	*id_len = n;
+	return 1;
+}
+
+/* Is @p url (an Origin, or a Referer's start) this server's own origin? The
+ * browser names the page's scheme, host and port; ours is the Host it asked
+ * for (behind a TLS proxy the scheme is https). */
+static int same_origin(const char *url, const char *host, int prefix_only)
+{
+	size_t hl;
+
+	if (!host || !*host)
+		return 0;
+	if (strncmp(url, "http://", 7) == 0)
+		url += 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		url += 8;
+	else
+		return 0;
+	hl = strlen(host);
+	if (strncmp(url, host, hl) != 0)
+		return 0;
+	return url[hl] == '\0' || (prefix_only && url[hl] == '/');
+}
+
+/* Did this request come from a page of ours (or from no page at all, as
+ * curl's)? The Origin a browser sends with every POST decides; without one,
+ * Sec-Fetch-Site, then the Referer. */
+static int own_origin(cb__request *r)
+{
+	const char *origin = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+	const char *site = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+	const char *referer = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Referer");
+	const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
+
+	if (origin)
+		return same_origin(origin, host, 0);
+	if (site)
+		return strcmp(site, "same-origin") == 0 || strcmp(site, "none") == 0;
+	if (referer)
+		return same_origin(referer, host, 1);
 	return 1;
 }
 
@@ -75,7 +135,7 @@ void cb__route_request(cb__request *r)
 		return;
 	}
 	r->api = route->api;
-	r->allow = route->post ? "GET, HEAD, POST" : "GET, HEAD";
+	r->allow = !route->get ? "POST" : route->post ? "GET, HEAD, POST" : "GET, HEAD";
 	if (id) {
 		if (!(r->id_buf = malloc(id_len + 1))) {
 			r->result = MHD_NO;
@@ -86,7 +146,7 @@ void cb__route_request(cb__request *r)
 		r->id_buf[id_len] = '\0';
 		r->id = r->id_buf;
 	}
-	if (read) {
+	if (read && route->get) {
 		route->get(r);
 		return;
 	}
@@ -97,24 +157,19 @@ void cb__route_request(cb__request *r)
 	}
 	if (!r->console->token) {
 		cb__reply_error(r, MHD_HTTP_FORBIDDEN,
-				"this console is read-only: start serve with --admin-token-file");
+				"read-only console: start serve with --admin-token-file to allow "
+				"actions");
+		return;
+	}
+	if (!own_origin(r)) {
+		cb__reply_error(r, MHD_HTTP_FORBIDDEN, "cross-origin request refused");
 		return;
 	}
 	if (!cb__request_is_admin(r)) {
-		cb__reply_error(r, MHD_HTTP_FORBIDDEN, "missing or wrong X-Cbatch-Token");
+		r->auth_challenge = 1;
+		cb__reply_error(r, MHD_HTTP_UNAUTHORIZED,
+				"missing or wrong admin token (Authorization: Bearer TOKEN)");
 		return;
-	}
-	{
-		/* A browser names the page's origin: only our own may act. */
-		const char *origin =
-			MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
-		const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
-
-		if (origin && (!host || strncmp(origin, "http://", 7) != 0 ||
-			       strcmp(origin + 7, host) != 0)) {
-			cb__reply_error(r, MHD_HTTP_FORBIDDEN, "cross-origin request refused");
-			return;
-		}
 	}
 	route->post(r);
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -143,13 +144,17 @@ static int read_token(char **out, const char *path, cb_error *err)
 
 int cb__request_is_admin(cb__request *r)
 {
-	const char *got = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Cbatch-Token");
+	const char *got = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *want = r->console->token;
 	size_t n, i;
 	unsigned char diff = 0;
 
-	if (!want || !got)
+	if (!want || !got || strncasecmp(got, "Bearer ", 7) != 0)
 		return 0;
+	got += 7;
+	while (*got == ' ')
+		got++;
 	n = strlen(want);
 	if (strlen(got) != n)
 		return 0;
@@ -327,6 +332,10 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 		inet_pton(AF_INET6, addr, &sin6->sin6_addr);
 	}
 	c.job_names = names_json(o);
+	c.jobs = o->job_names;
+	c.njobs = o->njobs;
+	c.conninfo = o->conninfo;
+	c.log = log;
 	pthread_mutex_init(&c.lock, NULL);
 	if ((rc = cb__pool_new(&c.pool, o->conninfo, pool, POOL_WAIT, err)) < 0)
 		goto done;

@@ -8,7 +8,10 @@
 # tests' HTTP client), faketime (the lock tests run a worker with its
 # clock an hour off), and a PostgreSQL server (the tests run their own
 # throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
-# checks: fuzzing, scripts/format-check.sh); failing to install them is only a warning.
+# checks: fuzzing, scripts/format-check.sh), and chromium, node and npm (the console's browser
+# test, browser.dashboard, which skips without them); failing to install them is only a warning.
+# The browser test's tools are looked for as commands (a node from elsewhere, with its own npm,
+# will do).
 #
 # Installed packages are detected with dpkg, so a machine that has everything
 # needs neither root nor network. As root, missing packages are installed with
@@ -70,6 +73,9 @@ missing_opt=()
 for p in "${optional[@]}"; do
 	installed "$p" || missing_opt+=("$p")
 done
+command -v chromium >/dev/null 2>&1 || missing_opt+=(chromium)
+command -v node >/dev/null 2>&1 || missing_opt+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing_opt+=(npm)
 
 if [ ${#missing[@]} -eq 0 ] && [ $need_server -eq 0 ] && [ ${#missing_opt[@]} -eq 0 ]; then
 	log "all dependencies are installed"

@@ -153,14 +153,18 @@ static const struct builtin builtins[] = {
 	  "  --quiet             no line per firing\n",
 	  cb__cli_cmd_scheduler },
 	{ "serve", "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N]",
-	  "serve /metrics, health probes and a JSON API over HTTP",
+	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
-	  "GET /metrics (the `metrics` text), /healthz, /readyz, /api/v1/info, /jobs,\n"
-	  "/executions[?job=&status=&from=&to=&limit=&before=], /executions/ID,\n"
-	  "/executions/ID/skips, /locks, /locks/audit. Read-only unless an admin\n"
-	  "token is given (a file only its owner may read). SIGTERM/SIGINT: stops\n"
-	  "accepting, finishes the requests in flight and exits 0.\n\n"
+	  "GET / (the dashboard), /metrics (the `metrics` text), /healthz, /readyz,\n"
+	  "/api/v1/info, /jobs, /executions[?job=&status=&from=&to=&limit=&before=],\n"
+	  "/executions/ID, /executions/ID/skips, /locks, /locks/audit.\n"
+	  "Read-only unless an admin token is given (a file only its owner may\n"
+	  "read); then POST /api/v1/executions/ID/stop|abandon|restart and\n"
+	  "/api/v1/locks/NAME/unlock ({\"reason\": \"...\"}) act, for a request\n"
+	  "with \"Authorization: Bearer TOKEN\" from no other site's page.\n"
+	  "SIGTERM/SIGINT: stops accepting, finishes the requests in flight and\n"
+	  "exits 0.\n\n"
 	  "Options:\n"
 	  "  --listen ADDR:PORT        where to listen (default 127.0.0.1:8080)\n"
 	  "  --admin-token-file PATH   enable actions for requests with this token\n"

@@ -65,7 +65,8 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err);
  * parameters (object), and partitions: null for an execution without
  * partitioned steps, else how far its partitions are, {"total",
  * "completed", "running" (STARTED or STOPPING), "waiting" (STARTING: not
- * claimed yet), "failed" (FAILED, ABANDONED or UNKNOWN), "stopped"}.
+ * claimed yet), "failed" (FAILED, ABANDONED or UNKNOWN), "stopped"}; and
+ * items_read, the items its steps (or their partitions) read.
  * @return 0 or CB_EDB.
  */
 int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, int limit,

@@ -744,6 +744,56 @@ static void test_health_and_headers(void)
 	}
 }
 
+/* The dashboard's files, built into the binary: served with their types and
+ * the same CSP; the page loads only its own script and stylesheet, and has
+ * no inline script, handler or style (which the CSP would refuse). */
+static void test_dashboard_assets(void)
+{
+	static const struct {
+		const char *path, *type, *needle;
+	} assets[] = {
+		{ "/", "text/html; charset=utf-8", "<script src=\"/app.js\" defer></script>" },
+		{ "/index.html", "text/html; charset=utf-8",
+		  "<link rel=\"stylesheet\" href=\"/app.css\">" },
+		{ "/app.js", "text/javascript; charset=utf-8", "textContent" },
+		{ "/app.css", "text/css; charset=utf-8", "@media (max-width: 600px)" },
+		{ "/favicon.svg", "image/svg+xml", "<svg" },
+		{ "/robots.txt", "text/plain; charset=utf-8", "Disallow: /" },
+	};
+	struct resp r;
+	char v[256];
+
+	NEED_SERVER();
+	for (size_t i = 0; i < sizeof(assets) / sizeof(assets[0]); i++) {
+		CBT_EQ_LL(http(&r, srv.port, "GET", assets[i].path, NULL, 0, NULL), 0);
+		CBT_EQ_LL(r.status, 200);
+		CBT_EQ_STR(header(&r, "Content-Type", v, sizeof(v)), assets[i].type);
+		CBT_EQ_STR(header(&r, "Content-Security-Policy", v, sizeof(v)), CSP);
+		CBT_EQ_STR(header(&r, "Cache-Control", v, sizeof(v)), "no-cache");
+		CBT_CONTAINS(r.body, assets[i].needle);
+		if (i < 2) {
+			/* Every <script> has a src; no handler attributes, no style. */
+			for (const char *p = r.body; (p = strstr(p, "<script")) != NULL; p++)
+				CU_ASSERT(strncmp(p, "<script src=", 12) == 0);
+			CU_ASSERT(strstr(r.body, "style=") == NULL);
+			CU_ASSERT(strstr(r.body, "<style") == NULL);
+			CU_ASSERT(strstr(r.body, "onload") == NULL);
+			CU_ASSERT(strstr(r.body, "http://") == NULL &&
+				  strstr(r.body, "https://") == NULL);
+		}
+		resp_free(&r);
+	}
+	/* The script never parses markup out of data. */
+	CBT_EQ_LL(http(&r, srv.port, "GET", "/app.js", NULL, 0, NULL), 0);
+	CU_ASSERT(strstr(r.body, "innerHTML") == NULL || strstr(r.body, "never with innerHTML"));
+	CU_ASSERT(strstr(r.body, ".innerHTML =") == NULL &&
+		  strstr(r.body, "insertAdjacentHTML") == NULL &&
+		  strstr(r.body, "document.write") == NULL && strstr(r.body, "eval(") == NULL);
+	resp_free(&r);
+	expect_error("POST", "/", 405, NULL);
+	expect_error("GET", "/app.js.map", 404, NULL);
+}
+
 static void test_info(void)
 {
 	json_t *v;
@@ -1129,8 +1179,9 @@ static void test_bad_options(void)
 		v = get_json_from(s.port, "/api/v1/info", 200);
 		CU_ASSERT(json_is_false(json_object_get(v, "read_only")));
 		json_decref(v);
-		/* No actions exist yet: a POST with the token is still 405. */
-		http(&r, s.port, "POST", "/api/v1/jobs", "{}", 2, "X-Cbatch-Token: s3cret-token");
+		/* A route without an action: a POST with the token is still 405. */
+		http(&r, s.port, "POST", "/api/v1/jobs", "{}", 2,
+		     "Authorization: Bearer s3cret-token");
 		CBT_EQ_LL(r.status, 405);
 		resp_free(&r);
 		CBT_EQ_LL(server_stop(&s), 0);
@@ -1381,6 +1432,7 @@ static const CU_TestInfo tests[] = {
 	{ "fixture: completed, failed, running executions; server", test_fixture },
 	{ "/metrics is valid exposition format, as `metrics`", test_metrics_exposition },
 	{ "/healthz, /readyz, HEAD, security headers", test_health_and_headers },
+	{ "the dashboard's built-in files: types, CSP, no inline code", test_dashboard_assets },
 	{ "/api/v1/info", test_info },
 	{ "/api/v1/jobs: last execution, counts, next firing", test_jobs },
 	{ "/api/v1/executions: filters", test_executions_filters },

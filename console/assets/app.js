@@ -1,0 +1,615 @@
+/*
+ * The cbatch console: a single page over the JSON API (/api/v1/...), hash
+ * routes, no framework and no build step. Every value from the repository
+ * (job parameters, messages, lock names are user input) goes into the page
+ * as text: elements are made with createElement / createElementNS and
+ * filled with textContent, never with innerHTML.
+ *
+ * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID,
+ * #/job/NAME (history chart), #/locks (locks and the audit trail).
+ */
+'use strict';
+
+(function () {
+  const RUNNING = ['STARTING', 'STARTED', 'STOPPING'];
+  const STATUSES = ['STARTING', 'STARTED', 'STOPPING', 'STOPPED', 'COMPLETED', 'FAILED',
+    'ABANDONED', 'UNKNOWN'];
+  const SVG = 'http://www.w3.org/2000/svg';
+  const TOKEN_KEY = 'cbatch.adminToken';
+
+  let info = null;       /* /api/v1/info: read_only decides whether actions show */
+  let timers = [];       /* the current page's polls, cleared on navigation */
+  let generation = 0;    /* a page's late answers are dropped once it is left */
+
+  /* ---- DOM helpers (text only) ------------------------------------------ */
+
+  /* el('td', {class: 'num'}, 'text', childNode, ...): strings become text nodes. */
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (k === 'text') e.textContent = String(v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    append(e, kids);
+    return e;
+  }
+
+  function append(parent, kids) {
+    for (const k of kids.flat()) {
+      if (k === null || k === undefined || k === false) continue;
+      parent.appendChild(typeof k === 'object' ? k : document.createTextNode(String(k)));
+    }
+    return parent;
+  }
+
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const k of kids) e.appendChild(typeof k === 'object' ? k : document.createTextNode(String(k)));
+    return e;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+
+  function link(href, text, attrs) {
+    return el('a', Object.assign({ href: href }, attrs || {}), text);
+  }
+
+  function badge(status, extra) {
+    return el('span', { class: 'badge st-' + status, 'data-status': status }, extra || status);
+  }
+
+  function statusBadge(e) {
+    if (e.owner_lost) return el('span', {}, badge(e.status), ' ', badge('LOST', 'owner lost'));
+    return badge(e.status);
+  }
+
+  /* ---- formatting ---------------------------------------------------------- */
+
+  function fmtTime(s) {
+    if (!s) return '–';
+    const d = new Date(s);
+    if (isNaN(d)) return String(s);
+    const p = (n) => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' +
+      p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+  }
+
+  function fmtDuration(sec) {
+    if (sec === null || sec === undefined || isNaN(sec)) return '–';
+    sec = Number(sec);
+    if (sec < 0) return '-' + fmtDuration(-sec);
+    if (sec < 10) return sec.toFixed(2) + ' s';
+    if (sec < 60) return sec.toFixed(1) + ' s';
+    const h = Math.floor(sec / 3600), m = Math.floor((sec % 3600) / 60), s = Math.floor(sec % 60);
+    return h ? h + ' h ' + m + ' min' : m + ' min ' + s + ' s';
+  }
+
+  function fmtNum(n) {
+    if (n === null || n === undefined) return '–';
+    return Number(n).toLocaleString('en-US', { maximumFractionDigits: 1 });
+  }
+
+  /* ---- the API --------------------------------------------------------------- */
+
+  async function api(path) {
+    const r = await fetch(path, { headers: { Accept: 'application/json' }, cache: 'no-store' });
+    let doc = null;
+    try { doc = await r.json(); } catch (e) { doc = null; }
+    if (!r.ok) {
+      const msg = doc && doc.error ? doc.error.message : r.status + ' ' + r.statusText;
+      throw new Error(msg);
+    }
+    return doc;
+  }
+
+  function token() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+
+  /* An action: POST with the token; its answer or an Error with the server's message. */
+  async function act(path, body) {
+    const r = await fetch(path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token() },
+      body: JSON.stringify(body || {}),
+      cache: 'no-store',
+    });
+    let doc = null;
+    try { doc = await r.json(); } catch (e) { doc = null; }
+    if (!r.ok) throw new Error(doc && doc.error ? doc.error.message : String(r.status));
+    return doc;
+  }
+
+  function notice(text, ok) {
+    const n = document.getElementById('notice');
+    n.textContent = text || '';
+    n.className = ok ? 'notice ok' : 'notice';
+    n.hidden = !text;
+  }
+
+  function canAct() {
+    return info && info.read_only === false;
+  }
+
+  /* A button that acts on the second click (the first arms it for 4 s):
+   * no confirm() dialog, and no stop by a stray click. */
+  function actionButton(label, cls, run) {
+    let armed = null;
+    const b = el('button', { class: cls || '', type: 'button', 'data-action': label.toLowerCase() }, label);
+    b.addEventListener('click', async () => {
+      if (!armed) {
+        b.classList.add('armed');
+        b.textContent = 'Confirm ' + label.toLowerCase();
+        armed = setTimeout(() => { armed = null; b.classList.remove('armed'); b.textContent = label; }, 4000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      b.classList.remove('armed');
+      b.textContent = label;
+      if (!token()) { notice('Type the admin token in the field at the top first.'); return; }
+      b.disabled = true;
+      try {
+        await run();
+      } catch (e) {
+        notice(label + ' refused: ' + e.message);
+      } finally {
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
+
+  /* ---- the header: read-only, or the token field ---------------------------- */
+
+  function renderMode() {
+    const m = clear(document.getElementById('mode'));
+    if (!info) return;
+    if (info.read_only) {
+      m.appendChild(el('span', { class: 'badge', id: 'read-only' }, 'read-only'));
+      m.appendChild(el('span', { class: 'muted-on-accent' }, 'actions need serve --admin-token-file'));
+      return;
+    }
+    const input = el('input', {
+      id: 'token', type: 'password', placeholder: 'admin token', autocomplete: 'off',
+      'aria-label': 'admin token',
+    });
+    input.value = token();
+    input.addEventListener('change', () => {
+      try { sessionStorage.setItem(TOKEN_KEY, input.value.trim()); } catch (e) { /* private mode */ }
+    });
+    m.appendChild(el('span', { class: 'badge' }, 'actions enabled'));
+    /* In a form of its own (a password field wants one); it never submits. */
+    m.appendChild(el('form', { onsubmit: (ev) => { ev.preventDefault(); input.dispatchEvent(new Event('change')); } },
+      el('input', { type: 'text', name: 'username', autocomplete: 'username', value: 'admin', hidden: true }), input));
+  }
+
+  function renderFooter() {
+    const f = clear(document.getElementById('footer'));
+    if (!info) return;
+    append(f, ['cbatch ' + info.version + ' · schema ' + (info.schema_version === null ? '?' : info.schema_version) +
+      ' (expects ' + info.schema_expected + ')' +
+      (info.database_error ? ' · database: ' + info.database_error : '')]);
+  }
+
+  /* ---- pages ------------------------------------------------------------------ */
+
+  function every(ms, fn) {
+    const g = generation;
+    const t = setInterval(() => { if (g === generation) fn(); }, ms);
+    timers.push(t);
+  }
+
+  function alive(g) { return g === generation; }
+
+  /* Jobs: last status, duration, next scheduled firing; refreshed every 5 s. */
+  function pageJobs(main) {
+    const g = generation;
+    const body = el('tbody');
+    append(main, [el('h1', {}, 'Jobs'), el('div', { class: 'card' }, el('table', { id: 'jobs' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Job'), el('th', {}, 'Last status'),
+        el('th', { class: 'hide-narrow' }, 'Last start'), el('th', { class: 'num' }, 'Duration'),
+        el('th', {}, 'Next firing'), el('th', { class: 'num hide-narrow' }, 'Executions'))),
+      body))]);
+    async function load() {
+      const d = await api('/api/v1/jobs');
+      if (!alive(g)) return;
+      clear(body);
+      for (const j of d.jobs) {
+        const last = j.last_execution;
+        body.appendChild(el('tr', { 'data-job': j.job_name },
+          el('td', { class: 'wrap' }, link('#/job/' + encodeURIComponent(j.job_name), j.job_name)),
+          el('td', {}, last ? link('#/execution/' + last.job_execution_id, statusBadge(last)) : el('span', { class: 'muted' }, 'never ran')),
+          el('td', { class: 'hide-narrow' }, last ? fmtTime(last.start_time) : '–'),
+          el('td', { class: 'num' }, last ? fmtDuration(last.duration_seconds) : '–'),
+          el('td', {}, j.next_fire_time ? fmtTime(j.next_fire_time) : '–'),
+          el('td', { class: 'num hide-narrow' }, link('#/executions?job=' + encodeURIComponent(j.job_name), fmtNum(j.execution_count)))));
+      }
+    }
+    every(5000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
+  /* Executions: filters (job, status), keyset paging; the first page refreshes every 2 s. */
+  function pageExecutions(main, q) {
+    const g = generation;
+    const job = q.get('job') || '', status = q.get('status') || '', before = q.get('before') || '';
+    const jobSel = el('select', { id: 'filter-job', 'aria-label': 'job' }, el('option', { value: '' }, 'all jobs'));
+    const stSel = el('select', { id: 'filter-status', 'aria-label': 'status' }, el('option', { value: '' }, 'any status'));
+    for (const s of STATUSES) stSel.appendChild(el('option', { value: s, selected: s === status }, s));
+    const go = (extra) => {
+      const p = new URLSearchParams();
+      if (jobSel.value) p.set('job', jobSel.value);
+      if (stSel.value) p.set('status', stSel.value);
+      for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
+      location.hash = '#/executions' + (p.toString() ? '?' + p.toString() : '');
+    };
+    jobSel.addEventListener('change', () => go());
+    stSel.addEventListener('change', () => go());
+    const body = el('tbody');
+    const pager = el('div', { class: 'pager' });
+    append(main, [el('h1', {}, 'Executions'),
+      el('div', { class: 'filters' }, el('label', {}, 'Job', jobSel), el('label', {}, 'Status', stSel)),
+      el('div', { class: 'card' }, el('table', { id: 'executions' },
+        el('thead', {}, el('tr', {}, el('th', { class: 'num' }, 'ID'), el('th', {}, 'Job'),
+          el('th', {}, 'Status'), el('th', { class: 'hide-narrow' }, 'Parameters'),
+          el('th', { class: 'hide-narrow' }, 'Start'), el('th', { class: 'num' }, 'Duration'),
+          el('th', { class: 'num' }, 'Items'), el('th', { class: 'hide-narrow' }, 'Exit message'))),
+        body), pager)]);
+    api('/api/v1/jobs').then((d) => {
+      if (!alive(g)) return;
+      const names = d.jobs.map((j) => j.job_name);
+      if (job && !names.includes(job)) names.push(job);
+      for (const n of names) jobSel.appendChild(el('option', { value: n, selected: n === job }, n));
+    }).catch((e) => notice(e.message));
+    async function load() {
+      const p = new URLSearchParams({ limit: '25' });
+      if (job) p.set('job', job);
+      if (status) p.set('status', status);
+      if (before) p.set('before', before);
+      const d = await api('/api/v1/executions?' + p.toString());
+      if (!alive(g)) return;
+      clear(body);
+      if (!d.executions.length)
+        body.appendChild(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'no executions')));
+      for (const e of d.executions) {
+        const params = Object.entries(e.parameters || {}).map(([k, v]) => k + '=' + v.value).join(', ');
+        const parts = e.partitions ? ' (' + e.partitions.completed + '/' + e.partitions.total + ' partitions done)' : '';
+        body.appendChild(el('tr', { 'data-execution': e.job_execution_id },
+          el('td', { class: 'num' }, link('#/execution/' + e.job_execution_id, String(e.job_execution_id))),
+          el('td', { class: 'wrap' }, link('#/job/' + encodeURIComponent(e.job_name), e.job_name)),
+          el('td', {}, statusBadge(e), parts),
+          el('td', { class: 'wrap hide-narrow mono' }, params),
+          el('td', { class: 'hide-narrow' }, fmtTime(e.start_time)),
+          el('td', { class: 'num' }, fmtDuration(e.duration_seconds)),
+          el('td', { class: 'num', 'data-items': e.items_read }, fmtNum(e.items_read)),
+          el('td', { class: 'wrap hide-narrow' }, e.exit_message || '')));
+      }
+      clear(pager);
+      if (before) pager.appendChild(el('button', { type: 'button', onclick: () => go() }, 'Newest'));
+      if (d.next_before)
+        pager.appendChild(el('button', { type: 'button', id: 'older', onclick: () => go({ before: d.next_before }) }, 'Older'));
+    }
+    if (!before) every(2000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
+  /* One execution: parameters, steps, partitions, exit messages; running
+   * steps polled every second (items, items/s, progress and ETA where the
+   * partitions give a total). */
+  function pageExecution(main, id) {
+    const g = generation;
+    const head = el('div');
+    const live = el('div', { id: 'live' });
+    const acts = el('div', { class: 'actions', id: 'actions' });
+    const facts = el('div', { class: 'card' });
+    const params = el('div', { class: 'card' });
+    const steps = el('div', { class: 'card' });
+    const skips = el('div', { id: 'skips' });
+    append(main, [head, acts, live, el('h2', {}, 'Execution'), facts, el('h2', {}, 'Parameters'), params,
+      el('h2', {}, 'Steps'), steps, skips]);
+    const seen = {}; /* step id -> [time, items] of the previous poll, for a measured rate */
+    let lastStatus = null;
+
+    function renderActions(e) {
+      clear(acts);
+      if (!canAct()) {
+        if (info && info.read_only) acts.appendChild(el('span', { class: 'muted' }, 'read-only console: no actions'));
+        return;
+      }
+      const running = RUNNING.includes(e.status);
+      const base = '/api/v1/executions/' + e.job_execution_id;
+      const after = async (p, ok) => { const d = await act(base + p); notice(ok(d), true); await load(); };
+      if (running && e.status !== 'STOPPING')
+        acts.appendChild(actionButton('Stop', 'danger', () => after('/stop', (d) => 'Execution ' + e.job_execution_id + ': ' + d.status)));
+      if (!running || e.owner_lost) {
+        if (e.status !== 'COMPLETED' && e.status !== 'ABANDONED') {
+          acts.appendChild(actionButton('Restart', '', () => after('/restart', (d) => 'Restart started (pid ' + d.pid + ')')));
+          acts.appendChild(actionButton('Abandon', 'danger', () => after('/abandon', () => 'Execution ' + e.job_execution_id + ' abandoned')));
+        }
+      }
+    }
+
+    function stepRows(list, now) {
+      const rows = [];
+      for (const s of list) {
+        const p = s.progress;
+        let rate = p && p.items_per_second !== null ? p.items_per_second : null;
+        const prev = seen[s.step_execution_id];
+        if (p && prev && now > prev[0] && p.items >= prev[1]) {
+          const r = (p.items - prev[1]) / ((now - prev[0]) / 1000);
+          if (r > 0) rate = r;
+        }
+        if (p) seen[s.step_execution_id] = [now, p.items];
+        const items = p ? p.items : s.read_count;
+        rows.push(el('tr', { 'data-step': s.step_execution_id },
+          el('td', { class: 'wrap' }, s.partition_index !== undefined && s.partition_index !== null ? 'partition ' + s.partition_index : s.step_name),
+          el('td', {}, badge(s.status)),
+          el('td', { class: 'num', 'data-items': items }, fmtNum(items)),
+          el('td', { class: 'num' }, fmtNum(s.write_count)),
+          el('td', { class: 'num hide-narrow' }, fmtNum(s.commit_count)),
+          el('td', { class: 'num hide-narrow' }, fmtNum((s.read_skip_count || 0) + (s.process_skip_count || 0) + (s.write_skip_count || 0))),
+          el('td', { class: 'num' }, rate !== null ? fmtNum(rate) + '/s' : '–'),
+          el('td', { class: 'num' }, fmtDuration(s.duration_seconds)),
+          el('td', { class: 'wrap hide-narrow' }, s.worker ? 'worker ' + s.worker : '', s.exit_message || '')));
+      }
+      return rows;
+    }
+
+    function table(rows) {
+      return el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'),
+        el('th', { class: 'num' }, 'Read'), el('th', { class: 'num' }, 'Written'),
+        el('th', { class: 'num hide-narrow' }, 'Commits'), el('th', { class: 'num hide-narrow' }, 'Skips'),
+        el('th', { class: 'num' }, 'Items/s'), el('th', { class: 'num' }, 'Duration'),
+        el('th', { class: 'hide-narrow' }, 'Exit message'))), el('tbody', {}, rows));
+    }
+
+    function renderLive(e, now) {
+      clear(live);
+      if (!RUNNING.includes(e.status)) return;
+      for (const s of e.steps || []) {
+        if (!s.progress && !(s.partitions || []).some((x) => x.progress)) continue;
+        const parts = s.partitions || [];
+        let items = s.progress ? s.progress.items : 0, rate = null;
+        const prev = seen['live' + s.step_execution_id];
+        if (prev && now > prev[0] && items >= prev[1]) rate = (items - prev[1]) / ((now - prev[0]) / 1000);
+        if (rate === null && s.progress) rate = s.progress.items_per_second;
+        seen['live' + s.step_execution_id] = [now, items];
+        const box = el('div', { class: 'card live', 'data-live-step': s.step_execution_id },
+          el('div', {}, el('div', { class: 'muted' }, s.step_name), badge(s.status)),
+          el('div', {}, el('div', { class: 'muted' }, 'items'), el('span', { class: 'big', id: 'live-items' }, fmtNum(items))),
+          el('div', {}, el('div', { class: 'muted' }, 'items/s'), el('span', { class: 'big', id: 'live-rate' }, rate !== null ? fmtNum(rate) : '–')),
+          el('div', {}, el('div', { class: 'muted' }, 'elapsed'), el('span', { class: 'big' }, fmtDuration(s.duration_seconds))));
+        /* A total is known for a partitioned step: its partitions. */
+        if (parts.length) {
+          const done = parts.filter((x) => x.status === 'COMPLETED').length;
+          const f = done / parts.length;
+          const eta = f > 0 && f < 1 ? s.duration_seconds * (1 - f) / f : null;
+          box.appendChild(el('div', {}, el('div', { class: 'muted' }, done + ' / ' + parts.length + ' partitions'),
+            el('progress', { max: parts.length, value: done })));
+          box.appendChild(el('div', {}, el('div', { class: 'muted' }, 'ETA'), el('span', { class: 'big' }, eta !== null ? fmtDuration(eta) : '–')));
+        }
+        live.appendChild(box);
+      }
+    }
+
+    async function load() {
+      const e = await api('/api/v1/executions/' + encodeURIComponent(id));
+      if (!alive(g)) return;
+      const now = Date.now();
+      clear(head).appendChild(el('h1', {}, 'Execution ' + e.job_execution_id + ' · ', link('#/job/' + encodeURIComponent(e.job_name), e.job_name), ' ', statusBadge(e)));
+      if (e.status !== lastStatus) renderActions(e);
+      lastStatus = e.status;
+      renderLive(e, now);
+      clear(facts).appendChild(el('dl', { class: 'kv' },
+        el('dt', {}, 'Status'), el('dd', { id: 'exec-status' }, e.status + ' (exit ' + e.exit_code + ')'),
+        el('dt', {}, 'Exit message'), el('dd', { class: 'wrap' }, e.exit_message || '–'),
+        el('dt', {}, 'Started'), el('dd', {}, fmtTime(e.start_time)),
+        el('dt', {}, 'Ended'), el('dd', {}, fmtTime(e.end_time)),
+        el('dt', {}, 'Duration'), el('dd', {}, fmtDuration(e.duration_seconds)),
+        el('dt', {}, 'Instance'), el('dd', { class: 'mono' }, e.job_instance_id + ' · key ' + e.job_key),
+        el('dt', {}, 'Restart of'), el('dd', {}, e.restart_of ? link('#/execution/' + e.restart_of, String(e.restart_of)) : '–'),
+        el('dt', {}, 'Owner'), el('dd', { class: 'mono wrap' }, (e.owner_id || '–') + (e.owner_lost ? ' (lost)' : '')),
+        el('dt', {}, 'Lock'), el('dd', { class: 'mono wrap' }, (e.lock_name || '–') + ' · token ' + e.fencing_token)));
+      const prow = Object.entries(e.parameters || {}).map(([k, v]) => el('tr', {},
+        el('td', { class: 'mono wrap' }, k), el('td', { class: 'muted' }, v.type + (v.identifying ? '' : ' (non-identifying)')),
+        el('td', { class: 'mono wrap', 'data-param': k }, v.value)));
+      clear(params).appendChild(prow.length ? el('table', { class: 'params' }, el('tbody', {}, prow)) : el('span', { class: 'muted' }, 'none'));
+      clear(steps);
+      const list = e.steps || [];
+      if (!list.length) steps.appendChild(el('span', { class: 'muted' }, 'no steps yet'));
+      else steps.appendChild(table(stepRows(list, now)));
+      for (const s of list) {
+        if (!s.partitions) continue;
+        steps.appendChild(el('h2', {}, 'Partitions of ' + s.step_name));
+        steps.appendChild(table(stepRows(s.partitions, now)));
+      }
+      /* The skip messages the steps kept (the newest few per step). */
+      const skipped = [];
+      for (const s of list)
+        for (const k of (s.context && Array.isArray(s.context.skipped) ? s.context.skipped : []))
+          skipped.push(el('tr', {}, el('td', { class: 'wrap' }, s.step_name), el('td', {}, String(k.fault || '')),
+            el('td', { class: 'wrap', 'data-skip': '' }, String(k.message || ''))));
+      clear(skips);
+      if (skipped.length)
+        append(skips, [el('h2', {}, 'Skipped items'), el('div', { class: 'card' }, el('table', {},
+          el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Fault'), el('th', {}, 'Message'))),
+          el('tbody', {}, skipped)))]);
+      return e;
+    }
+    every(1000, () => load().catch((err) => notice(err.message)));
+    return load();
+  }
+
+  /* A job's history: duration and items/s of its last executions, as SVG. */
+  function pageJob(main, name) {
+    const g = generation;
+    const n = 30;
+    const charts = el('div');
+    append(main, [el('h1', {}, 'Job ', name), el('p', {}, link('#/executions?job=' + encodeURIComponent(name), 'all executions of this job')),
+      charts]);
+
+    function chart(title, points, unit, id) {
+      const W = 720, H = 220, L = 56, R = 12, T = 14, B = 34;
+      const box = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: id, role: 'img' });
+      box.appendChild(svg('title', {}, title));
+      const max = Math.max(1e-9, ...points.map((p) => p.v || 0));
+      const step = (W - L - R) / Math.max(1, points.length);
+      box.appendChild(svg('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, class: 'axis' }));
+      box.appendChild(svg('line', { x1: L, y1: T, x2: L, y2: H - B, class: 'axis' }));
+      for (const f of [0, 0.5, 1]) {
+        const y = H - B - f * (H - B - T);
+        box.appendChild(svg('text', { x: L - 6, y: y + 4, 'text-anchor': 'end' }, fmtNum(max * f)));
+      }
+      points.forEach((p, i) => {
+        const h = (p.v || 0) / max * (H - B - T);
+        const r = svg('rect', { x: L + i * step + step * 0.15, y: H - B - h, width: Math.max(1, step * 0.7), height: Math.max(0, h),
+          class: 'bar' + (p.failed ? ' failed' : '') });
+        r.appendChild(svg('title', {}, '#' + p.id + ': ' + fmtNum(p.v) + ' ' + unit + ' (' + p.status + ')'));
+        box.appendChild(r);
+        if (points.length <= 15 || i % Math.ceil(points.length / 15) === 0)
+          box.appendChild(svg('text', { x: L + i * step + step / 2, y: H - B + 14, 'text-anchor': 'middle' }, '#' + p.id));
+      });
+      box.appendChild(svg('text', { x: L, y: H - 4 }, unit + ' · oldest left, newest right'));
+      return el('div', { class: 'card' }, el('h2', {}, title), box);
+    }
+
+    async function load() {
+      const d = await api('/api/v1/executions?job=' + encodeURIComponent(name) + '&limit=' + n);
+      if (!alive(g)) return;
+      const ex = d.executions.slice().reverse();
+      clear(charts);
+      if (!ex.length) { charts.appendChild(el('p', { class: 'muted' }, 'no executions yet')); return; }
+      const bad = (e) => ['FAILED', 'ABANDONED', 'UNKNOWN', 'STOPPED'].includes(e.status);
+      charts.appendChild(chart('Duration of the last ' + ex.length + ' executions',
+        ex.map((e) => ({ id: e.job_execution_id, v: e.duration_seconds, status: e.status, failed: bad(e) })), 'seconds', 'chart-duration'));
+      charts.appendChild(chart('Items per second',
+        ex.map((e) => ({ id: e.job_execution_id, v: e.duration_seconds > 0 ? (e.items_read || 0) / e.duration_seconds : 0,
+          status: e.status, failed: bad(e) })), 'items/s', 'chart-rate'));
+    }
+    every(10000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
+  /* Locks with the lease counting down (every second, from the last fetch);
+   * the audit trail with paging. */
+  function pageLocks(main, q) {
+    const g = generation;
+    const before = q.get('before') || '';
+    const lbody = el('tbody'), abody = el('tbody'), pager = el('div', { class: 'pager' });
+    append(main, [el('h1', {}, 'Locks'),
+      el('div', { class: 'card' }, el('table', { id: 'locks' }, el('thead', {}, el('tr', {},
+        el('th', {}, 'Lock'), el('th', {}, 'State'), el('th', { class: 'num' }, 'Lease left'),
+        el('th', { class: 'hide-narrow' }, 'Owner'), el('th', { class: 'num hide-narrow' }, 'Token'),
+        el('th', {}, 'Execution'), el('th', {}, ''))), lbody)),
+      el('h2', {}, 'Audit trail'),
+      el('div', { class: 'card' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {},
+        el('th', {}, 'Time'), el('th', {}, 'Lock'), el('th', {}, 'Outcome'),
+        el('th', { class: 'hide-narrow' }, 'Owner'), el('th', { class: 'hide-narrow' }, 'Detail'))), abody), pager)]);
+    let fetched = 0, leases = [];
+
+    function tick() {
+      const gone = (Date.now() - fetched) / 1000;
+      for (const [cell, left] of leases) {
+        const v = left - gone;
+        cell.textContent = v > 0 ? fmtDuration(v) : 'expired';
+        cell.classList.toggle('expired', v <= 0);
+      }
+    }
+
+    function unlockCell(l) {
+      if (!canAct() || l.released) return el('td');
+      const reason = el('input', { class: 'reason', type: 'text', placeholder: 'reason (required)', maxlength: 500, 'aria-label': 'reason' });
+      const b = actionButton('Unlock', 'danger', async () => {
+        if (!reason.value.trim()) throw new Error('a reason is required');
+        await act('/api/v1/locks/' + encodeURIComponent(l.lock_name) + '/unlock', { reason: reason.value.trim() });
+        notice('Lock "' + l.lock_name + '" released by force', true);
+        await load();
+      });
+      return el('td', {}, el('div', { class: 'actions' }, reason, b));
+    }
+
+    async function load() {
+      const [d, a] = await Promise.all([api('/api/v1/locks'),
+        api('/api/v1/locks/audit?limit=50' + (before ? '&before=' + encodeURIComponent(before) : ''))]);
+      if (!alive(g)) return;
+      fetched = Date.now();
+      leases = [];
+      clear(lbody);
+      if (!d.locks.length) lbody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no locks')));
+      for (const l of d.locks) {
+        const cell = el('td', { class: 'num', 'data-lease': l.lease_left_seconds }, '');
+        if (!l.released) leases.push([cell, l.lease_left_seconds]);
+        else cell.textContent = '–';
+        lbody.appendChild(el('tr', { 'data-lock': l.lock_name },
+          el('td', { class: 'mono wrap' }, l.lock_name),
+          el('td', {}, l.released ? el('span', { class: 'badge' }, 'released') : el('span', { class: 'badge st-STARTED' }, 'held')),
+          cell,
+          el('td', { class: 'mono wrap hide-narrow' }, l.owner_id),
+          el('td', { class: 'num hide-narrow' }, String(l.fencing_token)),
+          el('td', {}, l.job_execution_id ? link('#/execution/' + l.job_execution_id, String(l.job_execution_id)) : '–'),
+          unlockCell(l)));
+      }
+      tick();
+      clear(abody);
+      for (const x of a.audit) {
+        abody.appendChild(el('tr', {},
+          el('td', {}, fmtTime(x.event_time)),
+          el('td', { class: 'mono wrap' }, x.lock_name),
+          el('td', {}, el('span', { class: 'badge' + (x.outcome === 'FORCE_UNLOCKED' || x.outcome === 'FENCED' ? ' st-FAILED' : '') }, x.outcome)),
+          el('td', { class: 'mono wrap hide-narrow' }, x.owner_id),
+          el('td', { class: 'wrap hide-narrow' }, x.detail || '')));
+      }
+      clear(pager);
+      if (before) pager.appendChild(link('#/locks', 'Newest'));
+      if (a.next_before) pager.appendChild(link('#/locks?before=' + a.next_before, 'Older'));
+    }
+    every(1000, tick);
+    every(5000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
+  /* ---- the router --------------------------------------------------------------- */
+
+  function route() {
+    for (const t of timers) clearInterval(t);
+    timers = [];
+    generation++;
+    notice('');
+    const hash = location.hash.replace(/^#/, '') || '/';
+    const qi = hash.indexOf('?');
+    const path = qi < 0 ? hash : hash.slice(0, qi);
+    const q = new URLSearchParams(qi < 0 ? '' : hash.slice(qi + 1));
+    const main = clear(document.getElementById('main'));
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    let section = 'jobs', p;
+    if (parts[0] === 'executions') { section = 'executions'; p = pageExecutions(main, q); }
+    else if (parts[0] === 'execution' && /^[0-9]+$/.test(parts[1] || '')) { section = 'executions'; p = pageExecution(main, parts[1]); }
+    else if (parts[0] === 'job' && parts[1]) { p = pageJob(main, parts[1]); }
+    else if (parts[0] === 'locks') { section = 'locks'; p = pageLocks(main, q); }
+    else p = pageJobs(main);
+    for (const a of document.querySelectorAll('nav a'))
+      a.classList.toggle('active', a.getAttribute('data-nav') === section);
+    Promise.resolve(p).catch((e) => notice(e.message));
+  }
+
+  async function start() {
+    try {
+      info = await api('/api/v1/info');
+    } catch (e) {
+      notice('Cannot reach the server: ' + e.message);
+    }
+    renderMode();
+    renderFooter();
+    window.addEventListener('hashchange', route);
+    route();
+  }
+
+  document.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,228 @@
+/*
+ * The dashboard in headless Chromium (run by tests/browser/run.sh, which
+ * sets up the repository and the two servers and passes them here):
+ *
+ *   ADMIN_URL, RO_URL   serve with an admin token, and read-only
+ *   ADMIN_TOKEN         the token
+ *   DONE_ID, RUNNING_ID a completed execution (its parameter `note` is an
+ *                       HTML injection attempt) and a running one
+ *   LOCK_NAME           a lock another host holds (its name has markup)
+ *   ARTIFACTS           where the screenshots go
+ *   CBATCH_CHROMIUM     the browser
+ *
+ * Any dialog (the injected markup's alert), page error, console error or
+ * CSP violation fails the test, except the console's own note of the one
+ * request the test makes to be refused.
+ */
+'use strict';
+
+const path = require('path');
+const puppeteer = require('puppeteer-core');
+
+const env = (k) => {
+  if (!process.env[k]) throw new Error('missing environment variable ' + k);
+  return process.env[k];
+};
+const ADMIN = env('ADMIN_URL'), RO = env('RO_URL'), TOKEN = env('ADMIN_TOKEN');
+const DONE = env('DONE_ID'), RUNNING = env('RUNNING_ID'), ART = env('ARTIFACTS');
+const LOCK = env('LOCK_NAME');
+const XSS = '<img src=x onerror=alert(1)>';
+
+const problems = [];
+let expectRefused = null; /* a URL whose failed load the console may report */
+let checks = 0;
+
+function check(ok, what) {
+  checks++;
+  if (!ok) throw new Error('check failed: ' + what);
+  console.log('ok ' + checks + ' - ' + what);
+}
+
+async function newPage(browser, width, height) {
+  const page = await browser.newPage();
+  await page.setViewport({ width, height });
+  /* Before any of the page's own scripts: CSP violations are recorded. */
+  await page.evaluateOnNewDocument(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__csp.push(e.violatedDirective + ' ' + e.blockedURI);
+    });
+  });
+  page.on('dialog', async (d) => {
+    problems.push('dialog: ' + d.type() + ' ' + d.message());
+    await d.dismiss();
+  });
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('console', (m) => {
+    if (m.type() !== 'error' && m.type() !== 'warn' && m.type() !== 'warning') return;
+    const where = (m.location() && m.location().url) || '';
+    if (expectRefused && where.startsWith(expectRefused)) return;
+    problems.push('console ' + m.type() + ': ' + m.text() + (where ? ' (' + where + ')' : ''));
+  });
+  page.on('requestfailed', (r) => problems.push('request failed: ' + r.url()));
+  return page;
+}
+
+async function cspViolations(page) {
+  return page.evaluate(() => window.__csp.slice());
+}
+
+const text = (page, sel) => page.$eval(sel, (e) => e.textContent);
+const num = (s) => Number(String(s).replace(/[^0-9.]/g, ''));
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CBATCH_CHROMIUM,
+    headless: true,
+    args: (process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [])
+      .concat(['--disable-gpu', '--disable-dev-shm-usage', '--no-first-run']),
+  });
+  try {
+    const page = await newPage(browser, 1366, 768);
+
+    /* 1. The executions list has the finished and the running execution. */
+    await page.goto(ADMIN + '/#/executions', { waitUntil: 'networkidle0' });
+    await page.waitForSelector(`tr[data-execution="${DONE}"]`);
+    await page.waitForSelector(`tr[data-execution="${RUNNING}"]`);
+    check(await page.$eval(`tr[data-execution="${DONE}"] [data-status]`, (e) => e.dataset.status) === 'COMPLETED',
+      'the finished execution is listed as COMPLETED');
+    check(await page.$eval(`tr[data-execution="${RUNNING}"] [data-status]`, (e) => e.dataset.status) === 'STARTED',
+      'the running execution is listed as STARTED');
+    /* Its parameter shows as text in the list too. */
+    check((await text(page, `tr[data-execution="${DONE}"]`)).includes('note=' + XSS),
+      'the injected parameter shows as text in the list');
+
+    /* 2. The injected parameter on its execution page: text, no element, no dialog. */
+    await page.goto(ADMIN + '/#/execution/' + DONE, { waitUntil: 'networkidle0' });
+    await page.waitForSelector('[data-param="note"]');
+    check(await text(page, '[data-param="note"]') === XSS, 'the parameter value is shown exactly as text');
+    check(await page.$$eval('main img, main [onerror]', (l) => l.length) === 0, 'no element was made from it');
+
+    /* 3. The jobs overview and the history chart. */
+    await page.goto(ADMIN + '/#/', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('tr[data-job="ledger"] [data-status]');
+    check(await page.$eval('tr[data-job="ledger"] [data-status]', (e) => e.dataset.status) === 'STARTED',
+      'the jobs overview shows the last status of ledger');
+    await page.goto(ADMIN + '/#/job/ledger', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#chart-duration rect.bar');
+    check(await page.$$eval('#chart-duration rect.bar', (l) => l.length) === 2, 'the duration chart has a bar per execution');
+    check(await page.$$eval('#chart-rate rect.bar', (l) => l.length) === 2, 'the items/s chart has a bar per execution');
+
+    /* 4. Locks: the running job's lease counts down between refreshes. */
+    await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('tr[data-lock="ledger"] td[data-lease]');
+    const lease1 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
+    await new Promise((r) => setTimeout(r, 1500));
+    const lease2 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
+    check(/[0-9]/.test(lease1) && lease1 !== lease2, `the lease counts down (${lease1} -> ${lease2})`);
+    check(await page.$('tr[data-lock="ledger"] button[data-action="unlock"]') !== null, 'an admin console offers unlock');
+
+    /* 5. The running execution: its counts advance without a reload. */
+    await page.goto(ADMIN + '/#/execution/' + RUNNING, { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#live-items');
+    const navs = [];
+    page.on('framenavigated', (f) => { if (f === page.mainFrame()) navs.push(f.url()); });
+    const items1 = num(await text(page, '#live-items'));
+    await page.waitForFunction((n) => {
+      const e = document.querySelector('#live-items');
+      return e && Number(e.textContent.replace(/[^0-9.]/g, '')) > n;
+    }, { timeout: 10000 }, items1);
+    await new Promise((r) => setTimeout(r, 1200));
+    const items2 = num(await text(page, '#live-items'));
+    check(items2 > items1, `the running step's items advance live (${items1} -> ${items2})`);
+    check(navs.length === 0, 'without a reload');
+    check(/[0-9]/.test(await text(page, '#live-rate')), 'items/s is shown');
+    await page.screenshot({ path: path.join(ART, 'dashboard-1366.png') });
+
+    /* 6. The read-only server: no buttons, "read-only", and the API refuses a POST from the page. */
+    const ro = await newPage(browser, 1366, 768);
+    await ro.goto(RO + '/#/execution/' + RUNNING, { waitUntil: 'networkidle0' });
+    await ro.waitForSelector('#live-items');
+    check(await ro.$('#read-only') !== null && (await text(ro, '#read-only')) === 'read-only', 'the read-only console says so');
+    check(await ro.$$eval('button[data-action]', (l) => l.length) === 0, 'without a token there is no action button');
+    check(await ro.$('#token') === null, 'and no token field');
+    expectRefused = RO + '/api/v1/executions/' + RUNNING + '/stop';
+    const refused = await ro.evaluate(async (id, tok) => {
+      const r = await fetch('/api/v1/executions/' + id + '/stop', {
+        method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + tok }, body: '{}',
+      });
+      return { status: r.status, body: await r.json() };
+    }, RUNNING, TOKEN);
+    check(refused.status === 403 && /read-only/.test(refused.body.error.message),
+      'a POST from the read-only page is refused (' + refused.status + ')');
+    /* And with the admin server, a POST without the token from its own page: 401. */
+    expectRefused = ADMIN + '/api/v1/executions/' + RUNNING + '/stop';
+    const noToken = await page.evaluate(async (id) => {
+      const r = await fetch('/api/v1/executions/' + id + '/stop', { method: 'POST', body: '{}' });
+      return r.status;
+    }, RUNNING);
+    check(noToken === 401, 'a POST without the token is refused (401)');
+    check((await text(page, '#exec-status')).startsWith('STARTED'), 'and the execution still runs');
+    expectRefused = null;
+
+    /* 7. Phone width: the page fits, the tables scroll inside their cards. */
+    const narrow = await newPage(browser, 390, 844);
+    await narrow.goto(ADMIN + '/#/execution/' + RUNNING, { waitUntil: 'networkidle0' });
+    await narrow.waitForSelector('#live-items');
+    const width = await narrow.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 391, `at 390 px wide the page does not overflow (${width} px)`);
+    await narrow.screenshot({ path: path.join(ART, 'dashboard-390.png'), fullPage: true });
+
+    /* 8. Stop with the token: the execution turns STOPPED. */
+    await page.bringToFront();
+    await page.waitForSelector('#token');
+    await page.type('#token', TOKEN);
+    await page.keyboard.press('Tab'); /* "change": kept in sessionStorage */
+    check(await page.evaluate(() => sessionStorage.getItem('cbatch.adminToken')) === TOKEN,
+      'the token is kept in sessionStorage');
+    await page.waitForSelector('button[data-action="stop"]');
+    await page.click('button[data-action="stop"]'); /* arms */
+    await page.click('button[data-action="stop"]'); /* acts */
+    await page.waitForFunction(() => {
+      const s = document.querySelector('#exec-status');
+      return s && s.textContent.startsWith('STOPPED');
+    }, { timeout: 60000 });
+    check(true, 'stop with the token turns the execution STOPPED');
+    check(await page.$('button[data-action="restart"]') !== null, 'a stopped execution offers restart');
+    check(await page.$('button[data-action="stop"]') === null, 'and no more stop');
+
+    /* 9. Force unlock from the locks page, with a reason. */
+    await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });
+    /* (The name has no quote or backslash: it goes into the selector as it is.) */
+    const row = await page.waitForSelector(`tr[data-lock="${LOCK}"]`);
+    check(row !== null, 'the held lock is listed, its name as text');
+    check(await page.$$eval('main b', (l) => l.length) === 0, 'no element made from the lock name');
+    const sel = await page.evaluateHandle((name) =>
+      [...document.querySelectorAll('tr[data-lock]')].find((r) => r.dataset.lock === name), LOCK);
+    const reason = await sel.$('input.reason');
+    await reason.type('host ops-3 is gone');
+    const unlock = await sel.$('button[data-action="unlock"]');
+    await unlock.click();
+    await unlock.click();
+    await page.waitForFunction((name) => {
+      const r = [...document.querySelectorAll('#audit tbody tr')].find((t) => t.cells[1].textContent === name);
+      return r && r.cells[2].textContent === 'FORCE_UNLOCKED' && r.cells[4].textContent.includes('host ops-3 is gone');
+    }, { timeout: 10000 }, LOCK);
+    check(true, 'unlock with a reason: the audit trail shows FORCE_UNLOCKED with the reason');
+    check(await page.evaluate((name) => {
+      const r = [...document.querySelectorAll('tr[data-lock]')].find((t) => t.dataset.lock === name);
+      return r && r.textContent.includes('released');
+    }, LOCK), 'and the lock shows released');
+
+    for (const p of [page, ro, narrow]) {
+      const v = await cspViolations(p);
+      if (v.length) problems.push('CSP violations: ' + v.join('; '));
+    }
+  } finally {
+    await browser.close();
+  }
+  check(problems.length === 0, 'no dialog, page error, console error or CSP violation' +
+    (problems.length ? ':\n  ' + problems.join('\n  ') : ''));
+  console.log('1..' + checks);
+}
+
+main().catch((e) => {
+  console.error('not ok - ' + (e && e.stack ? e.stack : e));
+  if (problems.length) console.error('problems seen:\n  ' + problems.join('\n  '));
+  process.exit(1);
+});
