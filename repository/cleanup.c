@@ -59,6 +59,26 @@
 	" OR (" a ".job_execution_id IS NOT NULL AND NOT EXISTS (SELECT 1 "                        \
 	"  FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id)))"
 
+/* Schedule events that go (alias v): recorded before the cutoff ($1), and
+ * not of a firing that is open or its schedule's newest (kept, with its
+ * events, so that `schedule list` still shows the last firing). */
+#define SCHED_EVENT_SQL(v)                                                                         \
+	"(" v ".recorded_at < $1::timestamptz AND (" v ".firing_id IS NULL OR NOT EXISTS ("        \
+	" SELECT 1 FROM batch_schedule_firing kf WHERE kf.firing_id = " v ".firing_id AND "        \
+	" (kf.status IN ('CLAIMED', 'LAUNCHED') OR kf.firing_id = (SELECT max(g.firing_id) "       \
+	"  FROM batch_schedule_firing g WHERE g.schedule_id = kf.schedule_id)))))"
+
+/* Schedule firings that go (alias y): claimed before the cutoff, finished,
+ * not the newest of their schedule, with no event that stays. A batch takes
+ * a firing only once its events are gone, so that no event goes uncounted
+ * by the cascade. */
+#define SCHED_FIRING_SQL(y)                                                                        \
+	"(" y ".claimed_at < $1::timestamptz AND " y ".status NOT IN ('CLAIMED', 'LAUNCHED') "     \
+	" AND " y ".firing_id <> (SELECT max(g.firing_id) FROM batch_schedule_firing g "           \
+	"  WHERE g.schedule_id = " y ".schedule_id) AND NOT EXISTS (SELECT 1 FROM "                \
+	"  batch_schedule_event ke WHERE ke.firing_id = " y ".firing_id "                          \
+	"  AND ke.recorded_at >= $1::timestamptz))"
+
 /* What a batch removes, as one row (the same columns for the dry run). */
 #define COUNTS_SELECT                                                                              \
 	"SELECT (SELECT count(*) FROM je), (SELECT count(*) FROM ji), "                            \
@@ -92,6 +112,8 @@ static void add_counts(cb_cleanup_counts *to, const cb_cleanup_counts *c)
 	to->params += c->params;
 	to->lock_audit += c->lock_audit;
 	to->restart_links += c->restart_links;
+	to->schedule_events += c->schedule_events;
+	to->schedule_firings += c->schedule_firings;
 }
 
 static void read_counts(cb_cleanup_counts *c, const PGresult *res)
@@ -222,6 +244,21 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 	read_counts(out, res);
 	out->lock_audit = atoll(PQgetvalue(res, 0, 8));
 	PQclear(res);
+	{
+		const char *pc[1] = { p->cutoff };
+
+		res = cb__repo_exec(
+			conn, "count old schedule history",
+			"SELECT (SELECT count(*) FROM batch_schedule_event v WHERE " SCHED_EVENT_SQL(
+				"v") "), (SELECT count(*) FROM "
+				     "batch_schedule_firing y WHERE " SCHED_FIRING_SQL("y") ")",
+			1, pc, err);
+		if (!res)
+			return CB_EDB;
+		out->schedule_events = atoll(PQgetvalue(res, 0, 0));
+		out->schedule_firings = atoll(PQgetvalue(res, 0, 1));
+		PQclear(res);
+	}
 	return 0;
 }
 
@@ -443,6 +480,55 @@ static int audit_batch(long long *removed, int *done, long long *last, PGconn *c
 	return rc;
 }
 
+/* One batch of old schedule history: events first, then firings (whose
+ * newer events, if any, go with them). */
+static int schedule_batch(cb_cleanup_counts *b, int *done, PGconn *conn, const plan *p,
+			  const cb_cleanup_options *opt, cb_error *err)
+{
+	char slimit[24];
+	const char *pa[2] = { p->cutoff, slimit };
+	PGresult *res;
+	int rc;
+
+	*done = 0;
+	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
+	if ((rc = begin_bounded(conn, opt, err)) < 0)
+		return rc;
+	res = cb__repo_exec(
+		conn, "remove old schedule history",
+		"WITH ev AS (DELETE FROM batch_schedule_event e WHERE e.event_id IN ("
+		"  SELECT v.event_id FROM batch_schedule_event v WHERE " SCHED_EVENT_SQL(
+			"v") " ORDER BY v.event_id LIMIT $2::bigint) RETURNING 1) "
+			     "SELECT count(*) FROM ev",
+		2, pa, err);
+	if (res) {
+		b->schedule_events = atoll(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		res = cb__repo_exec(
+			conn, "remove old schedule firings",
+			"WITH fi AS (DELETE FROM batch_schedule_firing f WHERE f.firing_id IN ("
+			"  SELECT y.firing_id FROM batch_schedule_firing y WHERE " SCHED_FIRING_SQL(
+				"y") " AND NOT EXISTS (SELECT 1 FROM batch_schedule_event e2 WHERE "
+				     "  e2.firing_id = y.firing_id) "
+				     " ORDER BY y.firing_id LIMIT $2::bigint) RETURNING 1) "
+				     "SELECT count(*) FROM fi",
+			2, pa, err);
+	}
+	if (!res) {
+		rollback_quietly(conn);
+		return err->code ? err->code : CB_EDB;
+	}
+	b->schedule_firings = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	*done = b->schedule_events == 0 && b->schedule_firings == 0;
+	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
+	if (rc < 0) {
+		b->schedule_events = b->schedule_firings = 0;
+		rollback_quietly(conn);
+	}
+	return rc;
+}
+
 /* Retry a batch that lost a lock wait or a deadlock, a few times, backing off. */
 #define MAX_ATTEMPTS 5
 
@@ -545,6 +631,25 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		out->removed.lock_audit += b.lock_audit;
 		out->batches = ++batch;
 		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0);
+	}
+	done = 0;
+	attempt = 0;
+	while (!done) {
+		cb_cleanup_counts b;
+
+		memset(&b, 0, sizeof(b));
+		rc = schedule_batch(&b, &done, conn, &p, opt, err);
+		if (rc < 0) {
+			if (retryable(err, rc, attempt++))
+				continue;
+			goto out;
+		}
+		attempt = 0;
+		if (done)
+			break;
+		add_counts(&out->removed, &b);
+		out->batches = ++batch;
+		report(opt, "schedule history", batch, &b, &out->removed, now_seconds() - t0);
 	}
 	rc = 0;
 out:

@@ -57,9 +57,15 @@ static void progress(void *ctx, const cb_cleanup_progress *p)
 			p->batch, p->counts.job_executions, p->counts.job_instances,
 			p->counts.step_executions, p->counts.params, p->total.job_executions,
 			p->seconds);
-	else
+	else if (strcmp(p->phase, "lock audit") == 0)
 		fprintf(stderr, "cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs)\n",
 			p->batch, p->counts.lock_audit, p->total.lock_audit, p->seconds);
+	else
+		fprintf(stderr,
+			"cleanup: batch %lld: %lld schedule events, %lld firings (%lld and %lld so "
+			"far, %.2fs)\n",
+			p->batch, p->counts.schedule_events, p->counts.schedule_firings,
+			p->total.schedule_events, p->total.schedule_firings, p->seconds);
 }
 
 /* The tables in the order they are reported. */
@@ -71,12 +77,14 @@ static void rows(const cb_cleanup_counts *c, const char **names, long long *valu
 					 "batch_step_execution_context",
 					 "batch_job_execution_context",
 					 "batch_job_execution_params",
-					 "batch_lock_audit" };
-	const long long v[] = { c->job_executions, c->job_instances, c->step_executions,
-				c->step_contexts,  c->job_contexts,  c->params,
-				c->lock_audit };
+					 "batch_lock_audit",
+					 "batch_schedule_event",
+					 "batch_schedule_firing" };
+	const long long v[] = { c->job_executions, c->job_instances,   c->step_executions,
+				c->step_contexts,  c->job_contexts,    c->params,
+				c->lock_audit,     c->schedule_events, c->schedule_firings };
 
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < 9; i++) {
 		names[i] = n[i];
 		values[i] = v[i];
 	}
@@ -85,8 +93,8 @@ static void rows(const cb_cleanup_counts *c, const char **names, long long *valu
 static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_cleanup_options *o,
 		      const char *older)
 {
-	const char *names[7];
-	long long values[7];
+	const char *names[9];
+	long long values[9];
 	json_t *doc = json_object(), *removed = json_object();
 	int rc = -1;
 
@@ -94,7 +102,7 @@ static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_
 	if (!doc || !removed)
 		goto out;
 	rows(&r->removed, names, values);
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < 9; i++)
 		json_object_set_new(removed, names[i], json_integer(values[i]));
 	json_object_set_new(doc, "dry_run", json_boolean(o->dry_run));
 	json_object_set_new(doc, "older_than", json_string(older));
@@ -119,8 +127,8 @@ out:
 static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, const char *older)
 {
 	static const char *const headers[] = { "TABLE", "ROWS" };
-	const char *names[7];
-	long long values[7];
+	const char *names[9];
+	long long values[9];
 	cb__cli_table *t = NULL;
 	char dur[32];
 
@@ -131,7 +139,7 @@ static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, 
 	if (cb__cli_table_new(&t, 2, headers, "lr") < 0)
 		return -1;
 	rows(&r->removed, names, values);
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < 9; i++) {
 		char v[24];
 		const char *cells[2] = { names[i], v };
 

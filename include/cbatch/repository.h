@@ -137,11 +137,14 @@ typedef struct cb_cleanup_counts {
 	long long partitions;      /* of step_executions, the partitions */
 	long long step_contexts, job_contexts, params, lock_audit;
 	long long restart_links; /* surviving executions whose restart_of was cleared */
+	/* Schedule history older than the cutoff: events, and firings that are
+	 * finished and not their schedule's newest. */
+	long long schedule_events, schedule_firings;
 } cb_cleanup_counts;
 
 /* Reported after every batch that committed. */
 typedef struct cb_cleanup_progress {
-	const char *phase; /* "executions" or "lock audit" */
+	const char *phase; /* "executions", "lock audit" or "schedule history" */
 	long long batch;   /* 1, 2, ... over both phases */
 	cb_cleanup_counts counts, total;
 	double seconds; /* since the cleanup started */

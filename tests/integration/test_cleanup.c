@@ -679,11 +679,73 @@ static void test_held_instance_is_passed_over_not_waited_for(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 1);
 }
 
+/* Schedule history older than the cutoff goes: finished firings and their
+ * events, and events of no firing; a schedule's newest firing and open
+ * firings (a node may still finish them) stay, with their events. */
+static void test_old_schedule_history_goes_newest_and_open_firings_stay(void)
+{
+	long long ev, fi;
+
+	fresh();
+	cbt_exec(conn,
+		 "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, job_name, "
+		 " next_fire_time) VALUES ('old', '* * * * * *', 'UTC', 'tick', now());"
+		 /* 100 old finished firings, each with FIRED and FINISHED events */
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) SELECT 1, now() - interval '40 days' + g * "
+		 " interval '1 second', 'SCHEDULED', 'n1', now() - interval '40 days', 'FINISHED', "
+		 " 'tick' FROM generate_series(1, 100) g;"
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " firing_id, recorded_at) SELECT 1, f.fire_time, 'n1', o, f.firing_id, "
+		 " now() - interval '40 days' FROM batch_schedule_firing f, "
+		 " (VALUES ('FIRED'), ('FINISHED')) AS v(o);"
+		 /* 50 old SKIPPED_CLAIMED events of another node */
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " recorded_at) SELECT 1, fire_time, 'n2', 'SKIPPED_CLAIMED', now() - interval "
+		 " '40 days' FROM batch_schedule_firing ORDER BY firing_id LIMIT 50;"
+		 /* an old firing still open, and the newest one (recent) */
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) VALUES (1, now() - interval '39 days', "
+		 " 'SCHEDULED', 'n3', now() - interval '39 days', 'LAUNCHED', 'tick'), "
+		 " (1, now(), 'SCHEDULED', 'n1', now(), 'FINISHED', 'tick');"
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " firing_id, recorded_at) SELECT 1, fire_time, node_id, 'FIRED', firing_id, "
+		 " claimed_at FROM batch_schedule_firing WHERE firing_id > 100;");
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--dry-run"), 0);
+	{
+		json_t *d = stdout_json(), *r = json_object_get(d, "removed");
+
+		CBT_EQ_LL(json_integer_value(json_object_get(r, "batch_schedule_event")), 250);
+		CBT_EQ_LL(json_integer_value(json_object_get(r, "batch_schedule_firing")), 100);
+		json_decref(d);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event"), 252);
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--batch", "7"), 0);
+	{
+		json_t *d = stdout_json(), *r = json_object_get(d, "removed");
+
+		CBT_EQ_LL(json_integer_value(json_object_get(r, "batch_schedule_event")), 250);
+		CBT_EQ_LL(json_integer_value(json_object_get(r, "batch_schedule_firing")), 100);
+		json_decref(d);
+	}
+	ev = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event");
+	fi = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	CBT_EQ_LL(ev, 2);
+	CBT_EQ_LL(fi, 2);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing WHERE "
+			       "status = 'LAUNCHED' OR claimed_at > now() - interval '1 day'"),
+		  2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "bad_durations_exit_2", test_bad_durations_exit_2 },
 	{ "100k_cleanup_while_a_job_runs", test_100k_cleanup_while_a_job_runs },
 	{ "failed_instances_restart_after_cleanup", test_failed_instances_restart_after_cleanup },
 	{ "keep_last_keeps_exactly_n_per_job", test_keep_last_keeps_exactly_n_per_job },
+	{ "old_schedule_history_goes_newest_and_open_firings_stay",
+	  test_old_schedule_history_goes_newest_and_open_firings_stay },
 	{ "held_instance_is_passed_over_not_waited_for",
 	  test_held_instance_is_passed_over_not_waited_for },
 	CU_TEST_INFO_NULL,
