@@ -421,6 +421,23 @@ static void test_all_down_five_minutes_then_misfire_policies(void)
 	CBT_EQ_LL(ex_on(conninfo, (const char *const[]){ "schedule", "history", "skipper", NULL }),
 		  0);
 	CBT_CONTAINS(out, "MISFIRED");
+	/* The same for Prometheus. */
+	CBT_EQ_LL(ex_on(conninfo, (const char *const[]){ "metrics", NULL }), 0);
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want),
+			 "schedule_missed_count{job=\"tick\",schedule=\"catch-up\"} %lld\n", count);
+		CBT_CONTAINS(out, want);
+		snprintf(want, sizeof(want),
+			 "schedule_fired_count{job=\"tick\",schedule=\"catch-up\"} %lld\n",
+			 cbt_query_ll(
+				 c, "SELECT count(*) FROM batch_schedule_firing f JOIN "
+				    "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
+				    "'catch-up' AND f.status = 'FINISHED'"));
+		CBT_CONTAINS(out, want);
+		CBT_CONTAINS(out, "schedule_fired_count{job=\"tick\",schedule=\"skipper\"}");
+	}
 	PQfinish(c);
 	CBT_EQ_LL(cbt_run(stop, NULL, 0, NULL, 0), 0);
 }
