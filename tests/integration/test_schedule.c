@@ -325,7 +325,7 @@ static void test_sigterm_stops_the_running_job_restartable(void)
 
 	fresh();
 	CBT_EQ_LL(EX("schedule", "add", "slow", "--cron", "* * * * * *", "--job", "tick",
-		     "at={fire_utc}", "-sleepMs:long=60000"),
+		     "at={fire_utc}", "-sleepMs:long=8000"),
 		  0);
 	log_path(log, sizeof(log), "slow");
 	pid = SPAWN(log, "scheduler", "--max-running", "1");

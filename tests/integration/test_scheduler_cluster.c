@@ -272,7 +272,7 @@ static void test_killed_scheduler_alone_stops_its_job_restartable(void)
 
 	fresh(conn, db);
 	CBT_EQ_LL(EX("schedule", "add", "orphan", "--cron", "* * * * * *", "--job", "tick",
-		     "at={fire_utc}", "-sleepMs:long=60000"),
+		     "at={fire_utc}", "-sleepMs:long=8000"),
 		  0);
 	log_path(log, sizeof(log), "alone");
 	pid = spawn_on(NULL, db, log,
