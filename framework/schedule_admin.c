@@ -31,21 +31,6 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-/* Instant @p t as local time with its offset in @p z, or "@t". */
-static void fmt_local(char *buf, size_t size, cb__pg_zone *z, long long t, const char *tmpl)
-{
-	cb_error e = CB_ERROR_INIT;
-	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
-	char *txt = NULL;
-
-	if (cb__zone_local(&v.local, &v.offset, t, cb__pg_zone_lookup, z, &e) < 0 ||
-	    cb__template_fill(&txt, tmpl, &v, &e) < 0)
-		snprintf(buf, size, "@%lld", t);
-	else
-		snprintf(buf, size, "%s", txt);
-	free(txt);
-}
-
 /* A zone the server knows, with a lookup over @p conn. */
 static int open_zone(cb__pg_zone **z, PGconn *conn, const char *zone, cb_error *err)
 {
@@ -151,8 +136,8 @@ int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def 
 	if ((rc = cb__repo_schedule_add(&out->schedule_id, conn, &s, err)) < 0)
 		goto done;
 	out->first_fire = s.next_fire;
-	fmt_local(out->first_fire_text, sizeof(out->first_fire_text), zone, s.next_fire,
-		  "{fire_time}");
+	cb__schedule_fmt(out->first_fire_text, sizeof(out->first_fire_text), zone, s.next_fire,
+			 "{fire_time}");
 done:
 	cb__schedule_words_free(words);
 	cb_params_free(params);
@@ -263,8 +248,8 @@ int cb_schedule_next(json_t **out, PGconn *conn, const char *name, const char *c
 		}
 		if (rc < 0)
 			break;
-		fmt_local(local, sizeof(local), zone, t, "{fire_time}");
-		fmt_local(utc, sizeof(utc), zone, t, "{fire_utc}");
+		cb__schedule_fmt(local, sizeof(local), zone, t, "{fire_time}");
+		cb__schedule_fmt(utc, sizeof(utc), zone, t, "{fire_utc}");
 		json_array_append_new(res, json_pack("{s:s,s:s,s:I}", "local", local, "utc", utc,
 						     "epoch", (json_int_t)t));
 	}

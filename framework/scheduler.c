@@ -61,6 +61,20 @@ int cb__schedule_next(long long *out, PGconn *conn, const char *cron, const char
 	return rc;
 }
 
+void cb__schedule_fmt(char *buf, size_t size, cb__pg_zone *z, long long t, const char *tmpl)
+{
+	cb_error e = CB_ERROR_INIT;
+	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, "" };
+	char *txt = NULL;
+
+	if (zone_local(&v.local, &v.offset, z, t, &e) < 0 ||
+	    cb__template_fill(&txt, tmpl, &v, &e) < 0)
+		snprintf(buf, size, "@%lld", t);
+	else
+		snprintf(buf, size, "%s", txt);
+	free(txt);
+}
+
 void cb__schedule_words_free(char **words)
 {
 	if (!words)
@@ -177,6 +191,7 @@ struct node {
 	struct child *kids;
 	size_t nkids, capkids;
 	double db_now;
+	double orphans_due; /* monotonic time of the next look for orphans */
 	int stopping;
 };
 
@@ -191,17 +206,7 @@ struct node {
 /* The fire instant as people read it: local time with offset. */
 static void fmt_instant(char *buf, size_t size, struct sched *s, long long t)
 {
-	cb_error e = CB_ERROR_INIT;
-	cb__fire_vars v = { t, { 1970, 1, 1, 0, 0, 0 }, 0, s->name };
-	char *txt = NULL;
-
-	if (zone_local(&v.local, &v.offset, s->zone, t, &e) < 0 ||
-	    cb__template_fill(&txt, "{fire_time}", &v, &e) < 0) {
-		snprintf(buf, size, "@%lld", t);
-		return;
-	}
-	snprintf(buf, size, "%s", txt);
-	free(txt);
+	cb__schedule_fmt(buf, size, s->zone, t, "{fire_time}");
 }
 
 /* Bring the node's schedules in line with the repository's rows. */
@@ -781,8 +786,14 @@ static int tick(struct node *n, cb_error *err)
 					       n->o->lease_seconds, err)) < 0)
 		return rc;
 	children_tick(n, 1);
-	if ((rc = cb__repo_schedule_orphans(&orphans, n->conn, n->id, err)) < 0)
-		return rc;
+	/* Orphans need a lease to run out: looking a few times per lease is
+	 * enough, and keeps two queries off most ticks. */
+	if (cb__now() >= n->orphans_due) {
+		n->orphans_due =
+			cb__now() + (n->o->lease_seconds < 8 ? n->o->lease_seconds / 4 : 2.0);
+		if ((rc = cb__repo_schedule_orphans(&orphans, n->conn, n->id, err)) < 0)
+			return rc;
+	}
 	for (size_t i = 0; i < json_array_size(orphans); i++) {
 		json_t *o = json_array_get(orphans, i);
 

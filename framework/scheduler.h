@@ -30,3 +30,8 @@ int cb__schedule_fill(char ***words, cb_params **params, const json_t *templates
 		      const char *schedule, long long t, const cb_civil *local, int offset,
 		      cb_error *err);
 void cb__schedule_words_free(char **words);
+
+/* Instant @p t filled into @p tmpl ("{fire_time}", "{fire_utc}") in zone
+ * @p z, into @p buf; "@t" when the zone cannot be read. */
+struct cb__pg_zone;
+void cb__schedule_fmt(char *buf, size_t size, struct cb__pg_zone *z, long long t, const char *tmpl);
