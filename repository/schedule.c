@@ -174,7 +174,7 @@ static int json_query(json_t **out, PGconn *conn, const char *what, const char *
 	*out = NULL;
 	if (!res)
 		return CB_EDB;
-	*out = json_loads(PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "[]", 0, &je);
+	*out = json_loads(PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "[]", JSON_DECODE_ANY, &je);
 	PQclear(res);
 	if (!*out)
 		return cb_error_set(err, CB_EDB, "%s: the server's JSON did not parse: %s", what,
@@ -222,25 +222,30 @@ int cb__repo_schedule_history(json_t **out, PGconn *conn, const char *name, long
 {
 	char lim[24];
 	const char *p[2] = { name, lim };
-	json_t *one = NULL;
 	int rc;
 
-	/* Existence first, so that a typo is an error and not an empty history. */
-	if ((rc = cb__repo_schedules_json(&one, conn, name, err)) < 0)
-		return rc;
-	json_decref(one);
 	LL(lim, limit);
-	return json_query(
+	/* NULL for a name that does not exist, so that a typo is an error and
+	 * not an empty history; in the same statement. */
+	rc = json_query(
 		out, conn, "read schedule history",
-		"SELECT coalesce(jsonb_agg(x ORDER BY (x->>'event_id')::bigint DESC), '[]'::jsonb) "
+		"SELECT CASE WHEN EXISTS (SELECT 1 FROM batch_schedule WHERE schedule_name = $1) "
+		"THEN coalesce((SELECT jsonb_agg(x ORDER BY (x->>'event_id')::bigint DESC) "
 		"FROM (SELECT jsonb_build_object('event_id', e.event_id, "
 		"  'fire_time', e.fire_time, 'fire_epoch', extract(epoch FROM e.fire_time)::bigint, "
 		"  'node_id', e.node_id, 'outcome', e.outcome, 'firing_id', e.firing_id, "
 		"  'job_execution_id', e.job_execution_id, 'message', e.message, "
 		"  'recorded_at', e.recorded_at) AS x "
 		" FROM batch_schedule_event e JOIN batch_schedule s USING (schedule_id) "
-		" WHERE s.schedule_name = $1 ORDER BY e.event_id DESC LIMIT $2::bigint) q",
+		" WHERE s.schedule_name = $1 ORDER BY e.event_id DESC LIMIT $2::bigint) q), "
+		"'[]'::jsonb) ELSE 'null'::jsonb END",
 		2, p, err);
+	if (rc == 0 && json_is_null(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return cb_error_set(err, CB_ENOTFOUND, "no schedule named '%s'", name);
+	}
+	return rc;
 }
 
 int cb__repo_db_now(double *out, PGconn *conn, cb_error *err)
