@@ -149,12 +149,22 @@ typedef struct cb_worker_options {
 		.version = CB_WORKER_OPTIONS_VERSION                                               \
 	}
 
-/** What a worker did. */
+/**
+ * What a worker did. Every claimed partition is counted once more in
+ * exactly one of the other members: claimed = completed + failed + stopped
+ * + handed_back.
+ */
 typedef struct cb_worker_result {
-	long long claimed;     /**< partitions claimed (a takeover counts) */
-	long long completed;   /**< of those, completed by this worker */
-	long long failed;      /**< ended FAILED here (incl. fenced) */
+	long long claimed;   /**< partitions claimed (a takeover counts) */
+	long long completed; /**< of those, completed by this worker */
+	/**
+	 * Ended FAILED here, or lost: taken over by another claimant (fenced),
+	 * or its end could not be recorded (its lease runs out and another
+	 * claimant resumes it).
+	 */
+	long long failed;
 	long long handed_back; /**< handed back on a signal, unfinished */
+	long long stopped;     /**< ended STOPPED here: its execution was stopped */
 } cb_worker_result;
 
 struct cb_registry;
