@@ -401,6 +401,13 @@ static void *pool_main(void *arg)
 	struct pool_thread *t = arg;
 
 	cb__work_loop(t->conn, &t->work, t->work.exit_when_idle, &t->res);
+	if (!t->work.local && PQstatus(t->conn) == CONNECTION_OK) {
+		/* Each thread after its own last claim: the last one to leave
+		 * deletes the row after every claim of the process. */
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__repo_partition_worker_gone(t->conn, cb__owner_id(), &ignored);
+	}
 	return NULL;
 }
 

@@ -266,6 +266,15 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 	return 0;
 }
 
+int cb__repo_partition_worker_gone(PGconn *conn, const char *owner_id, cb_error *err)
+{
+	const char *p[1] = { owner_id };
+
+	return cb__repo_command(conn, "forget the worker",
+				"DELETE FROM batch_partition_worker WHERE owner_id = $1", 1, p,
+				err);
+}
+
 int cb__repo_partition_finish(int *ours, PGconn *conn, const cb__claim *c, const char *owner_id,
 			      const char *status, const char *exit_code, const char *exit_message,
 			      long long rollbacks, cb_error *err)

@@ -298,6 +298,9 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
 			     long long job_execution_id, const char *runnable, cb_error *err);
 
+/* Worker process @p owner_id leaves: `show` no longer counts it as seen. */
+int cb__repo_partition_worker_gone(PGconn *conn, const char *owner_id, cb_error *err);
+
 /*
  * End claimed partition @p c with @p status (COMPLETED, FAILED, STOPPED, or
  * STARTING to hand it back) and release its lock, only while it still

@@ -19,8 +19,10 @@
 --
 -- batch_partition_worker remembers which worker processes looked for work
 -- lately and what they can run, so that `show` can say why a partition
--- waits. One row per worker process, rewritten at most every few seconds;
--- rows of processes not seen for a day go.
+-- waits. One row per worker process (not for the threads of a launching
+-- process, which work for one execution only), rewritten at most every few
+-- seconds while it looks for work, deleted when it leaves; rows of processes
+-- not seen for a day (killed ones) go.
 
 ALTER TABLE batch_step_execution ADD COLUMN step_fingerprint varchar(64);
 
@@ -90,7 +92,8 @@ DROP FUNCTION batch_partition_claim(varchar, varchar, double precision, varchar[
 -- step in it). A partition is offered only when its job and manager step are
 -- in it with the fingerprint its manager recorded (or the manager recorded
 -- none). NULL (a caller that does not say): only partitions without a
--- fingerprint. The caller is recorded in batch_partition_worker.
+-- fingerprint. A caller of any execution (p_job_execution_id NULL: a worker
+-- process) is recorded in batch_partition_worker.
 -- p_dead_managers: owners of executions the caller found dead on its own host;
 -- their partitions are not offered.
 CREATE FUNCTION batch_partition_claim(p_owner_id varchar, p_worker varchar,
@@ -109,7 +112,7 @@ DECLARE
     v_lock varchar;
     v_version bigint;
 BEGIN
-    IF p_runnable IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_partition_worker w
+    IF p_runnable IS NOT NULL AND p_job_execution_id IS NULL AND NOT EXISTS (SELECT 1 FROM batch_partition_worker w
          WHERE w.owner_id = p_owner_id AND w.runs = p_runnable
            AND w.last_seen > clock_timestamp() - interval '5 seconds') THEN
         INSERT INTO batch_partition_worker AS w (owner_id, worker, runs, last_seen)

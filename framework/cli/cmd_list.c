@@ -405,6 +405,10 @@ static void print_waiting(const json_t *step, const char *job, long long waiting
 	}
 	printf("; workers of this job seen in the last minute:");
 	for (size_t i = 0; i < json_array_size(seen); i++) {
+		if (i == 8) {
+			printf(" and %zu more", json_array_size(seen) - i);
+			break;
+		}
 		const json_t *w = json_array_get(seen, i);
 		const char *wfp = json_string_value(json_object_get(w, "fingerprint"));
 		char *slash;

@@ -13,8 +13,7 @@
 
 #include "cbatch.h"
 
-static int refuse_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
-			cb_error *err)
+static int refuse_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	(void)user;
 	(void)sc;
@@ -22,8 +21,7 @@ static int refuse_build(void *user, const cb_step_context *sc, cb_chunk_parts *p
 	return cb_error_set(err, CB_EINVAL, "cbatch-other-worker must never run a partition");
 }
 
-static int copies(void *user, const cb_step_context *sc, size_t count, json_t *out,
-		  cb_error *err)
+static int copies(void *user, const cb_step_context *sc, size_t count, json_t *out, cb_error *err)
 {
 	(void)user;
 	(void)sc;
