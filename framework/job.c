@@ -47,8 +47,10 @@ void cb_job_free(cb_job *job)
 {
 	if (!job)
 		return;
-	for (size_t i = 0; i < job->nsteps; i++)
+	for (size_t i = 0; i < job->nsteps; i++) {
 		free((char *)job->steps[i].name);
+		free((char *)job->steps[i].revision);
+	}
 	free(job->steps);
 	free(job->description);
 	free(job->lock_template);
@@ -132,8 +134,16 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	/* Members after the definition's version are not its own: never read them. */
 	memset(&steps[job->nsteps], 0, sizeof(*steps));
 	memcpy(&steps[job->nsteps], def,
-	       def->version >= 2 ? sizeof(*def) : offsetof(cb_step_def, partition));
+	       def->version >= 3 ? sizeof(*def) :
+	       def->version == 2 ? offsetof(cb_step_def, revision) :
+				   offsetof(cb_step_def, partition));
 	steps[job->nsteps].name = name;
+	steps[job->nsteps].revision = NULL;
+	if (def->version >= 3 && def->revision &&
+	    !(steps[job->nsteps].revision = strdup(def->revision))) {
+		free(name);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
 	job->nsteps++;
 	return 0;
 }

@@ -134,9 +134,19 @@ int cb__partition_begin(long long *manager_id, cb__run *run, const cb_step_def *
 				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 		}
 	}
-	if (rc == 0)
-		rc = cb__repo_partitions_create(manager_id, run->conn, run->job_execution_id,
-						def->name, context, arr, err);
+	if (rc == 0) {
+		/* Only workers whose program defines the step as this one does
+		 * may claim its partitions (a rolling upgrade runs both). */
+		char fp[32];
+
+		rc = cb__step_fingerprint(fp, sizeof(fp), run->job, def);
+		if (rc < 0)
+			cb_error_set(err, rc, "out of memory");
+		else
+			rc = cb__repo_partitions_create(manager_id, run->conn,
+							run->job_execution_id, def->name, context,
+							arr, fp, err);
+	}
 	json_decref(arr);
 	return rc;
 }
@@ -159,6 +169,34 @@ static void report(const cb__run *run, const cb_step_def *def, const cb__partiti
 	if (o->progress)
 		o->progress(o->progress_ctx, def->name, p->read, p->written,
 			    cb__now() - run->started);
+}
+
+/* Seconds without a running partition before the manager says that its
+ * partitions wait for a worker, and between two such lines. */
+#define WAIT_NOTICE_FIRST 5.0
+#define WAIT_NOTICE_AGAIN 60.0
+
+/*
+ * Partitions wait and nothing runs them (partition.threads 0 and no worker,
+ * or only workers of other definitions): say so, with the command that
+ * starts a worker, instead of waiting silently.
+ */
+static void notice_waiting(const cb__run *run, const cb_step_def *def, const cb__partition_poll *p,
+			   double idle)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		snprintf(exe, sizeof(exe), "<this program>");
+	else
+		exe[n] = '\0';
+	fprintf(stderr,
+		"cbatch: %s execution %lld step '%s': %lld of %lld partitions wait and none has "
+		"run for %.0f s; start a worker (same --db or CBATCH_DB as this run): "
+		"%s worker --job %s\n",
+		run->job->name, run->job_execution_id, def->name, p->open, p->total, idle, exe,
+		run->job->name);
 }
 
 /* Poll; after a lost connection, reset it and try again for up to a lease. */
@@ -192,7 +230,8 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	long long threads = 0;
 	char why[CB_ERROR_MESSAGE_MAX];
 	int stop_asked = 0, rc;
-	double last_report = 0;
+	double last_report = 0, idle_since = cb__now(), last_notice = 0;
+	long long ended_seen = 0;
 
 	(void)context;
 	memset(&p, 0, sizeof(p));
@@ -223,6 +262,15 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 		if (cb__now() - last_report >= 1.0) {
 			report(run, def, &p);
 			last_report = cb__now();
+		}
+		if (p.running > 0 || p.open == 0 ||
+		    p.completed + p.failed + p.stopped != ended_seen) {
+			idle_since = cb__now();
+			ended_seen = p.completed + p.failed + p.stopped;
+		} else if (cb__now() - idle_since >= WAIT_NOTICE_FIRST &&
+			   (last_notice == 0 || cb__now() - last_notice >= WAIT_NOTICE_AGAIN)) {
+			notice_waiting(run, def, &p, cb__now() - idle_since);
+			last_notice = cb__now();
 		}
 		if (cb__run_check_lock(run, err) < 0) {
 			rc = err->code;

@@ -15,12 +15,14 @@
 #include "cbatch/sys/conn.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 static int quitting(const cb__work *w)
 {
@@ -33,6 +35,84 @@ static const cb_step_def *find_step(const cb_job *job, const char *name)
 		if (strcmp(job->steps[i].name, name) == 0)
 			return &job->steps[i];
 	return NULL;
+}
+
+/*
+ * The fingerprint of a partitioned step's definition: XXH3-64 (hex) of a
+ * canonical text of what changes what a partition does and is visible in the
+ * definition: the job and step names, that it is a partitioned chunk step,
+ * its default skip and retry limits, which classifier (the default, the
+ * skip-invalid one or its own) and its declared revision. Left out: the
+ * chunk size, the partition count, the retry backoff and the start limit
+ * (how a run is paced or split, not what a partition does; the partitions
+ * exist already when workers meet them), and the callbacks' addresses,
+ * which differ between builds of the same code. The reader, processor and
+ * writers are made by `build` when a partition runs: a program that changes
+ * them says so with the step's revision. Length-prefixed strings keep the
+ * text unambiguous; a format change must change the first line.
+ */
+#define FINGERPRINT_TEXT                                                                           \
+	"cbatch step fingerprint 1\njob %zu:%s\nstep %zu:%s\nkind %s\npartitioned %d\n"            \
+	"skip_limit %u\nretry_limit %u\nclassify %s\nrevision %zu:%s\n"
+
+int cb__step_fingerprint(char *out, size_t size, const cb_job *job, const cb_step_def *def)
+{
+	const char *rev = def->version >= 3 && def->revision ? def->revision : "";
+	const char *classify = !def->classify                            ? "default" :
+			       def->classify == cb_classify_default      ? "default" :
+			       def->classify == cb_classify_skip_invalid ? "skip_invalid" :
+									   "custom";
+	const char *kind = def->kind == CB_STEP_CHUNK ? "chunk" : "tasklet";
+	int n = snprintf(NULL, 0, FINGERPRINT_TEXT, strlen(job->name), job->name, strlen(def->name),
+			 def->name, kind, def->partition != NULL, def->skip_limit, def->retry_limit,
+			 classify, strlen(rev), rev);
+	char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+
+	if (!text)
+		return CB_ENOMEM;
+	snprintf(text, (size_t)n + 1, FINGERPRINT_TEXT, strlen(job->name), job->name,
+		 strlen(def->name), def->name, kind, def->partition != NULL, def->skip_limit,
+		 def->retry_limit, classify, strlen(rev), rev);
+	snprintf(out, size, "%016" PRIx64, (uint64_t)XXH3_64bits(text, (size_t)n));
+	free(text);
+	return 0;
+}
+
+int cb__work_runnable(char **out, const cb_job *const *jobs, size_t njobs, cb_error *err)
+{
+	json_t *arr = json_array();
+	int rc = 0;
+
+	*out = NULL;
+	for (size_t i = 0; arr && rc == 0 && i < njobs; i++) {
+		size_t found = 0;
+
+		for (size_t k = 0; rc == 0 && k < jobs[i]->nsteps; k++) {
+			const cb_step_def *def = &jobs[i]->steps[k];
+			char fp[32];
+
+			if (!cb__step_partitioned(def))
+				continue;
+			found++;
+			if (cb__step_fingerprint(fp, sizeof(fp), jobs[i], def) < 0 ||
+			    json_array_append_new(arr, json_pack("{ssssss}", "job", jobs[i]->name,
+								 "step", def->name, "fingerprint",
+								 fp)) < 0)
+				rc = CB_ENOMEM;
+		}
+		/* The job without any partitioned step: `show` tells such a
+		 * worker from one that lacks the job. */
+		if (rc == 0 && !found &&
+		    json_array_append_new(arr, json_pack("{sssnsn}", "job", jobs[i]->name, "step",
+							 "fingerprint")) < 0)
+			rc = CB_ENOMEM;
+	}
+	if (arr && rc == 0)
+		*out = json_dumps(arr, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(arr);
+	if (!*out)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	return 0;
 }
 
 int cb__work_listen(PGconn *conn, cb_error *err)
@@ -162,7 +242,7 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 
 	*claimed = 0;
 	rc = cb__repo_partition_claim(&c, conn, cb__owner_id(), w->worker, w->lease, w->job_names,
-				      w->njobs, w->job_execution_id, err);
+				      w->njobs, w->job_execution_id, w->runnable, err);
 	if (rc < 0 || !c.found)
 		return rc;
 	*claimed = 1;
@@ -202,8 +282,12 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 		PQreset(conn);
 	rc = cb__repo_partition_finish(&ours, conn, &c, cb__owner_id(), status, status, message,
 				       oc.rollbacks, err);
-	if (rc < 0)
+	if (rc < 0) {
+		/* Its end is not recorded: its lease runs out and another
+		 * claimant resumes it, so it counts as lost here. */
+		res->failed++;
 		return rc;
+	}
 	if (!ours) {
 		/* Taken over meanwhile: its successor counts it. */
 		res->failed++;
@@ -221,6 +305,8 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 	} else {
 		if (strcmp(status, "FAILED") == 0)
 			res->failed++;
+		else
+			res->stopped++;
 		if (w->verbose)
 			fprintf(stderr, "worker %s: %s execution %lld %s ended %s: %s\n", w->worker,
 				c.job_name, c.job_execution_id, c.step_name, status, message);
@@ -299,6 +385,7 @@ void cb__work_name(char *out, size_t size, unsigned int thread)
 struct cb__worker_pool {
 	unsigned int n;
 	atomic_int quit;
+	char *runnable; /* of the launching process's job, when the work did not say */
 	struct pool_thread {
 		pthread_t thread;
 		int started;
@@ -314,6 +401,13 @@ static void *pool_main(void *arg)
 	struct pool_thread *t = arg;
 
 	cb__work_loop(t->conn, &t->work, t->work.exit_when_idle, &t->res);
+	if (!t->work.local && PQstatus(t->conn) == CONNECTION_OK) {
+		/* Each thread after its own last claim: the last one to leave
+		 * deletes the row after every claim of the process. */
+		cb_error ignored = CB_ERROR_INIT;
+
+		cb__repo_partition_worker_gone(t->conn, cb__owner_id(), &ignored);
+	}
 	return NULL;
 }
 
@@ -328,11 +422,20 @@ int cb__workers_start(cb__worker_pool **out, PGconn *like, unsigned int n, const
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	p->n = n;
 	cb__owner_id(); /* computed once, before threads share it */
+	if (!work->runnable && work->job) {
+		const cb_job *jobs[1] = { work->job };
+
+		rc = cb__work_runnable(&p->runnable, jobs, 1, err);
+		if (rc < 0)
+			return rc;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct pool_thread *t = &p->t[i];
 		char app[64];
 
 		t->work = *work;
+		if (p->runnable)
+			t->work.runnable = p->runnable;
 		t->work.quit = &p->quit;
 		pthread_mutex_init(&t->health.mu, NULL);
 		t->work.health = &t->health;
@@ -378,9 +481,11 @@ void cb__workers_stop(cb__worker_pool *p, cb_worker_result *sum)
 			sum->claimed += t->res.claimed;
 			sum->completed += t->res.completed;
 			sum->failed += t->res.failed;
+			sum->stopped += t->res.stopped;
 			sum->handed_back += t->res.handed_back;
 		}
 	}
+	free(p->runnable);
 	free(p);
 }
 
@@ -415,6 +520,8 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 		  const cb_worker_options *opts, cb_error *err)
 {
 	const char **names = NULL;
+	const cb_job **jobs = NULL;
+	char *runnable = NULL;
 	size_t njobs;
 	unsigned int threads;
 	cb__worker_pool *pool = NULL;
@@ -438,8 +545,11 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 	if (njobs == 0)
 		return cb_error_set(err, CB_EINVAL, "worker: no jobs to work for");
 	names = calloc(njobs, sizeof(*names));
-	if (!names)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	jobs = calloc(njobs, sizeof(*jobs));
+	if (!names || !jobs) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < njobs; i++) {
 		const cb_job *job = opts->job_names ? cb_registry_find(reg, opts->job_names[i]) :
 						      cb_registry_at(reg, i);
@@ -451,11 +561,16 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 			goto out;
 		}
 		names[i] = job->name;
+		jobs[i] = job;
 		if (job->lease_seconds > lease)
 			lease = job->lease_seconds;
 	}
+	rc = cb__work_runnable(&runnable, jobs, njobs, err);
+	if (rc < 0)
+		goto out;
 	memset(&work, 0, sizeof(work));
 	work.reg = reg;
+	work.runnable = runnable;
 	work.job_names = names;
 	work.njobs = njobs;
 	work.lease = opts->lease_seconds > 0 ? opts->lease_seconds : lease;
@@ -468,6 +583,8 @@ int cb_worker_run(cb_worker_result *out, const cb_registry *reg, PGconn *like,
 	if (opts->handle_signals)
 		cb__signals_restore();
 out:
+	free(runnable);
+	free(jobs);
 	free(names);
 	return rc;
 }

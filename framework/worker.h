@@ -22,6 +22,7 @@ typedef struct cb__work {
 	const struct cb_registry *reg; /* where to find jobs by name */
 	long long job_execution_id;    /* > 0: only this execution's partitions */
 	const char *const *job_names;  /* claim only these jobs' partitions (njobs > 0) */
+	const char *runnable;          /* what it can run (cb__work_runnable); NULL: of `job` */
 	size_t njobs;
 	double lease;            /* of each claimed partition, seconds */
 	double exit_when_idle;   /* cb_worker_run's threads: leave when idle this long */
@@ -31,6 +32,18 @@ typedef struct cb__work {
 	cb__work_health *health; /* where failing claims are reported, or NULL */
 	char worker[128];        /* readable name: host/pid/thread */
 } cb__work;
+
+/*
+ * The fingerprint of partitioned step @p def of @p job (16 hex digits into
+ * @p out), recorded by its manager and required of claimants. 0 or CB_ENOMEM.
+ */
+int cb__step_fingerprint(char *out, size_t size, const cb_job *job, const cb_step_def *def);
+
+/*
+ * What a worker of @p jobs can run, as batch_partition_claim takes it: a JSON
+ * array of {"job", "step", "fingerprint"} (*out malloc'd).
+ */
+int cb__work_runnable(char **out, const cb_job *const *jobs, size_t njobs, cb_error *err);
 
 /* LISTEN on the partitions channel. */
 int cb__work_listen(PGconn *conn, cb_error *err);

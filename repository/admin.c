@@ -165,6 +165,19 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 		/* A manager step carries its partitions; they are no steps of their own. */
 		"  || CASE WHEN p.parts IS NULL THEN '{}'::jsonb"
 		"   ELSE jsonb_build_object('partitions', p.parts) END"
+		/* Why its partitions may wait: the definition they need, and the
+		 * workers of the job that looked for work lately, with the
+		 * definition of the step they have (null: they lack the step). */
+		"  || CASE WHEN p.parts IS NULL THEN '{}'::jsonb"
+		"   ELSE jsonb_build_object('step_fingerprint', s.step_fingerprint,"
+		"    'workers_seen', (SELECT coalesce(jsonb_agg(jsonb_build_object("
+		"     'worker', w.worker, 'last_seen', w.last_seen, 'fingerprint',"
+		"     (SELECT r->>'fingerprint' FROM jsonb_array_elements(w.runs) AS r"
+		"      WHERE r->>'job' = i.job_name AND r->>'step' = s.step_name LIMIT 1))"
+		"     ORDER BY w.worker), '[]'::jsonb) FROM batch_partition_worker w"
+		"     WHERE w.last_seen > clock_timestamp() - interval '1 minute'"
+		"     AND EXISTS (SELECT 1 FROM jsonb_array_elements(w.runs) AS r"
+		"      WHERE r->>'job' = i.job_name))) END"
 		"  ORDER BY s.step_execution_id)"
 		"  FROM batch_step_execution s LEFT JOIN batch_step_execution_context sc"
 		"  USING (step_execution_id)"

@@ -9,11 +9,11 @@
 
 int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long job_execution_id,
 			       const char *manager_name, const json_t *manager_context,
-			       const json_t *partitions, cb_error *err)
+			       const json_t *partitions, const char *fingerprint, cb_error *err)
 {
 	char exec[24], *ctx = json_dumps(manager_context, JSON_COMPACT),
 		       *parts = json_dumps(partitions, JSON_COMPACT);
-	const char *p[4] = { exec, manager_name, ctx, parts };
+	const char *p[5] = { exec, manager_name, ctx, parts, fingerprint };
 	PGresult *res = NULL;
 	int rc = 0;
 
@@ -25,8 +25,8 @@ int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long jo
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 	res = cb__repo_exec(conn, "create partitions",
 			    "SELECT job_status, manager_step_execution_id "
-			    "FROM batch_partitions_create($1, $2, $3::jsonb, $4::jsonb)",
-			    4, p, err);
+			    "FROM batch_partitions_create($1, $2, $3::jsonb, $4::jsonb, $5)",
+			    5, p, err);
 	if (!res) {
 		rc = CB_EDB;
 		goto out;
@@ -148,36 +148,53 @@ static char *array_literal(const char *const *names, size_t n, cb_error *err)
 	return s;
 }
 
-/* The owner ids of live partition claims on this host whose process is gone,
- * as an array literal (NULL: none). */
-static int dead_here(char **out, PGconn *conn, cb_error *err)
+/*
+ * The processes of this host that the claim must know are gone, as array
+ * literals (NULL: none): claimants whose partitions are taken over at once
+ * (@p holders), and managers whose partitions are left for the restart that
+ * buries them (@p managers). One round trip for both.
+ */
+static int dead_here(char **holders, char **managers, PGconn *conn, cb_error *err)
 {
 	char host[96] = "unknown";
 	const char *p[1] = { host };
 	const char **dead = NULL;
-	size_t ndead = 0;
+	size_t ndead[2] = { 0, 0 };
+	char **out[2] = { holders, managers };
 	PGresult *res;
-	int rc = 0;
+	int rc = 0, n;
 
-	*out = NULL;
+	*holders = *managers = NULL;
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	res = cb__repo_exec(conn, "look for dead claimants",
-			    "SELECT h FROM batch_partition_holders($1) AS h", 1, p, err);
+			    "SELECT h, 0 FROM batch_partition_holders($1) AS h "
+			    "UNION ALL SELECT m, 1 FROM batch_partition_managers($1) AS m",
+			    1, p, err);
 	if (!res)
 		return CB_EDB;
-	if (PQntuples(res) > 0) {
-		dead = calloc((size_t)PQntuples(res), sizeof(*dead));
+	n = PQntuples(res);
+	if (n > 0) {
+		dead = calloc((size_t)n * 2, sizeof(*dead));
 		if (!dead)
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 	}
-	for (int i = 0; dead && i < PQntuples(res); i++)
+	for (int i = 0; dead && i < n; i++) {
+		int k = atoi(PQgetvalue(res, i, 1)) ? 1 : 0;
+
 		if (cb__owner_gone(PQgetvalue(res, i, 0)))
-			dead[ndead++] = PQgetvalue(res, i, 0);
-	if (rc == 0 && ndead) {
-		*out = array_literal(dead, ndead, err);
-		if (!*out)
-			rc = err->code ? err->code : CB_ENOMEM;
+			dead[(size_t)k * (size_t)n + ndead[k]++] = PQgetvalue(res, i, 0);
+	}
+	for (int k = 0; rc == 0 && k < 2; k++)
+		if (ndead[k]) {
+			*out[k] = array_literal(dead + (size_t)k * (size_t)n, ndead[k], err);
+			if (!*out[k])
+				rc = err->code ? err->code : CB_ENOMEM;
+		}
+	if (rc < 0) {
+		free(*holders);
+		free(*managers);
+		*holders = *managers = NULL;
 	}
 	free(dead);
 	PQclear(res);
@@ -186,10 +203,10 @@ static int dead_here(char **out, PGconn *conn, cb_error *err)
 
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
-			     long long job_execution_id, cb_error *err)
+			     long long job_execution_id, const char *runnable, cb_error *err)
 {
-	char lease[32], exec[24], *names = NULL, *dead = NULL;
-	const char *p[6] = { owner_id, worker, lease, NULL, NULL, NULL };
+	char lease[32], exec[24], *names = NULL, *dead = NULL, *dead_managers = NULL;
+	const char *p[8] = { owner_id, worker, lease, NULL, NULL, NULL, runnable, NULL };
 	PGresult *res;
 	int rc;
 
@@ -201,13 +218,16 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 		p[3] = names;
 	}
 	/* A claimant of this host whose process is gone (a crashed worker that
-	 * systemd just restarted) loses its partitions now, not after the lease. */
-	rc = dead_here(&dead, conn, err);
+	 * systemd just restarted) loses its partitions now, not after the lease;
+	 * a manager of this host that is gone gets no more of its partitions
+	 * run: its execution is dead, only its lease has not run out yet. */
+	rc = dead_here(&dead, &dead_managers, conn, err);
 	if (rc < 0) {
 		free(names);
 		return rc;
 	}
 	p[5] = dead;
+	p[7] = dead_managers;
 	snprintf(lease, sizeof(lease), "%.3f", lease_seconds);
 	if (job_execution_id > 0) {
 		snprintf(exec, sizeof(exec), "%lld", job_execution_id);
@@ -219,10 +239,11 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 		" step_name, manager_step_name, partition_index, lock_name, "
 		" fencing_token, version, outcome, coalesce(previous_owner, '') "
 		"FROM batch_partition_claim($1, $2, $3::float8, $4::varchar[], $5::bigint, "
-		" $6::varchar[])",
-		6, p, err);
+		" $6::varchar[], $7::jsonb, $8::varchar[])",
+		8, p, err);
 	free(names);
 	free(dead);
+	free(dead_managers);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 1) {
@@ -243,6 +264,15 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 	}
 	PQclear(res);
 	return 0;
+}
+
+int cb__repo_partition_worker_gone(PGconn *conn, const char *owner_id, cb_error *err)
+{
+	const char *p[1] = { owner_id };
+
+	return cb__repo_command(conn, "forget the worker",
+				"DELETE FROM batch_partition_worker WHERE owner_id = $1", 1, p,
+				err);
 }
 
 int cb__repo_partition_finish(int *ours, PGconn *conn, const cb__claim *c, const char *owner_id,

@@ -256,11 +256,13 @@ int cb__repo_step_summary(struct cb_step_summary *out, PGconn *conn, long long j
  * Create the manager step execution @p manager_name (STARTED, context
  * @p manager_context) and its partitions (@p partitions: a JSON array of
  * {"index": i, "context": {...}}) in one transaction, only while the job
- * execution is STARTED; wakes the workers. Errors as cb__repo_step_create.
+ * execution is STARTED; wakes the workers. @p fingerprint: of the step's
+ * definition (cb__step_fingerprint), required of the claimants. Errors as
+ * cb__repo_step_create.
  */
 int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long job_execution_id,
 			       const char *manager_name, const json_t *manager_context,
-			       const json_t *partitions, cb_error *err);
+			       const json_t *partitions, const char *fingerprint, cb_error *err);
 
 /*
  * The partitions of step @p manager_name (made @p count of them) that did
@@ -287,12 +289,17 @@ typedef struct cb__claim {
 
 /*
  * Claim one open partition (batch_partition_claim) for @p owner_id under a
- * lease; @p job_names (n) and @p job_execution_id (> 0) narrow the search.
- * out->found = 0: nothing to claim.
+ * lease; @p job_names (n) and @p job_execution_id (> 0) narrow the search,
+ * @p runnable (cb__work_runnable's JSON) says which steps, as defined where,
+ * the caller can run. Partitions of executions whose manager is a dead
+ * process of this host are not claimed. out->found = 0: nothing to claim.
  */
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
-			     long long job_execution_id, cb_error *err);
+			     long long job_execution_id, const char *runnable, cb_error *err);
+
+/* Worker process @p owner_id leaves: `show` no longer counts it as seen. */
+int cb__repo_partition_worker_gone(PGconn *conn, const char *owner_id, cb_error *err);
 
 /*
  * End claimed partition @p c with @p status (COMPLETED, FAILED, STOPPED, or

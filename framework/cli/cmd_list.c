@@ -381,11 +381,61 @@ static void fmt_lease(char *buf, size_t size, const json_t *p)
 }
 
 /*
- * The partitions of one manager step: a line of how far they are, a table
- * (index, status, counts, worker, claims, lease), then the exit messages of
- * the failed ones.
+ * Why @p waiting partitions of @p step (of job @p job) are not claimed: the
+ * definition they need, and the workers of the job seen lately with the
+ * definition each has. A worker of another build, or one without the step,
+ * leaves them alone (a rolling upgrade); none at all means no worker runs.
  */
-static int print_partitions(const json_t *step)
+static void print_waiting(const json_t *step, const char *job, long long waiting)
+{
+	const char *fp = json_string_value(json_object_get(step, "step_fingerprint"));
+	const json_t *seen = json_object_get(step, "workers_seen");
+	char jb[CB_PARAM_NAME_MAX * 4 + 8], st[CB_PARAM_NAME_MAX * 4 + 8], wk[1024], f[80];
+	const char *name =
+		cb__cli_term(st, sizeof(st), json_string_value(json_object_get(step, "step_name")));
+
+	printf("    waiting: %lld partition%s not claimed; %s for a worker that runs %s/%s",
+	       waiting, waiting == 1 ? "" : "s", waiting == 1 ? "it waits" : "they wait",
+	       cb__cli_term(jb, sizeof(jb), job), name);
+	if (fp)
+		printf(" with step definition %s", cb__cli_term(f, sizeof(f), fp));
+	if (json_array_size(seen) == 0) {
+		printf("; no worker of this job looked for work in the last minute\n");
+		return;
+	}
+	printf("; workers of this job seen in the last minute:");
+	for (size_t i = 0; i < json_array_size(seen); i++) {
+		if (i == 8) {
+			printf(" and %zu more", json_array_size(seen) - i);
+			break;
+		}
+		const json_t *w = json_array_get(seen, i);
+		const char *wfp = json_string_value(json_object_get(w, "fingerprint"));
+		char *slash;
+
+		cb__cli_term(wk, sizeof(wk), json_string_value(json_object_get(w, "worker")));
+		/* host/pid/thread: the process is what matters */
+		slash = strrchr(wk, '/');
+		if (slash && slash != strchr(wk, '/'))
+			*slash = '\0';
+		printf("%s %s ", i ? "," : "", wk);
+		if (!wfp)
+			printf("(no partitioned step '%s')", name);
+		else if (!fp || strcmp(wfp, fp) == 0)
+			printf("(this definition)");
+		else
+			printf("(step definition %s: another build)",
+			       cb__cli_term(f, sizeof(f), wfp));
+	}
+	putchar('\n');
+}
+
+/*
+ * The partitions of one manager step: a line of how far they are, a table
+ * (index, status, counts, worker, claims, lease), the exit messages of the
+ * failed ones, and why the unclaimed ones wait.
+ */
+static int print_partitions(const json_t *step, const char *job)
 {
 	static const char *const headers[] = { "PARTITION", "STATUS", "READ",   "WRITTEN",
 					       "COMMITS",   "WORKER", "CLAIMS", "LEASE LEFT" };
@@ -459,6 +509,8 @@ static int print_partitions(const json_t *step)
 		       cb__cli_json_get_text(p, "partition_index", idx, sizeof(idx)), st,
 		       cb__cli_term(msg, sizeof(msg), m));
 	}
+	if (count[2] > 0 && job)
+		print_waiting(step, job, count[2]);
 	return 0;
 }
 
@@ -519,7 +571,8 @@ static int print_execution(const json_t *e)
 	for (i = 0; i < json_array_size(steps); i++) {
 		const json_t *s = json_array_get(steps, i);
 
-		if (json_is_array(json_object_get(s, "partitions")) && print_partitions(s) < 0)
+		if (json_is_array(json_object_get(s, "partitions")) &&
+		    print_partitions(s, json_string_value(json_object_get(e, "job_name"))) < 0)
 			return CB_ENOMEM;
 	}
 	return 0;

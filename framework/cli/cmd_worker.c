@@ -96,10 +96,10 @@ int cb__cli_cmd_worker(struct cli *c)
 		goto done;
 	}
 	if (c->json) {
-		json_t *doc = json_pack("{s:I,s:I,s:I,s:I}", "claimed", (json_int_t)res.claimed,
+		json_t *doc = json_pack("{s:I,s:I,s:I,s:I,s:I}", "claimed", (json_int_t)res.claimed,
 					"completed", (json_int_t)res.completed, "failed",
-					(json_int_t)res.failed, "handed_back",
-					(json_int_t)res.handed_back);
+					(json_int_t)res.failed, "stopped", (json_int_t)res.stopped,
+					"handed_back", (json_int_t)res.handed_back);
 
 		if (!doc) {
 			rc = cb__cli_out_of_memory(c);
@@ -108,9 +108,10 @@ int cb__cli_cmd_worker(struct cli *c)
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
 	} else {
+		/* Every claim ends in exactly one of these: they add up. */
 		printf("worker: claimed %lld partitions, completed %lld, failed or lost %lld, "
-		       "handed back %lld\n",
-		       res.claimed, res.completed, res.failed, res.handed_back);
+		       "stopped %lld, handed back %lld\n",
+		       res.claimed, res.completed, res.failed, res.stopped, res.handed_back);
 	}
 done:
 	PQfinish(conn);

@@ -23,6 +23,23 @@
  * on LISTEN/NOTIFY (channel "cbatch_partitions") and otherwise looks for
  * partitions whose owner's lease expired once per lease/2.
  *
+ * Who may claim: a worker claims only partitions of its jobs whose manager
+ * step its program defines as the manager's program did. The manager records
+ * the fingerprint of its step definition when it creates the partitions: an
+ * XXH3-64 hash of a canonical text of the job and step names, the step kind,
+ * that it is partitioned, its default skip and retry limits, its classifier
+ * (default, skip-invalid or its own) and its `revision` (step.h). Not in it:
+ * the chunk size, the partition count, the retry backoff and the start limit
+ * (they pace or split a run, they do not change what a partition does), nor
+ * the callbacks' addresses, which differ between builds; what `build` makes is
+ * not visible before a partition runs, so a program that changes its reader,
+ * processor or writers sets a new `revision`. Workers of another build, or
+ * whose program lacks the step, leave the partitions to matching workers (a
+ * rolling upgrade). Nor does a worker claim partitions of an execution whose
+ * manager is a process of its own host that is gone, or whose manager's
+ * lease has run out: the restart buries them. A manager whose partitions
+ * wait while none runs says so on stderr after 5 s, then every minute.
+ *
  * Failures: a worker that dies or loses its database for longer than the
  * lease loses its partition to the next claimant, which resumes it from its
  * last committed context; the old owner's next checkpoint is refused
@@ -149,12 +166,22 @@ typedef struct cb_worker_options {
 		.version = CB_WORKER_OPTIONS_VERSION                                               \
 	}
 
-/** What a worker did. */
+/**
+ * What a worker did. Every claimed partition is counted once more in
+ * exactly one of the other members: claimed = completed + failed + stopped
+ * + handed_back.
+ */
 typedef struct cb_worker_result {
-	long long claimed;     /**< partitions claimed (a takeover counts) */
-	long long completed;   /**< of those, completed by this worker */
-	long long failed;      /**< ended FAILED here (incl. fenced) */
+	long long claimed;   /**< partitions claimed (a takeover counts) */
+	long long completed; /**< of those, completed by this worker */
+	/**
+	 * Ended FAILED here, or lost: taken over by another claimant (fenced),
+	 * or its end could not be recorded (its lease runs out and another
+	 * claimant resumes it).
+	 */
+	long long failed;
 	long long handed_back; /**< handed back on a signal, unfinished */
+	long long stopped;     /**< ended STOPPED here: its execution was stopped */
 } cb_worker_result;
 
 struct cb_registry;

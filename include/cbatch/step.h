@@ -99,8 +99,8 @@ cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *
  */
 cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err);
 
-/** Version 2 added `partition` and `partitions`. */
-#define CB_STEP_DEF_VERSION 2
+/** Version 2 added `partition` and `partitions`; version 3 `revision`. */
+#define CB_STEP_DEF_VERSION 3
 
 /**
  * A step definition. Strings are copied by cb_job_add_step; @p user is
@@ -163,6 +163,16 @@ typedef struct cb_step_def {
 	 * `partition.count` overrides it per instance.
 	 */
 	unsigned int partitions;
+	/**
+	 * Since version 3. Partitioned steps: a name for this revision of what
+	 * a partition does (e.g. "2"), or NULL. It goes into the step's
+	 * fingerprint (partition.h), with what the engine sees of the
+	 * definition; the reader, processor and writers that `build` makes are
+	 * not visible before a partition runs, so a program whose new build
+	 * changes them sets a new revision, and workers of older programs then
+	 * leave the new partitions to workers that have this one. Copied.
+	 */
+	const char *revision;
 } cb_step_def;
 
 /** A chunk step definition with every member zero but the version. */

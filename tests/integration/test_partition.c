@@ -447,6 +447,51 @@ static void test_restart_reruns_only_unfinished_partitions(void)
 		  20000);
 }
 
+/* cbatch-other-worker MODE --db DB ARGS... in the background (other_worker.c). */
+static pid_t spawn_other(const char *log, const char *mode, const char *const *args)
+{
+	const char *argv[MAXARGS];
+	const char *bin = getenv("CBATCH_TEST_OTHER_WORKER");
+	size_t n = 0;
+
+	argv[n++] = bin ? bin : "cbatch-other-worker";
+	argv[n++] = mode;
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < MAXARGS - 1)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_spawn(argv, log);
+}
+
+/* The worker summary line of log @p path adds up; its counts into @p n. */
+static void worker_summary(const char *path, long long n[5])
+{
+	char *text = cbt_slurp(path, NULL), *line = text ? strstr(text, "worker: claimed ") : NULL;
+
+	memset(n, 0, 5 * sizeof(n[0]));
+	if (!line || sscanf(line,
+			    "worker: claimed %lld partitions, completed %lld, failed or lost %lld, "
+			    "stopped %lld, handed back %lld",
+			    &n[0], &n[1], &n[2], &n[3], &n[4]) != 5)
+		CBT_FAILF("no worker summary in %s: %s", path, text ? text : "(unreadable)");
+	else if (n[0] != n[1] + n[2] + n[3] + n[4])
+		CBT_FAILF("the worker summary does not add up: %.120s", line);
+	free(text);
+}
+
+/* Count of @p needle in file @p path. */
+static int occurrences(const char *path, const char *needle)
+{
+	char *text = cbt_slurp(path, NULL);
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	free(text);
+	return n;
+}
+
 static void test_stop_reaches_the_workers(void)
 {
 	char log[2][4096], id[24], plain[128], parted[128];
@@ -470,6 +515,13 @@ static void test_stop_reaches_the_workers(void)
 	CBT_EQ_LL(EX("stop", id), 0);
 	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 5); /* STOPPED */
 	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
+	{
+		long long n[5];
+
+		/* the worker's summary counts the partitions it ended STOPPED */
+		worker_summary(log[1], n);
+		CBT_EQ_LL(n[3] >= 2, 1);
+	}
 	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
 				"= $1 AND partition_index IS NOT NULL AND status = 'STOPPED'",
@@ -689,6 +741,120 @@ static void test_sigterm_wakes_every_idle_thread(void)
 		CBT_FAILF("an idle worker took %.1f s to leave after SIGTERM", cbt_now() - t0);
 }
 
+static void test_rolling_upgrade_other_builds_leave_the_partitions(void)
+{
+	static const char *const idle[] = { "worker", "--exit-when-idle", "12", NULL };
+	char log[5][4096], plain[128], parted[128], fp[64], id[24], want[256];
+	long long exec, n[5];
+	pid_t mgr, nostep, other, w;
+
+	expected_ledger("20000", "12", plain, sizeof(plain));
+	for (int i = 0; i < 5; i++)
+		log_path(log[i], sizeof(log[i]), "upgrade", i);
+	/* Workers of two other builds run before the manager starts: one has
+	 * the job without the partitioned step, one another definition of it. */
+	nostep = spawn_other(log[1], "nostep", idle);
+	other = spawn_other(log[2], "other", idle);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=12",
+		    "-partition.threads:long=0", "-partition.count:long=3");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 3)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTING' AND "
+				 "job_execution_id = (SELECT max(job_execution_id) FROM "
+				 "batch_job_execution)"),
+		  1);
+	exec = newest_execution();
+	cbt_query_str(conn,
+		      "SELECT step_fingerprint FROM batch_step_execution WHERE partition_index "
+		      "IS NULL AND job_execution_id = (SELECT max(job_execution_id) FROM "
+		      "batch_job_execution)",
+		      fp, sizeof(fp));
+	CBT_EQ_LL((long long)strlen(fp), 16);
+	/* Both looked for work since (they look at least every 5 s) ... */
+	CBT_EQ_LL(cbt_wait_until(conn, 15000,
+				 "SELECT (count(*) = 2)::int FROM batch_partition_worker WHERE "
+				 "last_seen > (SELECT max(create_time) FROM batch_job_execution)"),
+		  1);
+	/* ... and claimed nothing; the manager says that its partitions wait. */
+	cbt_sleep_ms(5500);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= $1 AND partition_index IS NOT NULL AND claim_count = 0 AND "
+				"status = 'STARTING'",
+				"lld", exec),
+		  3);
+	snprintf(want, sizeof(want), "%s worker --job ledger_partitioned", cbt_examples_bin());
+	CBT_EQ_LL(occurrences(log[0], "3 of 3 partitions wait and none has run for"), 1);
+	CBT_EQ_LL(occurrences(log[0], want), 1);
+	/* `show` says why they wait. */
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("show", id), 0);
+	snprintf(want, sizeof(want),
+		 "waiting: 3 partitions not claimed; they wait for a worker that runs "
+		 "ledger_partitioned/post-accounts with step definition %s; workers of this job "
+		 "seen in the last minute:",
+		 fp);
+	CBT_CONTAINS(out, want);
+	CBT_CONTAINS(out, "(no partitioned step 'post-accounts')");
+	CBT_CONTAINS(out, ": another build)");
+	/* A worker of this build runs them all, beside the other two. */
+	w = SPAWN(log[3], "worker", "--threads", "2", "--exit-when-idle", "2");
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(w, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(nostep, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(other, 60000), 0);
+	worker_summary(log[1], n);
+	CBT_EQ_LL(n[0], 0);
+	worker_summary(log[2], n);
+	CBT_EQ_LL(n[0], 0);
+	worker_summary(log[3], n);
+	CBT_EQ_LL(n[1], 3);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= $1 AND partition_index IS NOT NULL AND claim_count = 1 AND "
+				"status = 'COMPLETED'",
+				"lld", exec),
+		  3);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
+static void test_no_new_claims_for_a_dead_manager_on_this_host(void)
+{
+	char log[4096], plain[128], parted[128];
+	long long exec;
+	pid_t mgr;
+
+	expected_ledger("10000", "13", plain, sizeof(plain));
+	log_path(log, sizeof(log), "deadmgr", 0);
+	/* The default lease (60 s): its lock looks alive long after it died. */
+	mgr = SPAWN(log, "run", "ledger_partitioned", "run.id:long=13", "-partition.threads:long=0",
+		    "-partition.count:long=2");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 2)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTING' AND "
+				 "job_execution_id = (SELECT max(job_execution_id) FROM "
+				 "batch_job_execution)"),
+		  1);
+	exec = newest_execution();
+	kill(mgr, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 10000), 128 + SIGKILL);
+	CBT_EQ_LL(EX("worker", "--exit-when-idle", "1"), 0);
+	CBT_CONTAINS(out, "worker: claimed 0 partitions");
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= $1 AND partition_index IS NOT NULL AND status = 'STARTING' AND "
+				"claim_count = 0",
+				"lld", exec),
+		  2);
+	/* The restart buries them and runs the rest at once (the owner is gone). */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=13", "-partition.threads:long=2"),
+		  0);
+	CBT_CONTAINS(out, "(restart)");
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
 static void test_bad_parameters_and_options(void)
 {
 	ledger_rows("100", NULL);
@@ -727,6 +893,10 @@ static const CU_TestInfo tests[] = {
 	{ "threads that cannot claim fail the step", test_threads_that_cannot_claim_fail_the_step },
 	{ "SIGTERM wakes every idle thread", test_sigterm_wakes_every_idle_thread },
 	{ "bad parameters and options", test_bad_parameters_and_options },
+	{ "rolling upgrade: workers of other builds leave the partitions",
+	  test_rolling_upgrade_other_builds_leave_the_partitions },
+	{ "no new claims for a dead manager on this host",
+	  test_no_new_claims_for_a_dead_manager_on_this_host },
 	CU_TEST_INFO_NULL,
 };
 
