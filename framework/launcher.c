@@ -231,23 +231,6 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 			break;
 		cb_error_clear(err);
 	}
-	if (outage(rc, conn)) {
-		char until[64], msg[CB_ERROR_MESSAGE_MAX];
-		time_t t = time(NULL) + (time_t)(lease_end(&lc) - cb__now() + 0.999);
-		struct tm tm;
-
-		if (!gmtime_r(&t, &tm) ||
-		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
-			snprintf(until, sizeof(until), "the end of its lease");
-		if (snprintf(msg, sizeof(msg),
-			     "%s; execution %lld is left STARTED in the repository: it is "
-			     "recognised as dead when its lease ends, at %s (a restart or "
-			     "`abandon` then ends it)",
-			     err->message, l.job_execution_id, until) < 0)
-			msg[0] = '\0';
-		cb_error_clear(err);
-		cb_error_set(err, rc, "%s", msg);
-	}
 	if (rc == CB_EFENCED) {
 		/* Another process declared this execution dead and took over: this
 		 * process's outcome is FAILED whatever its steps did, and says why. */
@@ -278,6 +261,24 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 			both[0] = '\0';
 		cb_error_clear(err);
 		cb_error_set(err, rc, "%s", both);
+	}
+	if (outage(rc, conn)) {
+		/* First, so that the long errors of libpq after it cannot cut it. */
+		char until[64], msg[CB_ERROR_MESSAGE_MAX];
+		time_t t = time(NULL) + (time_t)(lease_end(&lc) - cb__now() + 0.999);
+		struct tm tm;
+
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			snprintf(until, sizeof(until), "the end of its lease");
+		if (snprintf(msg, sizeof(msg),
+			     "the repository stayed unreachable for the rest of the lease: "
+			     "execution %lld is left STARTED and is recognised as dead when its "
+			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
+			     l.job_execution_id, until, err->message) < 0)
+			msg[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", msg);
 	}
 	{
 		cb_error ignored = CB_ERROR_INIT;
