@@ -369,8 +369,10 @@ int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firin
 		if ((rc = cb__lock_acquire(&g, conn, lock_name, cb__owner_id(), lease_seconds,
 					   err)) < 0)
 			return rc;
+		/* Held by a live process: no longer the dead owner's, so the
+		 * execution is dead by its lock too; buried without touching it. */
 		if (g.outcome == CB__LOCK_HELD)
-			return 0; /* a live process has it: a restart, which buries */
+			has_lock = 0;
 	}
 	snprintf(msg, sizeof(msg),
 		 "owner lost: its process on this host %s without recording the end; buried by "
