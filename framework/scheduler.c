@@ -698,9 +698,11 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		cb_params_free(params);
 		return rc;
 	}
-	/* The claim read the database's clock after any stall: the instants
-	 * still due are judged by it, not by the tick's reading. */
-	if (r.db_now > n->db_now)
+	/* The claim read the database's clock after any stall: after one, the
+	 * instants still due are judged by it, not by the tick's reading (not
+	 * after the mere milliseconds of a claim, which would split a misfire
+	 * range at a second's boundary). */
+	if (r.db_now > n->db_now + 1.0)
 		n->db_now = r.db_now;
 	fmt_instant(when, sizeof(when), s, i);
 	if (r.outcome == CB__CLAIM_CLAIMED && r.kind[0] && strcmp(r.kind, kind) != 0) {

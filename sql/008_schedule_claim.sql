@@ -28,7 +28,7 @@ DROP FUNCTION batch_schedule_claim(bigint, bigint, timestamptz, varchar, timesta
 -- the parameters and the next instant (p_next_fire_time) from the instant
 -- itself and the clock it last read; a SCHEDULED instant is judged again
 -- here, by clock_timestamp() read once the row lock is held: later than the
--- schedule's grace, it is recorded as a misfire of that one instant
+-- schedule's grace (and the node's second of slack), it is recorded as a misfire of that one instant
 -- (MISFIRE_SKIP under policy SKIP, with no job key and no parameters, since
 -- nothing runs; MISFIRE_RUN under RUN_ONCE). Outcomes:
 --   CLAIMED          the firing row is ours, of kind claimed_kind: launch it
@@ -74,8 +74,13 @@ BEGIN
         outcome := 'CHANGED';
         RETURN;
     END IF;
+    -- A node reckons in whole seconds of the clock it read (late: the instant
+    -- plus the grace is before that second); the claim allows one second
+    -- more, so that a claim merely crossing into the next second agrees
+    -- with the node, and only a real stall is judged here.
     IF kind = 'SCHEDULED'
-       AND db_now > p_fire_time + s.misfire_grace_seconds * interval '1 second' THEN
+       AND p_fire_time + (s.misfire_grace_seconds + 1) * interval '1 second'
+           < date_trunc('second', db_now) THEN
         late_note := ' (claimed ' || round(extract(epoch FROM db_now - p_fire_time), 1)
             || 's after the instant by the database''s clock, past the grace of '
             || s.misfire_grace_seconds || 's)';
