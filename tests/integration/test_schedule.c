@@ -5,7 +5,10 @@
  * parameters filled from the fire instant, SIGTERM stopping a running job
  * (STOPPED, restartable), a template that cannot be filled recorded as
  * FAILED_TO_LAUNCH, and a node that loses the repository firing nothing
- * until it is back, then catching up without a gap.
+ * until it is back, then catching up without a gap. A node stalled before
+ * its claim (CBATCH_TEST_SCHEDULER_PAUSE) records a late instant MISFIRED
+ * under skip; one stalled between claim and launch runs nothing once its
+ * firing is ORPHANED; a child killed mid-step has its execution buried.
  */
 #include "cbtest.h"
 
