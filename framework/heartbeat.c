@@ -31,6 +31,7 @@ struct cb__heartbeat {
 	char *lock_name, *owner_id;
 	long long token, job_execution_id;
 	double lease;
+	double renewed; /* cb__now() of the last extension (under mu) */
 };
 
 static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
@@ -89,6 +90,9 @@ static void *beat(void *arg)
 			     cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
 		if (rc == 0 && alive) {
 			last_ok = cb__now();
+			pthread_mutex_lock(&hb->mu);
+			hb->renewed = last_ok;
+			pthread_mutex_unlock(&hb->mu);
 			continue;
 		}
 		if (rc == 0) {
@@ -128,6 +132,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	hb->token = token;
 	hb->lease = lease_seconds;
 	hb->job_execution_id = job_execution_id;
+	hb->renewed = cb__now();
 	pthread_mutex_init(&hb->mu, NULL);
 	pthread_cond_init(&hb->cv, NULL);
 	/* Connect here, in the caller's thread: a job that cannot open its
@@ -157,6 +162,16 @@ int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size)
 		pthread_mutex_unlock(&hb->mu);
 	}
 	return 1;
+}
+
+double cb__heartbeat_renewed(cb__heartbeat *hb)
+{
+	double t;
+
+	pthread_mutex_lock(&hb->mu);
+	t = hb->renewed;
+	pthread_mutex_unlock(&hb->mu);
+	return t;
 }
 
 void cb__heartbeat_stop(cb__heartbeat *hb)

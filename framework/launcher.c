@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void result_set(cb_job_result *out, cb_status status, const char *exit_code,
 		       const char *message)
@@ -18,14 +20,56 @@ static void result_set(cb_job_result *out, cb_status status, const char *exit_co
 	snprintf(out->exit_message, sizeof(out->exit_message), "%s", message ? message : "");
 }
 
+/* How long this process may still record its execution's end: until the
+ * lease of its lock runs out (from the last extension), after which another
+ * process may recognise the execution as dead and take over. */
+struct lease_clock {
+	cb__heartbeat *hb; /* NULL once stopped, or before it started */
+	double renewed;    /* cb__now() of the last known extension */
+	double lease;
+};
+
+static double lease_end(struct lease_clock *lc)
+{
+	if (lc->hb) {
+		double r = cb__heartbeat_renewed(lc->hb);
+
+		if (r > lc->renewed)
+			lc->renewed = r;
+	}
+	return lc->renewed + lc->lease;
+}
+
 /*
  * A lost connection must not leave the execution looking alive when we can
- * still say otherwise: try one reset before recording the end.
+ * still say otherwise: an outage that this process survives is waited out,
+ * reconnecting with backoff (0.2 s doubling to 2 s), until the lease ends.
+ * @return 1 connected, 0 the lease ran out first.
  */
-static void ensure_connection(PGconn *conn)
+static int reach_repository(PGconn *conn, struct lease_clock *lc, double *delay)
 {
-	if (PQstatus(conn) == CONNECTION_BAD)
+	for (;;) {
+		double now, left;
+
+		if (PQstatus(conn) == CONNECTION_OK)
+			return 1;
 		PQreset(conn);
+		if (PQstatus(conn) == CONNECTION_OK)
+			return 1;
+		now = cb__now();
+		left = lease_end(lc) - now;
+		if (left <= 0)
+			return 0;
+		/* The last try falls just before the lease ends. */
+		usleep((useconds_t)((*delay < left ? *delay : left) * 1e6));
+		*delay = *delay * 2 > 2.0 ? 2.0 : *delay * 2;
+	}
+}
+
+/* Did @p rc fail for a lost connection that may come back? */
+static int outage(int rc, PGconn *conn)
+{
+	return rc == CB_EDB && PQstatus(conn) == CONNECTION_BAD;
 }
 
 static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *job,
@@ -40,6 +84,8 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	cb__run run;
 	cb_error runerr = CB_ERROR_INIT;
 	cb_status started = CB_STATUS_UNKNOWN;
+	struct lease_clock lc = { NULL, 0, 0 };
+	double delay = 0.2;
 	int rc, audited = 0;
 
 	rc = cb_job_validate_params(job, params, err);
@@ -61,6 +107,8 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 		rc = cb__lock_take(&grant, conn, lock_name, lease, err);
 	if (rc < 0)
 		goto out;
+	lc.renewed = cb__now();
+	lc.lease = lease;
 	if (grant.outcome == CB__LOCK_TAKEOVER)
 		snprintf(dead_why, sizeof(dead_why), "owner %s lost: lease expired at %s",
 			 grant.holder, grant.held_until);
@@ -119,6 +167,7 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	if (rc == 0 && started == CB_STATUS_STARTED)
 		rc = cb__heartbeat_start(&run.heartbeat, conn, lock_name, cb__owner_id(),
 					 grant.fencing_token, lease, l.job_execution_id, &runerr);
+	lc.hb = run.heartbeat;
 	if (rc == 0 && started == CB_STATUS_STARTED) {
 		CB__NOTIFY(job, before_job, job->name, l.job_execution_id);
 		rc = cb__flow_run(&run, out, &runerr);
@@ -127,20 +176,22 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	if (rc < 0) {
 		/* The repository itself failed mid-run: record what we can. */
 		result_set(out, CB_STATUS_FAILED, "FAILED", runerr.message);
-		ensure_connection(conn);
+		reach_repository(conn, &lc, &delay);
 	}
 	{
 		char why[CB_ERROR_MESSAGE_MAX];
 		int lost = cb__heartbeat_lost(run.heartbeat, why, sizeof(why));
 		cb_error ignored = CB_ERROR_INIT;
 
+		lease_end(&lc);
+		lc.hb = NULL;
 		cb__heartbeat_stop(run.heartbeat);
 		if (out->status == CB_STATUS_FAILED && !run.fenced) {
 			/* A takeover ends the old owner's session: its chunk then fails
 			 * on the connection, not on the fence. Say what happened. */
 			int held = 1;
 
-			ensure_connection(conn);
+			reach_repository(conn, &lc, &delay);
 			if (cb__lock_held(&held, conn, lock_name, cb__owner_id(),
 					  grant.fencing_token, &ignored) == 0 &&
 			    !held) {
@@ -171,8 +222,15 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	if (started != CB_STATUS_STOPPING) /* after_job pairs with before_job */
 		CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status,
 			   out->exit_message);
-	rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
-				 out->exit_message, err);
+	/* The verdict is what an outage must not lose: retried until the lease
+	 * ends. */
+	for (;;) {
+		rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
+					 out->exit_message, err);
+		if (!outage(rc, conn) || !reach_repository(conn, &lc, &delay))
+			break;
+		cb_error_clear(err);
+	}
 	if (rc == CB_EFENCED) {
 		/* Another process declared this execution dead and took over: this
 		 * process's outcome is FAILED whatever its steps did, and says why. */
@@ -204,12 +262,35 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 		cb_error_clear(err);
 		cb_error_set(err, rc, "%s", both);
 	}
+	if (outage(rc, conn)) {
+		/* First, so that the long errors of libpq after it cannot cut it. */
+		char until[64], msg[CB_ERROR_MESSAGE_MAX];
+		time_t t = time(NULL) + (time_t)(lease_end(&lc) - cb__now() + 0.999);
+		struct tm tm;
+
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			snprintf(until, sizeof(until), "the end of its lease");
+		if (snprintf(msg, sizeof(msg),
+			     "the repository stayed unreachable for the rest of the lease: "
+			     "execution %lld is left STARTED and is recognised as dead when its "
+			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
+			     l.job_execution_id, until, err->message) < 0)
+			msg[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", msg);
+	}
 	{
 		cb_error ignored = CB_ERROR_INIT;
 
-		/* Only releases if the lock is still ours (owner and token). */
-		cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token,
-				 job->lock_at_least_seconds, l.job_execution_id, &ignored);
+		/* Only releases if the lock is still ours (owner and token); an
+		 * outage is waited out as for the verdict, so that the next run
+		 * need not wait for the lease. */
+		while (cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token,
+					job->lock_at_least_seconds, l.job_execution_id,
+					&ignored) == CB_EDB &&
+		       PQstatus(conn) == CONNECTION_BAD && reach_repository(conn, &lc, &delay))
+			cb_error_clear(&ignored);
 	}
 out:
 	if (saved_timeout[0]) {

@@ -177,6 +177,7 @@ struct child {
 	int exited, status;  /* reaped, with its waitpid status */
 	int failed;          /* never started: launch_note says why */
 	int launch_recorded; /* LAUNCHED is in the repository */
+	int buried_checked;  /* its execution, if left running, was buried */
 	char launch_note[200];
 };
 
@@ -193,7 +194,27 @@ struct node {
 	double db_now;
 	double orphans_due; /* monotonic time of the next look for orphans */
 	int stopping;
+	int pause_before; /* test-only stall point (test_pause), 0 when none */
 };
+
+enum {
+	PAUSE_CLAIM = 1,
+	PAUSE_LAUNCH
+};
+
+/* Test-only: CBATCH_TEST_SCHEDULER_PAUSE=claim or =launch makes the node stop
+ * itself (SIGSTOP) once, just before its first claim (after it read the
+ * database's clock) or its first launch (after its claim), so that tests can
+ * stall a node at an exact point and SIGCONT it later. Otherwise it costs one
+ * comparison. */
+static void test_pause(struct node *n, int where)
+{
+	if (n->pause_before != where)
+		return;
+	n->pause_before = 0;
+	fflush(NULL);
+	raise(SIGSTOP);
+}
 
 #define SAY(n, level, ...)                                                                         \
 	do {                                                                                       \
@@ -365,17 +386,25 @@ static int running_children(const struct node *n)
 	return k;
 }
 
-/* Start the child: `prog run JOB WORDS...`. An exec failure comes back over
- * a close-on-exec pipe, so that it is FAILED_TO_LAUNCH and not an exit code.
- * @return the pid, or -1 with @p why set. */
-static pid_t spawn(struct node *n, const char *job, char **words, char *why, size_t whysize)
+/* Start the child: `prog run JOB WORDS...` for firing @p k->firing_id. The
+ * child waits on a pipe until the claim is confirmed (batch_schedule_launch:
+ * still this node's, still CLAIMED) and only then execs, so that a node that
+ * stalled since its claim never runs a firing the others have reported
+ * ORPHANED; refused, it exits unexec'd. An exec failure comes back over a
+ * close-on-exec pipe, so that it is FAILED_TO_LAUNCH and not an exit code.
+ * @return the pid (k->pid, k->launch_note set, LAUNCHED recorded), or -1
+ * with @p why set and *refused: 1 the claim is no longer ours (recorded),
+ * 0 the launch failed (to be recorded), -1 the repository failed. */
+static pid_t spawn(struct node *n, struct child *k, const char *job, char **words, char *why,
+		   size_t whysize, int *refused, cb_error *err)
 {
-	size_t nw = 0;
-	char **argv;
-	int pfd[2], e = 0;
+	size_t nw = 0, len;
+	char **argv, found[256] = "", go = 'g';
+	int pfd[2], gfd[2], e = 0, launched = 0, rc;
 	pid_t parent = getpid(), pid;
 	ssize_t got;
 
+	*refused = 0;
 	while (words[nw])
 		nw++;
 	argv = calloc(nw + 4, sizeof(*argv));
@@ -393,13 +422,23 @@ static pid_t spawn(struct node *n, const char *job, char **words, char *why, siz
 		free(argv);
 		return -1;
 	}
+	if (pipe(gfd) != 0) {
+		snprintf(why, whysize, "pipe: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		free(argv);
+		return -1;
+	}
 	fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+	fcntl(gfd[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDONLY);
+		char c;
 
 		close(pfd[0]);
+		close(gfd[1]);
 		/* If the scheduler dies, the job is asked to stop after its chunk
 		 * (STOPPED, restartable) rather than run on unwatched. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -407,6 +446,13 @@ static pid_t spawn(struct node *n, const char *job, char **words, char *why, siz
 			_exit(127);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* No exec without the confirmed claim: EOF means refused. */
+		do
+			got = read(gfd[0], &c, 1);
+		while (got < 0 && errno == EINTR);
+		if (got != 1)
+			_exit(127);
+		close(gfd[0]);
 		if (devnull >= 0) {
 			dup2(devnull, 0);
 			close(devnull);
@@ -422,11 +468,42 @@ static pid_t spawn(struct node *n, const char *job, char **words, char *why, siz
 	}
 	free(argv);
 	close(pfd[1]);
+	close(gfd[0]);
 	if (pid < 0) {
 		snprintf(why, whysize, "fork: %s", strerror(errno));
 		close(pfd[0]);
+		close(gfd[1]);
 		return -1;
 	}
+	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: run %s", (int)pid,
+			       job);
+	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
+		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
+					words[w]);
+	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
+				      (int)pid, k->launch_note, err);
+	if (rc == 0 && launched && write(gfd[1], &go, 1) != 1) {
+		/* The child is gone already: its exit is the firing's end. */
+	}
+	close(gfd[1]);
+	if (rc < 0 || !launched) {
+		waitpid(pid, NULL, 0);
+		close(pfd[0]);
+		if (rc < 0) {
+			*refused = -1;
+			snprintf(why, whysize, "could not confirm the claim before the launch: %s",
+				 err->message);
+		} else {
+			*refused = 1;
+			snprintf(why, whysize,
+				 "not launched: the firing is %s, no longer this node's claim "
+				 "(this node stalled between its claim and its launch)",
+				 found);
+		}
+		return -1;
+	}
+	k->pid = pid;
+	k->launch_recorded = 1;
 	do
 		got = read(pfd[0], &e, sizeof(e));
 	while (got < 0 && errno == EINTR);
@@ -434,6 +511,9 @@ static pid_t spawn(struct node *n, const char *job, char **words, char *why, siz
 	if (got == (ssize_t)sizeof(e)) {
 		snprintf(why, whysize, "cannot run %s: %s", n->o->exe, strerror(e));
 		waitpid(pid, NULL, 0);
+		/* LAUNCHED was recorded: FAILED_TO_LAUNCH replaces it. */
+		k->pid = 0;
+		k->launch_recorded = 0;
 		return -1;
 	}
 	return pid;
@@ -495,6 +575,28 @@ static void children_tick(struct node *n, int record)
 			continue;
 		}
 		code = WIFEXITED(k->status) ? WEXITSTATUS(k->status) : 128 + WTERMSIG(k->status);
+		if (!k->buried_checked) {
+			/* A child that could not record its end (an outage, a kill)
+			 * leaves its execution claiming to run: it is gone, so its
+			 * execution is buried before the firing's outcome is read. */
+			long long buried = 0;
+			char how[64];
+
+			if (WIFEXITED(k->status))
+				snprintf(how, sizeof(how), "exited with %d", code);
+			else
+				snprintf(how, sizeof(how), "was killed by signal %d",
+					 WTERMSIG(k->status));
+			if (cb__repo_schedule_bury_dead(&buried, n->conn, k->firing_id, n->id,
+							n->o->lease_seconds, how, &err) < 0)
+				return;
+			k->buried_checked = 1;
+			if (buried > 0)
+				SAY(n, 1,
+				    "%s %s: execution %lld still claimed to run after its process "
+				    "%s: ended FAILED (owner lost)",
+				    k->schedule, k->when, buried, how);
+		}
 		if (WIFEXITED(k->status))
 			snprintf(msg, sizeof(msg), "exit %d (%s) after %.1fs", code,
 				 exit_meaning(code), cb__now() - k->started);
@@ -588,6 +690,7 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	q.node = n->id;
 	q.job_key = key[0] ? key : NULL;
 	q.parameters = ptext;
+	test_pause(n, PAUSE_CLAIM);
 	rc = cb__repo_schedule_claim(&r, n->conn, &q, err);
 	free(ptext);
 	if (rc < 0) {
@@ -595,7 +698,22 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		cb_params_free(params);
 		return rc;
 	}
+	/* The claim read the database's clock after any stall: after one, the
+	 * instants still due are judged by it, not by the tick's reading (not
+	 * after the mere milliseconds of a claim, which would split a misfire
+	 * range at a second's boundary). */
+	if (r.db_now > n->db_now + 1.0)
+		n->db_now = r.db_now;
 	fmt_instant(when, sizeof(when), s, i);
+	if (r.outcome == CB__CLAIM_CLAIMED && r.kind[0] && strcmp(r.kind, kind) != 0) {
+		/* Taken on time by the tick's clock, late by the database's at the
+		 * claim: recorded as a misfire of this one instant. */
+		SAY(n, 1, "%s %s: claimed %.1fs after the instant, past the grace of %ds", s->name,
+		    when, r.db_now - (double)i, s->grace);
+		kind = strcmp(r.kind, "MISFIRE_SKIP") == 0 ? "MISFIRE_SKIP" : "MISFIRE_RUN";
+		launch = strcmp(kind, "MISFIRE_SKIP") != 0;
+		count = 1;
+	}
 	if (r.outcome == CB__CLAIM_CLAIMED || r.outcome == CB__CLAIM_SKIPPED) {
 		/* Past this instant, and past whatever another node's claim
 		 * covered, before anything else can fail: an instant is offered
@@ -645,29 +763,39 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 			struct child *k = child_add(n);
 			char why[CB_ERROR_MESSAGE_MAX + 64] = "";
 			pid_t pid = -1;
+			int refused = 0;
 
 			if (!k) {
 				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 				goto out;
 			}
-			if (fill_error[0])
-				snprintf(why, sizeof(why), "%s", fill_error);
-			else if (!cb_registry_find(n->reg, s->job))
-				snprintf(why, sizeof(why),
-					 "job '%s' is not registered in this program", s->job);
-			else
-				pid = spawn(n, s->job, words, why, sizeof(why));
 			k->firing_id = r.firing_id;
 			snprintf(k->schedule, sizeof(k->schedule), "%s", s->name);
 			snprintf(k->when, sizeof(k->when), "%s", when);
 			k->started = cb__now();
+			if (fill_error[0]) {
+				snprintf(why, sizeof(why), "%s", fill_error);
+			} else if (!cb_registry_find(n->reg, s->job)) {
+				snprintf(why, sizeof(why),
+					 "job '%s' is not registered in this program", s->job);
+			} else {
+				test_pause(n, PAUSE_LAUNCH);
+				pid = spawn(n, k, s->job, words, why, sizeof(why), &refused, err);
+			}
 			if (pid < 0) {
-				/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
 				n->res->failed_to_launch++;
-				SAY(n, 1, "%s %s: failed to launch: %s", s->name, when, why);
+				SAY(n, 1, "%s %s: %s%s", s->name, when,
+				    refused == 1 ? "" : "failed to launch: ", why);
+				if (refused == 1) {
+					/* The confirmation recorded why; nothing ran. */
+					n->nkids--;
+					break;
+				}
+				/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
 				k->exited = k->failed = 1;
 				snprintf(k->launch_note, sizeof(k->launch_note), "%s", why);
-				if (cb__repo_schedule_launched(n->conn, r.firing_id, n->id, 0, why,
+				if (refused < 0 ||
+				    cb__repo_schedule_launched(n->conn, r.firing_id, n->id, 0, why,
 							       err) < 0) {
 					rc = CB_EDB;
 					goto out;
@@ -675,26 +803,9 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 				n->nkids--;
 				break;
 			}
-			k->pid = pid;
-			{
-				size_t len = 0;
-
-				len += (size_t)snprintf(k->launch_note, sizeof(k->launch_note),
-							"pid %d: run %s", (int)pid, s->job);
-				for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
-					len += (size_t)snprintf(k->launch_note + len,
-								sizeof(k->launch_note) - len, " %s",
-								words[w]);
-			}
 			n->res->fired++;
 			SAY(n, 1, "%s %s: fired (firing %lld), %s", s->name, when, r.firing_id,
 			    k->launch_note);
-			if (cb__repo_schedule_launched(n->conn, r.firing_id, n->id, pid,
-						       k->launch_note, err) < 0) {
-				rc = CB_EDB; /* recorded again at the next tick */
-				goto out;
-			}
-			k->launch_recorded = 1;
 		}
 		break;
 	}
@@ -861,6 +972,14 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	n.reg = reg;
 	n.o = o;
 	n.res = out;
+	{
+		const char *pause = getenv("CBATCH_TEST_SCHEDULER_PAUSE");
+
+		n.pause_before = !pause                       ? 0 :
+				 strcmp(pause, "claim") == 0  ? PAUSE_CLAIM :
+				 strcmp(pause, "launch") == 0 ? PAUSE_LAUNCH :
+								0;
+	}
 	snprintf(n.id, sizeof(n.id), "%s", cb__owner_id());
 	if (gethostname(n.host, sizeof(n.host) - 1) != 0)
 		snprintf(n.host, sizeof(n.host), "unknown");

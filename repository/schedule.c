@@ -279,7 +279,8 @@ int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_re
 	LL(nx, q->next_fire);
 	res = cb__repo_exec(conn, "claim a fire instant",
 			    "SELECT outcome, firing_id, claimed_by, "
-			    " extract(epoch FROM next_fire_time)::bigint "
+			    " extract(epoch FROM next_fire_time)::bigint, claimed_kind, "
+			    " extract(epoch FROM db_now) "
 			    "FROM batch_schedule_claim($1, $2, to_timestamp($3::bigint), $4, "
 			    " to_timestamp($5::bigint), $6, to_timestamp($7::bigint), "
 			    " to_timestamp($8::bigint), $9, $10, $11::jsonb)",
@@ -297,8 +298,100 @@ int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_re
 	out->has_next = !PQgetisnull(res, 0, 3);
 	if (out->has_next)
 		out->next_fire = atoll(PQgetvalue(res, 0, 3));
+	copy(out->kind, sizeof(out->kind), PQgetvalue(res, 0, 4));
+	out->db_now = PQgetisnull(res, 0, 5) ? 0 : strtod(PQgetvalue(res, 0, 5), NULL);
 	PQclear(res);
 	return 0;
+}
+
+int cb__repo_schedule_launch(int *launched, char *found, size_t found_size, PGconn *conn,
+			     long long firing_id, const char *node, int pid, const char *message,
+			     cb_error *err)
+{
+	char id[24], ps[16];
+	const char *p[4] = { id, node, ps, message };
+	PGresult *res;
+
+	*launched = 0;
+	if (found_size)
+		found[0] = '\0';
+	LL(id, firing_id);
+	LL(ps, pid);
+	res = cb__repo_exec(
+		conn, "confirm a claim before its launch",
+		"SELECT launched, firing_state FROM batch_schedule_launch($1, $2, $3::int, $4)", 4,
+		p, err);
+	if (!res)
+		return CB_EDB;
+	*launched = PQgetvalue(res, 0, 0)[0] == 't';
+	copy(found, found_size, PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return 0;
+}
+
+int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firing_id,
+				const char *node, double lease_seconds, const char *how,
+				cb_error *err)
+{
+	char id[24], exec[24], owner[256], lock_name[401], msg[600];
+	const char *p[5] = { id, node, exec, owner, msg };
+	cb__lock_grant g;
+	PGresult *res;
+	int has_lock, rc;
+
+	*buried = 0;
+	LL(id, firing_id);
+	res = cb__repo_exec(conn, "read a firing's execution",
+			    "SELECT e.job_execution_id, e.owner_id, e.lock_name "
+			    "FROM batch_schedule_firing_execution($1) x "
+			    "JOIN batch_job_execution e USING (job_execution_id) "
+			    "WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "AND e.owner_id IS NOT NULL",
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return 0;
+	}
+	LL(exec, atoll(PQgetvalue(res, 0, 0)));
+	copy(owner, sizeof(owner), PQgetvalue(res, 0, 1));
+	has_lock = !PQgetisnull(res, 0, 2);
+	copy(lock_name, sizeof(lock_name), PQgetvalue(res, 0, 2));
+	PQclear(res);
+	/* Only an owner provably dead: a process of this host that is gone.
+	 * One elsewhere has its lease to speak for it. */
+	if (cb__owner_gone(owner) != 1)
+		return 0;
+	if (has_lock) {
+		/* The dead-owner takeover: fences the owner off and keeps any
+		 * restart out while the execution is buried. */
+		if ((rc = cb__lock_acquire(&g, conn, lock_name, cb__owner_id(), lease_seconds,
+					   err)) < 0)
+			return rc;
+		/* Held by a live process: no longer the dead owner's, so the
+		 * execution is dead by its lock too; buried without touching it. */
+		if (g.outcome == CB__LOCK_HELD)
+			has_lock = 0;
+	}
+	snprintf(msg, sizeof(msg),
+		 "owner lost: its process on this host %s without recording the end; buried by "
+		 "scheduler node %s",
+		 how, node);
+	res = cb__repo_exec(conn, "bury a dead child's execution",
+			    "SELECT batch_schedule_bury($1, $2, $3::bigint, $4, $5)", 5, p, err);
+	rc = res ? 0 : CB_EDB;
+	if (res && PQgetvalue(res, 0, 0)[0] == 't')
+		*buried = atoll(exec);
+	PQclear(res);
+	if (has_lock) {
+		cb_error ignored = CB_ERROR_INIT;
+
+		if (cb__lock_release(conn, lock_name, cb__owner_id(), g.fencing_token, 0,
+				     atoll(exec), rc == 0 ? err : &ignored) < 0)
+			rc = CB_EDB;
+	}
+	return rc;
 }
 
 int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *node, int pid,

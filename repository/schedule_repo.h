@@ -84,10 +84,29 @@ typedef struct cb__claim_res {
 	char claimed_by[201];
 	int has_next;
 	long long next_fire; /* the schedule's shared cursor after the call */
+	char kind[16];       /* the kind recorded: a late SCHEDULED is a misfire */
+	double db_now;       /* the database's clock when the claim was judged */
 } cb__claim_res;
 
 int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_req *req,
 			    cb_error *err);
+
+/* The compare-and-set before the exec of child @p pid: the firing becomes
+ * LAUNCHED only if it is still @p node's and CLAIMED (*launched = 1).
+ * Otherwise nothing launches; an event says why and @p found (its status, and
+ * the node if another's) what the firing is now. */
+int cb__repo_schedule_launch(int *launched, char *found, size_t found_size, PGconn *conn,
+			     long long firing_id, const char *node, int pid, const char *message,
+			     cb_error *err);
+
+/* The child of firing @p firing_id has exited (@p how: "exited with 1",
+ * "was killed by signal 9"); if the execution it ran still claims to run and
+ * its owner is a process of this host that is gone, take its lock over as a
+ * dead owner's, end it FAILED and release the lock. @p buried receives the
+ * execution buried, or 0. @return 0, CB_EDB. */
+int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firing_id,
+				const char *node, double lease_seconds, const char *how,
+				cb_error *err);
 
 /* The child of firing @p firing_id runs as @p pid, or (pid <= 0) could not
  * be launched, for the reason @p message. */

@@ -187,9 +187,169 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 	PQfinish(conn);
 }
 
+/* ALTER DATABASE <this one> ALLOW_CONNECTIONS @p allow, from another
+ * database (a database cannot shut itself). */
+static void allow_connections(PGconn *conn, int allow)
+{
+	char admin[CBT_CONNINFO_MAX + 32], name[128], sql[512], *q;
+	PGconn *a;
+
+	cbt_query_str(conn, "SELECT current_database()", name, sizeof(name));
+	snprintf(admin, sizeof(admin), "%s dbname=postgres", db);
+	a = cbt_connect(admin);
+	q = PQescapeIdentifier(a, name, strlen(name));
+	snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS %s", q,
+		 allow ? "true" : "false");
+	PQfreemem(q);
+	CBT_EQ_LL(cbt_exec(a, sql), 0);
+	PQfinish(a);
+}
+
+/*
+ * Issue 17 item 8: the database refuses connections for a few seconds in
+ * the middle of a step. The run waits it out (within its lease) and, once the
+ * database is back, records its execution FAILED and releases its lock, then
+ * exits 1: nothing is left looking alive. Only this test's database goes
+ * away, not the cluster.
+ */
+static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[PATH_MAX], lock[401] = "";
+	double down, back, ended;
+	long long exec;
+	pid_t pid;
+	int rc;
+
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	snprintf(log, sizeof(log), "%s/dbrestart-outage.log", cbt_tmpdir());
+	{
+		const char *argv[] = {
+			cbt_examples_bin(),    "--db",    db,  "run", "tick", "at=outage",
+			"-sleepMs:long=30000", "--lease", "5", NULL
+		};
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(
+		    conn, 20000,
+		    "SELECT count(*) FROM batch_job_execution e JOIN batch_step_execution s "
+		    "USING (job_execution_id) WHERE e.status = 'STARTED' AND "
+		    "s.status = 'STARTED' AND e.job_execution_id = (SELECT "
+		    "max(job_execution_id) FROM batch_job_execution)"))
+		CBT_FAILF("the job did not get going");
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	cbt_query_str(conn,
+		      "SELECT lock_name FROM batch_job_execution ORDER BY job_execution_id "
+		      "DESC LIMIT 1",
+		      lock, sizeof(lock));
+	cbt_sleep_ms(300);
+	allow_connections(conn, 0);
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	down = cbt_now();
+	cbt_sleep_ms(2500);
+	allow_connections(conn, 1);
+	back = cbt_now();
+	rc = cbt_wait_timeout(pid, 30000);
+	ended = cbt_now();
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		printf("\n    after %.1f s down, the run ended %.1f s after the database was "
+		       "back: exit %d: %s\n",
+		       back - down, ended - back, rc, text ? text : "");
+		free(text);
+	}
+	CBT_EQ_LL(rc, 1);
+	/* It outlived the outage, and ended within its lease (5 s). */
+	CU_ASSERT(ended > back);
+	CU_ASSERT(ended - down < 5.0 + 1.0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'FAILED' AND end_time IS NOT NULL",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_lock WHERE lock_name = $1 AND NOT released",
+			  "s", lock),
+		  0);
+	/* The next run need not wait for the lease. */
+	CBT_EQ_LL(ex("run", "tick", "at=after-outage", NULL), 0);
+	PQfinish(conn);
+}
+
+/* Issue 17 item 8: an outage longer than the lease. The run gives up when
+ * its lease ends and says that its execution is left STARTED, and until when;
+ * after the lease a run of the instance buries it and completes. */
+static void test_outage_past_the_lease_says_the_execution_is_left_started(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[PATH_MAX], *text;
+	double down, ended;
+	long long exec;
+	pid_t pid;
+	int rc;
+
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	snprintf(log, sizeof(log), "%s/dbrestart-long-outage.log", cbt_tmpdir());
+	{
+		const char *argv[] = {
+			cbt_examples_bin(),    "--db",    db,  "run", "tick", "at=long-outage",
+			"-sleepMs:long=30000", "--lease", "2", NULL
+		};
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(
+		    conn, 20000,
+		    "SELECT count(*) FROM batch_job_execution e JOIN batch_step_execution s "
+		    "USING (job_execution_id) WHERE e.status = 'STARTED' AND "
+		    "s.status = 'STARTED'"))
+		CBT_FAILF("the job did not get going");
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	allow_connections(conn, 0);
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	down = cbt_now();
+	rc = cbt_wait_timeout(pid, 15000);
+	ended = cbt_now();
+	allow_connections(conn, 1);
+	CBT_EQ_LL(rc, 1);
+	/* It tried for the rest of its lease (2 s), no longer. */
+	CU_ASSERT(ended - down > 0.8);
+	CU_ASSERT(ended - down < 2.0 + 1.0);
+	text = cbt_slurp(log, NULL);
+	CBT_CONTAINS(text, "is left STARTED and is recognised as dead when its lease ends, at ");
+	free(text);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'STARTED'",
+				"lld", exec),
+		  1);
+	/* Past the lease, a run of the instance ends it and completes. */
+	cbt_sleep_ms(1000);
+	CBT_EQ_LL(ex("run", "tick", "at=long-outage", NULL), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'FAILED'",
+				"lld", exec),
+		  1);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "database restart mid-run, then a run completes exactly once",
 	  test_database_restart_mid_run_then_run_completes_exactly_once },
+	{ "outage mid-step ends FAILED with the lock released once the database is back",
+	  test_outage_mid_step_ends_failed_with_the_lock_released_once_back },
+	{ "outage past the lease says the execution is left STARTED",
+	  test_outage_past_the_lease_says_the_execution_is_left_started },
 	CU_TEST_INFO_NULL,
 };
 

@@ -5,7 +5,10 @@
  * parameters filled from the fire instant, SIGTERM stopping a running job
  * (STOPPED, restartable), a template that cannot be filled recorded as
  * FAILED_TO_LAUNCH, and a node that loses the repository firing nothing
- * until it is back, then catching up without a gap.
+ * until it is back, then catching up without a gap. A node stalled before
+ * its claim (CBATCH_TEST_SCHEDULER_PAUSE) records a late instant MISFIRED
+ * under skip; one stalled between claim and launch runs nothing once its
+ * firing is ORPHANED; a child killed mid-step has its execution buried.
  */
 #include "cbtest.h"
 
@@ -456,6 +459,225 @@ static void test_lost_repository_fires_nothing_then_catches_up(void)
 	}
 }
 
+/* Wait until @p pid has stopped itself (state T in /proc). */
+static int wait_stopped(pid_t pid, int timeout_ms)
+{
+	double deadline = cbt_now() + timeout_ms / 1000.0;
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	while (cbt_now() < deadline) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		char *paren;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		paren = strrchr(buf, ')');
+		if (paren && (paren[2] == 'T' || paren[2] == 't'))
+			return 1;
+		cbt_sleep_ms(20);
+	}
+	CBT_FAILF("process %d did not stop itself within %d ms", (int)pid, timeout_ms);
+	return 0;
+}
+
+/* Schedule @p name of tick, firing once (next second), then next New Year. */
+static void add_once(const char *name, const char *policy, const char *grace, const char *params)
+{
+	const char *p[4] = { name, policy, grace, params };
+	PGresult *r = PQexecParams(
+		conn,
+		"INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		"job_name, parameters, misfire_policy, misfire_grace_seconds, next_fire_time) "
+		"VALUES ($1, '0 0 1 1 *', 'UTC', 'tick', $4::jsonb, $2, $3::int, "
+		"date_trunc('second', clock_timestamp()) + interval '1 second')",
+		4, NULL, p, NULL, NULL, 0);
+
+	CBT_EQ_LL(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+}
+
+#define PAUSE_AT(where) ((const char *const[]){ "env", "CBATCH_TEST_SCHEDULER_PAUSE=" where, NULL })
+
+/* Issue 17 item 3: a node that read the database's clock on time, then
+ * stalled before its claim, finds the instant late by the time it claims:
+ * under SKIP it is recorded MISFIRED and nothing runs. */
+static void test_stalled_claim_past_the_grace_is_misfired_under_skip(void)
+{
+	char log[512];
+	long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	pid_t pid;
+
+	fresh();
+	add_once("stalled", "SKIP", "1", "[\"at={fire_utc}\"]");
+	log_path(log, sizeof(log), "stalled-claim");
+	pid = cbt_examples_spawn(PAUSE_AT("claim"), db, log,
+				 (const char *const[]){ "scheduler", "--lease", "5", NULL });
+	CU_ASSERT_FATAL(pid > 0);
+	if (!wait_stopped(pid, 15000)) {
+		kill(pid, SIGKILL);
+		cbt_wait(pid);
+		return;
+	}
+	/* Stopped on time, just before its claim: 3 s later is 2 s past the grace. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 0);
+	CU_ASSERT(cbt_query_ll(conn, "SELECT (clock_timestamp() < next_fire_time + interval "
+				     "'1 second')::int FROM batch_schedule") == 1);
+	cbt_sleep_ms(3000);
+	kill(pid, SIGCONT);
+	CU_ASSERT(cbt_wait_until(
+		conn, 10000,
+		"SELECT count(*) FROM batch_schedule_firing WHERE status <> 'CLAIMED'"));
+	cbt_sleep_ms(500);
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+				     "kind = 'MISFIRE_SKIP' AND status = 'MISFIRED' AND "
+				     "missed_count = 1 AND missed_until = fire_time"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_event WHERE "
+			       "outcome = 'MISFIRED' AND message LIKE '%past the grace of 1s%'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+				     "outcome = 'FIRED'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 0);
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "past the grace of 1s");
+		CBT_CONTAINS(text, "none run (misfire policy SKIP)");
+		free(text);
+	}
+}
+
+/* Issue 17 item 3: a node stalled between its claim and its launch, whose
+ * firing the others reported ORPHANED meanwhile, launches nothing. */
+static void test_stalled_launch_of_an_orphaned_firing_runs_nothing(void)
+{
+	char log[512];
+	long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	pid_t pid;
+
+	fresh();
+	add_once("orphan", "RUN_ONCE", "60", "[\"at={fire_utc}\"]");
+	log_path(log, sizeof(log), "stalled-launch");
+	pid = cbt_examples_spawn(PAUSE_AT("launch"), db, log,
+				 (const char *const[]){ "scheduler", "--lease", "1", NULL });
+	CU_ASSERT_FATAL(pid > 0);
+	if (!wait_stopped(pid, 15000)) {
+		kill(pid, SIGKILL);
+		cbt_wait(pid);
+		return;
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
+				     "WHERE status = 'CLAIMED'"),
+		  1);
+	/* Its lease runs out; another node reports the firing, as the others do. */
+	cbt_sleep_ms(1500);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_orphans('other-node', "
+				     "'{}')"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing WHERE "
+			       "status = 'ORPHANED' AND message LIKE '%it started no execution%'"),
+		  1);
+	kill(pid, SIGCONT);
+	CU_ASSERT(cbt_wait_until(conn, 10000,
+				 "SELECT count(*) FROM batch_schedule_event WHERE "
+				 "outcome = 'FAILED_TO_LAUNCH' AND message LIKE "
+				 "'not launched: the firing is ORPHANED by node other-node%'"));
+	cbt_sleep_ms(500);
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+				     "status = 'ORPHANED' AND pid IS NULL"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+				     "outcome = 'FIRED'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 0);
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "not launched: the firing is ORPHANED by node other-node");
+		free(text);
+	}
+}
+
+/* Issue 17 item 8: a child killed mid-step cannot record its end; the node
+ * buries its execution (its process is provably gone), releases its lock and
+ * records the firing's real outcome. */
+static void test_dead_child_execution_is_buried_and_the_firing_says_so(void)
+{
+	char log[512], lock[401];
+	long long exec, child;
+	pid_t pid;
+
+	fresh();
+	add_once("killed", "RUN_ONCE", "60", "[\"at={fire_utc}\", \"-sleepMs:long=20000\"]");
+	log_path(log, sizeof(log), "killed");
+	pid = SPAWN(log, "scheduler", "--lease", "5");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) FROM batch_job_execution e JOIN "
+				       "batch_step_execution s USING (job_execution_id) "
+				       "WHERE e.status = 'STARTED' AND s.status = 'STARTED'"));
+	exec = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_job_execution "
+				  "WHERE status = 'STARTED'");
+	cbt_query_str(conn, "SELECT lock_name FROM batch_job_execution WHERE status = 'STARTED'",
+		      lock, sizeof(lock));
+	child = cbt_query_ll(conn,
+			     "SELECT pid FROM batch_schedule_firing WHERE status = 'LAUNCHED'");
+	CU_ASSERT_FATAL(child > 1);
+	CBT_EQ_LL(kill((pid_t)child, SIGKILL), 0);
+	CU_ASSERT(cbt_wait_until(
+		conn, 10000,
+		"SELECT count(*) FROM batch_schedule_firing WHERE status = 'FINISHED'"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_schedule_firing WHERE "
+			      "status = 'FINISHED' AND exit_code = 137 AND exit_status = 'FAILED' "
+			      "AND job_execution_id = $1",
+			      "lld", exec),
+		1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'FAILED' AND end_time IS NOT NULL AND "
+				"exit_message LIKE '%killed by signal 9%'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
+			      "$1 AND status <> 'FAILED'",
+			      "lld", exec),
+		0);
+	/* The lock is free at once, not at the end of the lease. */
+	CBT_EQ_LL(count1("SELECT count(*) FROM batch_lock WHERE lock_name = $1 AND NOT released",
+			 lock),
+		  0);
+	CBT_EQ_LL(count1("SELECT count(*) FROM batch_lock_audit WHERE lock_name = $1 AND "
+			 "outcome = 'OWNER_DEAD_TAKEOVER'",
+			 lock),
+		  1);
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		CBT_CONTAINS(text, "still claimed to run after its process was killed by signal 9: "
+				   "ended FAILED");
+		CBT_CONTAINS(text, "FAILED, killed by signal 9");
+		free(text);
+	}
+}
+
 static const CU_TestInfo tests[] = {
 	{ "add_list_show_pause_resume_remove", test_add_list_show_pause_resume_remove },
 	{ "bad_input_is_refused_and_nothing_written",
@@ -469,6 +691,12 @@ static const CU_TestInfo tests[] = {
 	{ "unfillable_template_is_failed_to_launch", test_unfillable_template_is_failed_to_launch },
 	{ "lost_repository_fires_nothing_then_catches_up",
 	  test_lost_repository_fires_nothing_then_catches_up },
+	{ "stalled_claim_past_the_grace_is_misfired_under_skip",
+	  test_stalled_claim_past_the_grace_is_misfired_under_skip },
+	{ "stalled_launch_of_an_orphaned_firing_runs_nothing",
+	  test_stalled_launch_of_an_orphaned_firing_runs_nothing },
+	{ "dead_child_execution_is_buried_and_the_firing_says_so",
+	  test_dead_child_execution_is_buried_and_the_firing_says_so },
 	CU_TEST_INFO_NULL,
 };
 
