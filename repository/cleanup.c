@@ -69,11 +69,17 @@
  * token all the same (batch_lock_token_seq, moved past every deleted row's
  * token by a trigger), so no fenced-off owner can ever match it. */
 #define LOCK_SQL(x, gone)                                                                          \
-	"(" x ".updated_at < $1::timestamptz AND " x ".locked_until < $1::timestamptz AND ("     \
+	"(" x ".updated_at < $1::timestamptz AND " x ".locked_until < $1::timestamptz AND ("       \
 	" (" x ".released AND NOT EXISTS (SELECT 1 FROM batch_job_execution le "                   \
 	"   WHERE le.job_execution_id = " x ".job_execution_id AND le.status IN " LIVE ")) "       \
-	" OR " x ".job_execution_id IS NULL OR NOT EXISTS (SELECT 1 FROM batch_job_execution le " \
+	" OR " x ".job_execution_id IS NULL OR NOT EXISTS (SELECT 1 FROM batch_job_execution le "  \
 	"   WHERE le.job_execution_id = " x ".job_execution_id)" gone "))"
+
+#define LOCK_GOES LOCK_SQL("x", "")
+/* In the dry run, the executions that would go (d) count as gone. */
+#define LOCKS_DRY_COUNT                                                                            \
+	"(SELECT count(*) FROM batch_lock x WHERE " LOCK_SQL(                                      \
+		"x", " OR x.job_execution_id IN (SELECT id FROM d)") ")"
 
 /* Schedule events that go (alias v): recorded before the cutoff ($1), and
  * not of a firing that is open or its schedule's newest (kept, with its
@@ -254,9 +260,7 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 			     "r AS (SELECT 1 FROM batch_job_execution x JOIN d ON x.restart_of = d.id "
 			     "  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
 			     ", (SELECT count(*) FROM batch_lock_audit a WHERE a.job_execution_id IN "
-			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") "), "
-			     "(SELECT count(*) FROM batch_lock x WHERE " LOCK_SQL(
-				     "x", " OR x.job_execution_id IN (SELECT id FROM d)") ")",
+			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") "), " LOCKS_DRY_COUNT,
 		4, pa, err);
 	if (!res)
 		return CB_EDB;
@@ -500,6 +504,14 @@ static int audit_batch(long long *removed, int *done, long long *last, PGconn *c
 	return rc;
 }
 
+static const char lock_batch_sql[] =
+	"WITH c AS (SELECT x.lock_name FROM batch_lock x WHERE ($2::varchar IS NULL OR "
+	"  x.lock_name > $2::varchar) AND " LOCK_GOES " ORDER BY x.lock_name "
+	"  LIMIT $3::bigint FOR UPDATE SKIP LOCKED), "
+	"d AS (DELETE FROM batch_lock x WHERE x.lock_name IN (SELECT lock_name FROM c) "
+	"  AND " LOCK_GOES " RETURNING 1) "
+	"SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM c), (SELECT max(lock_name) FROM c)";
+
 /* One batch of unused lock rows after lock name @p last (a malloc'd copy,
  * NULL at first). Rows locked by someone (a taker right now, a frozen
  * session) are passed over, never waited for; the rule is applied again
@@ -517,17 +529,7 @@ static int lock_batch(long long *removed, int *done, char **last, PGconn *conn, 
 	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
 	if ((rc = begin_bounded(conn, opt, err)) < 0)
 		return rc;
-	res = cb__repo_exec(
-		conn, "remove unused locks",
-		"WITH c AS (SELECT x.lock_name FROM batch_lock x WHERE ($2::varchar IS NULL OR "
-		"  x.lock_name > $2::varchar) AND " LOCK_SQL("x", "") " ORDER BY x.lock_name "
-								      " LIMIT $3::bigint FOR UPDATE SKIP LOCKED), "
-								      "d AS (DELETE FROM batch_lock x WHERE "
-								      "  x.lock_name IN (SELECT lock_name FROM c) "
-								      "  AND " LOCK_SQL("x", "") " RETURNING 1) "
-		"SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM c), "
-		" (SELECT max(lock_name) FROM c)",
-		3, pa, err);
+	res = cb__repo_exec(conn, "remove unused locks", lock_batch_sql, 3, pa, err);
 	if (!res) {
 		rollback_quietly(conn);
 		return err->code ? err->code : CB_EDB;

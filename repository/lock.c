@@ -210,11 +210,12 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, c
 		return rc;
 	if (holder[0] && strcmp(holder, owner_id) != 0 && cb__owner_gone(holder))
 		p[3] = holder;
-	res = cb__repo_exec(conn, "acquire lock",
-			    "SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
-			    "coalesce(old_session_ended, true), coalesce(note, '') "
-			    "FROM batch_lock_acquire($1, $2, $3::float8, $4, $5::int, $6::timestamptz)",
-			    6, p, err);
+	res = cb__repo_exec(
+		conn, "acquire lock",
+		"SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
+		"coalesce(old_session_ended, true), coalesce(note, '') "
+		"FROM batch_lock_acquire($1, $2, $3::float8, $4, $5::int, $6::timestamptz)",
+		6, p, err);
 	if (!res)
 		return CB_EDB;
 	outcome = PQgetvalue(res, 0, 1);
