@@ -33,8 +33,8 @@ typedef struct conn_state {
 	PGconn *conn;
 	int known; /* the session below is the current one */
 	int pid;
-	char start[48];   /* backend_start, ISO 8601 in UTC */
-	char tag[24];     /* this connection's part of its statement names */
+	char start[48]; /* backend_start, ISO 8601 in UTC */
+	char tag[24];   /* this connection's part of its statement names */
 	unsigned long stmts;
 	struct conn_state *next; /* in `sessions` while known */
 } conn_state;
