@@ -11,9 +11,12 @@
  * and the statements where the owner's session matters carry that identity
  * for the server to check (batch_session_check, SQLSTATE CB003). When two
  * live connections of this process find the same server session, the pooler
- * shares sessions between clients: that is refused at once, before anything
- * is claimed or recorded on it (no session pooler or direct connection ever
- * gives one server session to two clients).
+ * shares sessions between clients: that is refused at once, before any
+ * chunk runs on it (no session pooler or direct connection ever gives one
+ * server session to two clients). A partition claim (batch_partition_claim)
+ * records the claimant's session before this check; the claimant's first
+ * checkpoint verifies and records it again, and a refused claimant releases
+ * its partition lock, so no takeover ever ends that session.
  *
  * What is kept per connection lives in libpq instance data (an event
  * procedure), so that a reset forgets the old session and PQfinish frees it.
