@@ -143,6 +143,20 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 		cb__heartbeat_stop(hb);
 		return CB_EDB;
 	}
+	{
+		/* The owner's connection knows its server session (it took the
+		 * lock): a pooler that hands this one the same session shares
+		 * sessions between clients, and the lock's owner session means
+		 * nothing. Refused here, before any step runs. */
+		const char *start;
+		int pid, rc = cb__conn_session(&pid, &start, hb->conn, err);
+
+		if (rc < 0) {
+			cb_error_prefix(err, "heartbeat connection");
+			cb__heartbeat_stop(hb);
+			return rc;
+		}
+	}
 	if (pthread_create(&hb->thread, NULL, beat, hb) != 0) {
 		cb__heartbeat_stop(hb);
 		return cb_error_set(err, CB_ERROR, "cannot start the heartbeat thread");

@@ -780,7 +780,7 @@ done:
 	free(cs.outs);
 	free(cs.filtered);
 	if (cs.checkpoint_stmt[0] && PQstatus(run->conn) == CONNECTION_OK) {
-		/* Statement names are per process; a long-lived program reuses the connection. */
+		/* A long-lived program reuses the connection: leave no statement behind. */
 		char sql[96];
 		PGresult *res;
 

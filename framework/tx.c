@@ -8,8 +8,8 @@
  * in the failed state: commit and rollback both end it with ROLLBACK.
  */
 #include "tx.h"
+#include "repo.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +27,6 @@ struct cb_tx {
 	pending *queue;
 	size_t nqueue, capqueue;
 };
-
-static atomic_ulong stmt_counter;
 
 PGconn *cb_tx_conn(cb_tx *tx)
 {
@@ -64,6 +62,13 @@ int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *wh
 		code = CB_EFENCED;
 	else if (state && strcmp(state, "CB001") == 0)
 		code = CB_ESTALE;
+	/* One of our statements missing (or a name taken) in the session: the
+	 * session is not the one it was prepared in, which only a pooler in
+	 * transaction or statement mode does. */
+	if (state && (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0) &&
+	    strstr(msg, "\"cb_"))
+		detail = "the server session changed under this connection: transaction pooling "
+			 "is not supported, use PgBouncer pool_mode=session or connect directly";
 	if (err && err->code == 0) {
 		if (detail && *detail)
 			cb_error_set(err, code, "%s: %s (%s) [SQLSTATE %s]", what, msg, detail,
@@ -82,8 +87,10 @@ int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *
 	PGresult *res;
 	int rc = 0;
 
-	snprintf(name_out, 64, "cb_%s_%lu", prefix ? prefix : "s",
-		 (unsigned long)atomic_fetch_add(&stmt_counter, 1) + 1);
+	/* Unique per connection, not per process: a process counter starts
+	 * again at 1 in the next process, whose statement could then meet a
+	 * name left in a server session it was handed (a pooler). */
+	cb__conn_stmt_name(name_out, 64, conn, prefix);
 	res = PQprepare(conn, name_out, sql, nparams, NULL);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = cb_pg_error(err, conn, res, "prepare");

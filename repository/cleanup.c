@@ -24,7 +24,10 @@
  * after waits at most for this transaction), then what may go is judged again
  * under those locks and deleted in one statement. The lock audit follows in
  * batches of its own (it has no index on job_execution_id, so it is walked
- * once in audit_id order instead of searched per batch).
+ * once in audit_id order instead of searched per batch), then the lock rows
+ * that nothing uses any more (LOCK_SQL): released or long expired, of
+ * executions that are gone, such as the one-off names of firings with a
+ * fire-time parameter.
  */
 #include "repo.h"
 
@@ -58,6 +61,25 @@
 	"((" a ".job_execution_id IS NULL AND " a ".event_time < $1::timestamptz) "                \
 	" OR (" a ".job_execution_id IS NOT NULL AND NOT EXISTS (SELECT 1 "                        \
 	"  FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id)))"
+
+/* Lock rows that go (alias x): not touched since the cutoff ($1) nor held
+ * past it, and either released (and of no live execution) or of no
+ * execution that remains (@p gone: more executions counted as gone, for the
+ * dry run). A lock name taken again later starts from a greater fencing
+ * token all the same (batch_lock_token_seq, moved past every deleted row's
+ * token by a trigger), so no fenced-off owner can ever match it. */
+#define LOCK_SQL(x, gone)                                                                          \
+	"(" x ".updated_at < $1::timestamptz AND " x ".locked_until < $1::timestamptz AND ("       \
+	" (" x ".released AND NOT EXISTS (SELECT 1 FROM batch_job_execution le "                   \
+	"   WHERE le.job_execution_id = " x ".job_execution_id AND le.status IN " LIVE ")) "       \
+	" OR " x ".job_execution_id IS NULL OR NOT EXISTS (SELECT 1 FROM batch_job_execution le "  \
+	"   WHERE le.job_execution_id = " x ".job_execution_id)" gone "))"
+
+#define LOCK_GOES LOCK_SQL("x", "")
+/* In the dry run, the executions that would go (d) count as gone. */
+#define LOCKS_DRY_COUNT                                                                            \
+	"(SELECT count(*) FROM batch_lock x WHERE " LOCK_SQL(                                      \
+		"x", " OR x.job_execution_id IN (SELECT id FROM d)") ")"
 
 /* Schedule events that go (alias v): recorded before the cutoff ($1), and
  * not of a firing that is open or its schedule's newest (kept, with its
@@ -114,6 +136,7 @@ static void add_counts(cb_cleanup_counts *to, const cb_cleanup_counts *c)
 	to->restart_links += c->restart_links;
 	to->schedule_events += c->schedule_events;
 	to->schedule_firings += c->schedule_firings;
+	to->locks += c->locks;
 }
 
 static void read_counts(cb_cleanup_counts *c, const PGresult *res)
@@ -237,12 +260,13 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 			     "r AS (SELECT 1 FROM batch_job_execution x JOIN d ON x.restart_of = d.id "
 			     "  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
 			     ", (SELECT count(*) FROM batch_lock_audit a WHERE a.job_execution_id IN "
-			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") ")",
+			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") "), " LOCKS_DRY_COUNT,
 		4, pa, err);
 	if (!res)
 		return CB_EDB;
 	read_counts(out, res);
 	out->lock_audit = atoll(PQgetvalue(res, 0, 8));
+	out->locks = atoll(PQgetvalue(res, 0, 9));
 	PQclear(res);
 	{
 		const char *pc[1] = { p->cutoff };
@@ -480,6 +504,59 @@ static int audit_batch(long long *removed, int *done, long long *last, PGconn *c
 	return rc;
 }
 
+static const char lock_batch_sql[] =
+	"WITH c AS (SELECT x.lock_name FROM batch_lock x WHERE ($2::varchar IS NULL OR "
+	"  x.lock_name > $2::varchar) AND " LOCK_GOES " ORDER BY x.lock_name "
+	"  LIMIT $3::bigint FOR UPDATE SKIP LOCKED), "
+	"d AS (DELETE FROM batch_lock x WHERE x.lock_name IN (SELECT lock_name FROM c) "
+	"  AND " LOCK_GOES " RETURNING 1) "
+	"SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM c), (SELECT max(lock_name) FROM c)";
+
+/* One batch of unused lock rows after lock name @p last (a malloc'd copy,
+ * NULL at first). Rows locked by someone (a taker right now, a frozen
+ * session) are passed over, never waited for; the rule is applied again
+ * to each row under its row lock. */
+static int lock_batch(long long *removed, int *done, char **last, PGconn *conn, const plan *p,
+		      const cb_cleanup_options *opt, cb_error *err)
+{
+	char slimit[24];
+	const char *pa[3] = { p->cutoff, *last, slimit };
+	PGresult *res;
+	int rc;
+
+	*removed = 0;
+	*done = 0;
+	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
+	if ((rc = begin_bounded(conn, opt, err)) < 0)
+		return rc;
+	res = cb__repo_exec(conn, "remove unused locks", lock_batch_sql, 3, pa, err);
+	if (!res) {
+		rollback_quietly(conn);
+		return err->code ? err->code : CB_EDB;
+	}
+	*removed = atoll(PQgetvalue(res, 0, 0));
+	if (atoll(PQgetvalue(res, 0, 1)) == 0) {
+		*done = 1;
+	} else {
+		char *l = strdup(PQgetvalue(res, 0, 2));
+
+		if (!l) {
+			PQclear(res);
+			rollback_quietly(conn);
+			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		}
+		free(*last);
+		*last = l;
+	}
+	PQclear(res);
+	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
+	if (rc < 0) {
+		*removed = 0;
+		rollback_quietly(conn);
+	}
+	return rc;
+}
+
 /* One batch of old schedule history: events first, then firings (whose
  * newer events, if any, go with them). */
 static int schedule_batch(cb_cleanup_counts *b, int *done, PGconn *conn, const plan *p,
@@ -564,6 +641,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		    cb_error *err)
 {
 	plan p;
+	char *last_lock = NULL;
 	long long last = 0, batch = 0, skipped = 0;
 	int rc, done = 0, passes = 0, attempt = 0;
 	double t0 = now_seconds();
@@ -638,6 +716,25 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		cb_cleanup_counts b;
 
 		memset(&b, 0, sizeof(b));
+		rc = lock_batch(&b.locks, &done, &last_lock, conn, &p, opt, err);
+		if (rc < 0) {
+			if (retryable(err, rc, attempt++))
+				continue;
+			goto out;
+		}
+		attempt = 0;
+		if (done)
+			break;
+		out->removed.locks += b.locks;
+		out->batches = ++batch;
+		report(opt, "locks", batch, &b, &out->removed, now_seconds() - t0);
+	}
+	done = 0;
+	attempt = 0;
+	while (!done) {
+		cb_cleanup_counts b;
+
+		memset(&b, 0, sizeof(b));
 		rc = schedule_batch(&b, &done, conn, &p, opt, err);
 		if (rc < 0) {
 			if (retryable(err, rc, attempt++))
@@ -654,6 +751,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 	rc = 0;
 out:
 	out->seconds = now_seconds() - t0;
+	free(last_lock);
 	plan_free(&p);
 	return rc;
 }

@@ -189,14 +189,20 @@ static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_na
 int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, const char *owner_id,
 		     double lease_seconds, cb_error *err)
 {
-	char lease[32], holder[256];
-	const char *p[4] = { lock_name, owner_id, lease, NULL };
+	char lease[32], holder[256], pid[16];
+	const char *p[6] = { lock_name, owner_id, lease, NULL, pid, NULL };
 	PGresult *res;
 	const char *outcome;
-	int rc;
+	int rc, spid;
 
 	memset(out, 0, sizeof(*out));
 	fmt_double(lease, sizeof(lease), lease_seconds);
+	/* The session the lock will record as its owner's must be this
+	 * connection's own: a takeover ends it. */
+	rc = cb__conn_session(&spid, &p[5], conn, err);
+	if (rc < 0)
+		return rc;
+	snprintf(pid, sizeof(pid), "%d", spid);
 	/* A holder on this host whose process is gone is taken over at once. The
 	 * read takes no lock; the acquire checks again that it is still the owner. */
 	rc = live_holder(holder, sizeof(holder), conn, lock_name, err);
@@ -204,11 +210,12 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, c
 		return rc;
 	if (holder[0] && strcmp(holder, owner_id) != 0 && cb__owner_gone(holder))
 		p[3] = holder;
-	res = cb__repo_exec(conn, "acquire lock",
-			    "SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
-			    "coalesce(old_session_ended, true), coalesce(note, '') "
-			    "FROM batch_lock_acquire($1, $2, $3::float8, $4)",
-			    4, p, err);
+	res = cb__repo_exec(
+		conn, "acquire lock",
+		"SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
+		"coalesce(old_session_ended, true), coalesce(note, '') "
+		"FROM batch_lock_acquire($1, $2, $3::float8, $4, $5::int, $6::timestamptz)",
+		6, p, err);
 	if (!res)
 		return CB_EDB;
 	outcome = PQgetvalue(res, 0, 1);
@@ -229,12 +236,19 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, c
 int cb__lock_record_session(PGconn *conn, const char *lock_name, const char *owner_id,
 			    long long token, cb_error *err)
 {
-	char tok[24];
-	const char *p[3] = { lock_name, owner_id, tok };
+	char tok[24], pid[16];
+	const char *p[5] = { lock_name, owner_id, tok, pid, NULL };
+	int rc, spid;
 
+	rc = cb__conn_session(&spid, &p[4], conn, err);
+	if (rc < 0)
+		return rc;
+	snprintf(pid, sizeof(pid), "%d", spid);
 	snprintf(tok, sizeof(tok), "%lld", token);
 	return cb__repo_command(conn, "record lock session",
-				"SELECT batch_lock_record_session($1, $2, $3::bigint)", 3, p, err);
+				"SELECT batch_lock_record_session($1, $2, $3::bigint, $4::int, "
+				"$5::timestamptz)",
+				5, p, err);
 }
 
 int cb__lock_held(int *held, PGconn *conn, const char *lock_name, const char *owner_id,

@@ -171,6 +171,27 @@ int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix
  */
 int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb_error *err);
 
+/* ---- the server session behind a connection (repository/session.c) ---- */
+
+/*
+ * @p conn's server session (backend pid and start time, as ISO 8601 UTC
+ * text that stays valid while the session does), learned with one query the
+ * first time and after a reset. Fails (CB_EDB, sqlstate CB003: "transaction
+ * pooling is not supported") when another live connection of this process
+ * has the same server session: a pooler shares sessions between clients.
+ * Not in pipeline mode.
+ */
+int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err);
+
+/* The session cb__conn_session learned, without a query (pipeline mode is
+ * fine). @return 1 when known, 0 when not (*pid 0, *start NULL). */
+int cb__conn_known_session(int *pid, const char **start, PGconn *conn);
+
+/* A prepared statement name unique to @p conn and never used by another
+ * connection: "cb_<prefix>_<connection>_<n>" (lower-case letters, digits,
+ * underscores; at most 63 bytes with a prefix of at most 20). */
+void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix);
+
 /* ---- locks (repository/lock.c) ---- */
 
 typedef enum cb__lock_outcome {
@@ -195,7 +216,9 @@ typedef struct cb__lock_grant {
  * (expired lease, or a holder on this host whose process is gone, see
  * cb__owner_gone) first ends the previous owner's database session, so that
  * its open transaction cannot hold up this one; out->old_session_ended says
- * whether that worked. @p conn's session is recorded as the owner's.
+ * whether that worked. @p conn's session is recorded as the owner's, after
+ * the server checked that it is the one @p conn connected to (CB003
+ * otherwise, see cb__conn_session).
  */
 int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, const char *owner_id,
 		     double lease_seconds, cb_error *err);

@@ -8,15 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECKPOINT_NPARAMS 16
+#define CHECKPOINT_NPARAMS 18
 
 static const char checkpoint_sql[] =
 	"SELECT batch_chunk_checkpoint($1::bigint, $2::bigint, $3::bigint, $4::bigint, "
 	"$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::jsonb, "
-	"$12::bigint, $13::jsonb, $14::varchar, $15::bigint, $16::float8)";
+	"$12::bigint, $13::jsonb, $14::varchar, $15::bigint, $16::float8, $17::int, "
+	"$18::timestamptz)";
 
 int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err)
 {
+	const char *start;
+	int pid;
+	/* Learned here, outside the pipeline, so that every checkpoint can have
+	 * the server check its session without a round trip of its own. */
+	int rc = cb__conn_session(&pid, &start, conn, err);
+
+	if (rc < 0)
+		return rc;
 	return cb_pg_prepare(conn, name_out, prefix, checkpoint_sql, CHECKPOINT_NPARAMS, err);
 }
 
@@ -48,9 +57,9 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
 		TOKEN,
 		NUMS
 	};
-	char n[NUMS][24], lease[32], *ctx_text, *job_ctx = NULL;
-	const char *p[CHECKPOINT_NPARAMS];
-	int rc;
+	char n[NUMS][24], lease[32], spid[16], *ctx_text, *job_ctx = NULL;
+	const char *p[CHECKPOINT_NPARAMS], *start;
+	int rc, pid, known = cb__conn_known_session(&pid, &start, cb_tx_conn(tx));
 
 	ctx_text = json_dumps(c->context, JSON_COMPACT);
 	if (c->job_context)
@@ -90,6 +99,11 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
 	p[13] = c->lock_name;
 	p[14] = c->lock_name ? n[TOKEN] : NULL;
 	p[15] = c->lock_name ? lease : NULL;
+	/* The server checks that it runs this in the session the connection
+	 * learned (CB003 otherwise): the lock's owner session stays true. */
+	snprintf(spid, sizeof(spid), "%d", pid);
+	p[16] = known ? spid : NULL;
+	p[17] = known ? start : NULL;
 	rc = cb_tx_send(tx, stmt, CHECKPOINT_NPARAMS, p, NULL, NULL, checkpoint_status, c, err);
 	free(ctx_text);
 	free(job_ctx);

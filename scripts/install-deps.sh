@@ -6,7 +6,8 @@
 # Required: a C toolchain, CMake, pkg-config, the libpq, jansson, xxHash,
 # libmicrohttpd (`serve`) and CUnit development packages, libcurl (the `serve`
 # tests' HTTP client), faketime (the lock tests run a worker with its
-# clock an hour off), and a PostgreSQL server (the tests run their own
+# clock an hour off), pgbouncer (the lock tests put it in front of the test
+# cluster, in transaction and session mode), and a PostgreSQL server (the tests run their own
 # throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
 # checks: fuzzing, scripts/format-check.sh), and chromium, node and npm (the console's browser
 # test, browser.dashboard, which skips without them); failing to install them is only a warning.
@@ -23,7 +24,7 @@
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
-	libmicrohttpd-dev libcurl4-openssl-dev faketime)
+	libmicrohttpd-dev libcurl4-openssl-dev faketime pgbouncer)
 optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
@@ -50,7 +51,7 @@ server_package() {
 if ! command -v dpkg >/dev/null 2>&1; then
 	log "no dpkg: not a Debian-like system. Install by hand: a C compiler, cmake (>= 3.18),"
 	log "pkg-config, libpq, jansson, libxxhash, libmicrohttpd, libcurl and CUnit with their headers and .pc files,"
-	log "faketime, and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
+	log "faketime, pgbouncer, and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
 	missing=0
 	for t in cc cmake pkg-config faketime; do
 		command -v "$t" >/dev/null 2>&1 || { log "missing: $t"; missing=1; }

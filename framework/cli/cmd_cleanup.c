@@ -60,6 +60,9 @@ static void progress(void *ctx, const cb_cleanup_progress *p)
 	else if (strcmp(p->phase, "lock audit") == 0)
 		fprintf(stderr, "cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs)\n",
 			p->batch, p->counts.lock_audit, p->total.lock_audit, p->seconds);
+	else if (strcmp(p->phase, "locks") == 0)
+		fprintf(stderr, "cleanup: batch %lld: %lld locks (%lld so far, %.2fs)\n", p->batch,
+			p->counts.locks, p->total.locks, p->seconds);
 	else
 		fprintf(stderr,
 			"cleanup: batch %lld: %lld schedule events, %lld firings (%lld and %lld so "
@@ -69,6 +72,7 @@ static void progress(void *ctx, const cb_cleanup_progress *p)
 }
 
 /* The tables in the order they are reported. */
+#define NROWS 10
 static void rows(const cb_cleanup_counts *c, const char **names, long long *values)
 {
 	static const char *const n[] = { "batch_job_execution",
@@ -78,13 +82,15 @@ static void rows(const cb_cleanup_counts *c, const char **names, long long *valu
 					 "batch_job_execution_context",
 					 "batch_job_execution_params",
 					 "batch_lock_audit",
+					 "batch_lock",
 					 "batch_schedule_event",
 					 "batch_schedule_firing" };
-	const long long v[] = { c->job_executions, c->job_instances,   c->step_executions,
-				c->step_contexts,  c->job_contexts,    c->params,
-				c->lock_audit,     c->schedule_events, c->schedule_firings };
+	const long long v[] = { c->job_executions,  c->job_instances, c->step_executions,
+				c->step_contexts,   c->job_contexts,  c->params,
+				c->lock_audit,      c->locks,         c->schedule_events,
+				c->schedule_firings };
 
-	for (size_t i = 0; i < 9; i++) {
+	for (size_t i = 0; i < NROWS; i++) {
 		names[i] = n[i];
 		values[i] = v[i];
 	}
@@ -93,8 +99,8 @@ static void rows(const cb_cleanup_counts *c, const char **names, long long *valu
 static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_cleanup_options *o,
 		      const char *older)
 {
-	const char *names[9];
-	long long values[9];
+	const char *names[NROWS];
+	long long values[NROWS];
 	json_t *doc = json_object(), *removed = json_object();
 	int rc = -1;
 
@@ -102,7 +108,7 @@ static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_
 	if (!doc || !removed)
 		goto out;
 	rows(&r->removed, names, values);
-	for (size_t i = 0; i < 9; i++)
+	for (size_t i = 0; i < NROWS; i++)
 		json_object_set_new(removed, names[i], json_integer(values[i]));
 	json_object_set_new(doc, "dry_run", json_boolean(o->dry_run));
 	json_object_set_new(doc, "older_than", json_string(older));
@@ -127,8 +133,8 @@ out:
 static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, const char *older)
 {
 	static const char *const headers[] = { "TABLE", "ROWS" };
-	const char *names[9];
-	long long values[9];
+	const char *names[NROWS];
+	long long values[NROWS];
 	cb__cli_table *t = NULL;
 	char dur[32];
 
@@ -139,7 +145,7 @@ static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, 
 	if (cb__cli_table_new(&t, 2, headers, "lr") < 0)
 		return -1;
 	rows(&r->removed, names, values);
-	for (size_t i = 0; i < 9; i++) {
+	for (size_t i = 0; i < NROWS; i++) {
 		char v[24];
 		const char *cells[2] = { names[i], v };
 

@@ -41,10 +41,11 @@ typedef struct cb_tx cb_tx;
 PGconn *cb_tx_conn(cb_tx *tx);
 
 /**
- * Prepare @p sql on @p conn under a name unique in this process, written to
- * @p name_out (at least 64 bytes). @p prefix (a few letters) makes the name
- * readable in pg_prepared_statements. The connection must not be in
- * pipeline mode. @return 0 or CB_EDB.
+ * Prepare @p sql on @p conn under a name unique to that connection (no
+ * other connection, of this process or another, ever uses it), written to
+ * @p name_out (at least 64 bytes). @p prefix (a few lower-case letters, at
+ * most 20 are used) makes the name readable in pg_prepared_statements. The
+ * connection must not be in pipeline mode. @return 0 or CB_EDB.
  */
 int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *sql, int nparams,
 		  cb_error *err);

@@ -140,11 +140,15 @@ typedef struct cb_cleanup_counts {
 	/* Schedule history older than the cutoff: events, and firings that are
 	 * finished and not their schedule's newest. */
 	long long schedule_events, schedule_firings;
+	/* batch_lock rows not touched since the cutoff, released (or their lease
+	 * long over) and of no execution that remains or runs: a name taken
+	 * again later gets a greater fencing token all the same. */
+	long long locks;
 } cb_cleanup_counts;
 
 /* Reported after every batch that committed. */
 typedef struct cb_cleanup_progress {
-	const char *phase; /* "executions", "lock audit" or "schedule history" */
+	const char *phase; /* "executions", "lock audit", "locks" or "schedule history" */
 	long long batch;   /* 1, 2, ... over both phases */
 	cb_cleanup_counts counts, total;
 	double seconds; /* since the cleanup started */
@@ -181,7 +185,9 @@ typedef struct cb_cleanup_result {
  * Remove job executions that ended before the cutoff, with their steps
  * (partitions too), contexts, parameters and lock audit rows, and the
  * instances left with none; audit rows tied to no execution go when older
- * than the cutoff. Never an execution of an instance that is running or
+ * than the cutoff, and so do lock rows not touched since the cutoff that are
+ * released (or whose lease ended before it) and whose execution is gone or
+ * was none. Never an execution of an instance that is running or
  * restartable, nor the newest of an instance unless all of it goes, nor what
  * --next reads (the first execution of each job's newest instance, and one of the
  * instance with the largest run.id). In short transactions of opt->batch

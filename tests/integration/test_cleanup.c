@@ -739,6 +739,101 @@ static void test_old_schedule_history_goes_newest_and_open_firings_stay(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
 }
 
+/* ---- lock rows ------------------------------------------------------------ */
+
+/* Lock rows of removed executions go with them, and so do released or long
+ * expired rows of no execution (a firing's one-off name); held, recent or
+ * still-used rows stay. A name taken again afterwards gets a token greater
+ * than its removed row had, even when takeovers had pushed that row's token
+ * past every token the sequence has handed out. */
+static void test_lock_rows_of_removed_executions_go_tokens_never_go_back(void)
+{
+	long long old_token, new_token, dry, orphans;
+	json_t *doc;
+
+	fresh();
+	CBT_EQ_LL(EX("example-setup", "settlement", "--rows", "200"), 0);
+	/* One lock per day: settlement:<targetDate>. */
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-01-01"), 0);
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-01-02"), 0);
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-01-03"), 0);
+	/* Ten lease takeovers of the first day's lock: its token runs ahead of
+	 * the sequence (a takeover adds 1 to the row's own token). */
+	for (int i = 0; i < 10; i++) {
+		cbt_sleep_ms(5);
+		CU_ASSERT(cbt_query_ll(conn, "SELECT fencing_token FROM batch_lock_acquire("
+					     "'settlement:2026-01-01', 'someone', 0.001)") > 0);
+	}
+	cbt_exec(conn, "SELECT batch_lock_release('settlement:2026-01-01', 'someone', "
+		       "(SELECT fencing_token FROM batch_lock WHERE lock_name = "
+		       "'settlement:2026-01-01'), 0, NULL)");
+	old_token = cbt_query_ll(conn, "SELECT fencing_token FROM batch_lock WHERE "
+				       "lock_name = 'settlement:2026-01-01'");
+	CU_ASSERT(old_token >= 11);
+	CU_ASSERT(cbt_query_ll(conn, "SELECT last_value FROM batch_lock_token_seq") < old_token);
+	/* The first day's execution row is the lock row's again (as its run left it). */
+	cbt_exec(conn, "UPDATE batch_lock SET job_execution_id = (SELECT min(job_execution_id) "
+		       "FROM batch_job_execution) WHERE lock_name = 'settlement:2026-01-01'");
+	/* A firing's one-off lock (released, no execution), a lock whose owner
+	 * died long ago with its execution gone, one released an hour ago, one
+	 * held, and one expired long ago whose execution (the newest, kept) stays. */
+	cbt_exec(conn,
+		 "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until, "
+		 " locked_at, updated_at, released, job_execution_id) VALUES "
+		 " ('tick:fire=1', 'o', nextval('batch_lock_token_seq'), now(), now(), now(), "
+		 "  true, NULL), "
+		 " ('dead', 'o', nextval('batch_lock_token_seq'), now(), now(), now(), false, "
+		 "  999999), "
+		 " ('recent', 'o', nextval('batch_lock_token_seq'), now(), now(), now(), true, "
+		 "  NULL), "
+		 " ('held', 'o', nextval('batch_lock_token_seq'), now() + interval '1 hour', "
+		 "  now(), now(), false, NULL), "
+		 " ('kept', 'o', nextval('batch_lock_token_seq'), now(), now(), now(), false, "
+		 "  (SELECT max(job_execution_id) FROM batch_job_execution))");
+	/* Everything is 40 days old but 'recent' and 'held'. */
+	cbt_exec(conn, "UPDATE batch_job_execution SET create_time = create_time - interval "
+		       "'40 days', start_time = start_time - interval '40 days', end_time = "
+		       "end_time - interval '40 days';"
+		       "UPDATE batch_lock SET locked_at = locked_at - interval '40 days', "
+		       "locked_until = locked_until - interval '40 days', updated_at = "
+		       "updated_at - interval '40 days' WHERE lock_name NOT IN ('recent', "
+		       "'held');");
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--dry-run"), 0);
+	doc = stdout_json();
+	dry = removed(doc, "batch_lock");
+	/* days 1 and 2 (their executions go), 'tick:fire=1', 'dead', and day
+	 * 3: released long ago, although its execution stays (the newest
+	 * instance's first execution, which --next reads) */
+	CBT_EQ_LL(removed(doc, "batch_job_execution"), 2);
+	CBT_EQ_LL(dry, 5);
+	json_decref(doc);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock"), 8);
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--batch", "1"), 0);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_lock"), dry);
+	json_decref(doc);
+	orphans =
+		cbt_query_ll(conn, "SELECT count(*) FROM batch_lock l WHERE l.job_execution_id "
+				   "IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_job_execution "
+				   "e WHERE e.job_execution_id = l.job_execution_id)");
+	CBT_EQ_LL(orphans, 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE lock_name IN "
+				     "('recent', 'held', 'kept')"),
+		  3);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock"), 3);
+	/* The table output names it too. */
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "30d", "--dry-run"), 0);
+	CBT_CONTAINS(out, "batch_lock ");
+	/* Taken again: a new row, with a greater token than the removed one's. */
+	CBT_EQ_LL(EX("run", "settlement", "targetDate:date=2026-01-01"), 0);
+	new_token = cbt_query_ll(conn, "SELECT fencing_token FROM batch_lock WHERE "
+				       "lock_name = 'settlement:2026-01-01'");
+	CU_ASSERT(new_token > old_token);
+	if (new_token <= old_token)
+		CBT_FAILF("lock settlement:2026-01-01 came back with token %lld, had %lld",
+			  new_token, old_token);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "bad_durations_exit_2", test_bad_durations_exit_2 },
 	{ "100k_cleanup_while_a_job_runs", test_100k_cleanup_while_a_job_runs },
@@ -748,6 +843,8 @@ static const CU_TestInfo tests[] = {
 	  test_old_schedule_history_goes_newest_and_open_firings_stay },
 	{ "held_instance_is_passed_over_not_waited_for",
 	  test_held_instance_is_passed_over_not_waited_for },
+	{ "lock_rows_of_removed_executions_go_tokens_never_go_back",
+	  test_lock_rows_of_removed_executions_go_tokens_never_go_back },
 	CU_TEST_INFO_NULL,
 };
 
