@@ -24,6 +24,10 @@ typedef struct cb__serve_options {
 	const char *const *job_names;
 	size_t njobs;
 	FILE *log; /* the start line and shutdown notes; NULL: stderr */
+	/* More names the Host header may give (a reverse proxy's), each NAME or
+	 * NAME:PORT (borrowed); a NAME without a port is accepted on any port. */
+	const char *const *allowed_hosts;
+	size_t nallowed_hosts;
 } cb__serve_options;
 
 /*
