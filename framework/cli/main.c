@@ -465,6 +465,46 @@ static void notice_receiver(void *arg, const PGresult *res)
 		fprintf(stderr, "cbatch: server warning: %s\n", msg);
 }
 
+/*
+ * libpq's message for a failed connection to @p conninfo, safe to show: a
+ * quoted connection string has its passwords redacted, and a message that
+ * quotes any other part of a password (a bad percent-encoding is quoted
+ * alone; a raw '@' makes the rest of the password a host name) is not shown.
+ * Then the same string with its passwords replaced is parsed again: if
+ * that fails, its message points at the error elsewhere; if not, the
+ * password itself is malformed.
+ */
+static void connect_error(char *out, size_t size, const char *conninfo, const char *libpq)
+{
+	char safe[4096];
+	char *perr = NULL;
+	PQconninfoOption *opts;
+
+	if (!cb__conninfo_secret_in(conninfo, libpq)) {
+		cb__redact_secrets(out, size, libpq);
+		return;
+	}
+	cb__redact_secrets(safe, sizeof(safe), conninfo);
+	opts = PQconninfoParse(safe, &perr);
+	PQconninfoFree(opts);
+	if (perr && !cb__conninfo_secret_in(conninfo, perr)) {
+		char red[CB_ERROR_MESSAGE_MAX];
+
+		cb__redact_secrets(red, sizeof(red), perr);
+		red[strcspn(red, "\n")] = '\0';
+		if (snprintf(out, size,
+			     "%s (libpq's own message is not shown: it quotes the password)",
+			     red) < 0)
+			out[0] = '\0';
+	} else {
+		snprintf(out, size,
+			 "libpq's message is not shown because it quotes part of the password; "
+			 "check how the password is written (in a URI, '%%', '@', ':', '/', '?' "
+			 "and '#' must be percent-encoded: %%25, %%40, %%3A, %%2F, %%3F, %%23)");
+	}
+	PQfreemem(perr);
+}
+
 int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 {
 	const char *keys[] = { "dbname", "fallback_application_name", NULL };
@@ -485,8 +525,7 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 	if (PQstatus(conn) != CONNECTION_OK) {
 		char msg[CB_ERROR_MESSAGE_MAX];
 
-		/* libpq quotes a malformed URI whole, password included. */
-		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(conn));
+		connect_error(msg, sizeof(msg), vals[0], PQerrorMessage(conn));
 		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
 		PQfinish(conn);
 		return CB_EDB;
