@@ -2,8 +2,8 @@
  * `serve`: the HTTP daemon (libmicrohttpd, its own thread pool), its limits,
  * the request lifecycle and a graceful stop on SIGTERM/SIGINT.
  *
- * Limits: at most CONNECTIONS_MAX connections, at most PER_CLIENT_MAX of
- * them from one client address (so that one client cannot take them all and
+ * Limits: at most CONNECTIONS_MAX connections, at most --client-connections
+ * (CB__SERVE_DEFAULT_PER_CLIENT) of them from one client address (so that one client cannot take them all and
  * the probes stay answerable), each closed after IDLE_TIMEOUT seconds
  * without traffic or HEAD_DEADLINE seconds after it opened (or its last
  * request ended) without a whole request head; request headers within MHD's
@@ -34,7 +34,6 @@
 #include "cbatch/version.h"
 
 #define CONNECTIONS_MAX 1000
-#define PER_CLIENT_MAX  64  /* connections from one address (a browser opens 6) */
 #define IDLE_TIMEOUT    30  /* seconds a connection may stay silent */
 #define HEAD_DEADLINE   10  /* seconds to send a whole request head */
 #define POOL_WAIT       5.0 /* seconds a request waits for a connection, then 503 */
@@ -438,6 +437,7 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	struct sigaction ign;
 	const union MHD_DaemonInfo *info;
 	int family, port, pool = o->pool ? o->pool : CB__SERVE_DEFAULT_POOL, sig = 0, rc;
+	int per_client = o->per_client ? o->per_client : CB__SERVE_DEFAULT_PER_CLIENT;
 	unsigned threads, flags;
 	double t0;
 	struct timespec ts;
@@ -451,6 +451,10 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	if (pool < 1 || pool > CB__SERVE_MAX_POOL)
 		return cb_error_set(err, CB_EINVAL, "invalid --pool %d: expected 1..%d", pool,
 				    CB__SERVE_MAX_POOL);
+	if (per_client < 1 || per_client > CB__SERVE_MAX_PER_CLIENT)
+		return cb_error_set(err, CB_EINVAL,
+				    "invalid --client-connections %d: expected 1..%d", per_client,
+				    CB__SERVE_MAX_PER_CLIENT);
 	if (o->token_file && (rc = read_token(&c.token, o->token_file, err)) < 0)
 		return rc;
 	atomic_init(&c.port, port);
@@ -505,10 +509,9 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 		flags, (uint16_t)port, NULL, NULL, on_request, &c, MHD_OPTION_EXTERNAL_LOGGER,
 		on_mhd_log, log, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)PER_CLIENT_MAX, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &c,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		(unsigned)CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, &c, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &c, MHD_OPTION_END);
 	if (!c.daemon) {
 		rc = cb_error_set(err, CB_ERROR,

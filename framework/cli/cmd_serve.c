@@ -10,13 +10,13 @@
 
 int cb__cli_cmd_serve(struct cli *c)
 {
-	static const char *const flags[] = { "--listen=", "--admin-token-file=", "--pool=",
-					     "--allowed-host=", NULL };
-	const char *values[4] = { NULL, NULL, NULL, NULL };
+	static const char *const flags[] = { "--listen=",       "--admin-token-file=",   "--pool=",
+					     "--allowed-host=", "--client-connections=", NULL };
+	const char *values[5] = { NULL, NULL, NULL, NULL, NULL };
 	cb__serve_options o = { 0 };
 	const char **pos, **names = NULL, **hosts;
 	size_t npos, n, nhosts = 0;
-	long long pool = CB__SERVE_DEFAULT_POOL;
+	long long pool = CB__SERVE_DEFAULT_POOL, per_client = CB__SERVE_DEFAULT_PER_CLIENT;
 	int family, port, rc;
 	char addr[64];
 
@@ -37,7 +37,8 @@ int cb__cli_cmd_serve(struct cli *c)
 			hosts[nhosts++] = c->argv[i] + 15;
 		else if (strcmp(c->argv[i], "--listen") == 0 ||
 			 strcmp(c->argv[i], "--admin-token-file") == 0 ||
-			 strcmp(c->argv[i], "--pool") == 0)
+			 strcmp(c->argv[i], "--pool") == 0 ||
+			 strcmp(c->argv[i], "--client-connections") == 0)
 			i++; /* its value, whatever it says */
 	}
 	if (npos) {
@@ -55,6 +56,14 @@ int cb__cli_cmd_serve(struct cli *c)
 					 values[2], CB__SERVE_MAX_POOL);
 		goto done;
 	}
+	if (values[4] && (cb__cli_parse_positive(&per_client, values[4]) < 0 ||
+			  per_client > CB__SERVE_MAX_PER_CLIENT)) {
+		rc = cb__cli_usage_error(c,
+					 "serve: invalid --client-connections '%.100s' (expected "
+					 "1..%d)",
+					 values[4], CB__SERVE_MAX_PER_CLIENT);
+		goto done;
+	}
 	n = cb_registry_count(c->reg);
 	if (n && !(names = calloc(n, sizeof(*names)))) {
 		rc = cb__cli_out_of_memory(c);
@@ -65,6 +74,7 @@ int cb__cli_cmd_serve(struct cli *c)
 	o.listen = values[0];
 	o.token_file = values[1];
 	o.pool = (int)pool;
+	o.per_client = (int)per_client;
 	o.conninfo = c->db;
 	o.job_names = names;
 	o.njobs = n;

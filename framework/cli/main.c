@@ -153,7 +153,8 @@ static const struct builtin builtins[] = {
 	  "  --quiet             no line per firing\n",
 	  cb__cli_cmd_scheduler },
 	{ "serve",
-	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]]",
+	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
+	  "[--client-connections N]",
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
@@ -162,10 +163,10 @@ static const struct builtin builtins[] = {
 	  "/executions/ID, /executions/ID/skips, /locks, /locks/audit.\n"
 	  "Answers only requests whose Host names it: the --listen address (for\n"
 	  "loopback also localhost, 127.0.0.1, [::1]) with its port, or an\n"
-	  "--allowed-host; others get 421. At most 64 connections per client\n"
-	  "address; a request head must arrive within 10 s.\n"
+	  "--allowed-host; others get 421. A request head must arrive within 10 s.\n"
 	  "Read-only unless an admin token is given (a file of this user's that\n"
-	  "only it may read or write, not a symbolic link); then POST /api/v1/executions/ID/stop|abandon|restart and\n"
+	  "only it may read or write, not a symbolic link); then\n"
+	  "POST /api/v1/executions/ID/stop|abandon|restart and\n"
 	  "/api/v1/locks/NAME/unlock ({\"reason\": \"...\"}) act, for a request\n"
 	  "with \"Authorization: Bearer TOKEN\" from no other site's page.\n"
 	  "SIGTERM/SIGINT: stops accepting, finishes the requests in flight and\n"
@@ -176,7 +177,9 @@ static const struct builtin builtins[] = {
 	  "  --pool N                  repository connections shared by requests\n"
 	  "                            (default 4, at most 64)\n"
 	  "  --allowed-host NAME[:PORT]  also answer to this Host (a reverse proxy's\n"
-	  "                            name; any port unless given); repeatable\n",
+	  "                            name; any port unless given); repeatable\n"
+	  "  --client-connections N    connections one client address may hold\n"
+	  "                            (default 64, at most 500; a proxy is one)\n",
 	  cb__cli_cmd_serve },
 	{ "cleanup", "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
 	  "remove old executions with their steps, contexts, parameters and audit",

@@ -953,6 +953,8 @@ static void test_bad_options(void)
 		{ "--listen", "127.0.0.1:+80" },
 		{ "--pool", "0" },
 		{ "--pool", "65" },
+		{ "--client-connections", "0" },
+		{ "--client-connections", "501" },
 		{ "--admin-token-file", "/nonexistent/token" },
 	};
 	char token[4096];
