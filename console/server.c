@@ -3,13 +3,15 @@
  * the request lifecycle and a graceful stop on SIGTERM/SIGINT.
  *
  * Limits: at most CONNECTIONS_MAX connections, at most --client-connections
- * (CB__SERVE_DEFAULT_PER_CLIENT) of them from one client address (so that one client cannot take them all and
- * the probes stay answerable), each closed after IDLE_TIMEOUT seconds
- * without traffic or HEAD_DEADLINE seconds after it opened (or its last
- * request ended) without a whole request head; request headers within MHD's
- * per-connection memory; request bodies up to CB__CONSOLE_BODY_MAX (else
- * 413, at once when Content-Length says so). The signals are blocked in
- * every thread and taken by sigwait() in the one that called
+ * (CB__SERVE_DEFAULT_PER_CLIENT) of them from one client address (so that
+ * one client cannot take them all and the probes stay answerable), each
+ * closed after IDLE_TIMEOUT seconds without traffic or HEAD_DEADLINE seconds
+ * after it opened (or its last request ended) without a whole request head;
+ * request headers within MHD's per-connection memory; request bodies up to
+ * CB__CONSOLE_BODY_MAX (else 413, at once when Content-Length says so). A
+ * request whose Host is not one of the server's names is 421 (hosts.c).
+ * The signals are blocked in every thread and taken by sigtimedwait() (which
+ * also wakes every second to close slow heads) in the one that called
  * cb__serve_run: on one, the listening socket closes, the requests in
  * flight finish (each reply then says Connection: close), and it returns.
  */
