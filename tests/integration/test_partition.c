@@ -741,6 +741,15 @@ static void test_bad_parameters_and_options(void)
 		CBT_CONTAINS(err.message, "partition.threads must be a long from 0 to 256");
 		CBT_EQ_LL(repository_rows(), before);
 	}
+	/* nor can a schedule be made to launch one */
+	CBT_EQ_LL(EX("schedule", "add", "bad-chunk", "--cron", "0 3 * * *", "--job",
+		     "ledger_partitioned", "-chunk.size:long=0"),
+		  2);
+	CBT_CONTAINS(errout, "chunk.size must be a long from 1 to 1000000");
+	CBT_EQ_LL(cbt_query_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_schedule WHERE schedule_name = 'bad-chunk'"),
+		  0);
 	/* the edges of every range still run */
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=70", "-partition.count:long=1",
 		     "-partition.threads:long=256", "-chunk.size:long=1", "-skip.limit:long=0"),
