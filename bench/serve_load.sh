@@ -50,7 +50,8 @@ for i in $(seq 1 "$EXECUTIONS"); do
 	"$bin" --db "$db" run ledger --next >/dev/null
 done
 
-"$bin" --db "$db" serve --listen 127.0.0.1:0 --pool "$POOL" >"$work/serve.log" 2>&1 &
+# All of wrk's connections come from one address: allow them all.
+"$bin" --db "$db" serve --listen 127.0.0.1:0 --pool "$POOL" --client-connections "$CONNECTIONS" >"$work/serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 200); do
 	grep -q 'listening on' "$work/serve.log" && break

@@ -47,6 +47,15 @@ void cb__pool_free(cb__pool *p);
 
 #define CB__CONSOLE_BODY_MAX (64 * 1024) /* request bodies above this: 413 */
 
+/* An allowed Host: a lower-case name or [IPv6] literal and a port; port
+ * CB__HOST_OWN_PORT means the server's listening port, CB__HOST_ANY_PORT any. */
+#define CB__HOST_OWN_PORT -1
+#define CB__HOST_ANY_PORT -2
+typedef struct cb__host {
+	char name[256];
+	int port;
+} cb__host;
+
 typedef struct cb__console {
 	struct MHD_Daemon *daemon;
 	cb__pool *pool;
@@ -59,7 +68,23 @@ typedef struct cb__console {
 	atomic_int stopping;  /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
+	/* The names a request's Host (and an action's Origin) may give: the
+	 * listening address's own, then --allowed-host's (lower case). */
+	cb__host *hosts;
+	size_t nhosts;
+	int any_ip;             /* listening on a wildcard address: any IP literal is ours */
+	atomic_int port;        /* the listening port, once bound */
+	struct cb__slot *slots; /* connections still sending a request head */
 } cb__console;
+
+/* hosts.c: fill c->hosts from the listening address (@p family 4 or 6,
+ * @p addr its literal) and the --allowed-host values. @return 0, CB_EINVAL
+ * (a bad value, named) or CB_ENOMEM. */
+int cb__hosts_build(cb__console *c, int family, const char *addr, const char *const *allowed,
+		    size_t nallowed, cb_error *err);
+/* Does the authority @p a (NAME[:PORT] or [IPv6][:PORT], @p len bytes) name
+ * this server? */
+int cb__host_allowed(cb__console *c, const char *a, size_t len);
 
 /* ---- one request ---------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * The route table and the method rules: GET and HEAD read, POST acts,
  * anything else is 405 (as is a GET of an action). An unknown path is 404
- * for every method. A read-only server refuses every action (403); an
+ * for every method. (A Host that is not one of ours was answered 421 before
+ * any route, in server.c.) A read-only server refuses every action (403); an
  * action must come from our own origin (403) and carry the admin token
  * (401).
  */
@@ -63,25 +64,26 @@ static int match(const char *pattern, const char *path, const char **id, size_t 
 	return 1;
 }
 
-/* Is @p url (an Origin, or a Referer's start) this server's own origin? The
- * browser names the page's scheme, host and port; ours is the Host it asked
- * for (behind a TLS proxy the scheme is https). */
-static int same_origin(const char *url, const char *host, int prefix_only)
+/* Is @p url (an Origin, or a Referer's start) this server's own origin? Its
+ * host must be one of ours (the Host check's list, never the request's own
+ * Host, which the page's author may choose by rebinding a name); behind a
+ * TLS proxy the scheme is https. */
+static int same_origin(cb__console *c, const char *url, int prefix_only)
 {
-	size_t hl;
+	size_t n;
 
-	if (!host || !*host)
-		return 0;
 	if (strncmp(url, "http://", 7) == 0)
 		url += 7;
 	else if (strncmp(url, "https://", 8) == 0)
 		url += 8;
 	else
 		return 0;
-	hl = strlen(host);
-	if (strncmp(url, host, hl) != 0)
+	n = strcspn(url, "/?#");
+	if (!prefix_only && url[n])
 		return 0;
-	return url[hl] == '\0' || (prefix_only && url[hl] == '/');
+	if (prefix_only && url[n] && url[n] != '/')
+		return 0;
+	return cb__host_allowed(c, url, n);
 }
 
 /* Did this request come from a page of ours (or from no page at all, as
@@ -92,14 +94,13 @@ static int own_origin(cb__request *r)
 	const char *origin = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
 	const char *site = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
 	const char *referer = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Referer");
-	const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
 
 	if (origin)
-		return same_origin(origin, host, 0);
+		return same_origin(r->console, origin, 0);
 	if (site)
 		return strcmp(site, "same-origin") == 0 || strcmp(site, "none") == 0;
 	if (referer)
-		return same_origin(referer, host, 1);
+		return same_origin(r->console, referer, 1);
 	return 1;
 }
 

@@ -2,11 +2,16 @@
  * `serve`: the HTTP daemon (libmicrohttpd, its own thread pool), its limits,
  * the request lifecycle and a graceful stop on SIGTERM/SIGINT.
  *
- * Limits: at most CONNECTIONS_MAX connections, each closed after
- * IDLE_TIMEOUT seconds without traffic; request headers within MHD's
- * per-connection memory; request bodies up to CB__CONSOLE_BODY_MAX (else
- * 413, at once when Content-Length says so). The signals are blocked in
- * every thread and taken by sigwait() in the one that called
+ * Limits: at most CONNECTIONS_MAX connections, at most --client-connections
+ * (CB__SERVE_DEFAULT_PER_CLIENT) of them from one client address (so that
+ * one client cannot take them all and the probes stay answerable), each
+ * closed after IDLE_TIMEOUT seconds without traffic or HEAD_DEADLINE seconds
+ * after it opened (or its last request ended) without a whole request head;
+ * request headers within MHD's per-connection memory; request bodies up to
+ * CB__CONSOLE_BODY_MAX (else 413, at once when Content-Length says so). A
+ * request whose Host is not one of the server's names is 421 (hosts.c).
+ * The signals are blocked in every thread and taken by sigtimedwait() (which
+ * also wakes every second to close slow heads) in the one that called
  * cb__serve_run: on one, the listening socket closes, the requests in
  * flight finish (each reply then says Connection: close), and it returns.
  */
@@ -32,6 +37,7 @@
 
 #define CONNECTIONS_MAX 1000
 #define IDLE_TIMEOUT    30  /* seconds a connection may stay silent */
+#define HEAD_DEADLINE   10  /* seconds to send a whole request head */
 #define POOL_WAIT       5.0 /* seconds a request waits for a connection, then 503 */
 #define DRAIN_SECONDS   30  /* longest wait for the requests in flight on a stop */
 #define TOKEN_MAX       4096
@@ -90,7 +96,13 @@ bad:
 			    value);
 }
 
-/* Read the admin token: the file's first line, which only its owner may read. */
+/*
+ * Read the admin token: the file's first line. Whoever can write the file
+ * chooses the token, whoever can read it has it: only the server's own user
+ * may do either. The checks are on the file opened (fstat of the descriptor,
+ * never a second lookup of the path), and a symbolic link is not followed:
+ * its target could be swapped between a check and the read.
+ */
 static int read_token(char **out, const char *path, cb_error *err)
 {
 	char buf[TOKEN_MAX + 2];
@@ -100,7 +112,13 @@ static int read_token(char **out, const char *path, cb_error *err)
 	int fd;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO planted at the path must not hang the start. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return cb_error_set(err, CB_EINVAL,
+				    "admin token file '%.200s' is a symbolic link: name the file "
+				    "itself",
+				    path);
 	if (fd < 0)
 		return cb_error_set(err, CB_EINVAL, "cannot open admin token file '%.200s': %s",
 				    path, strerror(errno));
@@ -108,6 +126,21 @@ static int read_token(char **out, const char *path, cb_error *err)
 		close(fd);
 		return cb_error_set(err, CB_EINVAL, "admin token file '%.200s' is not a file",
 				    path);
+	}
+	if (st.st_uid != geteuid()) {
+		close(fd);
+		return cb_error_set(err, CB_EINVAL,
+				    "admin token file '%.200s' is owned by uid %u, not by this "
+				    "server's user (uid %u): its owner could choose the token",
+				    path, (unsigned)st.st_uid, (unsigned)geteuid());
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		return cb_error_set(err, CB_EINVAL,
+				    "admin token file '%.200s' is writable by group or others "
+				    "(mode %04o): they could choose the token; make it private, "
+				    "e.g. chmod 600 '%.200s'",
+				    path, (unsigned)(st.st_mode & 07777), path);
 	}
 	if (st.st_mode & (S_IRGRP | S_IROTH)) {
 		close(fd);
@@ -164,6 +197,97 @@ int cb__request_is_admin(cb__request *r)
 	return diff == 0;
 }
 
+/*
+ * A connection, tracked from its start to its close, so that the main thread
+ * can close those that take too long to send a request head (MHD's own
+ * timeout restarts at every byte: a client sending one byte now and then
+ * would hold its connections forever).
+ */
+struct cb__slot {
+	struct cb__slot *prev, *next;
+	int fd;
+	int waiting; /* for a request head (since @c since) */
+	int shut;
+	double since;
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	cb__console *c = cls;
+	struct cb__slot *s = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!fd || !(s = calloc(1, sizeof(*s))))
+			return; /* untracked: MHD's idle timeout still applies */
+		s->fd = fd->connect_fd;
+		s->waiting = 1;
+		s->since = mono();
+		pthread_mutex_lock(&c->lock);
+		s->next = c->slots;
+		if (c->slots)
+			c->slots->prev = s;
+		c->slots = s;
+		pthread_mutex_unlock(&c->lock);
+		*socket_context = s;
+		return;
+	}
+	if (!s)
+		return;
+	/* Before MHD closes the descriptor: the reaper never touches a reused one. */
+	pthread_mutex_lock(&c->lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->slots = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pthread_mutex_unlock(&c->lock);
+	free(s);
+	*socket_context = NULL;
+}
+
+/* Mark @p conn's slot as having a request (0), or waiting for the next (1). */
+static void slot_waiting(cb__console *c, struct MHD_Connection *conn, int waiting)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct cb__slot *s = i ? i->socket_context : NULL;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&c->lock);
+	s->waiting = waiting;
+	s->since = mono();
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Close the connections past their head deadline: a shutdown makes MHD see
+ * the end of the stream and close them on its own threads. */
+static void reap(cb__console *c)
+{
+	double now = mono();
+
+	pthread_mutex_lock(&c->lock);
+	for (struct cb__slot *s = c->slots; s; s = s->next)
+		if (s->waiting && !s->shut && now - s->since > HEAD_DEADLINE) {
+			shutdown(s->fd, SHUT_RDWR);
+			s->shut = 1;
+		}
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void count(cb__console *c, long d)
 {
 	pthread_mutex_lock(&c->lock);
@@ -180,7 +304,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	(void)version;
 	if (!r) {
-		const char *cl;
+		const char *cl, *host;
 
 		if (!(r = calloc(1, sizeof(*r))))
 			return MHD_NO;
@@ -192,6 +316,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*req_cls = r;
 		count(c, 1);
 		r->counted = 1;
+		slot_waiting(c, conn, 0);
+		/* DNS rebinding: a page of another site whose name now resolves to
+		 * us sends that name. Nothing is read or done for it. */
+		host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+		if (!host || !cb__host_allowed(c, host, strlen(host))) {
+			cb__reply_error(r, MHD_HTTP_MISDIRECTED_REQUEST,
+					"misdirected request: Host '%.100s' is not a name of this "
+					"server (serve --allowed-host NAME adds one)",
+					host ? host : "");
+			return r->result;
+		}
 		/* Refuse a body announced too large before it is sent: the client,
 		 * if it waits for "100 Continue", never sends it. */
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -246,7 +381,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
 	cb__request *r = *req_cls;
 
-	(void)conn, (void)toe;
+	(void)toe;
+	slot_waiting(cls, conn, 1);
 	if (!r)
 		return;
 	if (r->counted)
@@ -303,6 +439,7 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	struct sigaction ign;
 	const union MHD_DaemonInfo *info;
 	int family, port, pool = o->pool ? o->pool : CB__SERVE_DEFAULT_POOL, sig = 0, rc;
+	int per_client = o->per_client ? o->per_client : CB__SERVE_DEFAULT_PER_CLIENT;
 	unsigned threads, flags;
 	double t0;
 	struct timespec ts;
@@ -316,8 +453,19 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	if (pool < 1 || pool > CB__SERVE_MAX_POOL)
 		return cb_error_set(err, CB_EINVAL, "invalid --pool %d: expected 1..%d", pool,
 				    CB__SERVE_MAX_POOL);
+	if (per_client < 1 || per_client > CB__SERVE_MAX_PER_CLIENT)
+		return cb_error_set(err, CB_EINVAL,
+				    "invalid --client-connections %d: expected 1..%d", per_client,
+				    CB__SERVE_MAX_PER_CLIENT);
 	if (o->token_file && (rc = read_token(&c.token, o->token_file, err)) < 0)
 		return rc;
+	atomic_init(&c.port, port);
+	if ((rc = cb__hosts_build(&c, family, addr, o->allowed_hosts, o->nallowed_hosts, err)) <
+	    0) {
+		free(c.token);
+		free(c.hosts);
+		return rc;
+	}
 	if (family == 4) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 
@@ -363,8 +511,9 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 		flags, (uint16_t)port, NULL, NULL, on_request, &c, MHD_OPTION_EXTERNAL_LOGGER,
 		on_mhd_log, log, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		(unsigned)CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, &c, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &c, MHD_OPTION_END);
 	if (!c.daemon) {
 		rc = cb_error_set(err, CB_ERROR,
@@ -377,13 +526,19 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	info = MHD_get_daemon_info(c.daemon, MHD_DAEMON_INFO_BIND_PORT);
 	if (info && info->port)
 		port = info->port;
+	/* Before the port is announced: no client can know it earlier. */
+	atomic_store(&c.port, port);
 	fprintf(log, "serve: listening on http://%s%s%s:%d (%s, %d repository connection%s)\n",
 		family == 6 ? "[" : "", addr, family == 6 ? "]" : "", port,
 		c.token ? "admin actions enabled" : "read-only", pool, pool == 1 ? "" : "s");
 	fflush(log);
 
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	for (;;) {
+		sig = sigtimedwait(&sigs, NULL, &(struct timespec){ 1, 0 });
+		if (sig > 0)
+			break;
+		reap(&c);
+	}
 	c.stopping = 1;
 	/* Stop accepting, then let what is in flight finish and be sent. */
 	{
@@ -421,5 +576,6 @@ done:
 	pthread_mutex_destroy(&c.lock);
 	free(c.token);
 	free(c.job_names);
+	free(c.hosts);
 	return rc;
 }

@@ -9,6 +9,8 @@
  * the same job key.
  */
 #include "cbatch/params.h"
+#include "cbatch/partition.h"
+#include "reserved.h"
 
 #include <errno.h>
 #include <float.h>
@@ -744,5 +746,89 @@ int cb_params_job_key(char *out, const cb_params *p, cb_error *err)
 		out[2 * i + 1] = hex[c.digest[i] & 0xF];
 	}
 	out[CB_JOB_KEY_LEN] = '\0';
+	return 0;
+}
+
+/* ---- reserved parameters ------------------------------------------------- */
+
+/* Keep in sync with the README ("Parameters") and the readers: step_chunk.c,
+ * partition.c. The bounds are what those readers can honour. */
+static const cb__reserved_param reserved[] = {
+	{ "chunk.size", 1, 1000000 },
+	{ "skip.limit", 0, 1000000000LL },
+	{ "partition.count", 1, CB_MAX_PARTITIONS },
+	{ "partition.threads", 0, 256 },
+};
+#define NRESERVED (sizeof(reserved) / sizeof(reserved[0]))
+
+const cb__reserved_param *cb__reserved_find(const char *name)
+{
+	for (size_t i = 0; name && i < NRESERVED; i++)
+		if (strcmp(reserved[i].name, name) == 0)
+			return &reserved[i];
+	return NULL;
+}
+
+static int reserved_bad(const cb__reserved_param *r, const struct entry *e, cb_error *err)
+{
+	char shown[SHOW_MAX + 8];
+
+	show(shown, e->value, strlen(e->value));
+	return cb_error_set(err, CB_EINVAL,
+			    "invalid parameter %s:%s=%s: %s must be a long from %lld to %lld",
+			    r->name, type_names[e->type], shown, r->name, r->min, r->max);
+}
+
+static int reserved_entry(const struct entry *e, cb_error *err)
+{
+	static const char *const prefixes[] = { CB__RESERVED_PREFIXES };
+	const cb__reserved_param *r = cb__reserved_find(e->name);
+	long long n;
+
+	if (!r) {
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+			if (strncmp(e->name, prefixes[i], strlen(prefixes[i])) != 0)
+				continue;
+			return cb_error_set(err, CB_EINVAL,
+					    "unknown parameter '%s': names starting with '%s' "
+					    "are reserved for cbatch (%s, %s, %s, %s)",
+					    e->name, prefixes[i], reserved[0].name,
+					    reserved[1].name, reserved[2].name, reserved[3].name);
+		}
+		return 0;
+	}
+	if (e->type != CB_PARAM_LONG)
+		return reserved_bad(r, e, err);
+	n = strtoll(e->value, NULL, 10); /* canonical, so always valid */
+	if (n < r->min || n > r->max)
+		return reserved_bad(r, e, err);
+	return 0;
+}
+
+int cb__reserved_check(const cb_params *p, cb_error *err)
+{
+	int rc;
+
+	for (size_t i = 0; p && i < p->n; i++)
+		if ((rc = reserved_entry(&p->v[i], err)) < 0)
+			return rc;
+	return 0;
+}
+
+int cb__reserved_long(long long *out, const cb_params *p, const char *name, long long dflt,
+		      cb_error *err)
+{
+	const cb__reserved_param *r = cb__reserved_find(name);
+	const struct entry *e = p ? find(p, name) : NULL;
+	int rc;
+
+	*out = dflt;
+	if (!r)
+		return cb_error_set(err, CB_EINVAL, "'%s' is not a reserved parameter", name);
+	if (!e)
+		return 0;
+	if ((rc = reserved_entry(e, err)) < 0)
+		return rc;
+	*out = strtoll(e->value, NULL, 10);
 	return 0;
 }

@@ -234,3 +234,109 @@ void cb__redact_secrets_inplace(char *s, size_t size)
 	cb__redact_secrets(tmp, size, s);
 	memcpy(s, tmp, strlen(tmp) + 1);
 }
+
+/* ---- does a message quote a connection string's password? ---------------- */
+
+/* Does @p msg contain a part of the @p n bytes at @p s: the whole of a
+ * short one, else any 4 consecutive bytes of it? */
+static int quotes(const char *msg, const char *s, size_t n)
+{
+	size_t w = n < 4 ? n : 4;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i + w <= n; i++)
+		for (const char *m = msg; (m = strchr(m, s[i])) != NULL; m++)
+			if (strncmp(m, s + i, w) == 0)
+				return 1;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' :
+	       c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 :
+				      -1;
+}
+
+/* One password candidate: as written, percent-decoded (where decodable),
+ * and each piece between raw '@'s (libpq ends a URI's user info at the
+ * first '@', so the rest of the password reaches its host name). */
+static int candidate_quoted(const char *msg, const char *s, size_t n)
+{
+	char dec[1024];
+	size_t d = 0, start = 0;
+
+	if (quotes(msg, s, n))
+		return 1;
+	for (size_t i = 0; i <= n; i++)
+		if (i == n || s[i] == '@') {
+			if (i > start && i - start < n && quotes(msg, s + start, i - start))
+				return 1;
+			start = i + 1;
+		}
+	for (size_t i = 0; i < n && d < sizeof(dec); i++) {
+		if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+			dec[d++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			i += 2;
+		} else {
+			dec[d++] = s[i];
+		}
+	}
+	return d != n && quotes(msg, dec, d);
+}
+
+int cb__conninfo_secret_in(const char *conninfo, const char *msg)
+{
+	const char *p = conninfo;
+	size_t n, colon;
+	int uri;
+
+	if (!conninfo || !msg)
+		return 0;
+	uri = starts(p, "postgresql://") || starts(p, "postgres://");
+	if (uri) {
+		const char *info = strstr(p, "://") + 3;
+		size_t end = uri_password(info, &colon);
+
+		/* From the first ':' of the user info to its last '@'. */
+		if (end && candidate_quoted(msg, info + colon + 1, end - colon - 1))
+			return 1;
+	}
+	for (const char *k = p; *k; k++) {
+		const char *v;
+		char un[1024];
+		size_t u = 0;
+
+		if (!(n = starts(k, "password")))
+			continue;
+		v = k + n;
+		while (space(*v))
+			v++;
+		if (*v != '=')
+			continue;
+		v++;
+		while (space(*v))
+			v++;
+		if (*v == '\'') {
+			/* libpq's quoting: the value unescaped, and as written */
+			const char *q = v + 1;
+
+			for (; *q && *q != '\''; q++) {
+				if (*q == '\\' && q[1])
+					q++;
+				if (u < sizeof(un))
+					un[u++] = *q;
+			}
+			if (candidate_quoted(msg, v + 1, (size_t)(q - v - 1)) ||
+			    candidate_quoted(msg, un, u))
+				return 1;
+			continue;
+		}
+		n = uri ? strcspn(v, " \t\n\r\f\v&#") : strcspn(v, " \t\n\r\f\v");
+		if (candidate_quoted(msg, v, n))
+			return 1;
+	}
+	return 0;
+}

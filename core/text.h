@@ -46,4 +46,17 @@ size_t cb__redact_secrets(char *out, size_t size, const char *in);
 /* In place: redact @p s (a buffer of @p size bytes holding a string). */
 void cb__redact_secrets_inplace(char *s, size_t size);
 
+/*
+ * Does @p msg quote any part of a password that the connection string
+ * @p conninfo carries? libpq's messages quote fragments that no pattern
+ * can recognise ("invalid percent-encoded token: \"Secret%zz\"", a host
+ * name made of a password's tail after a raw '@'), so the question is asked
+ * of the message: every password of @p conninfo (a URI's user info, raw and
+ * percent-decoded; each `password=` value, quoted with escapes or not, also
+ * a URI's query parameter) is looked for whole when shorter than 4 bytes,
+ * else as each run of 4 bytes, also each piece between '@'s. Errs on the
+ * side of yes.
+ */
+int cb__conninfo_secret_in(const char *conninfo, const char *msg);
+
 #endif

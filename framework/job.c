@@ -1,5 +1,6 @@
 /* Job definitions and the default run.id incrementer. */
 #include "engine.h"
+#include "reserved.h"
 
 #include "cbatch/lock.h"
 
@@ -339,7 +340,12 @@ int cb_job_param_at(const cb_job *job, size_t i, const char **name, cb_param_typ
 int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err)
 {
 	size_t n = params ? cb_params_count(params) : 0;
+	int rc;
 
+	/* Before the lock, the instance and the execution: a bad chunk.size or
+	 * partition.count must not be found by a step after they are written. */
+	if ((rc = cb__reserved_check(params, err)) < 0)
+		return rc;
 	if (job->nparam_specs == 0)
 		return 0;
 	for (size_t i = 0; i < job->nparam_specs; i++) {

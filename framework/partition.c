@@ -8,6 +8,7 @@
  */
 #include "engine.h"
 #include "repo.h"
+#include "reserved.h"
 #include "step_context.h"
 #include "worker.h"
 
@@ -25,22 +26,9 @@ int cb__step_partitioned(const cb_step_def *def)
 }
 
 static int param_count(long long *out, const cb__run *run, const char *name, long long dflt,
-		       long long min, long long max, cb_error *err)
+		       cb_error *err)
 {
-	long long n = dflt;
-	int rc = cb_params_get_long(run->params, name, &n);
-
-	if (rc == CB_ENOTFOUND) {
-		n = dflt;
-	} else if (rc < 0) {
-		cb_error_clear(err);
-		return cb_error_set(err, CB_EINVAL, "parameter %s must be a long", name);
-	}
-	if (n < min || n > max)
-		return cb_error_set(err, CB_EINVAL, "parameter %s is %lld (allowed %lld..%lld)",
-				    name, n, min, max);
-	*out = n;
-	return 0;
+	return cb__reserved_long(out, run->params, name, dflt, err);
 }
 
 /* The partitioner's objects, checked, as {"index", "context": {"partition"}}. */
@@ -54,8 +42,7 @@ static int make_partitions(json_t **out, cb__run *run, const cb_step_def *def, c
 
 	*out = NULL;
 	rc = param_count(&count, run, "partition.count",
-			 def->partitions ? (long long)def->partitions : DEFAULT_PARTITIONS, 1,
-			 CB_MAX_PARTITIONS, err);
+			 def->partitions ? (long long)def->partitions : DEFAULT_PARTITIONS, err);
 	if (rc < 0)
 		return rc;
 	memset(&sc, 0, sizeof(sc));
@@ -241,8 +228,7 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	if (rc == 0)
 		rc = poll_partitions(&p, run, sc->step_execution_id, err);
 	if (rc == 0)
-		rc = param_count(&threads, run, "partition.threads", default_threads(p.total), 0,
-				 256, err);
+		rc = param_count(&threads, run, "partition.threads", default_threads(p.total), err);
 	if (rc < 0)
 		return rc;
 	if (threads > p.total)

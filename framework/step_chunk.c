@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "repo.h"
 #include "step_context.h"
+#include "reserved.h"
 #include "text.h"
 #include "tx.h"
 
@@ -61,23 +62,6 @@ typedef struct attempt {
 	int failed;     /* 0, or the negative code */
 	cb_fault fault; /* where it failed */
 } attempt;
-
-static long long param_long(const cb__run *run, const char *name, long long dflt, long long max,
-			    cb_error *err, int *bad)
-{
-	long long n;
-	int rc = cb_params_get_long(run->params, name, &n);
-
-	if (rc == CB_ENOTFOUND)
-		return dflt;
-	if (rc < 0 || n < 0 || n > max) {
-		cb_error_set(err, CB_EINVAL, "parameter %s must be a long from 0 to %lld", name,
-			     max);
-		*bad = 1;
-		return dflt;
-	}
-	return n;
-}
 
 static void describe(chunk_step *cs, const void *item, char *buf, size_t size)
 {
@@ -728,7 +712,7 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 {
 	chunk_step cs;
 	cb_error *err = &out->error;
-	int bad = 0;
+	long long n;
 
 	memset(&cs, 0, sizeof(cs));
 	cs.run = run;
@@ -741,17 +725,15 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 	out->status = CB_STATUS_FAILED;
 	out->before_chunks = 1;
 
-	cs.sc.chunk_size = (size_t)param_long(run, "chunk.size",
-					      def->chunk_size ? (long long)def->chunk_size :
-								CB_DEFAULT_CHUNK_SIZE,
-					      1000000, err, &bad);
-	cs.skip_limit = (unsigned long long)param_long(run, "skip.limit", def->skip_limit,
-						       1000000000LL, err, &bad);
-	if (bad || cs.sc.chunk_size == 0) {
-		if (!bad)
-			cb_error_set(err, CB_EINVAL, "parameter chunk.size must be at least 1");
+	/* Checked at launch already; a set stored before that check may still
+	 * hold a bad value, and the reader's bounds are the launcher's. */
+	if (cb__reserved_long(&n, run->params, "chunk.size",
+			      def->chunk_size ? (long long)def->chunk_size : CB_DEFAULT_CHUNK_SIZE,
+			      err) < 0 ||
+	    (cs.sc.chunk_size = (size_t)n,
+	     cb__reserved_long(&n, run->params, "skip.limit", def->skip_limit, err) < 0))
 		goto done;
-	}
+	cs.skip_limit = (unsigned long long)n;
 	cs.items = calloc(cs.sc.chunk_size, sizeof(void *));
 	cs.outs = calloc(cs.sc.chunk_size, sizeof(void *));
 	cs.filtered = calloc(cs.sc.chunk_size, sizeof(void *));

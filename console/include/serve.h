@@ -13,17 +13,26 @@
 #define CB__SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
 #define CB__SERVE_DEFAULT_POOL   4
 #define CB__SERVE_MAX_POOL       64
+/* Connections from one client address: a default for browsers (6 each) and
+ * a few tools; the most leaves half the server's 1000 to everyone else. */
+#define CB__SERVE_DEFAULT_PER_CLIENT 64
+#define CB__SERVE_MAX_PER_CLIENT     500
 
 typedef struct cb__serve_options {
 	const char *listen;     /* "ADDR:PORT" (IPv4, [IPv6] or localhost); NULL: default */
 	const char *token_file; /* the admin token; NULL: read-only */
 	int pool;               /* repository connections, 1..CB__SERVE_MAX_POOL; 0: default */
-	const char *conninfo;   /* NULL: $CBATCH_DB, else libpq's PG* variables */
+	int per_client; /* connections per client address, 1..CB__SERVE_MAX_PER_CLIENT; 0: default */
+	const char *conninfo; /* NULL: $CBATCH_DB, else libpq's PG* variables */
 	/* The program's registered jobs (borrowed), listed by /api/v1/jobs even
 	 * before they ever ran. */
 	const char *const *job_names;
 	size_t njobs;
 	FILE *log; /* the start line and shutdown notes; NULL: stderr */
+	/* More names the Host header may give (a reverse proxy's), each NAME or
+	 * NAME:PORT (borrowed); a NAME without a port is accepted on any port. */
+	const char *const *allowed_hosts;
+	size_t nallowed_hosts;
 } cb__serve_options;
 
 /*

@@ -12,6 +12,7 @@
 #include "cbatch/metrics.h"
 #include "cbatch/repository.h"
 #include "cli_internal.h"
+#include "reserved.h"
 #include "text.h"
 
 /* ---- run and restart ----------------------------------------------------- */
@@ -161,6 +162,10 @@ int cb__cli_cmd_run(struct cli *c)
 			rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 			goto done;
 		}
+	}
+	if (cb__reserved_check(params, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_USAGE);
+		goto done;
 	}
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		goto done;

@@ -10,20 +10,37 @@
 
 int cb__cli_cmd_serve(struct cli *c)
 {
-	static const char *const flags[] = { "--listen=", "--admin-token-file=", "--pool=", NULL };
-	const char *values[3] = { NULL, NULL, NULL };
+	static const char *const flags[] = { "--listen=",       "--admin-token-file=",   "--pool=",
+					     "--allowed-host=", "--client-connections=", NULL };
+	const char *values[5] = { NULL, NULL, NULL, NULL, NULL };
 	cb__serve_options o = { 0 };
-	const char **pos, **names = NULL;
-	size_t npos, n;
-	long long pool = CB__SERVE_DEFAULT_POOL;
+	const char **pos, **names = NULL, **hosts;
+	size_t npos, n, nhosts = 0;
+	long long pool = CB__SERVE_DEFAULT_POOL, per_client = CB__SERVE_DEFAULT_PER_CLIENT;
 	int family, port, rc;
 	char addr[64];
 
 	pos = calloc((size_t)c->argc, sizeof(*pos));
-	if (!pos)
+	hosts = calloc((size_t)c->argc, sizeof(*hosts));
+	if (!pos || !hosts) {
+		free(pos);
+		free(hosts);
 		return cb__cli_out_of_memory(c);
+	}
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
 		goto done;
+	/* --allowed-host repeats (the split keeps only the last): every one. */
+	for (int i = 1; i < c->argc && strcmp(c->argv[i], "--") != 0; i++) {
+		if (strcmp(c->argv[i], "--allowed-host") == 0 && i + 1 < c->argc)
+			hosts[nhosts++] = c->argv[++i];
+		else if (strncmp(c->argv[i], "--allowed-host=", 15) == 0)
+			hosts[nhosts++] = c->argv[i] + 15;
+		else if (strcmp(c->argv[i], "--listen") == 0 ||
+			 strcmp(c->argv[i], "--admin-token-file") == 0 ||
+			 strcmp(c->argv[i], "--pool") == 0 ||
+			 strcmp(c->argv[i], "--client-connections") == 0)
+			i++; /* its value, whatever it says */
+	}
 	if (npos) {
 		rc = cb__cli_usage_error(c, "serve: unexpected argument '%.100s'", pos[0]);
 		goto done;
@@ -39,6 +56,14 @@ int cb__cli_cmd_serve(struct cli *c)
 					 values[2], CB__SERVE_MAX_POOL);
 		goto done;
 	}
+	if (values[4] && (cb__cli_parse_positive(&per_client, values[4]) < 0 ||
+			  per_client > CB__SERVE_MAX_PER_CLIENT)) {
+		rc = cb__cli_usage_error(c,
+					 "serve: invalid --client-connections '%.100s' (expected "
+					 "1..%d)",
+					 values[4], CB__SERVE_MAX_PER_CLIENT);
+		goto done;
+	}
 	n = cb_registry_count(c->reg);
 	if (n && !(names = calloc(n, sizeof(*names)))) {
 		rc = cb__cli_out_of_memory(c);
@@ -49,15 +74,19 @@ int cb__cli_cmd_serve(struct cli *c)
 	o.listen = values[0];
 	o.token_file = values[1];
 	o.pool = (int)pool;
+	o.per_client = (int)per_client;
 	o.conninfo = c->db;
 	o.job_names = names;
 	o.njobs = n;
 	o.log = stdout;
+	o.allowed_hosts = hosts;
+	o.nallowed_hosts = nhosts;
 	rc = cb__serve_run(&o, &c->err);
 	if (rc < 0)
 		rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 done:
 	free(names);
+	free(hosts);
 	free(pos);
 	return rc;
 }

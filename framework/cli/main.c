@@ -158,15 +158,21 @@ static const struct builtin builtins[] = {
 	  "  --verbose           also log instants other nodes claimed\n"
 	  "  --quiet             no line per firing\n",
 	  cb__cli_cmd_scheduler },
-	{ "serve", "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N]",
+	{ "serve",
+	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
+	  "[--client-connections N]",
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
 	  "GET / (the dashboard), /metrics (the `metrics` text), /healthz, /readyz,\n"
 	  "/api/v1/info, /jobs, /executions[?job=&status=&from=&to=&limit=&before=],\n"
 	  "/executions/ID, /executions/ID/skips, /locks, /locks/audit.\n"
-	  "Read-only unless an admin token is given (a file only its owner may\n"
-	  "read); then POST /api/v1/executions/ID/stop|abandon|restart and\n"
+	  "Answers only requests whose Host names it: the --listen address (for\n"
+	  "loopback also localhost, 127.0.0.1, [::1]) with its port, or an\n"
+	  "--allowed-host; others get 421. A request head must arrive within 10 s.\n"
+	  "Read-only unless an admin token is given (a file of this user's that\n"
+	  "only it may read or write, not a symbolic link); then\n"
+	  "POST /api/v1/executions/ID/stop|abandon|restart and\n"
 	  "/api/v1/locks/NAME/unlock ({\"reason\": \"...\"}) act, for a request\n"
 	  "with \"Authorization: Bearer TOKEN\" from no other site's page.\n"
 	  "SIGTERM/SIGINT: stops accepting, finishes the requests in flight and\n"
@@ -175,7 +181,11 @@ static const struct builtin builtins[] = {
 	  "  --listen ADDR:PORT        where to listen (default 127.0.0.1:8080)\n"
 	  "  --admin-token-file PATH   enable actions for requests with this token\n"
 	  "  --pool N                  repository connections shared by requests\n"
-	  "                            (default 4, at most 64)\n",
+	  "                            (default 4, at most 64)\n"
+	  "  --allowed-host NAME[:PORT]  also answer to this Host (a reverse proxy's\n"
+	  "                            name; any port unless given); repeatable\n"
+	  "  --client-connections N    connections one client address may hold\n"
+	  "                            (default 64, at most 500; a proxy is one)\n",
 	  cb__cli_cmd_serve },
 	{ "cleanup", "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
 	  "remove old executions with their steps, contexts, parameters and audit",
@@ -467,6 +477,46 @@ static void notice_receiver(void *arg, const PGresult *res)
 		fprintf(stderr, "cbatch: server warning: %s\n", msg);
 }
 
+/*
+ * libpq's message for a failed connection to @p conninfo, safe to show: a
+ * quoted connection string has its passwords redacted, and a message that
+ * quotes any other part of a password (a bad percent-encoding is quoted
+ * alone; a raw '@' makes the rest of the password a host name) is not shown.
+ * Then the same string with its passwords replaced is parsed again: if
+ * that fails, its message points at the error elsewhere; if not, the
+ * password itself is malformed.
+ */
+static void connect_error(char *out, size_t size, const char *conninfo, const char *libpq)
+{
+	char safe[4096];
+	char *perr = NULL;
+	PQconninfoOption *opts;
+
+	if (!cb__conninfo_secret_in(conninfo, libpq)) {
+		cb__redact_secrets(out, size, libpq);
+		return;
+	}
+	cb__redact_secrets(safe, sizeof(safe), conninfo);
+	opts = PQconninfoParse(safe, &perr);
+	PQconninfoFree(opts);
+	if (perr && !cb__conninfo_secret_in(conninfo, perr)) {
+		char red[CB_ERROR_MESSAGE_MAX];
+
+		cb__redact_secrets(red, sizeof(red), perr);
+		red[strcspn(red, "\n")] = '\0';
+		if (snprintf(out, size,
+			     "%s (libpq's own message is not shown: it quotes the password)",
+			     red) < 0)
+			out[0] = '\0';
+	} else {
+		snprintf(out, size,
+			 "libpq's message is not shown because it quotes part of the password; "
+			 "check how the password is written (in a URI, '%%', '@', ':', '/', '?' "
+			 "and '#' must be percent-encoded: %%25, %%40, %%3A, %%2F, %%3F, %%23)");
+	}
+	PQfreemem(perr);
+}
+
 int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 {
 	const char *keys[] = { "dbname", "fallback_application_name", NULL };
@@ -487,8 +537,7 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 	if (PQstatus(conn) != CONNECTION_OK) {
 		char msg[CB_ERROR_MESSAGE_MAX];
 
-		/* libpq quotes a malformed URI whole, password included. */
-		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(conn));
+		connect_error(msg, sizeof(msg), vals[0], PQerrorMessage(conn));
 		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
 		PQfinish(conn);
 		return CB_EDB;

@@ -95,8 +95,12 @@ int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int requ
 		     cb_error *err);
 
 /**
- * Check @p params against the job's declared parameters.
- * @return 0 or CB_EINVAL with a message naming the parameter.
+ * Check @p params against the job's declared parameters, and the parameters
+ * cbatch itself reads (chunk.size 1..1000000, skip.limit 0..1000000000,
+ * partition.count 1..CB_MAX_PARTITIONS, partition.threads 0..256, each a long;
+ * any other name under chunk., partition. or skip. is refused as a typo).
+ * The launcher calls it before anything is written.
+ * @return 0 or CB_EINVAL with a message naming the parameter and its range.
  */
 int cb_job_validate_params(const cb_job *job, const cb_params *params, cb_error *err);
 

@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,4 +199,51 @@ const char *header(const struct resp *r, const char *name, char *buf, size_t siz
 		p += len + (eol ? 2 : 0);
 	}
 	return NULL;
+}
+
+/* ---- raw sockets ---------------------------------------------------------- */
+
+int tcp_from(const char *from, int port)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	inet_pton(AF_INET, from, &src.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons((uint16_t)port);
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+	    connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+long raw_status(const char *from, int port, const char *request, double timeout)
+{
+	struct timeval tv = { (time_t)timeout, (suseconds_t)((timeout - (long)timeout) * 1e6) };
+	char buf[64];
+	size_t got = 0;
+	long status = -1;
+	int fd = tcp_from(from, port);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, request, strlen(request), MSG_NOSIGNAL) == (ssize_t)strlen(request)) {
+		while (got < 12) {
+			ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		buf[got] = '\0';
+		if (got >= 12 && strncmp(buf, "HTTP/1.", 7) == 0)
+			status = strtol(buf + 9, NULL, 10);
+	}
+	close(fd);
+	return status;
 }

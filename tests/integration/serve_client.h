@@ -46,4 +46,12 @@ void resp_free(struct resp *r);
 /* Header @p name of @p r into @p buf, or NULL. */
 const char *header(const struct resp *r, const char *name, char *buf, size_t size);
 
+/* A TCP connection to 127.0.0.1:@p port from the loopback address @p from
+ * (any 127.x.y.z: the server sees another client address). @return the
+ * socket, or -1. */
+int tcp_from(const char *from, int port);
+/* Send @p request whole from @p from and read the status line within
+ * @p timeout seconds. @return the status, or -1 (no answer in time). */
+long raw_status(const char *from, int port, const char *request, double timeout);
+
 #endif

@@ -855,15 +855,76 @@ static void test_no_new_claims_for_a_dead_manager_on_this_host(void)
 	CBT_EQ_STR(parted, plain);
 }
 
+/* Everything a launch can write: instances, executions, steps, locks, audit. */
+static long long repository_rows(void)
+{
+	return cbt_query_ll(conn, "SELECT (SELECT count(*) FROM batch_job_instance) + "
+				  "(SELECT count(*) FROM batch_job_execution) + "
+				  "(SELECT count(*) FROM batch_step_execution) + "
+				  "(SELECT count(*) FROM batch_lock) + "
+				  "(SELECT count(*) FROM batch_lock_audit)");
+}
+
 static void test_bad_parameters_and_options(void)
 {
+	static const struct {
+		const char *arg, *says;
+	} bad[] = {
+		{ "-partition.count:long=0", "partition.count must be a long from 1 to 4096" },
+		{ "-partition.count:long=100000", "partition.count must be a long from 1 to 4096" },
+		{ "-partition.threads:long=-1", "partition.threads must be a long from 0 to 256" },
+		{ "-partition.threads:long=257", "partition.threads must be a long from 0 to 256" },
+		{ "-chunk.size:long=-5", "chunk.size must be a long from 1 to 1000000" },
+		{ "-chunk.size:long=0", "chunk.size must be a long from 1 to 1000000" },
+		{ "-chunk.size:long=1000001", "chunk.size must be a long from 1 to 1000000" },
+		{ "-chunk.size=10", "invalid parameter chunk.size:string=10" },
+		{ "-skip.limit:long=-1", "skip.limit must be a long from 0 to 1000000000" },
+		{ "-partition.cuont:long=2", "unknown parameter 'partition.cuont'" },
+	};
+	long long before;
+	char runid[32];
+
 	ledger_rows("100", NULL);
-	/* invalid input found before any chunk: FAILED, and the CLI says exit 2 */
-	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=6", "-partition.count:long=0"), 2);
-	CBT_CONTAINS(errout, "parameter partition.count is 0 (allowed 1..4096)");
-	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=7", "-partition.threads:long=-1"),
+	before = repository_rows();
+	/* Refused before the lock, the instance or an execution is written: a
+	 * step finding them later used to leave a FAILED execution behind. */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(runid, sizeof(runid), "run.id:long=%zu", 60 + i);
+		CBT_EQ_LL(EX("run", "ledger_partitioned", runid, bad[i].arg), 2);
+		CBT_CONTAINS(errout, bad[i].says);
+		CBT_EQ_LL(repository_rows(), before);
+	}
+	/* the library's own check, as a scheduler or the console launches */
+	{
+		cb_step_def def = CB_STEP_DEF_INIT;
+		cb_error err = CB_ERROR_INIT;
+		cb_job_result r;
+
+		def.name = "copy";
+		def.build = copy_build;
+		def.partition = hash_partition;
+		CBT_EQ_LL(launch_copy(&r, &def, "-1", "1", &err), CB_EINVAL);
+		CBT_CONTAINS(err.message, "partition.threads must be a long from 0 to 256");
+		CBT_EQ_LL(repository_rows(), before);
+	}
+	/* nor can a schedule be made to launch one */
+	CBT_EQ_LL(EX("schedule", "add", "bad-chunk", "--cron", "0 3 * * *", "--job",
+		     "ledger_partitioned", "-chunk.size:long=0"),
 		  2);
-	CBT_CONTAINS(errout, "parameter partition.threads is -1 (allowed 0..256)");
+	CBT_CONTAINS(errout, "chunk.size must be a long from 1 to 1000000");
+	CBT_EQ_LL(cbt_query_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_schedule WHERE schedule_name = 'bad-chunk'"),
+		  0);
+	/* the edges of every range still run */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=70", "-partition.count:long=1",
+		     "-partition.threads:long=256", "-chunk.size:long=1", "-skip.limit:long=0"),
+		  0);
+	ledger_rows("100", NULL);
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=71", "-partition.count:long=2",
+		     "-chunk.size:long=1000000", "-skip.limit:long=1000000000"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 	CBT_EQ_LL(EX("worker", "--job", "nope"), 2);
 	CBT_CONTAINS(errout, "unknown job 'nope'");
 	CBT_EQ_LL(EX("worker", "--threads", "0"), 2);

@@ -12,6 +12,7 @@
  * flight complete and the server exit 0.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -955,6 +956,8 @@ static void test_bad_options(void)
 		{ "--listen", "127.0.0.1:+80" },
 		{ "--pool", "0" },
 		{ "--pool", "65" },
+		{ "--client-connections", "0" },
+		{ "--client-connections", "501" },
 		{ "--admin-token-file", "/nonexistent/token" },
 	};
 	char token[4096];
@@ -992,6 +995,182 @@ static void test_bad_options(void)
 		CBT_EQ_LL(server_stop(&s), 0);
 	}
 	unlink(token);
+}
+
+/* Whoever may write the token file chooses the admin token: only the
+ * server's user may, and a link (whose target can be swapped) is refused. */
+static void test_token_file_rules(void)
+{
+	char token[4096], link[4096], fifo[4096];
+
+	snprintf(token, sizeof(token), "%s/serve-token-w-%d", cbt_tmpdir(), (int)getpid());
+	snprintf(link, sizeof(link), "%s/serve-token-l-%d", cbt_tmpdir(), (int)getpid());
+	snprintf(fifo, sizeof(fifo), "%s/serve-token-f-%d", cbt_tmpdir(), (int)getpid());
+	cbt_write_str(token, "s3cret-token\n");
+	chmod(token, 0620);
+	CBT_EQ_LL(EX("serve", "--admin-token-file", token), 2);
+	CBT_CONTAINS(errout, "writable by group or others (mode 0620)");
+	chmod(token, 0602);
+	CBT_EQ_LL(EX("serve", "--admin-token-file", token), 2);
+	CBT_CONTAINS(errout, "writable by group or others (mode 0602)");
+	chmod(token, 0600);
+	CU_ASSERT_EQUAL(symlink(token, link), 0);
+	CBT_EQ_LL(EX("serve", "--admin-token-file", link), 2);
+	CBT_CONTAINS(errout, "is a symbolic link");
+	CU_ASSERT_EQUAL(mkfifo(fifo, 0600), 0);
+	CBT_EQ_LL(EX("serve", "--admin-token-file", fifo), 2);
+	CBT_CONTAINS(errout, "is not a file");
+	if (geteuid() == 0) {
+		/* root can hand the file to someone else: then it is not ours */
+		CU_ASSERT_EQUAL(chown(token, 65534, 65534), 0);
+		CBT_EQ_LL(EX("serve", "--admin-token-file", token), 2);
+		CBT_CONTAINS(errout, "is owned by uid 65534, not by this server's user (uid 0)");
+	}
+	unlink(fifo);
+	unlink(link);
+	unlink(token);
+}
+
+static const char auth_header[] = "Authorization: Bearer s3cret-token";
+
+/* The status of a GET of @p path with "Host: @p host" (NULL: no Host); with
+ * @p extra (a header), a POST with it and the admin token. */
+static long host_status(int port, const char *path, const char *host, const char *extra)
+{
+	char h[300];
+	struct resp r;
+	long st;
+
+	snprintf(h, sizeof(h), "Host:%s%s", host ? " " : "", host ? host : "");
+	if (http(&r, port, extra ? "POST" : "GET", path, extra ? "{}" : NULL, extra ? 2 : 0,
+		 (const char *const[]){ h, extra, extra ? auth_header : NULL, NULL }) < 0)
+		return -1;
+	st = r.status;
+	if (st == 421)
+		CBT_CONTAINS(r.body, "\"status\":421");
+	resp_free(&r);
+	return st;
+}
+
+/* DNS rebinding: a page of evil.example whose name now resolves to
+ * 127.0.0.1 reaches the console with "Host: evil.example" (and, for an action,
+ * "Origin: http://evil.example"). Only our own names are answered. */
+static void test_host_check(void)
+{
+	static const char *const bad_hosts[] = {
+		"--allowed-host", "bad host", "--allowed-host", "x:0", "--allowed-host", "x:70000",
+		"--allowed-host", "[nope]",   "--allowed-host", "",
+	};
+	char token[4096], own[64], lh[64], v6[64], evil_port[64], origin[96];
+	struct server s = { 0 };
+	int p;
+
+	for (size_t i = 0; i < sizeof(bad_hosts) / sizeof(bad_hosts[0]); i += 2) {
+		CBT_EQ_LL(EX("serve", bad_hosts[i], bad_hosts[i + 1]), 2);
+		CBT_CONTAINS(errout, "invalid --allowed-host");
+	}
+	snprintf(token, sizeof(token), "%s/serve-token-h-%d", cbt_tmpdir(), (int)getpid());
+	cbt_write_str(token, "s3cret-token\n");
+	chmod(token, 0600);
+	CBT_EQ_LL(server_start(&s, db,
+			       (const char *const[]){ "--admin-token-file", token, "--allowed-host",
+						      "console.example.com", "--allowed-host",
+						      "proxy.example:8443", NULL }),
+		  0);
+	if (s.pid <= 0)
+		return;
+	p = s.port;
+	snprintf(own, sizeof(own), "127.0.0.1:%d", p);
+	snprintf(lh, sizeof(lh), "LocalHost:%d", p);
+	snprintf(v6, sizeof(v6), "[::1]:%d", p);
+	snprintf(evil_port, sizeof(evil_port), "evil.example:%d", p);
+	/* ours: the listening address, the loopback names, the proxy's */
+	CBT_EQ_LL(host_status(p, "/healthz", own, NULL), 200);
+	CBT_EQ_LL(host_status(p, "/healthz", lh, NULL), 200);
+	CBT_EQ_LL(host_status(p, "/healthz", v6, NULL), 200);
+	CBT_EQ_LL(host_status(p, "/api/v1/info", "console.example.com", NULL), 200);
+	CBT_EQ_LL(host_status(p, "/healthz", "console.example.com:443", NULL), 200);
+	CBT_EQ_LL(host_status(p, "/healthz", "proxy.example:8443", NULL), 200);
+	/* not ours: 421 for every path, before anything is read */
+	CBT_EQ_LL(host_status(p, "/api/v1/info", "evil.example", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/api/v1/executions", evil_port, NULL), 421);
+	CBT_EQ_LL(host_status(p, "/healthz", "127.0.0.1", NULL), 421); /* port 80 */
+	CBT_EQ_LL(host_status(p, "/healthz", "127.0.0.1:1", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/healthz", "proxy.example:8444", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/healthz", "proxy.example", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/healthz", "127.0.0.2:1", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/", "localhost.evil.example", NULL), 421);
+	CBT_EQ_LL(host_status(p, "/healthz", NULL, NULL), 421);
+	/* An action's Origin is compared with our names, not with its Host. */
+	snprintf(origin, sizeof(origin), "Origin: http://evil.example:%d", p);
+	CBT_EQ_LL(host_status(p, "/api/v1/executions/999999/stop", evil_port, origin), 421);
+	CBT_EQ_LL(host_status(p, "/api/v1/executions/999999/stop", own, origin), 403);
+	CBT_EQ_LL(host_status(p, "/api/v1/executions/999999/stop", own,
+			      "Origin: http://console.example.com"),
+		  404);
+	snprintf(origin, sizeof(origin), "Origin: http://localhost:%d", p);
+	CBT_EQ_LL(host_status(p, "/api/v1/executions/999999/stop", own, origin), 404);
+	CBT_EQ_LL(server_stop(&s), 0);
+	unlink(token);
+}
+
+/* One client (127.0.0.2) with 200 half-sent request heads: it gets at most
+ * 64 connections, those go after the head deadline, and another client
+ * (127.0.0.3) is answered at once all along. */
+static void test_slow_client_bounded(void)
+{
+	enum {
+		N = 200
+	};
+	int fds[N], open_now = 0, p;
+	char probe[128];
+	double t0;
+
+	NEED_SERVER();
+	p = srv.port;
+	snprintf(probe, sizeof(probe), "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", p);
+	if (raw_status("127.0.0.2", p, probe, 1.0) != 200) {
+		CBT_FAILF("no other loopback address (127.0.0.2) here");
+		return;
+	}
+	for (int i = 0; i < N; i++) {
+		fds[i] = tcp_from("127.0.0.2", p);
+		if (fds[i] >= 0)
+			send(fds[i], "GET /healthz HTTP/1.1\r\nHost: 127", 32, MSG_NOSIGNAL);
+	}
+	cbt_sleep_ms(500);
+	CBT_EQ_LL(raw_status("127.0.0.3", p, probe, 1.0), 200);
+	/* those past the per-client limit were closed at once */
+	for (int i = 0; i < N; i++) {
+		char c;
+
+		if (fds[i] >= 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN)
+			open_now++;
+	}
+	CU_ASSERT(open_now > 0 && open_now <= 64);
+	if (open_now > 64)
+		CBT_FAILF("one client holds %d connections", open_now);
+	/* the rest within the head deadline (10 s), not the idle timeout (30 s) */
+	t0 = cbt_now();
+	while (open_now > 0 && cbt_now() - t0 < 15) {
+		cbt_sleep_ms(250);
+		open_now = 0;
+		for (int i = 0; i < N; i++) {
+			char c;
+
+			if (fds[i] >= 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN)
+				open_now++;
+		}
+		if (raw_status("127.0.0.3", p, probe, 1.0) != 200)
+			CBT_FAILF("/healthz did not answer within 1 s");
+	}
+	if (open_now > 0)
+		CBT_FAILF("%d half-sent requests still open after %.0f s", open_now,
+			  cbt_now() - t0);
+	for (int i = 0; i < N; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	CBT_EQ_LL(raw_status("127.0.0.2", p, probe, 1.0), 200);
 }
 
 /* /readyz: 200, then 503 once the schema is gone, then once the database is. */
@@ -1248,6 +1427,9 @@ static const CU_TestInfo tests[] = {
 	{ "400, 404, 405, 413, escaped echoes", test_bad_requests },
 	{ "pool bounded under concurrent requests", test_pool_bounded },
 	{ "bad options exit 2; token file must be private", test_bad_options },
+	{ "token file: ours, not writable by others, no link", test_token_file_rules },
+	{ "Host must name this server; Origin compared with its names", test_host_check },
+	{ "a slow client is bounded; /healthz answers another", test_slow_client_bounded },
 	{ "/readyz 503 without schema, without database", test_readyz_turns_503 },
 	{ "SIGTERM: in-flight request completes, exit 0", test_sigterm_finishes_in_flight },
 	{ "pool exhausted: bounded wait, then 503", test_pool_wait_then_503 },

@@ -338,6 +338,45 @@ static void test_malformed_uri_error_has_no_password(void)
 	CU_ASSERT(strstr(errout, "hunter2") == NULL);
 }
 
+/* libpq quotes parts of a malformed connection string on their own: a bad
+ * percent-encoding ("invalid percent-encoded token"), the rest of a password
+ * after a raw '@' as a host name. None of it may reach stderr or --json. */
+static void test_no_form_of_password_is_echoed(void)
+{
+	static const char *const bad[] = {
+		"postgresql://alice:Zq7Secret%zz@/app",
+		"postgresql://alice:Zq7Secret%2@/app",
+		"postgres://alice:Zq7%40Secret%zz@/app",
+		"postgresql://alice:Zq7Sec@ret9x@nohost.invalid/app",
+		"postgresql://alice@/app?password=Zq7Secret%zz&host=/nonexistent",
+		"postgresql://alice@/app?host=/nonexistent&password=Zq7Secret%zz",
+		"host=/nonexistent password='Zq7 Sec\\'ret%zz' port=x",
+		"host=/nonexistent password = Zq7Secret%zz port=99999999",
+		"host=/nonexistent password='Zq7Secret",
+		"postgresql://alice:Zq7Secret@[::1/app",
+		"postgresql://alice:Zq7Secret%zz@[::1/app",
+	};
+	static const char *const parts[] = { "Zq7", "ecret", "Sec\\'", "ret9x" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		for (int json = 0; json < 2; json++) {
+			const char *const args[] = { json ? "--json" : "executions",
+						     json ? "executions" : NULL, NULL };
+
+			CBT_EQ_LL(run_with(cbt_cli_bin(), bad[i], args), 1);
+			CBT_CONTAINS(errout, "cannot connect to the database");
+			for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+				if (strstr(errout, parts[k]) || strstr(out, parts[k]))
+					CBT_FAILF("'%s' shows '%s': %s%s", bad[i], parts[k], errout,
+						  out);
+		}
+	/* A message that quotes no password is shown as it is. */
+	CBT_EQ_LL(run_with(cbt_cli_bin(), "host=/nonexistent password=Zq7Secret port=x",
+			   (const char *const[]){ "executions", NULL }),
+		  1);
+	CBT_CONTAINS(errout, "invalid integer value \"x\" for connection option \"port\"");
+}
+
 /* ---- item 12: metrics and example-setup as JSON, escaping, SCS=off --------- */
 
 static void weird_job(void)
@@ -566,6 +605,8 @@ static const CU_TestInfo tests[] = {
 	{ "password is scrubbed from the command line",
 	  test_password_is_scrubbed_from_the_command_line },
 	{ "malformed URI error has no password", test_malformed_uri_error_has_no_password },
+	{ "no form of a password is echoed by a connection error",
+	  test_no_form_of_password_is_echoed },
 	{ "metrics escape labels and print JSON", test_metrics_escape_labels_and_print_json },
 	{ "metrics work without standard_conforming_strings",
 	  test_metrics_work_without_standard_conforming_strings },

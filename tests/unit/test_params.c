@@ -4,6 +4,7 @@
  * pinned vectors that fail if the encoding of version 1 ever changes.
  */
 #include "cbatch/params.h"
+#include "reserved.h"
 
 #include <CUnit/Basic.h>
 #include <limits.h>
@@ -701,6 +702,64 @@ static void test_key_bad_calls(void)
 	CU_ASSERT_PTR_NULL(canon);
 }
 
+/* The reserved parameters: every edge of every range, both sides. */
+static void test_reserved(void)
+{
+	static const char *const good[] = {
+		"-chunk.size:long=1",
+		"-chunk.size:long=1000000",
+		"-skip.limit:long=0",
+		"-skip.limit:long=1000000000",
+		"-partition.count:long=1",
+		"-partition.count:long=4096",
+		"-partition.threads:long=0",
+		"-partition.threads:long=256",
+		"chunk:long=0",
+		"partitions=x",
+	};
+	static const char *const bad[] = {
+		"-chunk.size:long=0",          "-chunk.size:long=1000001",
+		"-chunk.size:long=-5",         "-chunk.size=10",
+		"-skip.limit:long=-1",         "-skip.limit:long=1000000001",
+		"-partition.count:long=0",     "-partition.count:long=4097",
+		"-partition.threads:long=-1",  "-partition.threads:long=257",
+		"-partition.threads:double=1", "-partition.cuont:long=2",
+		"chunk.sise:long=10",          "skip.limits:long=1",
+	};
+	cb_error err = CB_ERROR_INIT;
+	long long n;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cb_params *p = make((const char *const[]){ good[i], NULL });
+
+		PASS(cb__reserved_check(p, &err), &err);
+		cb_params_free(p);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cb_params *p = make((const char *const[]){ bad[i], NULL });
+		char name[64];
+
+		/* the message names the parameter as given */
+		snprintf(name, sizeof(name), "%s", bad[i] + (bad[i][0] == '-'));
+		name[strcspn(name, ":=")] = '\0';
+		cb_error_clear(&err);
+		CU_ASSERT_EQUAL(cb__reserved_check(p, &err), CB_EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err.message, name));
+		cb_params_free(p);
+	}
+	{
+		cb_params *p = make((const char *const[]){ "-chunk.size:long=7", NULL });
+
+		PASS(cb__reserved_long(&n, p, "chunk.size", 3, &err), &err);
+		CU_ASSERT_EQUAL(n, 7);
+		PASS(cb__reserved_long(&n, p, "skip.limit", 3, &err), &err);
+		CU_ASSERT_EQUAL(n, 3);
+		CU_ASSERT_EQUAL(cb__reserved_long(&n, p, "nope", 3, &err), CB_EINVAL);
+		PASS(cb__reserved_check(NULL, &err), &err);
+		cb_params_free(p);
+	}
+}
+
 /* ---- runner ------------------------------------------------------------- */
 
 struct test {
@@ -725,6 +784,7 @@ static const struct test reject_tests[] = {
 	{ "UTF-8", test_reject_utf8 },
 	{ "duplicate name", test_reject_duplicate },
 	{ "bad calls", test_reject_bad_calls },
+	{ "reserved parameters", test_reserved },
 	{ NULL, NULL },
 };
 

@@ -151,6 +151,34 @@ static void test_redaction(void)
 	}
 }
 
+static void test_secret_in_message(void)
+{
+	/* libpq's own messages for these strings */
+	CU_ASSERT(cb__conninfo_secret_in("postgresql://u:Secret%zz@h/db",
+					 "invalid percent-encoded token: \"Secret%zz\""));
+	CU_ASSERT(cb__conninfo_secret_in("postgresql://u:p%40ssword%zz@h/db",
+					 "invalid percent-encoded token: \"p@ssword%zz\""));
+	CU_ASSERT(cb__conninfo_secret_in("postgresql://u:Sec@ret@h/db",
+					 "could not translate host name \"ret@h\" to address"));
+	CU_ASSERT(cb__conninfo_secret_in("postgresql://u@h/db?password=Secr%zzet&x=1",
+					 "invalid percent-encoded token: \"Secr%zzet\""));
+	CU_ASSERT(
+		cb__conninfo_secret_in("host=h password='pa ss\\'wd' port=x", "... pa ss'wd ..."));
+	CU_ASSERT(cb__conninfo_secret_in("host=h password='pa ss\\'wd' port=x", "... ss\\'w ..."));
+	CU_ASSERT(cb__conninfo_secret_in("PASSWORD = abc", "said abc"));
+	CU_ASSERT(cb__conninfo_secret_in("sslpassword=keypass1", "bad keyp"));
+	/* no password, or none of it quoted */
+	CU_ASSERT(!cb__conninfo_secret_in("postgresql://u@h:xx/db",
+					  "invalid integer value \"xx\" for connection option "
+					  "\"port\""));
+	CU_ASSERT(!cb__conninfo_secret_in("host=h password=Secret port=xx",
+					  "invalid integer value \"xx\" for connection option "
+					  "\"port\""));
+	CU_ASSERT(!cb__conninfo_secret_in("postgresql://u:Secret@h/db?sslmode=bogus",
+					  "invalid sslmode value: \"bogus\""));
+	CU_ASSERT(!cb__conninfo_secret_in(NULL, "x"));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "sanitizer keeps valid text", test_sanitizer_keeps_valid_text },
 	{ "sanitizer replaces invalid sequences", test_sanitizer_replaces_invalid_sequences },
@@ -158,6 +186,7 @@ static const CU_TestInfo tests[] = {
 	{ "error messages are valid UTF-8", test_error_messages_are_valid_utf8 },
 	{ "terminal escapes", test_terminal_escapes },
 	{ "password redaction", test_redaction },
+	{ "a password quoted by a message", test_secret_in_message },
 	CU_TEST_INFO_NULL,
 };
 
