@@ -3,7 +3,8 @@
  * PostgreSQL: racing launches, SIGKILL and lease takeover, a SIGSTOPped
  * zombie that wakes after a takeover, the heartbeat (a chunk longer than the
  * lease; a cut heartbeat connection), lock-at-least-for and force unlock,
- * clock skew (faketime), and the job's backend terminated mid-run.
+ * clock skew (faketime), the job's backend terminated mid-run, and the lock
+ * scope (job scope keeps every other instance out; instance scope does not).
  *
  * The ledger example (cbatch-examples) locks as "ledger" whatever its
  * parameters, so every instance below competes for that one lock. Jobs that
