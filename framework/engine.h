@@ -94,10 +94,11 @@ int cb__run_check_lock(const cb__run *run, cb_error *err);
 struct cb__checkpoint;
 struct cb__lock_grant;
 
-/* Take @p lock_name for a run (framework/lock.c): acquire, or take over an
- * expired lease; a held lock is a skip (CB_ERUNNING, already audited). */
-int cb__lock_take(struct cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
-		  cb_error *err);
+/* Take @p lock_name for a run of @p job (framework/lock.c): acquire, or take
+ * over an expired lease; a held lock is a skip (CB_ERUNNING, already audited,
+ * its message naming the holder and the job's lock scope). */
+int cb__lock_take(struct cb__lock_grant *g, PGconn *conn, const cb_job *job, const char *lock_name,
+		  double lease, cb_error *err);
 
 /* Set the checkpoint's fence from the run: lock name, fencing token, lease. */
 void cb__run_fence(const cb__run *run, struct cb__checkpoint *c);

@@ -104,7 +104,7 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	if (rc == 0)
 		rc = cb_job_lock_name(&lock_name, job, params, err);
 	if (rc == 0)
-		rc = cb__lock_take(&grant, conn, lock_name, lease, err);
+		rc = cb__lock_take(&grant, conn, job, lock_name, lease, err);
 	if (rc < 0)
 		goto out;
 	lc.renewed = cb__now();

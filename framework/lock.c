@@ -38,13 +38,68 @@ int cb_job_set_lock(cb_job *job, const char *name_template, double at_most_secon
 		t = strdup(name_template);
 		if (!t)
 			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		free(job->lock_template);
+		job->lock_template = t;
 	}
-	free(job->lock_template);
-	job->lock_template = t;
+	/* NULL keeps the key: changing the lease must not widen a job scope
+	 * back to per instance behind its author's back. */
 	if (at_most_seconds > 0)
 		job->lease_seconds = at_most_seconds;
 	job->lock_at_least_seconds = at_least_seconds;
 	return 0;
+}
+
+int cb_job_set_lock_scope(cb_job *job, cb_lock_scope scope, cb_error *err)
+{
+	char *t = NULL;
+
+	if (scope == CB_LOCK_SCOPE_CUSTOM)
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': a custom lock scope is a template: use "
+				    "cb_job_set_lock(job, \"{job}:{PARAM}\", ...)",
+				    job->name);
+	if (scope != CB_LOCK_SCOPE_INSTANCE && scope != CB_LOCK_SCOPE_JOB)
+		return cb_error_set(err, CB_EINVAL, "job '%s': unknown lock scope %d", job->name,
+				    (int)scope);
+	if (scope == CB_LOCK_SCOPE_JOB && !(t = strdup("{job}")))
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	free(job->lock_template);
+	job->lock_template = t;
+	return 0;
+}
+
+/* Does the template take anything from the parameters ({NAME} but {job})? */
+static int names_a_parameter(const char *t)
+{
+	for (const char *open = strchr(t, '{'); open; open = strchr(open + 1, '{'))
+		if (strncmp(open, "{job}", 5) != 0)
+			return 1;
+	return 0;
+}
+
+cb_lock_scope cb_job_lock_scope(const cb_job *job)
+{
+	if (!job->lock_template)
+		return CB_LOCK_SCOPE_INSTANCE;
+	return names_a_parameter(job->lock_template) ? CB_LOCK_SCOPE_CUSTOM : CB_LOCK_SCOPE_JOB;
+}
+
+const char *cb_job_lock_template(const cb_job *job)
+{
+	return job->lock_template;
+}
+
+const char *cb_lock_scope_name(cb_lock_scope scope)
+{
+	switch (scope) {
+	case CB_LOCK_SCOPE_INSTANCE:
+		return "instance";
+	case CB_LOCK_SCOPE_JOB:
+		return "job";
+	case CB_LOCK_SCOPE_CUSTOM:
+		return "custom";
+	}
+	return "unknown";
 }
 
 typedef struct buf {
@@ -209,13 +264,36 @@ void cb__run_fence(const cb__run *run, cb__checkpoint *c)
 	c->lease_seconds = run->lease_seconds;
 }
 
-int cb__lock_take(cb__lock_grant *g, PGconn *conn, const char *lock_name, double lease,
-		  cb_error *err)
+/* What the lock keeps apart, for a skip's message: who else it excludes.
+ * Last in the message, so that a long lock name cuts this, not the way out. */
+static void scope_phrase(char *out, size_t size, const cb_job *job)
 {
+	switch (cb_job_lock_scope(job)) {
+	case CB_LOCK_SCOPE_JOB:
+		snprintf(out, size,
+			 "lock scope job: one execution of job '%s' at a time, whatever its "
+			 "parameters",
+			 job->name);
+		break;
+	case CB_LOCK_SCOPE_CUSTOM:
+		snprintf(out, size, "lock scope custom: one execution per name of template '%s'",
+			 job->lock_template);
+		break;
+	default:
+		snprintf(out, size,
+			 "lock scope instance: one execution per job and identifying parameters");
+	}
+}
+
+int cb__lock_take(cb__lock_grant *g, PGconn *conn, const cb_job *job, const char *lock_name,
+		  double lease, cb_error *err)
+{
+	char scope[CB_ERROR_MESSAGE_MAX / 2];
 	int rc = cb__lock_acquire(g, conn, lock_name, cb__owner_id(), lease, err);
 
 	if (rc < 0)
 		return rc;
+	scope_phrase(scope, sizeof(scope), job);
 	if (g->outcome == CB__LOCK_HELD && g->held_left_seconds <= 0 && g->note[0])
 		/* Its lease is over, but a session that could not be ended keeps
 		 * the lock row in an open transaction. */
@@ -223,13 +301,14 @@ int cb__lock_take(cb__lock_grant *g, PGconn *conn, const char *lock_name, double
 			err, CB_ERUNNING,
 			"lock '%s' of %s (lease ended %s) cannot be taken over: %s: "
 			"skipped; a role allowed to end that session can run `unlock %s "
-			"--force`",
-			lock_name, g->holder, g->held_until, g->note, lock_name);
+			"--force`; %s",
+			lock_name, g->holder, g->held_until, g->note, lock_name, scope);
 	if (g->outcome == CB__LOCK_HELD)
 		return cb_error_set(
 			err, CB_ERUNNING,
 			"lock '%s' is held by %s until %s (%.0f s left): skipped; if its "
-			"owner is gone, wait for the lease or run `unlock %s --force`",
-			lock_name, g->holder, g->held_until, g->held_left_seconds, lock_name);
+			"owner is gone, wait for the lease or run `unlock %s --force`; %s",
+			lock_name, g->holder, g->held_until, g->held_left_seconds, lock_name,
+			scope);
 	return 0;
 }

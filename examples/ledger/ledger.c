@@ -97,7 +97,8 @@ int ledger_register(cb_registry *reg, cb_error *err)
 					 "exactly once",
 					 err)) < 0)
 		return rc;
-	/* Every instance works on the same account table: one lock for the job,
-	 * whatever its parameters, so that two instances never overlap. */
-	return cb_job_set_lock(job, "{job}", CB_DEFAULT_LEASE_SECONDS, 0, err);
+	/* The reader takes every unprocessed account, whatever the parameters:
+	 * the target range is the whole job, so two instances must never
+	 * overlap (a `--next` or a scheduled fire time is another instance). */
+	return cb_job_set_lock_scope(job, CB_LOCK_SCOPE_JOB, err);
 }

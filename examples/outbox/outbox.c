@@ -98,6 +98,7 @@ int outbox_register(cb_registry *reg, cb_error *err)
 					 "several workers draining it at once",
 					 err)) < 0)
 		return rc;
-	/* One drain of the outbox at a time, whatever the parameters. */
-	return cb_job_set_lock(job, "{job}", CB_DEFAULT_LEASE_SECONDS, 0, err);
+	/* One drain of the outbox at a time, whatever the parameters: the
+	 * reader takes every ready message, so the range is the whole job. */
+	return cb_job_set_lock_scope(job, CB_LOCK_SCOPE_JOB, err);
 }

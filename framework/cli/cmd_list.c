@@ -16,11 +16,36 @@
 
 /* ---- jobs ---------------------------------------------------------------- */
 
+/*
+ * The job's lock scope in words: "instance", "job", "job (lock 'ledger')"
+ * when a fixed name other than the job's is shared, "custom ({job}:{day})".
+ */
+static void fmt_lock_scope(char *buf, size_t size, const cb_job *job)
+{
+	cb_lock_scope scope = cb_job_lock_scope(job);
+	cb_error ignored = CB_ERROR_INIT;
+	cb_params *none = NULL;
+	char *name = NULL;
+
+	if (scope == CB_LOCK_SCOPE_CUSTOM) {
+		snprintf(buf, size, "custom (%s)", cb_job_lock_template(job));
+		return;
+	}
+	snprintf(buf, size, "%s", cb_lock_scope_name(scope));
+	/* A fixed name needs no parameter: computed from none. */
+	if (scope == CB_LOCK_SCOPE_JOB && cb_params_new(&none, &ignored) == 0 &&
+	    cb_job_lock_name(&name, job, none, &ignored) == 0 && strcmp(name, cb_job_name(job)))
+		snprintf(buf, size, "job (lock '%s')", name);
+	free(name);
+	cb_params_free(none);
+	cb_error_clear(&ignored);
+}
+
 int cb__cli_cmd_jobs(struct cli *c)
 {
 	size_t i, n = cb_registry_count(c->reg);
 	cb__cli_table *t = NULL;
-	static const char *const headers[] = { "JOB", "DESCRIPTION", "PARAMETERS" };
+	static const char *const headers[] = { "JOB", "LOCK", "DESCRIPTION", "PARAMETERS" };
 
 	if (c->argc > 1)
 		return cb__cli_usage_error(c, "jobs: unexpected argument '%.100s'", c->argv[1]);
@@ -48,10 +73,16 @@ int cb__cli_cmd_jobs(struct cli *c)
 								    "required", required));
 			}
 			json_array_append_new(
-				arr, json_pack("{s:o,s:o,s:o*}", "name",
-					       cb__cli_json_text(cb_job_name(job)), "description",
-					       cb__cli_json_text(cb_job_description(job)),
-					       "parameters", ps));
+				arr,
+				json_pack("{s:o,s:o,s:o*,s:s,s:o}", "name",
+					  cb__cli_json_text(cb_job_name(job)), "description",
+					  cb__cli_json_text(cb_job_description(job)), "parameters",
+					  ps, "lock_scope",
+					  cb_lock_scope_name(cb_job_lock_scope(job)),
+					  "lock_template",
+					  cb_job_lock_template(job) ?
+						  cb__cli_json_text(cb_job_lock_template(job)) :
+						  json_null()));
 		}
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
@@ -61,16 +92,17 @@ int cb__cli_cmd_jobs(struct cli *c)
 		printf("no jobs are registered in this program\n");
 		return 0;
 	}
-	if (cb__cli_table_new(&t, 3, headers, "lll") < 0)
+	if (cb__cli_table_new(&t, 4, headers, "llll") < 0)
 		return cb__cli_out_of_memory(c);
 	for (i = 0; i < n; i++) {
 		const cb_job *job = cb_registry_at(c->reg, i);
-		char params[1024];
-		const char *row[3] = { cb_job_name(job), cb_job_description(job), params };
+		char params[1024], lock[512];
+		const char *row[4] = { cb_job_name(job), lock, cb_job_description(job), params };
 
+		fmt_lock_scope(lock, sizeof(lock), job);
 		cb__cli_param_list(params, sizeof(params), job);
 		if (!params[0])
-			row[2] = "-";
+			row[3] = "-";
 
 		if (cb__cli_table_add(t, row) < 0) {
 			cb__cli_table_free(t);
@@ -514,7 +546,7 @@ static int print_partitions(const json_t *step, const char *job)
 	return 0;
 }
 
-static int print_execution(const json_t *e)
+static int print_execution(const json_t *e, const cb_job *job_def)
 {
 	char a[64], b[64], job[CB_PARAM_NAME_MAX + 8], buf[CB_ERROR_MESSAGE_MAX + 80], dur[32];
 	const json_t *steps = json_object_get(e, "steps");
@@ -541,6 +573,22 @@ static int print_execution(const json_t *e)
 	fmt_elapsed(dur, sizeof(dur), e);
 	field("duration:", cb__cli_json_get_text(e, "start_time", a, sizeof(a)) ? dur : "-");
 	field("owner:", cb__cli_json_get_text(e, "owner_id", buf, sizeof(buf)));
+	{
+		/* The lock it ran under, and the scope of the definition this
+		 * program has (which launches that lock keeps out). */
+		char name[512], scope[512], line[1100];
+
+		if (!cb__cli_json_get_text(e, "lock_name", name, sizeof(name)))
+			snprintf(name, sizeof(name), "-");
+		if (job_def) {
+			fmt_lock_scope(scope, sizeof(scope), job_def);
+			snprintf(line, sizeof(line), "%s (scope: %s)", name, scope);
+		} else {
+			snprintf(line, sizeof(line),
+				 "%s (scope not known: this program lacks the job)", name);
+		}
+		field("lock:", line);
+	}
 	field_time(e, "last updated:", "last_updated");
 	if (json_array_size(steps) == 0) {
 		printf("\n  no step executions\n");
@@ -580,6 +628,7 @@ static int print_execution(const json_t *e)
 
 int cb__cli_cmd_show(struct cli *c)
 {
+	const cb_job *job;
 	json_t *e = NULL;
 	PGconn *conn = NULL;
 	long long id;
@@ -593,9 +642,14 @@ int cb__cli_cmd_show(struct cli *c)
 		rc = cb__cli_fail(c, cb__cli_exit_for(rc, 1));
 		goto done;
 	}
+	job = cb_registry_find(c->reg, json_string_value(json_object_get(e, "job_name")));
+	/* null when this program lacks the job: its scope is its definition's. */
+	json_object_set_new(e, "lock_scope",
+			    job ? json_string(cb_lock_scope_name(cb_job_lock_scope(job))) :
+				  json_null());
 	if (c->json)
 		cb__cli_json_print(stdout, e);
-	else if (print_execution(e) < 0) {
+	else if (print_execution(e, job) < 0) {
 		rc = cb__cli_out_of_memory(c);
 		goto done;
 	}

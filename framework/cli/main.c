@@ -44,7 +44,12 @@ static const struct builtin builtins[] = {
 	  "init is safe to run any number of times, also concurrently: it applies only\n"
 	  "the migrations the database lacks and prints the version before and after.\n",
 	  cb__cli_cmd_schema },
-	{ "jobs", "", "list the jobs registered in this program", NULL, cb__cli_cmd_jobs },
+	{ "jobs", "", "list the jobs registered in this program",
+	  "LOCK is the job's lock scope, what its lock keeps apart: instance (the job\n"
+	  "and its identifying parameters, the default), job (the job alone: no two of\n"
+	  "its instances ever run at once) or custom (a template over some parameters).\n"
+	  "With --json: lock_scope and lock_template per job.\n",
+	  cb__cli_cmd_jobs },
 	{ "run", "JOB [PARAM ...] [--next]", "launch a job (or restart its failed instance)",
 	  "Creates the job instance named by JOB and its identifying parameters (or\n"
 	  "restarts it if it failed or stopped), takes its lock and runs the steps.\n"
@@ -80,7 +85,10 @@ static const struct builtin builtins[] = {
 	  "Options:\n"
 	  "  --limit N   show at most N executions (default 20)\n",
 	  cb__cli_cmd_executions },
-	{ "show", "EXECUTION_ID", "show an execution, its parameters and its steps", NULL,
+	{ "show", "EXECUTION_ID", "show an execution, its parameters and its steps",
+	  "lock: the lock it ran under and its job's lock scope in this program (see\n"
+	  "`jobs --help`); with --json lock_name and lock_scope (null when this\n"
+	  "program lacks the job).\n",
 	  cb__cli_cmd_show },
 	{ "locks", "", "list execution locks with owner, fencing token and lease left", NULL,
 	  cb__cli_cmd_locks },

@@ -60,6 +60,61 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err);
 void cb_job_set_restartable(cb_job *job, int restartable);
 
 /**
+ * Which launches of a job keep each other out: the scope of its execution
+ * lock (lock.h). The rule: the lock key is the job plus its target range,
+ * the rows its reader can read and its writers can change. Two executions
+ * whose ranges overlap must never hold different keys, or both read the same
+ * unprocessed rows and both apply them.
+ */
+typedef enum cb_lock_scope {
+	/**
+	 * The default: the job and its identifying parameters
+	 * (`job:name=value,...`). Two instances run side by side; one instance
+	 * never runs twice at once. Right only when the reader reads just what
+	 * the identifying parameters name (a day, a file, a seller).
+	 */
+	CB_LOCK_SCOPE_INSTANCE = 0,
+	/**
+	 * The job alone: no two of its executions ever run at once, anywhere,
+	 * whatever their parameters (another `run.id`, another fire time, a
+	 * restart of an old instance): the later launch is skipped (exit 4,
+	 * audited SKIPPED_HELD). Required when the reader does not depend on the
+	 * identifying parameters ("every unprocessed row"): then the job's
+	 * target range is the whole job. Partition locks are unaffected (they
+	 * are per partition of one execution).
+	 */
+	CB_LOCK_SCOPE_JOB = 1,
+	/**
+	 * A template set with cb_job_set_lock names the range from some of the
+	 * parameters (`{job}:{targetDate}`). Reported by cb_job_lock_scope; a
+	 * template that names no parameter (`{job}`, `ledger`) is job scope.
+	 */
+	CB_LOCK_SCOPE_CUSTOM = 2
+} cb_lock_scope;
+
+/**
+ * Set the job's lock scope: CB_LOCK_SCOPE_INSTANCE (the default) or
+ * CB_LOCK_SCOPE_JOB (the lock name is then the job's name). Replaces a
+ * template set with cb_job_set_lock; the lease and lock-at-least times stay.
+ * @return 0, CB_EINVAL (CB_LOCK_SCOPE_CUSTOM: use cb_job_set_lock with a
+ *         template; or an unknown value), CB_ENOMEM.
+ */
+int cb_job_set_lock_scope(cb_job *job, cb_lock_scope scope, cb_error *err);
+
+/** The job's lock scope, as the CLI's `jobs` and `show` report it. */
+cb_lock_scope cb_job_lock_scope(const cb_job *job);
+
+/**
+ * The job's lock name template (borrowed): NULL for instance scope (the
+ * default name), "{job}" after cb_job_set_lock_scope(CB_LOCK_SCOPE_JOB), else
+ * the template given to cb_job_set_lock.
+ */
+const char *cb_job_lock_template(const cb_job *job);
+
+/** "instance", "job" or "custom" (the CLI's and JSON's word), "unknown" otherwise. */
+const char *cb_lock_scope_name(cb_lock_scope scope);
+
+/**
  * Add a listener (copied; its ctx is borrowed). Listeners are called in the
  * order added. @return 0, CB_EINVAL (unknown version), CB_ENOMEM.
  */

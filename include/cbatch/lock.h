@@ -46,13 +46,16 @@ extern "C" {
 
 /**
  * Configure the job's lock.
- * @param name_template NULL for the default: the job name followed by the
+ * @param name_template NULL keeps the name as it is: by default (instance
+ *        scope, see cb_lock_scope in job.h) the job name followed by the
  *        identifying parameters, `job:name=value,name=value` (sorted by name;
  *        just `job` when there are none; `,`, `=` and `\` in names and values
  *        are escaped with a `\`, so that two instances never share a name).
  *        Otherwise a template in which `{job}` is the job name and `{NAME}`
- *        the value of parameter NAME, e.g. "settlement:{targetDate}". A name
- *        longer than 400 bytes is replaced by `job:#key=<job key>`. Copied.
+ *        the value of parameter NAME, e.g. "settlement:{targetDate}" (custom
+ *        scope: the target range is the day); a template naming no parameter
+ *        is job scope, like cb_job_set_lock_scope(job, CB_LOCK_SCOPE_JOB). A
+ *        name longer than 400 bytes is replaced by `job:#key=<job key>`. Copied.
  * @param at_most_seconds the lease (> 0; 0 keeps the default)
  * @param at_least_seconds how long after it was taken the lock stays held
  *        even if the job finished sooner (>= 0)

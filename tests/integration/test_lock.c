@@ -3,7 +3,8 @@
  * PostgreSQL: racing launches, SIGKILL and lease takeover, a SIGSTOPped
  * zombie that wakes after a takeover, the heartbeat (a chunk longer than the
  * lease; a cut heartbeat connection), lock-at-least-for and force unlock,
- * clock skew (faketime), and the job's backend terminated mid-run.
+ * clock skew (faketime), the job's backend terminated mid-run, and the lock
+ * scope (job scope keeps every other instance out; instance scope does not).
  *
  * The ledger example (cbatch-examples) locks as "ledger" whatever its
  * parameters, so every instance below competes for that one lock. Jobs that
@@ -2160,6 +2161,163 @@ static void test_transaction_pooling_is_refused_session_pooling_works(void)
 	PQfinish(conn);
 }
 
+/* ---- lock scope ------------------------------------------------------------ */
+
+/* The line of `jobs` that lists @p job (empty if none). */
+static void jobs_line(const char *listing, const char *job, char *line, size_t size)
+{
+	size_t n = strlen(job);
+
+	line[0] = '\0';
+	for (const char *l = listing; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, job, n) == 0 && l[n] == ' ') {
+			size_t len = strchr(l, '\n') ? (size_t)(strchr(l, '\n') - l) : strlen(l);
+
+			snprintf(line, size, "%.*s", (int)(len < size ? len : size - 1), l);
+			return;
+		}
+}
+
+/*
+ * The ledger's reader takes every unprocessed account whatever its
+ * parameters, so it is declared job scope (cb_job_set_lock_scope): a second
+ * instance started while one runs, and a restart of an old failed instance,
+ * are skipped (exit 4, SKIPPED_HELD) with a message naming the holder and
+ * the scope; `jobs` and `show` say the scope. The winner is held at a row
+ * lock of ours, so it surely runs while the others try.
+ */
+static void test_job_scope_keeps_every_other_instance_out(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char old_exec[24], a_exec[24], owner[256], line[1024], text[8192];
+	long long first, bad, mark;
+	json_error_t jerr;
+	json_t *v;
+	pid_t a;
+	int rc;
+
+	reset(conn);
+	first = add_rows(conn, 1000);
+	/* An old instance that failed half-way: restartable. */
+	bad = first + 450;
+	CBT_EQ_LL(cbt_queryp_ll(conn, "UPDATE account SET amount = -5 WHERE id = $1 RETURNING 1",
+				"lld", bad),
+		  1);
+	CBT_EQ_LL(ex("run", "ledger", "old:long=1", "-chunk.size:long=100", NULL), 1);
+	snprintf(old_exec, sizeof(old_exec), "%lld",
+		 cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution"));
+	CBT_EQ_LL(cbt_queryp_ll(conn, "UPDATE account SET amount = 5 WHERE id = $1 RETURNING 1",
+				"lld", bad),
+		  1);
+	mark = audit_mark(conn);
+
+	cbt_exec(conn, "BEGIN");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT 1 FROM account WHERE id = "
+				     "(SELECT min(id) FROM account WHERE NOT processed) "
+				     "FOR UPDATE) x"),
+		  1);
+	a = ex_spawn("lock-scope-a.log", "run", "ledger", "scope:long=1", "-chunk.size:long=100",
+		     NULL);
+	{
+		PGconn *watch = cbt_connect(db);
+
+		if (!cbt_wait_untilp(watch, 60000,
+				     "SELECT count(*)::int FROM batch_job_execution WHERE status = "
+				     "'STARTED' AND owner_id LIKE '%:' || $1::text || ':%'",
+				     "ld", (long)a))
+			CBT_FAILF("instance scope=1 did not start within 60 s");
+		snprintf(a_exec, sizeof(a_exec), "%lld", execution_of(watch, a));
+		cbt_query_str(watch, "SELECT owner_id FROM batch_lock WHERE lock_name = 'ledger'",
+			      owner, sizeof(owner));
+		PQfinish(watch);
+	}
+	/* Another instance: kept out, whatever its parameters. */
+	CBT_EQ_LL(ex("run", "ledger", "scope:long=2", NULL), 4);
+	CBT_CONTAINS(errout, "lock 'ledger' is held by ");
+	CBT_CONTAINS(errout, owner);
+	CBT_CONTAINS(errout, "lock scope job: one execution of job 'ledger' at a time, whatever "
+			     "its parameters");
+	/* The old instance's restart too. */
+	CBT_EQ_LL(ex("restart", old_exec, NULL), 4);
+	CBT_CONTAINS(errout, "lock scope job");
+	/* `show` of the running execution names its lock and scope. */
+	CBT_EQ_LL(ex("show", a_exec, NULL), 0);
+	CBT_CONTAINS(out, "lock:");
+	CBT_CONTAINS(out, "ledger (scope: job)");
+	CBT_EQ_LL(ex("--json", "show", a_exec, NULL), 0);
+	v = json_loads(out, 0, &jerr);
+	CBT_EQ_STR(json_string_value(json_object_get(v, "lock_scope")), "job");
+	CBT_EQ_STR(json_string_value(json_object_get(v, "lock_name")), "ledger");
+	json_decref(v);
+	cbt_exec(conn, "COMMIT");
+	rc = cbt_wait_timeout(a, 120000);
+	read_log("lock-scope-a.log", text, sizeof(text));
+	if (rc != 0)
+		CBT_FAILF("instance scope=1 exited %d: %s", rc, text);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 2);
+	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
+	/* One instance of the three ran; the old one restarts afterwards, to
+	 * nothing left to do. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 2);
+	CBT_EQ_LL(ex("restart", old_exec, NULL), 0);
+	assert_exactly_once(conn);
+
+	/* The listing says each example's scope. */
+	CBT_EQ_LL(ex("jobs", NULL), 0);
+	CBT_CONTAINS(out, "LOCK");
+	jobs_line(out, "ledger", line, sizeof(line));
+	CBT_CONTAINS(line, " job ");
+	jobs_line(out, "ledger_partitioned", line, sizeof(line));
+	CBT_CONTAINS(line, "job (lock 'ledger')");
+	jobs_line(out, "settlement", line, sizeof(line));
+	CBT_CONTAINS(line, "custom ({job}:{targetDate})");
+	jobs_line(out, "tick", line, sizeof(line));
+	CBT_CONTAINS(line, " instance ");
+	CBT_EQ_LL(ex("--json", "jobs", NULL), 0);
+	v = json_loads(out, 0, &jerr);
+	for (size_t i = 0; i < json_array_size(json_object_get(v, "jobs")); i++) {
+		const json_t *j = json_array_get(json_object_get(v, "jobs"), i);
+		const char *name = json_string_value(json_object_get(j, "name"));
+		const char *scope = json_string_value(json_object_get(j, "lock_scope"));
+
+		if (strcmp(name, "ledger") == 0 || strcmp(name, "outbox") == 0)
+			CBT_EQ_STR(scope, "job");
+		else if (strcmp(name, "tick") == 0)
+			CBT_EQ_STR(scope, "instance");
+		else if (strcmp(name, "settlement") == 0)
+			CBT_EQ_STR(json_string_value(json_object_get(j, "lock_template")),
+				   "{job}:{targetDate}");
+	}
+	json_decref(v);
+	PQfinish(conn);
+}
+
+/*
+ * The default, instance scope: two instances of tick (one per fire instant)
+ * started at once both run, side by side, neither skipped.
+ */
+static void test_instance_scope_lets_two_instances_run_side_by_side(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long long mark;
+	pid_t p1, p2;
+
+	reset(conn);
+	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
+	mark = audit_mark(conn);
+	p1 = ex_spawn("lock-scope-t1.log", "run", "tick", "at=one", "-sleepMs:long=1500", NULL);
+	p2 = ex_spawn("lock-scope-t2.log", "run", "tick", "at=two", "-sleepMs:long=1500", NULL);
+	CBT_EQ_LL(cbt_wait_timeout(p1, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(p2, 60000), 0);
+	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT fired_for) FROM tick_log"), 2);
+	/* They overlapped in time: each started before the other ended. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (max(start_time) < min(end_time))::int FROM "
+				     "batch_job_execution"),
+		  1);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "contention: 2 then 8 launch at once, one runs, the rest skip",
 	  test_contention_exactly_one_runs_the_rest_skip },
@@ -2187,6 +2345,10 @@ static const CU_TestInfo tests[] = {
 	  test_schema_upgrade_from_version_1_keeps_locks_and_audit },
 	{ "transaction pooling is refused, session pooling works",
 	  test_transaction_pooling_is_refused_session_pooling_works },
+	{ "lock scope job: another instance and an old restart are skipped",
+	  test_job_scope_keeps_every_other_instance_out },
+	{ "lock scope instance: two instances run side by side",
+	  test_instance_scope_lets_two_instances_run_side_by_side },
 	CU_TEST_INFO_NULL,
 };
 

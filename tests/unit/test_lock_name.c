@@ -78,11 +78,74 @@ static void test_long_names_fall_back_to_a_key_no_parameter_can_forge(void)
 	free(n);
 }
 
+/* The lock name of @p job for the parameters @p args. */
+static char *name_for(const cb_job *job, const char *const *args)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_params *p = NULL;
+	char *name = NULL;
+
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	for (; *args; args++)
+		CBT_PASS(cb_params_parse_arg(p, *args, &err), &err);
+	CBT_PASS(cb_job_lock_name(&name, job, p, &err), &err);
+	cb_params_free(p);
+	return name;
+}
+
+static void test_job_scope_is_the_job_alone(void)
+{
+	static const char *const one[] = { "run.id:long=1", NULL };
+	static const char *const two[] = { "run.id:long=2", "at=2026-12-02T06:00:00Z", NULL };
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = NULL;
+	char *n1, *n2;
+
+	CBT_PASS_FATAL(cb_job_new(&job, "totals", &err), &err);
+	CBT_EQ_LL(cb_job_lock_scope(job), CB_LOCK_SCOPE_INSTANCE);
+	CU_ASSERT_PTR_NULL(cb_job_lock_template(job));
+	CBT_PASS(cb_job_set_lock_scope(job, CB_LOCK_SCOPE_JOB, &err), &err);
+	CBT_EQ_LL(cb_job_lock_scope(job), CB_LOCK_SCOPE_JOB);
+	CBT_EQ_STR(cb_lock_scope_name(cb_job_lock_scope(job)), "job");
+	n1 = name_for(job, one);
+	n2 = name_for(job, two);
+	CBT_EQ_STR(n1, "totals");
+	CBT_EQ_STR(n2, "totals");
+	free(n1);
+	free(n2);
+	/* Changing the lease keeps the scope. */
+	CBT_PASS(cb_job_set_lock(job, NULL, 5, 0, &err), &err);
+	CBT_EQ_LL(cb_job_lock_scope(job), CB_LOCK_SCOPE_JOB);
+	n1 = name_for(job, two);
+	CBT_EQ_STR(n1, "totals");
+	free(n1);
+	/* Back to the default. */
+	CBT_PASS(cb_job_set_lock_scope(job, CB_LOCK_SCOPE_INSTANCE, &err), &err);
+	CBT_EQ_STR(cb_lock_scope_name(cb_job_lock_scope(job)), "instance");
+	n1 = name_for(job, one);
+	CBT_EQ_STR(n1, "totals:run.id=1");
+	free(n1);
+	/* A custom range is a template; one that names no parameter is job scope. */
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_set_lock_scope(job, CB_LOCK_SCOPE_CUSTOM, &err), &err);
+	CBT_CONTAINS(err.message, "cb_job_set_lock");
+	cb_error_clear(&err);
+	CBT_FAILS_WITH(CB_EINVAL, cb_job_set_lock_scope(job, (cb_lock_scope)7, &err), &err);
+	cb_error_clear(&err);
+	CBT_PASS(cb_job_set_lock(job, "{job}:{at}", 0, 0, &err), &err);
+	CBT_EQ_LL(cb_job_lock_scope(job), CB_LOCK_SCOPE_CUSTOM);
+	CBT_EQ_STR(cb_lock_scope_name(CB_LOCK_SCOPE_CUSTOM), "custom");
+	CBT_EQ_STR(cb_job_lock_template(job), "{job}:{at}");
+	CBT_PASS(cb_job_set_lock(job, "sales", 0, 0, &err), &err);
+	CBT_EQ_LL(cb_job_lock_scope(job), CB_LOCK_SCOPE_JOB);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "separators in values are escaped", test_separators_in_values_are_escaped },
 	{ "plain names are unchanged", test_plain_names_are_unchanged },
 	{ "long names fall back to a key no parameter can forge",
 	  test_long_names_fall_back_to_a_key_no_parameter_can_forge },
+	{ "job scope is the job alone", test_job_scope_is_the_job_alone },
 	CU_TEST_INFO_NULL,
 };
 
