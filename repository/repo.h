@@ -263,6 +263,15 @@ int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long jo
 			       const json_t *partitions, cb_error *err);
 
 /*
+ * Before the partitions of step @p manager_name are made for a new execution
+ * of instance @p job_instance_id: partitions of earlier executions that ended
+ * but kept their lock row are superseded, their claimants' sessions ended and
+ * their lock rows removed (batch_partitions_supersede).
+ */
+int cb__repo_partitions_supersede(PGconn *conn, long long job_instance_id, const char *manager_name,
+				  cb_error *err);
+
+/*
  * The partitions of step @p manager_name (made @p count of them) that did
  * not complete in the instance, as the array cb__repo_partitions_create
  * takes, each with its newest committed context. CB_EINVAL when the
@@ -288,8 +297,12 @@ typedef struct cb__claim {
 /*
  * Claim one open partition (batch_partition_claim) for @p owner_id under a
  * lease; @p job_names (n) and @p job_execution_id (> 0) narrow the search.
- * out->found = 0: nothing to claim.
+ * out->found = 0: nothing to claim. The session's
+ * idle_in_transaction_session_timeout is set to CB__PARTITION_IDLE_LEASES
+ * leases first: the backstop for a frozen claimant whose session no path
+ * ended.
  */
+#define CB__PARTITION_IDLE_LEASES 4
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
 			     long long job_execution_id, cb_error *err);
