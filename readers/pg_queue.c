@@ -117,7 +117,8 @@ static void q_free(void *state)
 
 /*
  * Build the claim statement. @p qkeys: the quoted keys. The select list is
- * the given columns plus any key not among them (or "*").
+ * the given columns plus any key not among them (or "*"). With @p probe, the
+ * end-of-input check instead: the lockers of every matching row.
  */
 static int build_sql(struct queue *q, char **out, char *const *qkeys, int probe, cb_error *err)
 {
@@ -139,8 +140,11 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, int probe,
 	}
 	cb__rd_add(f, "SELECT ");
 	if (probe) {
-		/* who locks them: an in-progress locker's transaction id */
-		cb__rd_add(f, "xmax::text");
+		/* Who locks them: an in-progress locker's transaction id. Every
+		 * matching row, not the first few (those may all be a sibling's
+		 * while a frozen session holds later ones); only asked when none
+		 * was unlocked, so they are the rows in flight. */
+		cb__rd_add(f, "DISTINCT xmax::text");
 	} else if (q->ncolumns == 0) {
 		cb__rd_add(f, "*");
 	} else {
@@ -166,14 +170,13 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, int probe,
 	/* the filter on its own lines, so that a trailing "--" comment is harmless */
 	if (q->where)
 		cb__rd_add(f, " WHERE (\n%s\n)", q->where);
-	cb__rd_add(f, " ORDER BY ");
-	for (i = 0; i < q->nkeys; i++)
-		cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
-	/* a literal, not a parameter, so that the plan is not made again per chunk */
-	if (probe)
-		cb__rd_add(f, " LIMIT %zu", q->claim_size);
-	else
+	if (!probe) {
+		cb__rd_add(f, " ORDER BY ");
+		for (i = 0; i < q->nkeys; i++)
+			cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+		/* a literal, not a parameter, so that the plan is not made again per chunk */
 		cb__rd_add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
+	}
 	if (ferror(f) && !rc)
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
 	if (fclose(f) != 0 && !rc)

@@ -575,9 +575,15 @@ static void test_dead_manager_restart_fences_old_partitions(void)
 				"lld", dead),
 		  0);
 	text = cbt_slurp(log[1], NULL);
-	CBT_CONTAINS(text ? text : "", "completed 0");
-	if (text && strstr(text, "completed ledger_partitioned"))
-		CBT_FAILF("the worker completed a partition of the buried execution: %s", text);
+	{
+		char done[96];
+
+		snprintf(done, sizeof(done), "completed ledger_partitioned execution %lld ", dead);
+		if (!text || strstr(text, done) ||
+		    (!strstr(text, "to another worker: ") && !strstr(text, "ended FAILED: ")))
+			CBT_FAILF("the worker did not lose the buried execution's partitions: %s",
+				  text ? text : "");
+	}
 	free(text);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 }
@@ -772,6 +778,18 @@ static pid_t freeze_launch(const char *log, const char *const *args)
 	return pid;
 }
 
+/* @p args in the background: they must end within @p max_seconds. */
+static int launch_within(const char *log, const char *const *args, double max_seconds)
+{
+	double t0 = cbt_now(), took;
+	int rc = cbt_wait_timeout(spawn(log, args), (int)(max_seconds * 1000) + 20000);
+
+	took = cbt_now() - t0;
+	if (took > max_seconds)
+		CBT_FAILF("%s took %.1f s (at most %.0f s expected)", args[0], took, max_seconds);
+	return rc;
+}
+
 /*
  * `restart` of the frozen execution @p exec, in the background: it must end
  * within a lease and a few seconds (unfixed, it waits on the frozen
@@ -780,15 +798,9 @@ static pid_t freeze_launch(const char *log, const char *const *args)
 static int restart_within(long long exec, const char *log, double max_seconds)
 {
 	char id[24];
-	double t0 = cbt_now(), took;
-	int rc;
 
 	snprintf(id, sizeof(id), "%lld", exec);
-	rc = cbt_wait_timeout(SPAWN(log, "restart", id), (int)(max_seconds * 1000) + 20000);
-	took = cbt_now() - t0;
-	if (took > max_seconds)
-		CBT_FAILF("the restart took %.1f s (at most %.0f s expected)", took, max_seconds);
-	return rc;
+	return launch_within(log, (const char *const[]){ "restart", id, NULL }, max_seconds);
 }
 
 /* Thaw the frozen process: it finds itself fenced and leaves, nonzero. */
@@ -797,6 +809,93 @@ static void thaw(pid_t pid)
 	kill(pid, SIGCONT);
 	if (cbt_wait_timeout(pid, 30000) == 0)
 		CBT_FAILF("the thawed process exited 0 after its execution was restarted");
+}
+
+/* Every account posted once, as it is; no session left asleep in the trigger. */
+static void ledger_posted_once(long long rows)
+{
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger l JOIN account a ON "
+				     "a.id = l.account_id AND a.amount = l.amount"),
+		  rows);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), rows);
+}
+
+/*
+ * `stop` reaches frozen claimants both ways: a live manager whose worker
+ * process froze mid-chunk stops the lapsed partitions and ends their
+ * sessions; a frozen launching process's execution (owner lost) is buried by
+ * `stop` itself, its partitions' sessions ended. Either way the restart then
+ * runs within a lease, every account once.
+ */
+static void test_stop_ends_frozen_partition_sessions(void)
+{
+	char log[5][4096], id[24], before[128], after[128];
+	long long exec;
+	pid_t mgr, w;
+
+	for (int i = 0; i < 5; i++)
+		log_path(log[i], sizeof(log[i]), "frozen-stop", i);
+	/* a. the manager lives, its worker froze */
+	ledger_rows("4000", NULL);
+	arm_freeze("ledger");
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=13",
+		    "-partition.threads:long=0", "-partition.count:long=2", "-chunk.size:long=50",
+		    "--lease", "2");
+	w = freeze_launch(log[1], (const char *const[]){ "worker", "--threads", "2", "--lease", "2",
+							 "--exit-when-idle", "2", NULL });
+	exec = newest_execution();
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("stop", id), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 15000), 5); /* STOPPED */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE "
+				     "datname = current_database() AND wait_event = 'PgSleep'"),
+		  0);
+	/* the stopped run had no threads: its restart brings two */
+	CBT_EQ_LL(
+		launch_within(log[2],
+			      (const char *const[]){ "run", "ledger_partitioned", "run.id:long=13",
+						     "-partition.threads:long=2", NULL },
+			      12),
+		0);
+	ledger_posted_once(4000);
+	ledger_digest(before, sizeof(before));
+	kill(w, SIGCONT);
+	cbt_wait_timeout(w, 30000);
+	ledger_digest(after, sizeof(after));
+	CBT_EQ_STR(after, before);
+	disarm_freeze("ledger");
+
+	/* b. the whole launching process froze: `stop` buries its execution */
+	ledger_rows("4000", NULL);
+	arm_freeze("ledger");
+	mgr = freeze_launch(log[3],
+			    (const char *const[]){ "run", "ledger_partitioned", "run.id:long=14",
+						   "-partition.threads:long=2",
+						   "-chunk.size:long=50", "--lease", "2", NULL });
+	exec = newest_execution();
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("stop", id), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE "
+				"job_execution_id = $1 AND status = 'STOPPED'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE "
+				     "datname = current_database() AND wait_event = 'PgSleep'"),
+		  0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_lock l JOIN batch_step_execution x ON "
+				"x.lock_name = l.lock_name WHERE x.job_execution_id = $1",
+				"lld", exec),
+		  0);
+	CBT_EQ_LL(restart_within(exec, log[4], 12), 0);
+	ledger_posted_once(4000);
+	ledger_digest(before, sizeof(before));
+	thaw(mgr);
+	ledger_digest(after, sizeof(after));
+	CBT_EQ_STR(after, before);
+	disarm_freeze("ledger");
 }
 
 static void test_frozen_manager_restart_ends_its_partition_sessions(void)
@@ -817,12 +916,7 @@ static void test_frozen_manager_restart_ends_its_partition_sessions(void)
 	CBT_EQ_LL(restart_within(frozen, log[1], 12), 0);
 	restarted = newest_execution();
 	CU_ASSERT(restarted > frozen);
-	/* every account posted once, as it is */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger l JOIN account a ON "
-				     "a.id = l.account_id AND a.amount = l.amount"),
-		  8000);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 8000);
+	ledger_posted_once(8000);
 	ledger_digest(before, sizeof(before));
 	/* thawed, the old process changes nothing */
 	thaw(pid);
@@ -951,6 +1045,7 @@ static const CU_TestInfo tests[] = {
 	{ "bad parameters and options", test_bad_parameters_and_options },
 	{ "a frozen manager's restart ends its partitions' sessions",
 	  test_frozen_manager_restart_ends_its_partition_sessions },
+	{ "stop ends frozen partition sessions", test_stop_ends_frozen_partition_sessions },
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },
