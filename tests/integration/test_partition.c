@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cbatch.h"
+#include "repo.h" /* cb__repo_partition_claim */
 
 static char db[CBT_CONNINFO_MAX];
 static PGconn *conn;
@@ -1021,6 +1022,24 @@ static void test_queue_waits_for_rows_locked_elsewhere(void)
 	PQfinish(holder);
 }
 
+/* The backstop: a claiming session ends a transaction left idle for 4 leases. */
+static void test_claims_set_the_idle_transaction_backstop(void)
+{
+	PGconn *c = cbt_connect(db);
+	cb_error err = CB_ERROR_INIT;
+	cb__claim claim;
+	char setting[64];
+
+	cbt_exec(conn, "UPDATE batch_job_execution SET status = 'FAILED' "
+		       "WHERE status IN ('STARTING', 'STARTED', 'STOPPING')");
+	CBT_PASS(cb__repo_partition_claim(&claim, c, "cbt:1:x", "cbt/1/0", 2.5, NULL, 0, 0, &err),
+		 &err);
+	CBT_EQ_LL(claim.found, 0);
+	cbt_query_str(c, "SHOW idle_in_transaction_session_timeout", setting, sizeof(setting));
+	CBT_EQ_STR(setting, "10s");
+	PQfinish(c);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "key ranges from a sample are balanced on skewed keys",
 	  test_key_ranges_balanced_on_skewed_keys },
@@ -1049,6 +1068,8 @@ static const CU_TestInfo tests[] = {
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },
+	{ "claims set the idle transaction backstop",
+	  test_claims_set_the_idle_transaction_backstop },
 	CU_TEST_INFO_NULL,
 };
 
