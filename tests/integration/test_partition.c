@@ -950,6 +950,57 @@ static void test_frozen_manager_restart_ends_its_partition_sessions(void)
 	disarm_freeze("ledger");
 }
 
+/*
+ * The manager gives up (its lock was forced away) while its worker is frozen
+ * mid-chunk: ending its open partitions ends their claimants' sessions, so
+ * the restart runs within a lease, every account once.
+ */
+static void test_manager_giving_up_ends_frozen_partition_sessions(void)
+{
+	char log[3][4096], lock[128], before[128], after[128];
+	long long exec;
+	pid_t mgr, w;
+
+	for (int i = 0; i < 3; i++)
+		log_path(log[i], sizeof(log[i]), "frozen-end", i);
+	ledger_rows("4000", NULL);
+	arm_freeze("ledger");
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=15",
+		    "-partition.threads:long=0", "-partition.count:long=2", "-chunk.size:long=50",
+		    "--lease", "2");
+	w = freeze_launch(log[1], (const char *const[]){ "worker", "--threads", "2", "--lease", "2",
+							 "--exit-when-idle", "2", NULL });
+	exec = newest_execution();
+	cbt_query_str(conn,
+		      "SELECT lock_name FROM batch_job_execution ORDER BY job_execution_id "
+		      "DESC LIMIT 1",
+		      lock, sizeof(lock));
+	CBT_EQ_LL(EX("unlock", lock, "--force", "--reason", "test"), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 15000), 1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
+			      "$1 AND status = 'FAILED' AND partition_index IS NOT NULL",
+			      "lld", exec),
+		2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE "
+				     "datname = current_database() AND wait_event = 'PgSleep'"),
+		  0);
+	CBT_EQ_LL(
+		launch_within(log[2],
+			      (const char *const[]){ "run", "ledger_partitioned", "run.id:long=15",
+						     "-partition.threads:long=2", NULL },
+			      12),
+		0);
+	ledger_posted_once(4000);
+	ledger_digest(before, sizeof(before));
+	kill(w, SIGCONT);
+	cbt_wait_timeout(w, 30000);
+	ledger_digest(after, sizeof(after));
+	CBT_EQ_STR(after, before);
+	disarm_freeze("ledger");
+}
+
 static void test_frozen_queue_restart_leaves_no_message(void)
 {
 	char log[2][4096];
@@ -1065,6 +1116,8 @@ static const CU_TestInfo tests[] = {
 	{ "a frozen manager's restart ends its partitions' sessions",
 	  test_frozen_manager_restart_ends_its_partition_sessions },
 	{ "stop ends frozen partition sessions", test_stop_ends_frozen_partition_sessions },
+	{ "a manager giving up ends frozen partition sessions",
+	  test_manager_giving_up_ends_frozen_partition_sessions },
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },
