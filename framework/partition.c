@@ -107,6 +107,12 @@ int cb__partition_begin(long long *manager_id, cb__run *run, const cb_step_def *
 	int rc;
 
 	*manager_id = 0;
+	/* Earlier partitions of this step whose lock rows remain are superseded
+	 * now: a frozen claimant's session ends before the new partitions run
+	 * into the rows it holds. */
+	rc = cb__repo_partitions_supersede(run->conn, run->job_instance_id, def->name, err);
+	if (rc < 0)
+		return rc;
 	if (json_is_integer(earlier)) {
 		/* A restart: the partitions are the ones recorded, not new ones (the
 		 * input may have changed since; a partition keeps its range). */

@@ -12,6 +12,16 @@
  * takes them). Rows locked by another transaction are skipped, so several
  * workers drain one table on disjoint rows.
  *
+ * End of input means that no matching row remains, not that none is
+ * unlocked: a claim that finds nothing looks at the matching rows that are
+ * locked (their xmax) and asks batch_queue_holders (sql/005) who holds them.
+ * Rows held by live sibling partitions of this execution are theirs (they
+ * commit them, or their partition is reclaimed); a holder recorded on a
+ * lapsed partition lock of this job (a frozen claimant) has its session
+ * ended and the claim runs again; any other holder is waited for, up to the
+ * lease of the lock the step runs under, then the chunk fails saying who
+ * holds the rows (restartable, never a COMPLETED step that left them).
+ *
  * Chunks. update() and rollback() mark a chunk boundary; the claimed result
  * is released at the first read() after one, so items (cb_row views into it)
  * stay valid until their chunk ends. There is no position: progress lives in
@@ -28,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct queue {
 	/* options (copies) */
@@ -47,6 +58,9 @@ struct queue {
 	PGconn *conn;
 	size_t claim_size;
 	char stmt[64];
+	char probe_stmt[64];   /* the matching rows' xmax, locked or not */
+	char holders_stmt[64]; /* batch_queue_holders */
+	char exec_id[24], step_id[24];
 	int *keycol;  /* result column of each key */
 	cb_row *rows; /* claim_size entries, allocated once */
 	/* the chunk's claim */
@@ -74,6 +88,8 @@ static void q_close(void *state)
 	if (!q)
 		return;
 	cb__rd_deallocate(q->conn, q->stmt);
+	cb__rd_deallocate(q->conn, q->probe_stmt);
+	cb__rd_deallocate(q->conn, q->holders_stmt);
 	release_claim(q);
 	free(q->rows);
 	q->rows = NULL;
@@ -101,9 +117,10 @@ static void q_free(void *state)
 
 /*
  * Build the claim statement. @p qkeys: the quoted keys. The select list is
- * the given columns plus any key not among them (or "*").
+ * the given columns plus any key not among them (or "*"). With @p probe, the
+ * end-of-input check instead: the lockers of every matching row.
  */
-static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *err)
+static int build_sql(struct queue *q, char **out, char *const *qkeys, int probe, cb_error *err)
 {
 	char *text = NULL, *qtable = NULL, *qschema = NULL, *c = NULL;
 	size_t len, i, j;
@@ -122,7 +139,13 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *
 		goto done;
 	}
 	cb__rd_add(f, "SELECT ");
-	if (q->ncolumns == 0) {
+	if (probe) {
+		/* Who locks them: an in-progress locker's transaction id. Every
+		 * matching row, not the first few (those may all be a sibling's
+		 * while a frozen session holds later ones); only asked when none
+		 * was unlocked, so they are the rows in flight. */
+		cb__rd_add(f, "DISTINCT xmax::text");
+	} else if (q->ncolumns == 0) {
 		cb__rd_add(f, "*");
 	} else {
 		for (i = 0; i < q->ncolumns && !rc; i++) {
@@ -147,11 +170,13 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, cb_error *
 	/* the filter on its own lines, so that a trailing "--" comment is harmless */
 	if (q->where)
 		cb__rd_add(f, " WHERE (\n%s\n)", q->where);
-	cb__rd_add(f, " ORDER BY ");
-	for (i = 0; i < q->nkeys; i++)
-		cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
-	/* a literal, not a parameter, so that the plan is not made again per chunk */
-	cb__rd_add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
+	if (!probe) {
+		cb__rd_add(f, " ORDER BY ");
+		for (i = 0; i < q->nkeys; i++)
+			cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+		/* a literal, not a parameter, so that the plan is not made again per chunk */
+		cb__rd_add(f, " LIMIT %zu FOR UPDATE SKIP LOCKED", q->claim_size);
+	}
 	if (ferror(f) && !rc)
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
 	if (fclose(f) != 0 && !rc)
@@ -196,7 +221,7 @@ static int q_open(void *state, const cb_step_context *sc, const json_t *saved, c
 		rc = cb__rd_quote(&qkeys[i], q->conn, q->what, q->keys[i], err);
 	if (rc)
 		goto done;
-	rc = build_sql(q, &sql, qkeys, err);
+	rc = build_sql(q, &sql, qkeys, 0, err);
 	if (rc)
 		goto done;
 	rc = cb_pg_prepare(q->conn, q->stmt, "pq", sql, (int)q->nqparams, err);
@@ -204,6 +229,23 @@ static int q_open(void *state, const cb_step_context *sc, const json_t *saved, c
 		cb_error_prefix(err, "%s: preparing the claim query", q->what);
 		goto done;
 	}
+	free(sql);
+	sql = NULL;
+	rc = build_sql(q, &sql, qkeys, 1, err);
+	if (rc)
+		goto done;
+	rc = cb_pg_prepare(q->conn, q->probe_stmt, "pqp", sql, (int)q->nqparams, err);
+	if (rc == 0)
+		rc = cb_pg_prepare(q->conn, q->holders_stmt, "pqh",
+				   "SELECT verdict, coalesce(note, ''), wait_seconds "
+				   "FROM batch_queue_holders($1::text[], $2::bigint, $3::bigint)",
+				   3, err);
+	if (rc) {
+		cb_error_prefix(err, "%s: preparing the end-of-input check", q->what);
+		goto done;
+	}
+	snprintf(q->exec_id, sizeof(q->exec_id), "%lld", cb_step_context_job_execution_id(sc));
+	snprintf(q->step_id, sizeof(q->step_id), "%lld", cb_step_context_step_execution_id(sc));
 	rc = cb__rd_find_keycols(q->keycol, q->conn, q->stmt, q->keys, qkeys, q->nkeys, q->what,
 				 "claim", err);
 	if (rc)
@@ -222,7 +264,7 @@ done:
 }
 
 /* Claim the chunk's rows: they stay locked until the chunk transaction ends. */
-static int claim(struct queue *q, cb_tx *tx, cb_error *err)
+static int claim_once(struct queue *q, cb_tx *tx, cb_error *err)
 {
 	PGresult *res = NULL;
 	size_t i;
@@ -257,6 +299,105 @@ static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 	q->pos = 0;
 	q->claimed = 1;
 	return 0;
+}
+
+/*
+ * The claim found nothing: is that the end? *verdict 'd' (done: nothing left
+ * but rows of live siblings), 'c' (claim again now), 'w' (held by someone to
+ * wait for: @p note says who, @p wait_seconds how long at most).
+ */
+static int look_at_locked(struct queue *q, cb_tx *tx, char *verdict, char *note, size_t size,
+			  double *wait_seconds, cb_error *err)
+{
+	PGresult *res = NULL;
+	char *xids = NULL, *w;
+	const char *p[3];
+	size_t len = 3;
+	int rc, nt;
+
+	*verdict = 'd';
+	rc = cb_tx_query(tx, &res, q->probe_stmt, (int)q->nqparams, (const char *const *)q->qparams,
+			 NULL, NULL, err);
+	if (rc) {
+		PQclear(res);
+		return cb_error_prefix(err, "%s: looking for locked rows", q->what);
+	}
+	nt = PQntuples(res);
+	if (nt <= 0) {
+		PQclear(res); /* no matching row at all: the end */
+		return 0;
+	}
+	for (int r = 0; r < nt; r++)
+		len += strlen(PQgetvalue(res, r, 0)) + 1;
+	xids = w = malloc(len);
+	if (!xids) {
+		PQclear(res);
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+	}
+	*w++ = '{';
+	for (int r = 0; r < nt; r++)
+		w += sprintf(w, "%s%s", r ? "," : "", PQgetvalue(res, r, 0));
+	*w++ = '}';
+	*w = '\0';
+	PQclear(res);
+	res = NULL;
+	p[0] = xids;
+	p[1] = q->exec_id;
+	p[2] = q->step_id;
+	rc = cb_tx_query(tx, &res, q->holders_stmt, 3, p, NULL, NULL, err);
+	free(xids);
+	if (rc) {
+		PQclear(res);
+		return cb_error_prefix(err, "%s: looking for locked rows", q->what);
+	}
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return cb_error_set(err, CB_EDB, "%s: unexpected answer on locked rows", q->what);
+	}
+	*verdict = PQgetvalue(res, 0, 0)[0];
+	snprintf(note, size, "%s", PQgetvalue(res, 0, 1));
+	*wait_seconds = atof(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return 0;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Claim; when nothing is unlocked, end the input only when nothing is left
+ * that is not a live sibling's (see the top of this file). */
+static int claim(struct queue *q, cb_tx *tx, cb_error *err)
+{
+	double started = now_seconds(), wait_seconds = 30;
+	char note[512] = "", verdict;
+	int rc;
+
+	for (unsigned int tries = 0;; tries++) {
+		rc = claim_once(q, tx, err);
+		if (rc || q->ntuples > 0)
+			return rc;
+		rc = look_at_locked(q, tx, &verdict, note, sizeof(note), &wait_seconds, err);
+		if (rc || verdict == 'd')
+			return rc;
+		if (now_seconds() - started > wait_seconds)
+			return cb_error_set(err, CB_EDB,
+					    "%s: matching rows stay locked by another session "
+					    "for more than %.0f s (%s); the input is not at its "
+					    "end while they remain",
+					    q->what, wait_seconds, note[0] ? note : "unknown");
+		release_claim(q);
+		/* a holder just ended: claim at once; else give it a moment */
+		if (verdict != 'c' || tries > 0) {
+			struct timespec pause = { 0, 200 * 1000 * 1000 };
+
+			nanosleep(&pause, NULL);
+		}
+	}
 }
 
 static int q_read(void *state, cb_tx *tx, void **item, cb_error *err)

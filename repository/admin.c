@@ -326,6 +326,14 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 	const char *p[5] = { id, step_message, status, message_format, step_status };
 	int rc;
 
+	/* Its partitions' claimants' sessions end first (sql/005): a frozen one
+	 * would block this burial and keep rows locked from the restart. */
+	rc = cb__repo_command(conn, "end the sessions of a dead execution's partitions",
+			      "SELECT batch_execution_claimants_end($1)", 1, p, err);
+	if (rc < 0) {
+		rollback_quietly(conn);
+		return rc;
+	}
 	rc = cb__repo_command(
 		conn, "end dead job execution",
 		"WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
@@ -345,6 +353,10 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 			     " end_time = d.last_sign, last_updated = clock_timestamp(), "
 			     " version = e.version + 1 FROM d WHERE e.job_execution_id = d.job_execution_id",
 		5, p, err);
+	if (rc == 0)
+		rc = cb__repo_command(conn, "remove a dead execution's partition locks",
+				      "SELECT batch_execution_partition_locks_drop($1, $2)", 2, p,
+				      err);
 	if (rc == 0)
 		rc = cb__repo_command(conn, "commit", "COMMIT", 0, NULL, err);
 	if (rc < 0)

@@ -56,6 +56,18 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 
 	*dead = 0;
 	snprintf(id, sizeof(id), "%lld", exec_id);
+	/* First its partitions' claimants' sessions end (sql/005): a frozen one
+	 * keeps its chunk's rows locked, and the burial below and the restart's
+	 * partitions would wait on them for as long as it stays frozen. */
+	res = cb__repo_exec(conn, "end the sessions of a dead execution's partitions",
+			    "SELECT batch_execution_claimants_end(e.job_execution_id) "
+			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 "
+			    "AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "AND " CB__OWNER_LOST_SQL("e"),
+			    1, p, err);
+	if (!res)
+		return CB_EDB;
+	PQclear(res);
 	res = cb__repo_exec(
 		conn, "check owner of running execution",
 		"WITH d AS (SELECT e.job_execution_id, e.owner_id, e.heartbeat_time, "
@@ -84,7 +96,12 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 		return CB_EDB;
 	*dead = PQntuples(res) == 1;
 	PQclear(res);
-	return 0;
+	if (!*dead)
+		return 0;
+	return cb__repo_command(conn, "remove a dead execution's partition locks",
+				"SELECT batch_execution_partition_locks_drop($1, "
+				"'its execution was buried (owner lost)')",
+				1, p, err);
 }
 
 int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,

@@ -45,6 +45,17 @@ out:
 	return rc;
 }
 
+int cb__repo_partitions_supersede(PGconn *conn, long long job_instance_id, const char *manager_name,
+				  cb_error *err)
+{
+	char inst[24];
+	const char *p[2] = { inst, manager_name };
+
+	snprintf(inst, sizeof(inst), "%lld", job_instance_id);
+	return cb__repo_command(conn, "supersede earlier partitions",
+				"SELECT batch_partitions_supersede($1, $2)", 2, p, err);
+}
+
 int cb__repo_partitions_unfinished(json_t **out, long long *total, PGconn *conn,
 				   long long job_instance_id, const char *manager_name,
 				   long long count, cb_error *err)
@@ -229,6 +240,25 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 	p[5] = dead;
 	p[7] = dead_managers;
 	snprintf(lease, sizeof(lease), "%.3f", lease_seconds);
+	{
+		/* The backstop: a claimant frozen inside its chunk whose session no
+		 * path ended still loses it (and its row locks) after a few leases;
+		 * set on every claim, so that a reconnected session has it again. */
+		char ms[32];
+		const char *q[1] = { ms };
+
+		snprintf(ms, sizeof(ms), "%.0f",
+			 lease_seconds * CB__PARTITION_IDLE_LEASES * 1000.0);
+		rc = cb__repo_command(conn, "set the idle transaction timeout",
+				      "SELECT set_config('idle_in_transaction_session_timeout', "
+				      "$1, false)",
+				      1, q, err);
+		if (rc < 0) {
+			free(names);
+			free(dead);
+			return rc;
+		}
+	}
 	if (job_execution_id > 0) {
 		snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 		p[4] = exec;

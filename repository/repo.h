@@ -288,6 +288,15 @@ int cb__repo_partitions_create(long long *manager_id, PGconn *conn, long long jo
 			       const json_t *partitions, const char *fingerprint, cb_error *err);
 
 /*
+ * Before the partitions of step @p manager_name are made for a new execution
+ * of instance @p job_instance_id: partitions of earlier executions that ended
+ * but kept their lock row are superseded, their claimants' sessions ended and
+ * their lock rows removed (batch_partitions_supersede).
+ */
+int cb__repo_partitions_supersede(PGconn *conn, long long job_instance_id, const char *manager_name,
+				  cb_error *err);
+
+/*
  * The partitions of step @p manager_name (made @p count of them) that did
  * not complete in the instance, as the array cb__repo_partitions_create
  * takes, each with its newest committed context. CB_EINVAL when the
@@ -316,7 +325,11 @@ typedef struct cb__claim {
  * @p runnable (cb__work_runnable's JSON) says which steps, as defined where,
  * the caller can run. Partitions of executions whose manager is a dead
  * process of this host are not claimed. out->found = 0: nothing to claim.
+ * The session's idle_in_transaction_session_timeout is set to
+ * CB__PARTITION_IDLE_LEASES leases first: the backstop for a frozen claimant
+ * whose session no path ended.
  */
+#define CB__PARTITION_IDLE_LEASES 4
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
 			     long long job_execution_id, const char *runnable, cb_error *err);
