@@ -1310,7 +1310,8 @@ static void test_claims_set_the_idle_transaction_backstop(void)
 
 	cbt_exec(conn, "UPDATE batch_job_execution SET status = 'FAILED' "
 		       "WHERE status IN ('STARTING', 'STARTED', 'STOPPING')");
-	CBT_PASS(cb__repo_partition_claim(&claim, c, "cbt:1:x", "cbt/1/0", 2.5, NULL, 0, 0, &err),
+	CBT_PASS(cb__repo_partition_claim(&claim, c, "cbt:1:x", "cbt/1/0", 2.5, NULL, 0, 0, NULL,
+					  &err),
 		 &err);
 	CBT_EQ_LL(claim.found, 0);
 	cbt_query_str(c, "SHOW idle_in_transaction_session_timeout", setting, sizeof(setting));
