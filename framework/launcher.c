@@ -48,6 +48,11 @@ static double lease_end(struct lease_clock *lc)
  */
 static int reach_repository(PGconn *conn, struct lease_clock *lc, double *delay)
 {
+	/* The deadline is fixed when the wait starts: a heartbeat still running
+	 * on its own connection keeps extending the lease, and a deadline that
+	 * moved with it would wait for as long as that connection lives. */
+	double end = lease_end(lc);
+
 	for (;;) {
 		double now, left;
 
@@ -57,7 +62,7 @@ static int reach_repository(PGconn *conn, struct lease_clock *lc, double *delay)
 		if (PQstatus(conn) == CONNECTION_OK)
 			return 1;
 		now = cb__now();
-		left = lease_end(lc) - now;
+		left = end - now;
 		if (left <= 0)
 			return 0;
 		/* The last try falls just before the lease ends. */

@@ -724,6 +724,9 @@ static void test_failed_reconnect_reports_the_chunks_own_error(void)
 	own = cbt_connect(conninfo);
 
 	CBT_PASS_FATAL(cb_job_new(&job, "reconnect_fails", &err), &err);
+	/* A refused reconnect is waited out for the rest of the lease: keep it
+	 * short. */
+	CBT_PASS(cb_job_set_lock(job, NULL, 3, 0, &err), &err);
 	s.name = "numbers";
 	s.build = cbt_numbers_build;
 	s.user = &n;
