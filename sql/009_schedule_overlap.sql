@@ -162,6 +162,11 @@ BEGIN
     END IF;
     new_status := CASE WHEN kind = 'MISFIRE_SKIP' THEN 'MISFIRED' ELSE 'CLAIMED' END;
     IF new_status = 'CLAIMED' AND s.overlap_policy <> 'ALLOW' THEN
+        -- A dead node's firing is reported (and its restart planned) before
+        -- the schedule is judged idle: between the node's lease running out
+        -- and the next look for orphans, its unfinished run would otherwise
+        -- look like nothing at all, and a new firing would run first.
+        PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, p_schedule_id);
         SELECT * INTO live FROM batch_schedule_live_firing(p_schedule_id, NULL);
         IF live.firing_id IS NOT NULL THEN
             IF s.overlap_policy = 'QUEUE' AND NOT EXISTS (
@@ -247,6 +252,7 @@ BEGIN
         PERFORM 1 FROM batch_schedule x WHERE x.schedule_id = r.schedule_id AND NOT x.paused
            FOR NO KEY UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
+        PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, r.schedule_id);
         SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id);
         CONTINUE WHEN live.firing_id IS NOT NULL;
         RETURN QUERY
@@ -472,8 +478,10 @@ BEGIN
     END IF;
 END $$;
 
--- Orphans as in 004, each with its recovery planned.
-CREATE OR REPLACE FUNCTION batch_schedule_orphans(p_node varchar, p_dead_nodes varchar[])
+-- Orphans as in 004, each with its recovery planned; only those of schedule
+-- p_schedule_id unless it is NULL.
+CREATE FUNCTION batch_schedule_orphans_of(p_node varchar, p_dead_nodes varchar[],
+    p_schedule_id bigint)
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, node_id varchar,
                job_execution_id bigint, exit_status varchar)
 LANGUAGE plpgsql AS $$
@@ -487,6 +495,7 @@ BEGIN
           FROM batch_schedule_firing f
           LEFT JOIN batch_scheduler_node n ON n.node_id = f.node_id
          WHERE f.status IN ('CLAIMED', 'LAUNCHED') AND f.node_id <> p_node
+           AND (p_schedule_id IS NULL OR f.schedule_id = p_schedule_id)
            AND (n.node_id IS NULL OR n.stopped_at IS NOT NULL
                 OR n.heartbeat_at < clock_timestamp() - n.lease_seconds * interval '1 second'
                 OR f.node_id = ANY (coalesce(p_dead_nodes, '{}')))
@@ -516,3 +525,10 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 END $$;
+
+CREATE OR REPLACE FUNCTION batch_schedule_orphans(p_node varchar, p_dead_nodes varchar[])
+RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, node_id varchar,
+               job_execution_id bigint, exit_status varchar)
+LANGUAGE sql AS $$
+    SELECT * FROM batch_schedule_orphans_of(p_node, p_dead_nodes, NULL)
+$$;
