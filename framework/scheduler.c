@@ -898,12 +898,12 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 				break;
 			}
-			for (size_t w = 0; w < json_array_size(params); w++)
-				if (!(words[w] = strdup(
-					      json_string_value(json_array_get(params, w)) ?
-						      json_string_value(json_array_get(params, w)) :
-						      "")))
+			for (size_t w = 0; w < json_array_size(params) && rc == 0; w++) {
+				const char *word = json_string_value(json_array_get(params, w));
+
+				if (!(words[w] = strdup(word ? word : "")))
 					rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+			}
 			if (rc == 0) {
 				SAY(n, 1, "%s %s: the queued firing %lld runs now", name, when, id);
 				rc = launch_firing(n, id, name, when, job, "run", job, words, NULL,
