@@ -347,7 +347,66 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 	CBT_EQ_LL(overlaps("dies"), 0);
 }
 
+/* From C: version 2 carries the policies, version 1 gets the safe defaults,
+ * and rows stored before the policies existed read as skip and restart. */
+static void test_api_versions_and_defaults(void)
+{
+	const char *params[] = { "at={fire_utc}" };
+	cb_schedule_def def = CB_SCHEDULE_DEF_INIT;
+	cb_schedule_added added;
+	cb_error err = CB_ERROR_INIT;
+
+	fresh();
+	def.name = "v2";
+	def.cron = "0 3 * * *";
+	def.job_name = "tick";
+	def.parameters = params;
+	def.nparameters = 1;
+	def.overlap = CB_OVERLAP_QUEUE;
+	def.recover_attempts = 5;
+	def.recover_delay_seconds = 7;
+	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+				     "'v2' AND overlap_policy = 'QUEUE' AND recover_policy = "
+				     "'RESTART' AND recover_attempts = 5 AND "
+				     "recover_delay_seconds = 7"),
+		  1);
+	def.name = "v1";
+	def.version = 1;
+	def.overlap = CB_OVERLAP_ALLOW; /* not a member of version 1: ignored */
+	def.recover_leave = 1;
+	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+				     "'v1' AND overlap_policy = 'SKIP' AND recover_policy = "
+				     "'RESTART' AND recover_attempts = 3 AND "
+				     "recover_delay_seconds = 10"),
+		  1);
+	def.name = "bad";
+	def.version = CB_SCHEDULE_DEF_VERSION;
+	def.overlap = 7;
+	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), CB_EINVAL);
+	CBT_CONTAINS(err.message, "overlap policy 7 is none of skip, queue, allow");
+	cb_error_clear(&err);
+	/* As an older program would insert it (the migration's defaults). */
+	cbt_exec(conn, "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		       "job_name, parameters) VALUES ('old', '0 3 * * *', 'UTC', 'tick', "
+		       "'[\"at={fire_utc}\"]')");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+				     "'old' AND overlap_policy = 'SKIP' AND recover_policy = "
+				     "'RESTART'"),
+		  1);
+	CBT_EQ_LL(EX("schedule", "add", "x", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}", "--overlap", "sometimes"),
+		  2);
+	CBT_CONTAINS(errout, "--overlap must be skip, queue or allow");
+	CBT_EQ_LL(EX("schedule", "add", "x", "--cron", "0 3 * * *", "--job", "tick",
+		     "at={fire_utc}", "--recover-attempts", "0"),
+		  2);
+	CBT_CONTAINS(errout, "--recover-attempts must be 1 to 100");
+}
+
 static const CU_TestInfo tests[] = {
+	{ "api_versions_and_defaults", test_api_versions_and_defaults },
 	{ "skip_is_the_default_and_nothing_overlaps",
 	  test_skip_is_the_default_and_nothing_overlaps },
 	{ "allow_overlaps_as_before", test_allow_overlaps_as_before },
