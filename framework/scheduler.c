@@ -5,7 +5,12 @@
  * (schedule, instant) row wins, the others record SKIPPED_CLAIMED. The clock
  * is the database's, read at every tick; a node's own clock only times its
  * sleeps. The next instant is computed from the claimed one, never from now,
- * so that nodes whose clocks disagree still walk the same instants. */
+ * so that nodes whose clocks disagree still walk the same instants.
+ *
+ * The overlap policy is the claim's (sql/009): an instant may come back
+ * SKIPPED_OVERLAP or QUEUED instead of claimed. Each tick a node also takes,
+ * from the repository, queued firings whose schedule is idle again and due
+ * restarts of executions left unfinished, and launches them as claims. */
 #include "scheduler.h"
 
 #include "engine.h"
