@@ -72,6 +72,22 @@ int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def 
 		return cb_error_set(err, CB_EINVAL,
 				    "schedule '%s': the misfire grace must be 1 to 86400 seconds",
 				    def->name);
+	if (def->version >= 2 &&
+	    (def->overlap < CB_OVERLAP_SKIP || def->overlap > CB_OVERLAP_ALLOW))
+		return cb_error_set(
+			err, CB_EINVAL,
+			"schedule '%s': overlap policy %d is none of skip, queue, allow", def->name,
+			def->overlap);
+	if (def->version >= 2 && (def->recover_attempts < 0 || def->recover_attempts > 100))
+		return cb_error_set(err, CB_EINVAL,
+				    "schedule '%s': recover attempts must be 1 to 100, not %d",
+				    def->name, def->recover_attempts);
+	if (def->version >= 2 &&
+	    (def->recover_delay_seconds < 0 || def->recover_delay_seconds > 86400))
+		return cb_error_set(err, CB_EINVAL,
+				    "schedule '%s': the recover delay must be 1 to 86400 seconds, "
+				    "not %d",
+				    def->name, def->recover_delay_seconds);
 	if (job && strcmp(cb_job_name(job), def->job_name) != 0)
 		return cb_error_set(err, CB_EINVAL, "schedule '%s': job '%s' is not job '%s'",
 				    def->name, cb_job_name(job), def->job_name);
@@ -84,6 +100,15 @@ int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def 
 	s.skip_misfires = def->skip_misfires != 0;
 	s.grace_seconds = def->misfire_grace_seconds ? def->misfire_grace_seconds : 60;
 	s.paused = def->paused != 0;
+	/* Version 1 knew no overlap: it gets the safe default too. */
+	snprintf(s.overlap, sizeof(s.overlap), "%s",
+		 def->version < 2 || def->overlap == CB_OVERLAP_SKIP ? "SKIP" :
+		 def->overlap == CB_OVERLAP_QUEUE                    ? "QUEUE" :
+								       "ALLOW");
+	s.recover_leave = def->version >= 2 && def->recover_leave;
+	s.recover_attempts = def->version >= 2 && def->recover_attempts ? def->recover_attempts : 3;
+	s.recover_delay =
+		def->version >= 2 && def->recover_delay_seconds ? def->recover_delay_seconds : 10;
 	if (!(s.parameters = json_array()))
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	for (size_t i = 0; i < def->nparameters; i++) {

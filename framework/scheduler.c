@@ -5,7 +5,12 @@
  * (schedule, instant) row wins, the others record SKIPPED_CLAIMED. The clock
  * is the database's, read at every tick; a node's own clock only times its
  * sleeps. The next instant is computed from the claimed one, never from now,
- * so that nodes whose clocks disagree still walk the same instants. */
+ * so that nodes whose clocks disagree still walk the same instants.
+ *
+ * The overlap policy is the claim's (sql/009): an instant may come back
+ * SKIPPED_OVERLAP or QUEUED instead of claimed. Each tick a node also takes,
+ * from the repository, queued firings whose schedule is idle again and due
+ * restarts of executions left unfinished, and launches them as claims. */
 #include "scheduler.h"
 
 #include "engine.h"
@@ -386,7 +391,8 @@ static int running_children(const struct node *n)
 	return k;
 }
 
-/* Start the child: `prog run JOB WORDS...` for firing @p k->firing_id. The
+/* Start the child: `prog VERB JOB WORDS...` for firing @p k->firing_id (`run
+ * JOB PARAMS...`, or `restart EXECUTION` for a recovery). The
  * child waits on a pipe until the claim is confirmed (batch_schedule_launch:
  * still this node's, still CLAIMED) and only then execs, so that a node that
  * stalled since its claim never runs a firing the others have reported
@@ -395,8 +401,8 @@ static int running_children(const struct node *n)
  * @return the pid (k->pid, k->launch_note set, LAUNCHED recorded), or -1
  * with @p why set and *refused: 1 the claim is no longer ours (recorded),
  * 0 the launch failed (to be recorded), -1 the repository failed. */
-static pid_t spawn(struct node *n, struct child *k, const char *job, char **words, char *why,
-		   size_t whysize, int *refused, cb_error *err)
+static pid_t spawn(struct node *n, struct child *k, const char *verb, const char *job, char **words,
+		   char *why, size_t whysize, int *refused, cb_error *err)
 {
 	size_t nw = 0, len;
 	char **argv, found[256] = "", go = 'g';
@@ -413,7 +419,7 @@ static pid_t spawn(struct node *n, struct child *k, const char *job, char **word
 		return -1;
 	}
 	argv[0] = (char *)n->o->prog;
-	argv[1] = (char *)"run";
+	argv[1] = (char *)verb;
 	argv[2] = (char *)job;
 	for (size_t i = 0; i < nw; i++)
 		argv[3 + i] = words[i];
@@ -475,8 +481,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *job, char **word
 		close(gfd[1]);
 		return -1;
 	}
-	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: run %s", (int)pid,
-			       job);
+	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)pid,
+			       verb, job);
 	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
 		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
 					words[w]);
@@ -604,7 +610,7 @@ static void children_tick(struct node *n, int record)
 			snprintf(msg, sizeof(msg), "killed by signal %d after %.1fs",
 				 WTERMSIG(k->status), cb__now() - k->started);
 		if (cb__repo_schedule_finished(&exec_id, st, n->conn, k->firing_id, n->id, code,
-					       msg, &err) < 0)
+					       msg, n->stopping, &err) < 0)
 			return;
 		if (exec_id > 0)
 			SAY(n, 1, "%s %s: execution %lld %s, %s", k->schedule, k->when, exec_id, st,
@@ -616,6 +622,64 @@ static void children_tick(struct node *n, int record)
 }
 
 /* ---- one schedule's due instants ---------------------------------------- */
+
+/* Launch claimed firing @p firing_id of schedule @p schedule as `prog VERB
+ * TARGET WORDS...` (@p fill_error: the parameters could not be made, so it is
+ * a failure to launch). @return 0 (launched, or its failure recorded), or <0
+ * when the repository failed. */
+static int launch_firing(struct node *n, long long firing_id, const char *schedule,
+			 const char *when, const char *job, const char *verb, const char *target,
+			 char **words, const char *fill_error, cb_error *err)
+{
+	struct child *k = child_add(n);
+	char why[CB_ERROR_MESSAGE_MAX + 64] = "", *none[1] = { NULL };
+	pid_t pid = -1;
+	int refused = 0;
+
+	if (!k)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	k->firing_id = firing_id;
+	snprintf(k->schedule, sizeof(k->schedule), "%s", schedule);
+	snprintf(k->when, sizeof(k->when), "%s", when);
+	k->started = cb__now();
+	if (fill_error && fill_error[0]) {
+		snprintf(why, sizeof(why), "%s", fill_error);
+	} else if (!cb_registry_find(n->reg, job)) {
+		snprintf(why, sizeof(why), "job '%s' is not registered in this program", job);
+	} else {
+		test_pause(n, PAUSE_LAUNCH);
+		pid = spawn(n, k, verb, target, words ? words : none, why, sizeof(why), &refused,
+			    err);
+	}
+	if (pid < 0) {
+		n->res->failed_to_launch++;
+		SAY(n, 1, "%s %s: %s%s", schedule, when,
+		    refused == 1 ? "" : "failed to launch: ", why);
+		if (refused == 1) {
+			/* The confirmation recorded why; nothing ran. */
+			n->nkids--;
+			return 0;
+		}
+		/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
+		k->exited = k->failed = 1;
+		snprintf(k->launch_note, sizeof(k->launch_note), "%s", why);
+		if (refused < 0 ||
+		    cb__repo_schedule_launched(n->conn, firing_id, n->id, 0, why, err) < 0)
+			return CB_EDB;
+		n->nkids--;
+		return 0;
+	}
+	if (strcmp(verb, "restart") == 0) {
+		n->res->restarted++;
+		SAY(n, 1, "%s %s: restarted (firing %lld), %s", schedule, when, firing_id,
+		    k->launch_note);
+	} else {
+		n->res->fired++;
+		SAY(n, 1, "%s %s: fired (firing %lld), %s", schedule, when, firing_id,
+		    k->launch_note);
+	}
+	return 0;
+}
 
 /* Offer the instant at the cursor. @return 1 to go on with the next, 0 to
  * leave this schedule for this tick, <0 a database error. */
@@ -714,7 +778,8 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 		launch = strcmp(kind, "MISFIRE_SKIP") != 0;
 		count = 1;
 	}
-	if (r.outcome == CB__CLAIM_CLAIMED || r.outcome == CB__CLAIM_SKIPPED) {
+	if (r.outcome == CB__CLAIM_CLAIMED || r.outcome == CB__CLAIM_SKIPPED ||
+	    r.outcome == CB__CLAIM_OVERLAP || r.outcome == CB__CLAIM_QUEUED) {
 		/* Past this instant, and past whatever another node's claim
 		 * covered, before anything else can fail: an instant is offered
 		 * once by each node. */
@@ -732,6 +797,14 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	case CB__CLAIM_SKIPPED:
 		n->res->skipped_claimed++;
 		SAY(n, 2, "%s %s: claimed by %s", s->name, when, r.claimed_by);
+		break;
+	case CB__CLAIM_OVERLAP:
+		n->res->skipped_overlap++;
+		SAY(n, 1, "%s %s: skipped, %s", s->name, when, r.claimed_by);
+		break;
+	case CB__CLAIM_QUEUED:
+		n->res->queued++;
+		SAY(n, 1, "%s %s: queued, %s", s->name, when, r.claimed_by);
 		break;
 	default:
 		if (!launch) {
@@ -759,54 +832,9 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 				    "as of the last",
 				    s->name, count, first, when);
 		}
-		{
-			struct child *k = child_add(n);
-			char why[CB_ERROR_MESSAGE_MAX + 64] = "";
-			pid_t pid = -1;
-			int refused = 0;
-
-			if (!k) {
-				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
-				goto out;
-			}
-			k->firing_id = r.firing_id;
-			snprintf(k->schedule, sizeof(k->schedule), "%s", s->name);
-			snprintf(k->when, sizeof(k->when), "%s", when);
-			k->started = cb__now();
-			if (fill_error[0]) {
-				snprintf(why, sizeof(why), "%s", fill_error);
-			} else if (!cb_registry_find(n->reg, s->job)) {
-				snprintf(why, sizeof(why),
-					 "job '%s' is not registered in this program", s->job);
-			} else {
-				test_pause(n, PAUSE_LAUNCH);
-				pid = spawn(n, k, s->job, words, why, sizeof(why), &refused, err);
-			}
-			if (pid < 0) {
-				n->res->failed_to_launch++;
-				SAY(n, 1, "%s %s: %s%s", s->name, when,
-				    refused == 1 ? "" : "failed to launch: ", why);
-				if (refused == 1) {
-					/* The confirmation recorded why; nothing ran. */
-					n->nkids--;
-					break;
-				}
-				/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
-				k->exited = k->failed = 1;
-				snprintf(k->launch_note, sizeof(k->launch_note), "%s", why);
-				if (refused < 0 ||
-				    cb__repo_schedule_launched(n->conn, r.firing_id, n->id, 0, why,
-							       err) < 0) {
-					rc = CB_EDB;
-					goto out;
-				}
-				n->nkids--;
-				break;
-			}
-			n->res->fired++;
-			SAY(n, 1, "%s %s: fired (firing %lld), %s", s->name, when, r.firing_id,
-			    k->launch_note);
-		}
+		if ((rc = launch_firing(n, r.firing_id, s->name, when, s->job, "run", s->job, words,
+					fill_error, err)) < 0)
+			goto out;
 		break;
 	}
 	rc = 1;
@@ -816,11 +844,92 @@ out:
 	return rc;
 }
 
+/* Launch what this node takes: queued firings whose schedule is idle again,
+ * then due restarts of executions that ended unfinished (sql/009), of the
+ * jobs it has. Each was CLAIMED for this node by the repository, under the
+ * schedule's row lock, and goes through the same launch confirmation as a
+ * claim. */
+static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
+{
+	json_t *jobs = json_array(), *taken = NULL;
+	int rc = 0;
+
+	if (!jobs)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	for (size_t r = 0; r < nrows; r++)
+		if (cb_registry_find(n->reg, rows[r].job))
+			json_array_append_new(jobs, json_string(rows[r].job));
+	for (int recovery = 0; recovery < 2 && rc == 0 && json_array_size(jobs) > 0; recovery++) {
+		if (n->stopping || running_children(n) >= n->o->max_running)
+			break;
+		if ((rc = cb__repo_schedule_take(&taken, n->conn, n->id, jobs, recovery, err)) < 0)
+			break;
+		for (size_t i = 0; i < json_array_size(taken) && rc == 0; i++) {
+			json_t *t = json_array_get(taken, i),
+			       *params = json_object_get(t, "parameters");
+			long long id =
+				(long long)json_integer_value(json_object_get(t, "firing_id"));
+			long long sid =
+				(long long)json_integer_value(json_object_get(t, "schedule_id"));
+			const char *job = json_string_value(json_object_get(t, "job_name"));
+			const char *name = NULL;
+			char when[64], target[24], **words = NULL;
+
+			for (size_t k = 0; k < nrows && !name; k++)
+				if (rows[k].id == sid)
+					name = rows[k].name;
+			snprintf(when, sizeof(when), "%s",
+				 json_string_value(json_object_get(t, "fire_time")) ?
+					 json_string_value(json_object_get(t, "fire_time")) :
+					 "?");
+			if (!job || !name)
+				continue;
+			if (recovery) {
+				SAY(n, 1, "%s %s: restart attempt %lld of %lld of execution %lld",
+				    name, when,
+				    (long long)json_integer_value(json_object_get(t, "attempt")),
+				    (long long)json_integer_value(json_object_get(t, "attempts")),
+				    (long long)json_integer_value(
+					    json_object_get(t, "job_execution_id")));
+				snprintf(target, sizeof(target), "%lld",
+					 (long long)json_integer_value(
+						 json_object_get(t, "job_execution_id")));
+				rc = launch_firing(n, id, name, when, job, "restart", target, NULL,
+						   NULL, err);
+				continue;
+			}
+			/* The queued firing runs with the parameters of its own instant. */
+			if (!(words = calloc(json_array_size(params) + 1, sizeof(*words)))) {
+				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+				break;
+			}
+			for (size_t w = 0; w < json_array_size(params) && rc == 0; w++) {
+				const char *word = json_string_value(json_array_get(params, w));
+
+				if (!(words[w] = strdup(word ? word : "")))
+					rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+			}
+			if (rc == 0) {
+				SAY(n, 1, "%s %s: the queued firing %lld runs now", name, when, id);
+				rc = launch_firing(n, id, name, when, job, "run", job, words, NULL,
+						   err);
+			}
+			cb__schedule_words_free(words);
+		}
+		json_decref(taken);
+		taken = NULL;
+	}
+	json_decref(jobs);
+	return rc;
+}
+
 static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
 {
 	int rc;
 
 	if ((rc = sync_schedules(n, rows, nrows, err)) < 0)
+		return rc;
+	if ((rc = take_and_launch(n, rows, nrows, err)) < 0)
 		return rc;
 	for (size_t i = 0; i < n->ns && !n->stopping; i++) {
 		struct sched *s = &n->s[i];
@@ -911,15 +1020,15 @@ static int tick(struct node *n, cb_error *err)
 		n->res->orphans_reported++;
 		SAY(n, 1,
 		    "firing %lld (schedule %lld at %s) was left open by node %s, which is "
-		    "gone; not repeated%s%s",
+		    "gone; not repeated%s",
 		    (long long)json_integer_value(json_object_get(o, "firing_id")),
 		    (long long)json_integer_value(json_object_get(o, "schedule_id")),
 		    json_string_value(json_object_get(o, "fire_time")),
 		    json_string_value(json_object_get(o, "node_id")),
 		    json_is_integer(json_object_get(o, "job_execution_id")) ?
-			    "; its execution's own lease decides its restart" :
-			    "",
-		    "");
+			    "; its execution is restarted, if the schedule recovers, once "
+			    "its lease is over" :
+			    "");
 	}
 	json_decref(orphans);
 	if (n->stopping)
@@ -1062,8 +1171,9 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	}
 	SAY(&n, 1,
 	    "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
-	    "failed to launch %lld",
-	    out->fired, out->skipped_claimed, out->misfired, out->failed_to_launch);
+	    "failed to launch %lld, skipped for overlap %lld, queued %lld, restarted %lld",
+	    out->fired, out->skipped_claimed, out->misfired, out->failed_to_launch,
+	    out->skipped_overlap, out->queued, out->restarted);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);
 	free(n.s);

@@ -82,12 +82,14 @@
 		"x", " OR x.job_execution_id IN (SELECT id FROM d)") ")"
 
 /* Schedule events that go (alias v): recorded before the cutoff ($1), and
- * not of a firing that is open or its schedule's newest (kept, with its
+ * not of a firing that is open (also queued, or with a restart due) or its
+ * schedule's newest (kept, with its
  * events, so that `schedule list` still shows the last firing). */
 #define SCHED_EVENT_SQL(v)                                                                         \
 	"(" v ".recorded_at < $1::timestamptz AND (" v ".firing_id IS NULL OR NOT EXISTS ("        \
 	" SELECT 1 FROM batch_schedule_firing kf WHERE kf.firing_id = " v ".firing_id AND "        \
-	" (kf.status IN ('CLAIMED', 'LAUNCHED') OR kf.firing_id = (SELECT max(g.firing_id) "       \
+	" (kf.status IN ('CLAIMED', 'LAUNCHED', 'QUEUED') OR kf.recover_after IS NOT NULL "        \
+	"  OR kf.firing_id = (SELECT max(g.firing_id) "                                            \
 	"  FROM batch_schedule_firing g WHERE g.schedule_id = kf.schedule_id)))))"
 
 /* Schedule firings that go (alias y): claimed before the cutoff, finished,
@@ -95,7 +97,8 @@
  * a firing only once its events are gone, so that no event goes uncounted
  * by the cascade. */
 #define SCHED_FIRING_SQL(y)                                                                        \
-	"(" y ".claimed_at < $1::timestamptz AND " y ".status NOT IN ('CLAIMED', 'LAUNCHED') "     \
+	"(" y ".claimed_at < $1::timestamptz AND " y ".status NOT IN ('CLAIMED', 'LAUNCHED', "     \
+	" 'QUEUED') AND " y ".recover_after IS NULL "                                              \
 	" AND " y ".firing_id <> (SELECT max(g.firing_id) FROM batch_schedule_firing g "           \
 	"  WHERE g.schedule_id = " y ".schedule_id) AND NOT EXISTS (SELECT 1 FROM "                \
 	"  batch_schedule_event ke WHERE ke.firing_id = " y ".firing_id "                          \

@@ -26,7 +26,8 @@ int cb__repo_schedules_load(cb__schedule **out, size_t *n, PGconn *conn, cb_erro
 		"SELECT schedule_id, version, schedule_name, cron_expression, time_zone, "
 		" job_name, parameters::text, misfire_policy = 'SKIP', "
 		" misfire_grace_seconds, paused, "
-		" extract(epoch FROM next_fire_time)::bigint "
+		" extract(epoch FROM next_fire_time)::bigint, overlap_policy, "
+		" recover_policy = 'LEAVE', recover_attempts, recover_delay_seconds "
 		"FROM batch_schedule ORDER BY schedule_name",
 		0, NULL, err);
 	if (!res)
@@ -52,6 +53,10 @@ int cb__repo_schedules_load(cb__schedule **out, size_t *n, PGconn *conn, cb_erro
 		x->paused = PQgetvalue(res, r, 9)[0] == 't';
 		x->has_next = !PQgetisnull(res, r, 10);
 		x->next_fire = x->has_next ? atoll(PQgetvalue(res, r, 10)) : 0;
+		copy(x->overlap, sizeof(x->overlap), PQgetvalue(res, r, 11));
+		x->recover_leave = PQgetvalue(res, r, 12)[0] == 't';
+		x->recover_attempts = atoi(PQgetvalue(res, r, 13));
+		x->recover_delay = atoi(PQgetvalue(res, r, 14));
 		if (!json_is_array(x->parameters)) {
 			cb__repo_schedules_free(s, (size_t)rows);
 			PQclear(res);
@@ -75,30 +80,38 @@ void cb__repo_schedules_free(cb__schedule *s, size_t n)
 
 int cb__repo_schedule_add(long long *id, PGconn *conn, const cb__schedule *s, cb_error *err)
 {
-	char grace[16], next[24], *params = json_dumps(s->parameters, JSON_COMPACT);
-	const char *p[9] = { s->name,
-			     s->cron,
-			     s->zone,
-			     s->job,
-			     params,
-			     s->skip_misfires ? "SKIP" : "RUN_ONCE",
-			     grace,
-			     s->has_next ? next : NULL,
-			     s->paused ? "t" : "f" };
+	char grace[16], next[24], attempts[16], delay[16];
+	char *params = json_dumps(s->parameters, JSON_COMPACT);
+	const char *p[13] = { s->name,
+			      s->cron,
+			      s->zone,
+			      s->job,
+			      params,
+			      s->skip_misfires ? "SKIP" : "RUN_ONCE",
+			      grace,
+			      s->has_next ? next : NULL,
+			      s->paused ? "t" : "f",
+			      s->overlap[0] ? s->overlap : "SKIP",
+			      s->recover_leave ? "LEAVE" : "RESTART",
+			      attempts,
+			      delay };
 	PGresult *res;
 
 	if (!params)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	LL(grace, s->grace_seconds);
 	LL(next, s->next_fire);
+	LL(attempts, s->recover_attempts);
+	LL(delay, s->recover_delay);
 	res = cb__repo_exec(
 		conn, "add schedule",
 		"INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
 		" job_name, parameters, misfire_policy, misfire_grace_seconds, "
-		" next_fire_time, paused) "
+		" next_fire_time, paused, overlap_policy, recover_policy, recover_attempts, "
+		" recover_delay_seconds) "
 		"VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::int, to_timestamp($8::bigint), "
-		" $9::boolean) RETURNING schedule_id",
-		9, p, err);
+		" $9::boolean, $10, $11, $12::int, $13::int) RETURNING schedule_id",
+		13, p, err);
 	free(params);
 	if (!res) {
 		if (strcmp(err->sqlstate, "23505") == 0) {
@@ -192,6 +205,9 @@ int cb__repo_schedules_json(json_t **out, PGconn *conn, const char *name, cb_err
 		" 'cron', s.cron_expression, 'time_zone', s.time_zone, 'job', s.job_name, "
 		" 'parameters', s.parameters, 'misfire_policy', s.misfire_policy, "
 		" 'misfire_grace_seconds', s.misfire_grace_seconds, 'paused', s.paused, "
+		" 'overlap_policy', s.overlap_policy, 'recover_policy', s.recover_policy, "
+		" 'recover_attempts', s.recover_attempts, "
+		" 'recover_delay_seconds', s.recover_delay_seconds, "
 		" 'next_fire_time', s.next_fire_time, "
 		" 'next_fire_epoch', extract(epoch FROM s.next_fire_time)::bigint, "
 		" 'last_fire_time', s.last_fire_time, 'created_at', s.created_at, "
@@ -199,7 +215,8 @@ int cb__repo_schedules_json(json_t **out, PGconn *conn, const char *name, cb_err
 		" 'last_firing', (SELECT jsonb_build_object('firing_id', f.firing_id, "
 		"   'fire_time', f.fire_time, 'kind', f.kind, 'status', f.status, "
 		"   'node_id', f.node_id, 'job_execution_id', f.job_execution_id, "
-		"   'exit_code', f.exit_code, 'exit_status', f.exit_status, 'message', f.message) "
+		"   'exit_code', f.exit_code, 'exit_status', f.exit_status, 'message', f.message, "
+		"   'attempt', f.attempt, 'recover_after', f.recover_after) "
 		"   FROM batch_schedule_firing f WHERE f.schedule_id = s.schedule_id "
 		"   ORDER BY f.fire_time DESC LIMIT 1), "
 		" 'firings', (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb) FROM "
@@ -235,6 +252,7 @@ int cb__repo_schedule_history(json_t **out, PGconn *conn, const char *name, long
 		"  'fire_time', e.fire_time, 'fire_epoch', extract(epoch FROM e.fire_time)::bigint, "
 		"  'node_id', e.node_id, 'outcome', e.outcome, 'firing_id', e.firing_id, "
 		"  'job_execution_id', e.job_execution_id, 'message', e.message, "
+		"  'attempt', e.attempt, "
 		"  'recorded_at', e.recorded_at) AS x "
 		" FROM batch_schedule_event e JOIN batch_schedule s USING (schedule_id) "
 		" WHERE s.schedule_name = $1 ORDER BY e.event_id DESC LIMIT $2::bigint) q), "
@@ -290,6 +308,8 @@ int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_re
 	o = PQgetvalue(res, 0, 0);
 	out->outcome = strcmp(o, "CLAIMED") == 0         ? CB__CLAIM_CLAIMED :
 		       strcmp(o, "SKIPPED_CLAIMED") == 0 ? CB__CLAIM_SKIPPED :
+		       strcmp(o, "SKIPPED_OVERLAP") == 0 ? CB__CLAIM_OVERLAP :
+		       strcmp(o, "QUEUED") == 0          ? CB__CLAIM_QUEUED :
 		       strcmp(o, "CHANGED") == 0         ? CB__CLAIM_CHANGED :
 							   CB__CLAIM_GONE;
 	if (!PQgetisnull(res, 0, 1))
@@ -407,10 +427,11 @@ int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *no
 }
 
 int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, long long firing_id,
-			       const char *node, int exit_code, const char *message, cb_error *err)
+			       const char *node, int exit_code, const char *message, int stopping,
+			       cb_error *err)
 {
 	char id[24], ec[16];
-	const char *p[4] = { id, node, ec, message };
+	const char *p[5] = { id, node, ec, message, stopping ? "t" : "f" };
 	PGresult *res;
 
 	*exec_id = 0;
@@ -419,8 +440,8 @@ int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, l
 	LL(ec, exit_code);
 	res = cb__repo_exec(conn, "record a firing's end",
 			    "SELECT job_execution_id, exit_status "
-			    "FROM batch_schedule_finished($1, $2, $3::int, $4)",
-			    4, p, err);
+			    "FROM batch_schedule_finished($1, $2, $3::int, $4, $5::boolean)",
+			    5, p, err);
 	if (!res)
 		return CB_EDB;
 	if (!PQgetisnull(res, 0, 0)) {
@@ -501,5 +522,27 @@ int cb__repo_schedule_orphans(json_t **out, PGconn *conn, const char *node, cb_e
 			" $2::jsonb))::varchar[]) o",
 			2, p, err);
 	free(dead_text);
+	return rc;
+}
+
+int cb__repo_schedule_take(json_t **out, PGconn *conn, const char *node, const json_t *jobs,
+			   int recovery, cb_error *err)
+{
+	char *names = json_dumps(jobs, JSON_COMPACT);
+	const char *p[2] = { node, names };
+	int rc;
+
+	*out = NULL;
+	if (!names)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	rc = json_query(out, conn, recovery ? "take due restarts" : "take queued firings",
+			recovery ? "SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) FROM "
+				   "batch_schedule_take_recovery($1, ARRAY(SELECT "
+				   "jsonb_array_elements_text($2::jsonb))::varchar[]) t" :
+				   "SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) FROM "
+				   "batch_schedule_take_queued($1, ARRAY(SELECT "
+				   "jsonb_array_elements_text($2::jsonb))::varchar[]) t",
+			2, p, err);
+	free(names);
 	return rc;
 }

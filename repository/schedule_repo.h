@@ -20,6 +20,10 @@ typedef struct cb__schedule {
 	json_t *parameters; /* array of template strings (owned) */
 	int skip_misfires;  /* misfire policy SKIP (else RUN_ONCE) */
 	int grace_seconds;
+	char overlap[6];      /* "SKIP", "QUEUE", "ALLOW" */
+	int recover_leave;    /* recover policy LEAVE (else RESTART) */
+	int recover_attempts; /* 0..100 */
+	int recover_delay;    /* seconds, 0..86400 */
 	int paused;
 	int has_next;
 	long long next_fire; /* the first unclaimed instant, when has_next */
@@ -62,7 +66,9 @@ enum {
 	CB__CLAIM_CLAIMED,
 	CB__CLAIM_SKIPPED,
 	CB__CLAIM_CHANGED,
-	CB__CLAIM_GONE
+	CB__CLAIM_GONE,
+	CB__CLAIM_OVERLAP, /* recorded SKIPPED_OVERLAP: an earlier firing is live */
+	CB__CLAIM_QUEUED   /* recorded QUEUED, launched once the live one ends */
 };
 
 /* A claim of one fire instant (batch_schedule_claim). */
@@ -81,7 +87,7 @@ typedef struct cb__claim_req {
 typedef struct cb__claim_res {
 	int outcome; /* CB__CLAIM_* */
 	long long firing_id;
-	char claimed_by[201];
+	char claimed_by[201]; /* for OVERLAP and QUEUED: the live firing, and why */
 	int has_next;
 	long long next_fire; /* the schedule's shared cursor after the call */
 	char kind[16];       /* the kind recorded: a late SCHEDULED is a misfire */
@@ -113,10 +119,23 @@ int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firin
 int cb__repo_schedule_launched(PGconn *conn, long long firing_id, const char *node, int pid,
 			       const char *message, cb_error *err);
 
-/* The child of firing @p firing_id exited with @p exit_code. @p exec_id and
- * @p status (16 bytes) receive the execution it ran, if it made one (0, ""). */
+/* The child of firing @p firing_id exited with @p exit_code (@p stopping:
+ * while this node was stopping, which had asked it to stop). @p exec_id and
+ * @p status (16 bytes) receive the execution it ran, if it made one (0, "").
+ * A restart is planned if the execution ended unfinished (sql/009). */
 int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, long long firing_id,
-			       const char *node, int exit_code, const char *message, cb_error *err);
+			       const char *node, int exit_code, const char *message, int stopping,
+			       cb_error *err);
+
+/* Firings of the jobs @p jobs (a JSON array of names) that this node takes
+ * now: with @p recovery 0, queued firings whose schedule is idle again
+ * (batch_schedule_take_queued: "firing_id", "schedule_id", "fire_time",
+ * "job_name", "parameters"); with 1, due restarts of dead executions
+ * (batch_schedule_take_recovery: also "job_execution_id", "attempt",
+ * "attempts"). Each is CLAIMED by @p node, to be launched. @p out receives a
+ * JSON array. */
+int cb__repo_schedule_take(json_t **out, PGconn *conn, const char *node, const json_t *jobs,
+			   int recovery, cb_error *err);
 
 /* Register or refresh this node; @p db_now receives the database's time. */
 int cb__repo_scheduler_heartbeat(double *db_now, PGconn *conn, const char *node, const char *host,

@@ -10,7 +10,11 @@
  *
  * `-sleepMs:long=N` makes it take that long first (in steps of 100 ms,
  * each its own transaction, so that a stop request ends it STOPPED).
+ * For tests of a schedule's recovery, after the sleep: `-crash:long=1` kills
+ * its own process (SIGKILL: a run that dies without recording its end), and
+ * `-fail:long=1` fails the step (an error of the job's own, FAILED).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@ static int tick(void *user, const cb_step_context *sc, cb_tx *tx, json_t *contex
 	char exec[24], pid[16];
 	const char *p[3] = { cb_step_param(sc, "at"), exec, pid };
 	long long sleep_ms = 0, slept = json_integer_value(json_object_get(context, "slept_ms"));
+	long long crash = 0, fail = 0;
 	PGresult *res;
 	int rc = CB_DONE;
 
@@ -33,6 +38,12 @@ static int tick(void *user, const cb_step_context *sc, cb_tx *tx, json_t *contex
 		json_object_set_new(context, "slept_ms", json_integer(slept + 100));
 		return 0;
 	}
+	cb_params_get_long(cb_step_context_params(sc), "crash", &crash);
+	cb_params_get_long(cb_step_context_params(sc), "fail", &fail);
+	if (crash)
+		raise(SIGKILL);
+	if (fail)
+		return cb_error_set(err, CB_EINVAL, "tick: failing as asked (-fail:long=1)");
 	snprintf(exec, sizeof(exec), "%lld", cb_step_context_job_execution_id(sc));
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	res = PQexecParams(cb_tx_conn(tx),
@@ -57,7 +68,9 @@ int tick_register(cb_registry *reg, cb_error *err)
 	if ((rc = cb_registry_new_job(&job, reg, "tick", err)) < 0 ||
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "at", CB_PARAM_STRING, 1, err)) < 0 ||
-	    (rc = cb_job_add_param(job, "sleepMs", CB_PARAM_LONG, 0, err)) < 0)
+	    (rc = cb_job_add_param(job, "sleepMs", CB_PARAM_LONG, 0, err)) < 0 ||
+	    (rc = cb_job_add_param(job, "crash", CB_PARAM_LONG, 0, err)) < 0 ||
+	    (rc = cb_job_add_param(job, "fail", CB_PARAM_LONG, 0, err)) < 0)
 		return rc;
 	return cb_job_set_description(job,
 				      "log one row per run to tick_log (at:string, the fire "

@@ -40,12 +40,18 @@ static int split(struct cli *c, const char ***pos, size_t *npos, const char *con
 
 static int cmd_add(struct cli *c, PGconn *conn)
 {
-	static const char *const flags[] = { "--cron=",          "--tz=",    "--job=", "--misfire=",
-					     "--misfire-grace=", "--paused", NULL };
-	const char *values[7] = { 0 }, **pos = NULL;
+	static const char *const flags[] = {
+		"--cron=",  "--tz=",      "--job=",     "--misfire=",          "--misfire-grace=",
+		"--paused", "--overlap=", "--recover=", "--recover-attempts=", "--recover-delay=",
+		NULL
+	};
+	const char *values[11] = { 0 }, **pos = NULL;
 	static const char usage[] =
 		"NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
-		"[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]";
+		"[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused] "
+		"[--overlap skip|queue|allow] [--recover restart|leave] [--recover-attempts N] "
+		"[--recover-delay SECONDS]";
+	long long attempts = 3, delay = 10;
 	size_t npos = 0;
 	cb_schedule_def def = CB_SCHEDULE_DEF_INIT;
 	cb_schedule_added added;
@@ -76,6 +82,29 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		rc = sub_usage(c, "add", usage, "--misfire-grace must be 1 to 86400 seconds");
 		goto done;
 	}
+	if (values[6] && strcmp(values[6], "skip") != 0 && strcmp(values[6], "queue") != 0 &&
+	    strcmp(values[6], "allow") != 0) {
+		rc = sub_usage(c, "add", usage, "--overlap must be skip, queue or allow");
+		goto done;
+	}
+	if (values[7] && strcmp(values[7], "restart") != 0 && strcmp(values[7], "leave") != 0) {
+		rc = sub_usage(c, "add", usage, "--recover must be restart or leave");
+		goto done;
+	}
+	if (values[8] && (cb__cli_parse_positive(&attempts, values[8]) < 0 || attempts > 100)) {
+		rc = sub_usage(c, "add", usage, "--recover-attempts must be 1 to 100");
+		goto done;
+	}
+	if (values[9] && (cb__cli_parse_positive(&delay, values[9]) < 0 || delay > 86400)) {
+		rc = sub_usage(c, "add", usage, "--recover-delay must be 1 to 86400 seconds");
+		goto done;
+	}
+	def.overlap = !values[6] || strcmp(values[6], "skip") == 0 ? CB_OVERLAP_SKIP :
+		      strcmp(values[6], "queue") == 0              ? CB_OVERLAP_QUEUE :
+								     CB_OVERLAP_ALLOW;
+	def.recover_leave = values[7] && strcmp(values[7], "leave") == 0;
+	def.recover_attempts = (int)attempts;
+	def.recover_delay_seconds = (int)delay;
 	def.name = pos[0];
 	def.cron = values[0];
 	def.time_zone = values[1];
@@ -124,8 +153,8 @@ static const char *jtext(const json_t *o, const char *key, char *buf, size_t siz
 
 static int cmd_list(struct cli *c, PGconn *conn)
 {
-	static const char *const headers[] = { "NAME",  "CRON", "ZONE",       "JOB",
-					       "STATE", "NEXT", "LAST FIRING" };
+	static const char *const headers[] = { "NAME",  "CRON",    "ZONE", "JOB",
+					       "STATE", "OVERLAP", "NEXT", "LAST FIRING" };
 	json_t *arr = NULL;
 	cb__cli_table *t = NULL;
 	int rc;
@@ -142,14 +171,14 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		json_decref(arr);
 		return 0;
 	}
-	if ((rc = cb__cli_table_new(&t, 7, headers, "lllllll")) < 0) {
+	if ((rc = cb__cli_table_new(&t, 8, headers, "llllllll")) < 0) {
 		json_decref(arr);
 		return cb__cli_out_of_memory(c);
 	}
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		const json_t *s = json_array_get(arr, i), *lf = json_object_get(s, "last_firing");
-		char b[7][300], next[64], last[400];
-		const char *cells[7];
+		char b[7][300], next[64], last[400], overlap[16];
+		const char *cells[8];
 
 		cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[6], sizeof(b[6])));
 		cb__cli_term(b[1], sizeof(b[1]), jtext(s, "cron", b[6], sizeof(b[6])));
@@ -176,8 +205,13 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		cells[2] = b[2];
 		cells[3] = b[3];
 		cells[4] = json_is_true(json_object_get(s, "paused")) ? "paused" : "active";
-		cells[5] = next;
-		cells[6] = last;
+		snprintf(overlap, sizeof(overlap), "%s",
+			 jtext(s, "overlap_policy", b[6], sizeof(b[6])));
+		for (char *o = overlap; *o; o++)
+			*o = (char)(*o >= 'A' && *o <= 'Z' ? *o - 'A' + 'a' : *o);
+		cells[5] = overlap;
+		cells[6] = next;
+		cells[7] = last;
 		if (cb__cli_table_add(t, cells) < 0) {
 			cb__cli_table_free(t);
 			json_decref(arr);
@@ -213,6 +247,9 @@ static void print_history(const json_t *events)
 				 cb__cli_json_get_text(e, "fire_time", b[7], sizeof(b[7])));
 		cb__cli_term(b[2], 60, jtext(e, "node_id", b[7], sizeof(b[7])));
 		cb__cli_term(b[3], sizeof(b[3]), jtext(e, "outcome", b[7], sizeof(b[7])));
+		if (json_is_integer(json_object_get(e, "attempt")))
+			snprintf(b[3] + strlen(b[3]), sizeof(b[3]) - strlen(b[3]), " #%lld",
+				 (long long)json_integer_value(json_object_get(e, "attempt")));
 		cb__cli_term(b[4], sizeof(b[4]), jtext(e, "job_execution_id", b[7], sizeof(b[7])));
 		cb__cli_term(b[5], sizeof(b[5]), jtext(e, "message", b[7], sizeof(b[7])));
 		for (int k = 0; k < 6; k++)
@@ -262,6 +299,13 @@ static int cmd_show(struct cli *c, PGconn *conn)
 		printf("  misfires    %s, grace %ss\n",
 		       jtext(s, "misfire_policy", b[0], sizeof(b[0])),
 		       jtext(s, "misfire_grace_seconds", b[1], sizeof(b[1])));
+		printf("  overlap     %s\n", jtext(s, "overlap_policy", b[0], sizeof(b[0])));
+		if (strcmp(jtext(s, "recover_policy", b[0], sizeof(b[0])), "LEAVE") == 0)
+			printf("  recover     LEAVE (unfinished executions are left as they are)\n");
+		else
+			printf("  recover     RESTART, at most %s attempts, %ss after the end\n",
+			       jtext(s, "recover_attempts", b[0], sizeof(b[0])),
+			       jtext(s, "recover_delay_seconds", b[1], sizeof(b[1])));
 		printf("  state       %s\n",
 		       json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
 		cb__cli_fmt_time(b[0], sizeof(b[0]),

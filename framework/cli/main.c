@@ -133,6 +133,8 @@ static const struct builtin builtins[] = {
 	  "keep cron schedules of jobs in the repository",
 	  "  schedule add NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...]\n"
 	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
+	  "               [--overlap skip|queue|allow] [--recover restart|leave]\n"
+	  "               [--recover-attempts N] [--recover-delay SECONDS]\n"
 	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
 	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
 	  "  schedule history NAME [--limit N]\n\n"
@@ -146,7 +148,13 @@ static const struct builtin builtins[] = {
 	  "{fire_date+N}, {fire_time}, {fire_utc}, {fire_epoch}, {schedule}; e.g.\n"
 	  "targetDate:date={fire_date-1}. Misfires (instants later than the grace,\n"
 	  "default 60s, because no scheduler ran): run-once runs one firing now for\n"
-	  "the latest missed instant, skip only records them.\n",
+	  "the latest missed instant, skip only records them.\n"
+	  "Overlap: an instant due while an earlier firing of the schedule still runs\n"
+	  "(its execution's lease holds, on any node) is skipped (default), queued to\n"
+	  "run after it (one at most) or run anyway (allow).\n"
+	  "Recover: an execution its node's death or a lost process left unfinished is\n"
+	  "restarted by a surviving node after the delay (default 10s) and its lease,\n"
+	  "at most N times (default 3); leave: never.\n",
 	  cb__cli_cmd_schedule },
 	{ "scheduler", "[--lease SECONDS] [--max-running N] [--verbose|--quiet]",
 	  "fire due schedules, each fire instant once across all scheduler nodes",
@@ -155,6 +163,9 @@ static const struct builtin builtins[] = {
 	  "time) and run as a child process `run JOB PARAMS...`; the other nodes\n"
 	  "record SKIPPED_CLAIMED (see `schedule history`). A lost repository\n"
 	  "connection is retried with backoff and nothing fires meanwhile.\n"
+	  "A schedule's firings do not overlap unless its --overlap says so, and a\n"
+	  "run left unfinished by a dead node or process is restarted by a surviving\n"
+	  "node (its --recover); see `schedule`.\n"
 	  "SIGINT/SIGTERM: no new firings; running jobs are asked to stop after their\n"
 	  "chunk (STOPPED, restartable) and waited for.\n\n"
 	  "Options:\n"

@@ -43,6 +43,31 @@
  * instants and runs one firing now for the latest of them; SKIP records them
  * and runs nothing. Either way the schedule goes on with its next instant.
  *
+ * ## Overlap
+ *
+ * A fire instant that comes due while an earlier firing of the same schedule
+ * is still live (being launched by a node whose lease holds, or running an
+ * execution whose lock's lease holds, on any node; queued; or with a restart
+ * due) is decided in the claim, under the schedule's row lock, by the
+ * schedule's overlap policy: CB_OVERLAP_SKIP (the default) records it
+ * SKIPPED_OVERLAP and runs nothing; CB_OVERLAP_QUEUE records it QUEUED (at
+ * most one per schedule, more are skipped) and any node runs it, with the
+ * parameters of its own instant, once the live one has ended;
+ * CB_OVERLAP_ALLOW runs every instant. An execution whose lease has run out
+ * is dead, not live.
+ *
+ * ## Recovery
+ *
+ * With recovery on (the default), an execution of a firing that ended
+ * without finishing (its node died: the firing is ORPHANED and the execution
+ * STOPPED by the parent-death signal or dead by its lease; or its process
+ * died without recording its end: FAILED "owner lost"; or the node's own stop
+ * stopped it) is restarted, as the CLI's `restart` does, by any node that has
+ * the job, recover_delay_seconds after its end was seen and once its lease is
+ * over, at most recover_attempts times (events RECOVERY_DUE, RESTARTED,
+ * NOT_RECOVERED, with the attempt). A FAILED execution for any other reason
+ * (a step's error, bad data) and a stop asked for by an operator are left.
+ *
  * All functions take a connection to a repository at the current schema
  * version (not in a transaction); none keeps it.
  */
@@ -60,8 +85,15 @@
 extern "C" {
 #endif
 
-/** Version of cb_schedule_def. */
-#define CB_SCHEDULE_DEF_VERSION 1
+/** Version of cb_schedule_def: 2 added the overlap and recovery members. */
+#define CB_SCHEDULE_DEF_VERSION 2
+
+/** Overlap policies (cb_schedule_def.overlap). */
+enum {
+	CB_OVERLAP_SKIP = 0, /**< skip an instant due while a firing is live (default) */
+	CB_OVERLAP_QUEUE,    /**< run it after the live one (one waiting at most) */
+	CB_OVERLAP_ALLOW     /**< run every instant, overlapping or not */
+};
 
 /** A schedule to add. Strings are borrowed for the call. */
 typedef struct cb_schedule_def {
@@ -75,11 +107,16 @@ typedef struct cb_schedule_def {
 	int skip_misfires;         /**< misfire policy SKIP (else RUN_ONCE) */
 	int misfire_grace_seconds; /**< 1..86400; 0: 60 */
 	int paused;                /**< add it paused */
+	/* version 2; a version 1 definition gets the defaults */
+	int overlap;               /**< CB_OVERLAP_* (SKIP) */
+	int recover_leave;         /**< never restart an unfinished execution */
+	int recover_attempts;      /**< restarts per firing, 1..100; 0: 3 */
+	int recover_delay_seconds; /**< before a restart, 1..86400; 0: 10 */
 } cb_schedule_def;
 
 #define CB_SCHEDULE_DEF_INIT                                                                       \
 	{                                                                                          \
-		CB_SCHEDULE_DEF_VERSION, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0                  \
+		CB_SCHEDULE_DEF_VERSION, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0      \
 	}
 
 /** Result of cb_schedule_add. */
@@ -104,7 +141,9 @@ int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def 
 /**
  * Schedules as a JSON array (all, or the one named @p name), each with
  * "schedule_id", "name", "cron", "time_zone", "job", "parameters",
- * "misfire_policy", "misfire_grace_seconds", "paused", "next_fire_time",
+ * "misfire_policy", "misfire_grace_seconds", "paused", "overlap_policy"
+ * (SKIP, QUEUE, ALLOW), "recover_policy" (RESTART, LEAVE), "recover_attempts",
+ * "recover_delay_seconds", "next_fire_time",
  * "next_fire_epoch", "last_fire_time", "last_firing" and "firings" (counts by
  * status). @p out receives a new reference.
  * @return 0, CB_ENOTFOUND (no schedule @p name), CB_EDB
@@ -114,8 +153,9 @@ int cb_schedule_list(json_t **out, PGconn *conn, const char *name, cb_error *err
 /**
  * The newest @p limit firing events of schedule @p name, newest first: what
  * each node did with each instant (FIRED, SKIPPED_CLAIMED, MISFIRED,
- * FAILED_TO_LAUNCH, FINISHED, ORPHANED), with "fire_time", "node_id",
- * "job_execution_id", "message", "recorded_at".
+ * FAILED_TO_LAUNCH, FINISHED, ORPHANED, SKIPPED_OVERLAP, QUEUED, RECOVERY_DUE,
+ * RESTARTED, NOT_RECOVERED), with "fire_time", "node_id", "job_execution_id",
+ * "attempt" (restarts), "message", "recorded_at".
  * @return 0, CB_ENOTFOUND, CB_EDB
  */
 int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,
@@ -171,6 +211,7 @@ struct cb_registry; /* cli.h */
 /** What a node did. */
 typedef struct cb_scheduler_result {
 	long long fired, skipped_claimed, misfired, failed_to_launch, orphans_reported;
+	long long skipped_overlap, queued, restarted;
 } cb_scheduler_result;
 
 /**
@@ -181,7 +222,8 @@ typedef struct cb_scheduler_result {
  * repository connection is retried with backoff, and nothing fires without a
  * committed claim. A firing left open by a node that is gone (its lease ran
  * out, or its process on this host died) is reported ORPHANED, never fired
- * again; the execution it launched is recovered by its own lock and lease.
+ * again; the execution it launched is restarted by the schedule's recovery
+ * (see above) once its own lease is over.
  * @return 0, or CB_EINVAL (bad options) / CB_ENOMEM with @p err set
  */
 int cb_scheduler_run(cb_scheduler_result *out, const struct cb_registry *reg,
