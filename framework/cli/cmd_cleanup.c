@@ -136,11 +136,12 @@ static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, 
 	const char *names[NROWS];
 	long long values[NROWS];
 	cb__cli_table *t = NULL;
-	char dur[32];
+	char dur[32], cutoff[64];
 
 	cb__cli_fmt_duration(dur, sizeof(dur), r->seconds);
+	cb__cli_fmt_time(cutoff, sizeof(cutoff), r->cutoff);
 	printf("%s executions that ended before %s (older than %s)%s:\n",
-	       o->dry_run ? "would remove" : "removed", r->cutoff, older,
+	       o->dry_run ? "would remove" : "removed", cutoff, older,
 	       o->keep_last > 0 ? ", keeping the newest of each job" : "");
 	if (cb__cli_table_new(&t, 2, headers, "lr") < 0)
 		return -1;
