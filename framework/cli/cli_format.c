@@ -332,31 +332,38 @@ int cb__cli_parse_time(double *epoch, int *has_offset, const char *s)
 
 /*
  * The zone every time is shown in, chosen once per invocation: --utc, else
- * CBATCH_TZ (a zone of the repository's server, opened on the command's
- * connection by cb__cli_zone_attach), else the host's local time. A file
- * static rather than an argument so that every printer, however deep, shows
- * the same zone; cb_cli_main sets it up and ends it.
+ * CBATCH_TZ (a zone of the repository's server), else the host's local time.
+ * A file static rather than an argument so that every printer, however deep,
+ * shows the same zone; cb_cli_main sets it up and ends it. CBATCH_TZ's rules
+ * are read over a connection of its own, opened at the first time shown:
+ * the command's may be finished by then.
  */
 static struct {
 	int utc;
 	const char *name; /* CBATCH_TZ, or NULL */
-	cb_zone *zone;    /* name opened on the command's connection */
+	const char *db;   /* the invocation's --db (NULL: CBATCH_DB, PG*) */
+	int checked;      /* name is known to the server */
+	int failed;       /* its rules could not be had: UTC shown instead */
+	PGconn *conn;     /* the zone's own connection */
+	cb_zone *zone;
 } shown;
 
 void cb__cli_zone_choose(int utc, const char *name)
 {
+	memset(&shown, 0, sizeof(shown));
 	shown.utc = utc;
 	shown.name = !utc && name && *name ? name : NULL;
-	shown.zone = NULL;
 }
 
 int cb__cli_zone_attach(struct cli *c, PGconn *conn)
 {
+	cb_zone *z = NULL;
 	int rc;
 
-	if (!shown.name || shown.zone)
+	if (!shown.name || shown.checked)
 		return 0;
-	rc = cb_zone_open(&shown.zone, conn, shown.name, 1, &c->err);
+	rc = cb_zone_open(&z, conn, shown.name, 1, &c->err);
+	cb_zone_free(z);
 	if (rc == CB_EINVAL) {
 		char msg[CB_ERROR_MESSAGE_MAX];
 
@@ -367,12 +374,18 @@ int cb__cli_zone_attach(struct cli *c, PGconn *conn)
 					   "or unset it for the local time; --utc for UTC)",
 					   msg);
 	}
-	return rc < 0 ? cb__cli_fail(c, CB_EXIT_FAILED) : 0;
+	if (rc < 0)
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	shown.checked = 1;
+	shown.db = c->db;
+	return 0;
 }
 
 void cb__cli_zone_end(void)
 {
 	cb_zone_free(shown.zone);
+	if (shown.conn)
+		PQfinish(shown.conn);
 	memset(&shown, 0, sizeof(shown));
 }
 
@@ -395,10 +408,24 @@ static int shown_offset(long long t, int *offset)
 		*offset = 0;
 		return 0;
 	}
-	if (shown.zone)
-		return cb_zone_offset(shown.zone, t, offset, &e) < 0 ? -1 : 0;
-	if (shown.name || !localtime_r(&tt, &tm))
-		return -1; /* CBATCH_TZ set but not attached: never the host's zone instead */
+	if (shown.name) {
+		/* Never the host's zone instead of the one asked for. */
+		if (!shown.checked || shown.failed)
+			return -1;
+		if (!shown.zone &&
+		    (cb_cli_connect(&shown.conn, shown.db, &e) < 0 ||
+		     cb_zone_open(&shown.zone, shown.conn, shown.name, 0, &e) < 0)) {
+			shown.failed = 1;
+			return -1;
+		}
+		if (cb_zone_offset(shown.zone, t, offset, &e) < 0) {
+			shown.failed = 1;
+			return -1;
+		}
+		return 0;
+	}
+	if (!localtime_r(&tt, &tm))
+		return -1;
 	*offset = (int)tm.tm_gmtoff;
 	return 0;
 }

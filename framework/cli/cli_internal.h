@@ -148,8 +148,9 @@ int cb__cli_parse_time(double *epoch, int *has_offset, const char *s);
  * zone by default, UTC with --utc, else the zone CBATCH_TZ names (the
  * repository server's tz data, as schedules use). cb__cli_zone_choose at
  * the start of an invocation, cb__cli_zone_attach once the command has its
- * connection (it checks CBATCH_TZ: unknown, a usage error naming it, exit 2),
- * cb__cli_zone_end at its end.
+ * connection (it checks CBATCH_TZ: unknown, a usage error naming it, exit 2;
+ * the zone's rules are then read over a connection of its own, so a command
+ * may format times after finishing its own), cb__cli_zone_end at its end.
  */
 void cb__cli_zone_choose(int utc, const char *name);
 /* @return 0, or the exit code of a reported error. */
