@@ -84,6 +84,6 @@ void cb_time_format(char *buf, size_t size, long long instant, int offset)
 		snprintf(buf + n, size - (size_t)n, "%c%02d:%02d:%02d", offset < 0 ? '-' : '+',
 			 a / 3600, a / 60 % 60, a % 60);
 	else
-		snprintf(buf + n, size - (size_t)n, "%c%02d:%02d", offset < 0 ? '-' : '+',
-			 a / 3600, a / 60 % 60);
+		snprintf(buf + n, size - (size_t)n, "%c%02d:%02d", offset < 0 ? '-' : '+', a / 3600,
+			 a / 60 % 60);
 }

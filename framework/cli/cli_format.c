@@ -412,9 +412,8 @@ static int shown_offset(long long t, int *offset)
 		/* Never the host's zone instead of the one asked for. */
 		if (!shown.checked || shown.failed)
 			return -1;
-		if (!shown.zone &&
-		    (cb_cli_connect(&shown.conn, shown.db, &e) < 0 ||
-		     cb_zone_open(&shown.zone, shown.conn, shown.name, 0, &e) < 0)) {
+		if (!shown.zone && (cb_cli_connect(&shown.conn, shown.db, &e) < 0 ||
+				    cb_zone_open(&shown.zone, shown.conn, shown.name, 0, &e) < 0)) {
 			shown.failed = 1;
 			return -1;
 		}
@@ -460,6 +459,22 @@ void cb__cli_fmt_time(char *buf, size_t size, const char *s)
 	/* No offset (not from the repository, whose times all have one): its
 	 * own wall-clock digits, which say no zone. */
 	snprintf(buf, size, "%.10sT%.8s", s, s + 11);
+}
+
+void cb__cli_rfc3339(char *buf, size_t size, const char *s)
+{
+	double epoch;
+	int off;
+	size_t n;
+
+	snprintf(buf, size, "%s", s ? s : "");
+	if (!s || cb__cli_parse_time(&epoch, &off, s) < 0 || !off || size < 8)
+		return;
+	buf[10] = 'T';
+	/* "+00" -> "+00:00": the offset's minutes are not optional in RFC 3339. */
+	n = strlen(buf);
+	if (n > 3 && (buf[n - 3] == '+' || buf[n - 3] == '-') && n + 3 < size)
+		snprintf(buf + n, size - n, ":00");
 }
 
 void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, const char *s)

@@ -161,6 +161,9 @@ void cb__cli_fmt_instant(char *buf, size_t size, long long t);
 /* A timestamp from the repository (cb__cli_parse_time's forms) in the shown
  * zone, to the second; "-" for NULL; the input as is if it does not parse. */
 void cb__cli_fmt_time(char *buf, size_t size, const char *s);
+/* A timestamp as the server writes it ("2026-12-02 06:30:00.5+00") as
+ * RFC 3339 ("2026-12-02T06:30:00.5+00:00"), the form --json gives times in. */
+void cb__cli_rfc3339(char *buf, size_t size, const char *s);
 /* The same in zone @p zone of the server reached by @p conn (a schedule's own
  * zone); in the shown zone if that zone's rules cannot be had. */
 void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, const char *s);

@@ -163,8 +163,9 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		if (json_is_object(lf)) {
 			char ft[64], st[32], ex[32];
 
-			cb__cli_fmt_zoned(ft, sizeof(ft), conn, zone,
-				  cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
+			cb__cli_fmt_zoned(
+				ft, sizeof(ft), conn, zone,
+				cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
 			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
 			snprintf(ex, sizeof(ex), "%s",
 				 jtext(lf, "exit_status", b[6], sizeof(b[6])));
@@ -266,7 +267,8 @@ static int cmd_show(struct cli *c, PGconn *conn)
 		       jtext(s, "misfire_grace_seconds", b[1], sizeof(b[1])));
 		printf("  state       %s\n",
 		       json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
-		cb__cli_fmt_zoned(b[0], sizeof(b[0]), conn, jtext(s, "time_zone", b[6], sizeof(b[6])),
+		cb__cli_fmt_zoned(b[0], sizeof(b[0]), conn,
+				  jtext(s, "time_zone", b[6], sizeof(b[6])),
 				  cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
 		printf("  next        %s\n", b[0]);
 		printf("  history (newest first; `schedule history %s` for more):\n",

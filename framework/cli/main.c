@@ -623,7 +623,7 @@ int cb__cli_is_builtin(const char *name)
 
 /* Where the general help's summaries start, and the width help wraps at. */
 #define SUMMARY_COLUMN 33
-#define HELP_WIDTH 79
+#define HELP_WIDTH     79
 
 /*
  * Print the space-separated words of @p text (an option in brackets is one), the cursor being at column
