@@ -457,8 +457,8 @@ void cb__cli_fmt_time(char *buf, size_t size, const char *s)
 		return;
 	}
 	/* No offset (not from the repository, whose times all have one): its
-	 * own wall-clock digits, which say no zone. */
-	snprintf(buf, size, "%.10sT%.8s", s, s + 11);
+	 * own wall-clock digits, unlike the zoned form, which say no zone. */
+	snprintf(buf, size, "%.10s %.8s", s, s + 11);
 }
 
 void cb__cli_rfc3339(char *buf, size_t size, const char *s)
