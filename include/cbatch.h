@@ -21,5 +21,6 @@
 #include "cbatch/partition.h"
 #include "cbatch/schedule.h"
 #include "cbatch/cron.h"
+#include "cbatch/zone.h"
 
 #endif

@@ -330,6 +330,115 @@ int cb__cli_parse_time(double *epoch, int *has_offset, const char *s)
 	return 0;
 }
 
+/*
+ * The zone every time is shown in, chosen once per invocation: --utc, else
+ * CBATCH_TZ (a zone of the repository's server), else the host's local time.
+ * A file static rather than an argument so that every printer, however deep,
+ * shows the same zone; cb_cli_main sets it up and ends it. CBATCH_TZ's rules
+ * are read over a connection of its own, opened at the first time shown:
+ * the command's may be finished by then.
+ */
+static struct {
+	int utc;
+	const char *name; /* CBATCH_TZ, or NULL */
+	const char *db;   /* the invocation's --db (NULL: CBATCH_DB, PG*) */
+	int checked;      /* name is known to the server */
+	int failed;       /* its rules could not be had: UTC shown instead */
+	PGconn *conn;     /* the zone's own connection */
+	cb_zone *zone;
+} shown;
+
+void cb__cli_zone_choose(int utc, const char *name)
+{
+	memset(&shown, 0, sizeof(shown));
+	shown.utc = utc;
+	shown.name = !utc && name && *name ? name : NULL;
+}
+
+int cb__cli_zone_attach(struct cli *c, PGconn *conn)
+{
+	cb_zone *z = NULL;
+	int rc;
+
+	if (!shown.name || shown.checked)
+		return 0;
+	rc = cb_zone_open(&z, conn, shown.name, 1, &c->err);
+	cb_zone_free(z);
+	if (rc == CB_EINVAL) {
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", c->err.message);
+		cb_error_clear(&c->err);
+		return cb__cli_usage_error(c,
+					   "CBATCH_TZ: %s (give a zone name such as Europe/Berlin, "
+					   "or unset it for the local time; --utc for UTC)",
+					   msg);
+	}
+	if (rc < 0)
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	shown.checked = 1;
+	shown.db = c->db;
+	return 0;
+}
+
+void cb__cli_zone_end(void)
+{
+	cb_zone_free(shown.zone);
+	if (shown.conn)
+		PQfinish(shown.conn);
+	memset(&shown, 0, sizeof(shown));
+}
+
+/* Whole seconds, as people read them: 12:00:00.999 shows 12:00:00. */
+static long long whole(double epoch)
+{
+	long long t = (long long)epoch;
+
+	return (double)t > epoch ? t - 1 : t;
+}
+
+/* The offset of the shown zone at @p t; -1 if it cannot be had. */
+static int shown_offset(long long t, int *offset)
+{
+	cb_error e = CB_ERROR_INIT;
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (shown.utc) {
+		*offset = 0;
+		return 0;
+	}
+	if (shown.name) {
+		/* Never the host's zone instead of the one asked for. */
+		if (!shown.checked || shown.failed)
+			return -1;
+		if (!shown.zone && (cb_cli_connect(&shown.conn, shown.db, &e) < 0 ||
+				    cb_zone_open(&shown.zone, shown.conn, shown.name, 0, &e) < 0)) {
+			shown.failed = 1;
+			return -1;
+		}
+		if (cb_zone_offset(shown.zone, t, offset, &e) < 0) {
+			shown.failed = 1;
+			return -1;
+		}
+		return 0;
+	}
+	if (!localtime_r(&tt, &tm))
+		return -1;
+	*offset = (int)tm.tm_gmtoff;
+	return 0;
+}
+
+void cb__cli_fmt_instant(char *buf, size_t size, long long t)
+{
+	int offset;
+
+	/* UTC ("Z") when the zone's rules cannot be had: still the right instant. */
+	if (shown_offset(t, &offset) < 0)
+		offset = 0;
+	cb_time_format(buf, size, t, offset);
+}
+
 void cb__cli_fmt_time(char *buf, size_t size, const char *s)
 {
 	double epoch;
@@ -344,14 +453,44 @@ void cb__cli_fmt_time(char *buf, size_t size, const char *s)
 		return;
 	}
 	if (off) {
-		time_t t = (time_t)epoch;
-		struct tm tm;
-
-		if (localtime_r(&t, &tm) && strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) > 0)
-			return;
+		cb__cli_fmt_instant(buf, size, whole(epoch));
+		return;
 	}
-	/* No offset: show the timestamp's own wall-clock digits. */
+	/* No offset (not from the repository, whose times all have one): its
+	 * own wall-clock digits, unlike the zoned form, which say no zone. */
 	snprintf(buf, size, "%.10s %.8s", s, s + 11);
+}
+
+void cb__cli_rfc3339(char *buf, size_t size, const char *s)
+{
+	double epoch;
+	int off;
+	size_t n;
+
+	snprintf(buf, size, "%s", s ? s : "");
+	if (!s || cb__cli_parse_time(&epoch, &off, s) < 0 || !off || size < 8)
+		return;
+	buf[10] = 'T';
+	/* "+00" -> "+00:00": the offset's minutes are not optional in RFC 3339. */
+	n = strlen(buf);
+	if (n > 3 && (buf[n - 3] == '+' || buf[n - 3] == '-') && n + 3 < size)
+		snprintf(buf + n, size - n, ":00");
+}
+
+void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, const char *s)
+{
+	cb_error e = CB_ERROR_INIT;
+	cb_zone *z = NULL;
+	double epoch;
+	int off, offset;
+
+	if (!s || !zone || cb__cli_parse_time(&epoch, &off, s) < 0 || !off ||
+	    cb_zone_open(&z, conn, zone, 0, &e) < 0 ||
+	    cb_zone_offset(z, whole(epoch), &offset, &e) < 0)
+		cb__cli_fmt_time(buf, size, s);
+	else
+		cb_time_format(buf, size, whole(epoch), offset);
+	cb_zone_free(z);
 }
 
 void cb__cli_fmt_duration(char *buf, size_t size, double seconds)

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "cbatch/cli.h"
+#include "cbatch/zone.h"
 
 /* ---- registry.c: the program's extra commands ---------------------------- */
 
@@ -23,6 +24,11 @@ long cb__registry_find_command(const cb_registry *reg, const char *name);
 
 /* Non-zero if @p name is a built-in command (an extra command may not take it). */
 int cb__cli_is_builtin(const char *name);
+/* The i-th built-in command of the table --help prints (help: "" when it has
+ * none), for the tests that keep the README and the help in step with it.
+ * @return 0, or -1 past the last. */
+int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
+		       const char **help);
 
 /* ---- main.c: the CLI's state, global options, dispatch, help ------------- */
 
@@ -34,6 +40,7 @@ struct cli {
 	const char *prog; /* basename of argv[0], for usage lines */
 	const char *db;   /* --db (a private copy: argv's is scrubbed), or NULL */
 	int json;         /* --json */
+	int utc;          /* --utc */
 	int argc;         /* the command's arguments, global options removed */
 	char **argv;      /* argv[0] is the command name; NULL-terminated */
 	cb_error err;
@@ -135,10 +142,31 @@ long long cb__cli_json_get_ll(const json_t *obj, const char *key);
  * 1970 (UTC when an offset was given); @p has_offset whether one was.
  * @return 0 or -1. */
 int cb__cli_parse_time(double *epoch, int *has_offset, const char *s);
-/* Format a timestamp for people: local time "YYYY-MM-DD HH:MM:SS" when it
- * carried an offset, else its own digits; "-" for NULL; the input as is if it
- * does not parse. */
+/*
+ * Times for people, all in one zone per invocation: ISO 8601 with the offset
+ * ("2026-12-02T06:30:00+01:00", "...Z" at offset 0), in the host's local
+ * zone by default, UTC with --utc, else the zone CBATCH_TZ names (the
+ * repository server's tz data, as schedules use). cb__cli_zone_choose at
+ * the start of an invocation, cb__cli_zone_attach once the command has its
+ * connection (it checks CBATCH_TZ: unknown, a usage error naming it, exit 2;
+ * the zone's rules are then read over a connection of its own, so a command
+ * may format times after finishing its own), cb__cli_zone_end at its end.
+ */
+void cb__cli_zone_choose(int utc, const char *name);
+/* @return 0, or the exit code of a reported error. */
+int cb__cli_zone_attach(struct cli *c, PGconn *conn);
+void cb__cli_zone_end(void);
+/* Unix time @p t in the shown zone. */
+void cb__cli_fmt_instant(char *buf, size_t size, long long t);
+/* A timestamp from the repository (cb__cli_parse_time's forms) in the shown
+ * zone, to the second; "-" for NULL; the input as is if it does not parse. */
 void cb__cli_fmt_time(char *buf, size_t size, const char *s);
+/* A timestamp as the server writes it ("2026-12-02 06:30:00.5+00") as
+ * RFC 3339 ("2026-12-02T06:30:00.5+00:00"), the form --json gives times in. */
+void cb__cli_rfc3339(char *buf, size_t size, const char *s);
+/* The same in zone @p zone of the server reached by @p conn (a schedule's own
+ * zone); in the shown zone if that zone's rules cannot be had. */
+void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, const char *s);
 /* "0.42s", "12.34s", "3m05s", "2h03m", "3d04h". */
 void cb__cli_fmt_duration(char *buf, size_t size, double seconds);
 /* Duration between two timestamps, or "-" if either is missing or unparsable. */

@@ -102,6 +102,7 @@ static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_
 	const char *names[NROWS];
 	long long values[NROWS];
 	json_t *doc = json_object(), *removed = json_object();
+	char cutoff[80];
 	int rc = -1;
 
 	(void)c;
@@ -113,7 +114,8 @@ static int print_json(const struct cli *c, const cb_cleanup_result *r, const cb_
 	json_object_set_new(doc, "dry_run", json_boolean(o->dry_run));
 	json_object_set_new(doc, "older_than", json_string(older));
 	json_object_set_new(doc, "older_than_seconds", json_real(o->older_than_seconds));
-	json_object_set_new(doc, "cutoff", cb__cli_json_text(r->cutoff));
+	cb__cli_rfc3339(cutoff, sizeof(cutoff), r->cutoff);
+	json_object_set_new(doc, "cutoff", cb__cli_json_text(cutoff));
 	json_object_set_new(doc, "keep_last", json_integer(o->keep_last));
 	json_object_set_new(doc, "batch_size", json_integer(o->batch));
 	json_object_set_new(doc, "batches", json_integer(r->batches));
@@ -136,11 +138,12 @@ static int print_table(const cb_cleanup_result *r, const cb_cleanup_options *o, 
 	const char *names[NROWS];
 	long long values[NROWS];
 	cb__cli_table *t = NULL;
-	char dur[32];
+	char dur[32], cutoff[64];
 
 	cb__cli_fmt_duration(dur, sizeof(dur), r->seconds);
+	cb__cli_fmt_time(cutoff, sizeof(cutoff), r->cutoff);
 	printf("%s executions that ended before %s (older than %s)%s:\n",
-	       o->dry_run ? "would remove" : "removed", r->cutoff, older,
+	       o->dry_run ? "would remove" : "removed", cutoff, older,
 	       o->keep_last > 0 ? ", keeping the newest of each job" : "");
 	if (cb__cli_table_new(&t, 2, headers, "lr") < 0)
 		return -1;

@@ -178,19 +178,22 @@ static int cmd_list(struct cli *c, PGconn *conn)
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		const json_t *s = json_array_get(arr, i), *lf = json_object_get(s, "last_firing");
 		char b[7][300], next[64], last[400], overlap[16];
-		const char *cells[8];
+		const char *cells[8], *zone;
 
 		cb__cli_term(b[0], sizeof(b[0]), jtext(s, "name", b[6], sizeof(b[6])));
 		cb__cli_term(b[1], sizeof(b[1]), jtext(s, "cron", b[6], sizeof(b[6])));
 		cb__cli_term(b[2], sizeof(b[2]), jtext(s, "time_zone", b[6], sizeof(b[6])));
 		cb__cli_term(b[3], sizeof(b[3]), jtext(s, "job", b[6], sizeof(b[6])));
-		cb__cli_fmt_time(next, sizeof(next),
-				 cb__cli_json_get_text(s, "next_fire_time", b[6], sizeof(b[6])));
+		/* Fire instants in the schedule's own zone: what its cron means. */
+		zone = cb__cli_json_get_text(s, "time_zone", b[5], sizeof(b[5]));
+
+		cb__cli_fmt_zoned(next, sizeof(next), conn, zone,
+				  cb__cli_json_get_text(s, "next_fire_time", b[6], sizeof(b[6])));
 		if (json_is_object(lf)) {
 			char ft[64], st[32], ex[32];
 
-			cb__cli_fmt_time(
-				ft, sizeof(ft),
+			cb__cli_fmt_zoned(
+				ft, sizeof(ft), conn, zone,
 				cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
 			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
 			snprintf(ex, sizeof(ex), "%s",
@@ -308,8 +311,9 @@ static int cmd_show(struct cli *c, PGconn *conn)
 			       jtext(s, "recover_delay_seconds", b[1], sizeof(b[1])));
 		printf("  state       %s\n",
 		       json_is_true(json_object_get(s, "paused")) ? "paused" : "active");
-		cb__cli_fmt_time(b[0], sizeof(b[0]),
-				 cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
+		cb__cli_fmt_zoned(b[0], sizeof(b[0]), conn,
+				  jtext(s, "time_zone", b[6], sizeof(b[6])),
+				  cb__cli_json_get_text(s, "next_fire_time", b[7], sizeof(b[7])));
 		printf("  next        %s\n", b[0]);
 		printf("  history (newest first; `schedule history %s` for more):\n",
 		       cb__cli_term(b[1], sizeof(b[1]), jtext(s, "name", b[7], sizeof(b[7]))));

@@ -579,6 +579,13 @@ int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 		*conn = NULL;
 		return cb__cli_fail(c, CB_EXIT_FAILED);
 	}
+	/* CBATCH_TZ is checked by the server whose tz data shows it: here, for
+	 * every command that connects, so a bad one fails the same way for all. */
+	if (check && (rc = cb__cli_zone_attach(c, *conn)) != 0) {
+		PQfinish(*conn);
+		*conn = NULL;
+		return rc;
+	}
 	return 0;
 }
 
@@ -589,6 +596,9 @@ static const char global_options_help[] =
 	"  --db CONNINFO  PostgreSQL connection string or URI; default $CBATCH_DB,\n"
 	"                 else libpq's PG* variables (PGHOST, PGDATABASE, ...)\n"
 	"  --json         print one JSON document on stdout (errors too)\n"
+	"  --utc          show times in UTC (2026-12-02T05:30:00Z); default: the\n"
+	"                 local zone, or the zone $CBATCH_TZ names (Europe/Berlin:\n"
+	"                 the repository server's zone rules), with the offset\n"
 	"  -h, --help     show help and exit\n"
 	"  --version      show the version and exit\n";
 
@@ -622,20 +632,88 @@ int cb__cli_is_builtin(const char *name)
 	return name && find_builtin(name) != NULL;
 }
 
+/* Where the general help's summaries start, and the width help wraps at. */
+#define SUMMARY_COLUMN 33
+#define HELP_WIDTH     79
+
+/*
+ * Print the space-separated words of @p text (an option in brackets is one), the cursor being at column
+ * @p col: each after a space, or on a new line indented @p indent columns
+ * when it would pass column @p width. A word is never cut, even one longer
+ * than a line. @return the column after the last word.
+ */
+/* The length of the unit that starts at @p p: up to a space outside
+ * brackets, so that "[--lease SECONDS]" stays on one line. */
+static size_t unit_length(const char *p)
+{
+	size_t n = 0;
+	int depth = 0;
+
+	for (; p[n] && (p[n] != ' ' || depth > 0); n++)
+		depth += p[n] == '[' ? 1 : p[n] == ']' && depth > 0 ? -1 : 0;
+	return n;
+}
+
+static size_t wrap_words(FILE *f, size_t col, const char *text, size_t width, size_t indent)
+{
+	const char *p = text;
+
+	/* The line always holds something already (the command's name, or the
+	 * previous word), so a wrap never leaves an empty line. */
+	for (;;) {
+		size_t n;
+
+		while (*p == ' ')
+			p++;
+		if ((n = unit_length(p)) == 0)
+			return col;
+		if (col + 1 + n > width) {
+			fprintf(f, "\n%*s", (int)indent, "");
+			col = indent;
+		} else {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)n, p);
+		col += n;
+		p += n;
+	}
+}
+
+int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
+		       const char **help)
+{
+	if (i >= NBUILTINS)
+		return -1;
+	*name = builtins[i].name;
+	*synopsis = builtins[i].synopsis;
+	*summary = builtins[i].summary;
+	*help = builtins[i].help ? builtins[i].help : "";
+	return 0;
+}
+
 static void print_general_help(const struct cli *c, FILE *f)
 {
 	size_t i, n;
 	char known[300];
 
-	fprintf(f, "usage: %s [--db CONNINFO] [--json] COMMAND [ARGS...]\n\n", c->prog);
+	fprintf(f, "usage: %s [--db CONNINFO] [--json] [--utc] COMMAND [ARGS...]\n\n", c->prog);
 	fputs("Run and operate cbatch jobs; the job repository lives in PostgreSQL.\n\n"
 	      "Commands:\n",
 	      f);
 	for (i = 0; i < NBUILTINS; i++) {
-		char left[64];
+		size_t col;
 
-		snprintf(left, sizeof(left), "%s %s", builtins[i].name, builtins[i].synopsis);
-		fprintf(f, "  %-30s %s\n", left, builtins[i].summary);
+		fprintf(f, "  %s", builtins[i].name);
+		col = wrap_words(f, 2 + strlen(builtins[i].name), builtins[i].synopsis,
+				 SUMMARY_COLUMN - 1, 6);
+		/* The summary in its column, or under it when the synopsis's last
+		 * line reaches into it (a word longer than the column). */
+		if (col + 1 > SUMMARY_COLUMN)
+			fprintf(f, "\n%*s", SUMMARY_COLUMN, "");
+		else
+			fprintf(f, "%*s", (int)(SUMMARY_COLUMN - col), "");
+		fprintf(f, "%s\n", builtins[i].summary);
 	}
 	n = cb__registry_command_count(c->reg);
 	if (n > 0) {
@@ -704,7 +782,10 @@ static void print_job_params(const struct cli *c, FILE *f)
 
 static void print_builtin_help(const struct cli *c, const struct builtin *b, FILE *f)
 {
-	fprintf(f, "usage: %s %s %s\n\n%s.\n", c->prog, b->name, b->synopsis, b->summary);
+	fprintf(f, "usage: %s %s", c->prog, b->name);
+	wrap_words(f, strlen("usage:  ") + strlen(c->prog) + strlen(b->name), b->synopsis,
+		   HELP_WIDTH, strlen("usage: ") + 4);
+	fprintf(f, "\n\n%s.\n", b->summary);
 	if (b->help)
 		fprintf(f, "\n%s", b->help);
 	if (strcmp(b->name, "run") == 0) {
@@ -884,6 +965,8 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 				db_missing = -1;
 		} else if (strcmp(a, "--json") == 0) {
 			c.json = 1;
+		} else if (strcmp(a, "--utc") == 0) {
+			c.utc = 1;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			help = 1;
 		} else if (strcmp(a, "--version") == 0) {
@@ -898,6 +981,7 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		}
 	}
 	c.argv[c.argc] = NULL;
+	cb__cli_zone_choose(c.utc, getenv("CBATCH_TZ"));
 
 	if (help) {
 		if (!cmd) {
@@ -936,6 +1020,7 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		fprintf(stderr, "cbatch: cannot write the output: %s\n", strerror(errno));
 		rc = CB_EXIT_FAILED;
 	}
+	cb__cli_zone_end();
 	free(c.argv);
 	free(db_copy);
 	return rc;

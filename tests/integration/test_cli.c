@@ -3,6 +3,9 @@
  * their exit codes, parameters rejected before anything is written, schema
  * init, listings in JSON and as tables, show, stop, abandon and restart.
  * Runs the real binaries: `cbatch` (no jobs) and `cbatch-examples` (ledger).
+ * Also: times shown with their zone (local, --utc, CBATCH_TZ), --help that
+ * wraps synopses without cutting a word, and the README's command list kept
+ * in step with the command table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 #include <jansson.h>
 
 #include "cbtest.h"
+#include "cli_internal.h"
 
 static char db[CBT_CONNINFO_MAX];
 static char out[65536], errout[65536];
@@ -419,6 +423,307 @@ static void test_stop_abandon_restart(void)
 	PQfinish(conn);
 }
 
+/* ---- times and their zones ----------------------------------------------- */
+
+/* The database's @p col of execution @p id as ISO 8601 in @p zone, to the
+ * second, with @p suffix as the offset. */
+static void db_time(PGconn *conn, char buf[64], size_t size, const char *col, long long id,
+		    const char *zone, const char *suffix)
+{
+	char sql[512], t[40];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT to_char(date_trunc('second', %s) AT TIME ZONE '%s', "
+		 "'YYYY-MM-DD\"T\"HH24:MI:SS') FROM batch_job_execution WHERE job_execution_id = "
+		 "%lld",
+		 col, zone, id);
+	cbt_query_str(conn, sql, t, sizeof(t));
+	snprintf(buf, size, "%s%s", t, suffix);
+}
+
+static void test_times_carry_their_zone(void)
+{
+	PGconn *conn = fresh();
+	char id[32], tokyo[64], utc[64], kolkata[64], json_before[65536];
+	const char *old_tz = getenv("TZ");
+	char saved_tz[256] = "";
+	long long e;
+	json_t *v;
+
+	if (old_tz)
+		snprintf(saved_tz, sizeof(saved_tz), "%s", old_tz);
+	/* Without its tables the ledger job fails: an execution with times. */
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30"), 1);
+	e = newest_execution(conn);
+	snprintf(id, sizeof(id), "%lld", e);
+	/* Zones without daylight saving time: the offset does not hang on the date. */
+	db_time(conn, tokyo, sizeof(tokyo), "start_time", e, "Asia/Tokyo", "+09:00");
+	db_time(conn, utc, sizeof(utc), "start_time", e, "UTC", "Z");
+	db_time(conn, kolkata, sizeof(kolkata), "start_time", e, "Asia/Kolkata", "+05:30");
+	CBT_EQ_LL(ADMINDB("--json", "executions"), 0);
+	snprintf(json_before, sizeof(json_before), "%s", out);
+
+	/* Local time by default: the host's zone (TZ), with its offset. */
+	setenv("TZ", "Asia/Tokyo", 1);
+	unsetenv("CBATCH_TZ");
+	CBT_EQ_LL(ADMINDB("executions"), 0);
+	CBT_CONTAINS(out, tokyo);
+	CBT_EQ_LL(ADMINDB("show", id), 0);
+	CBT_CONTAINS(out, tokyo);
+	/* --utc: UTC, written Z (as the scheduler's {fire_utc}). */
+	CBT_EQ_LL(ADMINDB("--utc", "executions"), 0);
+	CBT_CONTAINS(out, utc);
+	CBT_EQ_LL(ADMINDB("show", id, "--utc"), 0);
+	CBT_CONTAINS(out, utc);
+	/* CBATCH_TZ names a zone of the server's tz data, over the local one;
+	 * --utc wins over it. */
+	setenv("CBATCH_TZ", "Asia/Kolkata", 1);
+	CBT_EQ_LL(ADMINDB("executions"), 0);
+	CBT_CONTAINS(out, kolkata);
+	CBT_EQ_LL(ADMINDB("show", id), 0);
+	CBT_CONTAINS(out, kolkata);
+	CBT_EQ_LL(ADMINDB("--utc", "show", id), 0);
+	CBT_CONTAINS(out, utc);
+	/* cleanup prints its cutoff after it has closed its connection. */
+	CBT_EQ_LL(ADMINDB("cleanup", "--older-than", "1d", "--dry-run"), 0);
+	CBT_CONTAINS(out, "+05:30 (older than 1d)");
+	CBT_EQ_LL(ADMINDB("--json", "cleanup", "--older-than", "1d", "--dry-run"), 0);
+	v = stdout_json();
+	{
+		/* RFC 3339 as the other JSON times, not the server's "... +00". */
+		const char *ct = json_string_value(json_object_get(v, "cutoff"));
+		size_t n = ct ? strlen(ct) : 0;
+
+		CBT_PASS(n > 25 && ct[10] == 'T' && ct[n - 3] == ':' ? 0 : -1, NULL);
+	}
+	json_decref(v);
+	/* JSON is a machine format: RFC 3339 as the server writes it, whatever
+	 * zone people are shown. */
+	CBT_EQ_LL(ADMINDB("--json", "executions"), 0);
+	CBT_EQ_STR(out, json_before);
+	v = stdout_json();
+	{
+		const char *st = json_string_value(json_object_get(
+			json_array_get(json_object_get(v, "executions"), 0), "start_time"));
+		size_t n = st ? strlen(st) : 0;
+
+		CBT_PASS(
+			st && n > 20 && st[10] == 'T' &&
+					(st[n - 1] == 'Z' || st[n - 6] == '+' || st[n - 6] == '-') ?
+				0 :
+				-1,
+			NULL);
+	}
+	json_decref(v);
+
+	/* A schedule's next firing is shown in its own zone, whatever is asked. */
+	CBT_EQ_LL(EXDB("schedule", "add", "nightly", "--cron", "0 3 * * *", "--tz", "Asia/Kolkata",
+		       "--job", "ledger", "day:date={fire_date}"),
+		  0);
+	CBT_EQ_LL(EXDB("schedule", "add", "tokyo", "--cron", "0 4 * * *", "--tz", "Asia/Tokyo",
+		       "--job", "ledger", "day:date={fire_date}"),
+		  0);
+	CBT_EQ_LL(ADMINDB("--utc", "schedule", "list"), 0);
+	CBT_CONTAINS(out, "T03:00:00+05:30");
+	CBT_CONTAINS(out, "T04:00:00+09:00");
+	CBT_EQ_LL(ADMINDB("--utc", "schedule", "show", "tokyo"), 0);
+	CBT_CONTAINS(out, "T04:00:00+09:00");
+
+	/* An unknown zone: exit 2 naming it, before anything is shown. */
+	setenv("CBATCH_TZ", "Mars/Base", 1);
+	CBT_EQ_LL(ADMINDB("executions"), 2);
+	CBT_CONTAINS(errout, "CBATCH_TZ");
+	CBT_CONTAINS(errout, "'Mars/Base'");
+	CBT_EQ_LL(ADMINDB("--json", "show", id), 2);
+	v = stdout_json();
+	CBT_EQ_LL(json_integer_value(json_object_get(json_object_get(v, "error"), "exit_code")), 2);
+	json_decref(v);
+	/* A POSIX specification is no zone name (its sign means west). */
+	setenv("CBATCH_TZ", "UTC+3", 1);
+	CBT_EQ_LL(ADMINDB("executions"), 2);
+	CBT_CONTAINS(errout, "'UTC+3'");
+	/* --utc does not consult it. */
+	CBT_EQ_LL(ADMINDB("--utc", "executions"), 0);
+	CBT_CONTAINS(out, utc);
+
+	unsetenv("CBATCH_TZ");
+	if (old_tz)
+		setenv("TZ", saved_tz, 1);
+	else
+		unsetenv("TZ");
+	PQfinish(conn);
+}
+
+/* ---- help and the README ------------------------------------------------- */
+
+/* Whether @p word is one of the whitespace-separated words of @p text. */
+static int has_word(const char *text, const char *word, size_t n)
+{
+	const char *p = text;
+
+	while ((p = strstr(p, word)) != NULL) {
+		const char *q = p + n;
+
+		if ((p == text || p[-1] == ' ' || p[-1] == '\n') &&
+		    (*q == '\0' || *q == ' ' || *q == '\n'))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+/* Every word of every built-in command's synopsis, whole, in @p help. */
+static void check_synopsis_words(const char *help, const char *only)
+{
+	const char *name, *syn, *summary, *more;
+
+	for (size_t i = 0; cb__cli_builtin_at(i, &name, &syn, &summary, &more) == 0; i++) {
+		const char *p = syn;
+
+		if (only && strcmp(only, name) != 0)
+			continue;
+		CBT_PASS(has_word(help, name, strlen(name)) ? 0 : -1, NULL);
+		while (*p) {
+			char word[200];
+			size_t n = strcspn(p, " ");
+
+			if (n > 0 && n < sizeof(word)) {
+				memcpy(word, p, n);
+				word[n] = '\0';
+				if (!has_word(help, word, n))
+					CBT_FAILF("%s: synopsis word '%s' is not whole in the help",
+						  name, word);
+			}
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+	}
+}
+
+static void test_help_wraps_without_cutting(void)
+{
+	const char *name, *syn, *summary, *more;
+	size_t i;
+
+	CBT_EQ_LL(ADMIN("--help"), 0);
+	check_synopsis_words(out, NULL);
+	/* The cuts the general help used to make. */
+	CBT_PASS(strstr(out, "--quie ") || strstr(out, "[--ba ") ? -1 : 0, NULL);
+	for (i = 0; cb__cli_builtin_at(i, &name, &syn, &summary, &more) == 0; i++) {
+		CBT_EQ_LL(ADMIN(name, "--help"), 0);
+		check_synopsis_words(out, name);
+		/* The usage lines fit a terminal unless one word cannot. */
+		for (const char *l = out; *l;) {
+			size_t n = strcspn(l, "\n");
+
+			if (strncmp(l, "usage:", 6) == 0 && n > 79)
+				CBT_FAILF("%s: usage line of %zu columns", name, n);
+			l += n + (l[n] == '\n');
+			if (n == 0 || l[-1] != '\n')
+				break;
+		}
+	}
+}
+
+/* The README's command block: the code block under "## Running jobs". */
+static char *readme_block(void)
+{
+	char path[4096], *text, *a, *b;
+
+	snprintf(path, sizeof(path), "%s/README.md", cbt_source_dir());
+	text = cbt_slurp(path, NULL);
+	if (!text) {
+		CBT_FAILF("cannot read %s", path);
+		return NULL;
+	}
+	a = strstr(text, "\n## Running jobs\n");
+	a = a ? strstr(a, "\n```\n") : NULL;
+	b = a ? strstr(a + 5, "\n```\n") : NULL;
+	if (!a || !b) {
+		CBT_FAILF("README.md: no code block under '## Running jobs'");
+		free(text);
+		return NULL;
+	}
+	*b = '\0';
+	memmove(text, a + 4, strlen(a + 4) + 1);
+	return text;
+}
+
+/* Whether option @p opt ("--lease") appears in @p text as a whole option. */
+static int has_option(const char *text, const char *opt, size_t n)
+{
+	for (const char *p = text; (p = strstr(p, opt)) != NULL; p++) {
+		char c = p[n];
+
+		if (!((c >= 'a' && c <= 'z') || c == '-'))
+			return 1;
+	}
+	return 0;
+}
+
+/* Every "--option" of @p text, in @p block. */
+static void check_options(const char *block, const char *cmd, const char *text)
+{
+	for (const char *p = text; (p = strstr(p, "--")) != NULL;) {
+		size_t n = 2;
+		char opt[64];
+
+		while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] == '-' && p[n + 1] != '-'))
+			n++;
+		if (n > 3 && n < sizeof(opt) && (p == text || p[-1] != '-')) {
+			memcpy(opt, p, n);
+			opt[n] = '\0';
+			if (!has_option(block, opt, n))
+				CBT_FAILF("README's command list lacks %s's option %s", cmd, opt);
+		}
+		p += n;
+	}
+}
+
+static void test_readme_lists_every_command(void)
+{
+	const char *name, *syn, *summary, *more;
+	char *block = readme_block();
+
+	if (!block)
+		return;
+	/* Every command of the table, with every option its help names. */
+	for (size_t i = 0; cb__cli_builtin_at(i, &name, &syn, &summary, &more) == 0; i++) {
+		char line[128];
+
+		snprintf(line, sizeof(line), "\n  %s ", name);
+		if (!strstr(block, line)) {
+			snprintf(line, sizeof(line), "\n  %s\n", name);
+			if (!strstr(block, line))
+				CBT_FAILF("README's command list lacks the command '%s'", name);
+		}
+		check_options(block, name, syn);
+		check_options(block, name, more);
+	}
+	check_options(block, "cbatch", "--db --json --utc");
+	/* Every command it lists exists: a built-in, or (example-setup) one of
+	 * the example program's own. */
+	for (const char *l = block; (l = strstr(l, "\n  ")) != NULL;) {
+		char word[64];
+		size_t n;
+
+		l += 3;
+		if (*l < 'a' || *l > 'z')
+			continue;
+		n = strcspn(l, " \n");
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		memcpy(word, l, n);
+		word[n] = '\0';
+		if (cb__cli_is_builtin(word))
+			continue;
+		if (EX(word, "--help") != 0 || !strstr(out, "A command of this program"))
+			CBT_FAILF("README's command list has '%s', which is no command", word);
+	}
+	free(block);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "help for every command", test_help_for_every_command },
 	{ "usage errors exit 2", test_usage_errors_exit_2 },
@@ -428,6 +733,9 @@ static const CU_TestInfo tests[] = {
 	{ "schema init twice", test_schema_init_twice },
 	{ "executions and show", test_executions_and_show },
 	{ "stop, abandon, restart", test_stop_abandon_restart },
+	{ "times carry their zone", test_times_carry_their_zone },
+	{ "help wraps without cutting", test_help_wraps_without_cutting },
+	{ "README lists every command", test_readme_lists_every_command },
 	CU_TEST_INFO_NULL,
 };
 

@@ -4,12 +4,15 @@
  * batch_tz_segment returns, the unit test's cases come out the same through
  * cb__pg_zone_lookup, an unknown zone is refused with a clear message, and
  * the lookup keeps its segments, so that a scheduler asking every second does
- * not query every second.
+ * not query every second. The public cb_zone (cbatch/zone.h), which the CLI
+ * shows CBATCH_TZ's times with, gives the same offsets and checks names as
+ * `schedule add --tz` does.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbatch/zone.h"
 #include "cbtest.h"
 #include "repo.h"
 #include "zone.h"
@@ -273,12 +276,53 @@ static void test_the_lookup_keeps_its_segments(void)
 	cb_cron_free(c);
 }
 
+static void test_public_zone(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_zone *z = NULL;
+	char buf[40];
+	int off = 0;
+
+	CBT_PASS(cb_zone_open(&z, conn, "asia/kolkata", 1, &err), &err);
+	CBT_EQ_STR(cb_zone_name(z), "asia/kolkata");
+	CBT_PASS(cb_zone_offset(z, 1796000000LL, &off, &err), &err);
+	CBT_EQ_LL(off, 19800);
+	cb_zone_free(z);
+	/* Summer and winter in Berlin (2026-07-01 and 2026-12-01, noon UTC). */
+	CBT_PASS(cb_zone_open(&z, conn, "Europe/Berlin", 1, &err), &err);
+	CBT_PASS(cb_zone_offset(z, 1782907200LL, &off, &err), &err);
+	CBT_EQ_LL(off, 7200);
+	CBT_PASS(cb_zone_offset(z, 1796126400LL, &off, &err), &err);
+	CBT_EQ_LL(off, 3600);
+	cb_zone_free(z);
+	/* Names a schedule could not have are refused, naming them. */
+	CBT_FAILS_WITH(CB_EINVAL, cb_zone_open(&z, conn, "Mars/Base", 1, &err), &err);
+	CBT_CONTAINS(err.message, "'Mars/Base'");
+	CU_ASSERT(z == NULL);
+	CBT_FAILS_WITH(CB_EINVAL, cb_zone_open(&z, conn, "UTC+3", 1, &err), &err);
+	/* Unchecked, an unknown name fails at its first use. */
+	CBT_PASS(cb_zone_open(&z, conn, "Mars/Base", 0, &err), &err);
+	CBT_FAILS_WITH(CB_EINVAL, cb_zone_offset(z, 0, &off, &err), &err);
+	cb_zone_free(z);
+
+	cb_time_format(buf, sizeof(buf), 0, 0);
+	CBT_EQ_STR(buf, "1970-01-01T00:00:00Z");
+	cb_time_format(buf, sizeof(buf), 1796126400LL, 3600);
+	CBT_EQ_STR(buf, "2026-12-01T13:00:00+01:00");
+	cb_time_format(buf, sizeof(buf), 1796126400LL, -34200);
+	CBT_EQ_STR(buf, "2026-12-01T02:30:00-09:30");
+	/* Local mean time of old: an offset with seconds keeps them. */
+	cb_time_format(buf, sizeof(buf), 0, 561);
+	CBT_EQ_STR(buf, "1970-01-01T00:09:21+00:09:21");
+}
+
 static const CU_TestInfo tests[] = {
 	{ "tables are the server's", test_tables_are_the_servers },
 	{ "cases through the server", test_cases_through_the_server },
 	{ "utc through the server", test_utc_through_the_server },
 	{ "unknown zone", test_unknown_zone },
 	{ "the lookup keeps its segments", test_the_lookup_keeps_its_segments },
+	{ "public zone", test_public_zone },
 	CU_TEST_INFO_NULL,
 };
 

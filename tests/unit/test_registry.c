@@ -163,6 +163,18 @@ static void test_durations_and_times(void)
 	CBT_EQ_STR(buf, "2026-06-30 12:34:56");
 	cb__cli_fmt_time(buf, sizeof(buf), "not a time");
 	CBT_EQ_STR(buf, "not a time");
+	/* With an offset: the instant in the shown zone, to the second. */
+	cb__cli_zone_choose(1, NULL);
+	cb__cli_fmt_time(buf, sizeof(buf), "2026-06-30T14:34:56.789+02:00");
+	CBT_EQ_STR(buf, "2026-06-30T12:34:56Z");
+	cb__cli_fmt_time(buf, sizeof(buf), "2026-06-30 07:04:56+05:30");
+	CBT_EQ_STR(buf, "2026-06-30T01:34:56Z");
+	cb__cli_zone_end();
+	/* The server's text as RFC 3339, as --json gives times. */
+	cb__cli_rfc3339(buf, sizeof(buf), "2026-06-30 12:34:56.5+00");
+	CBT_EQ_STR(buf, "2026-06-30T12:34:56.5+00:00");
+	cb__cli_rfc3339(buf, sizeof(buf), "2026-06-30 12:34:56-09:30");
+	CBT_EQ_STR(buf, "2026-06-30T12:34:56-09:30");
 }
 
 static void test_params_and_json_text(void)
