@@ -253,6 +253,21 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 		goto fail;
 	}
 	PQclear(res);
+	/* A dead owner that is only frozen may sit inside a chunk transaction
+	 * holding the rows its restart will need: its session ends before the
+	 * lock is released, as a takeover would end it (a released lock is
+	 * taken without ending anyone). Read without locking the lock row,
+	 * which that very session may hold. */
+	rc = cb__repo_command(
+		conn, "end the session of a dead owner",
+		"SELECT s.ended FROM batch_job_execution e JOIN batch_lock l "
+		" ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token, "
+		" LATERAL batch_lock_end_session(l.owner_backend_pid, l.owner_backend_start) s "
+		"WHERE e.job_execution_id = $1 AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		" AND NOT l.released AND l.locked_until < clock_timestamp()",
+		1, p, err);
+	if (rc < 0)
+		goto fail;
 	/* The release and the lease test are one UPDATE: a heartbeat that
 	 * extends the lease first wins (the row no longer matches), and one that
 	 * comes after finds the lock released. */

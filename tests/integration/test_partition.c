@@ -1126,6 +1126,71 @@ static void test_stop_ends_frozen_partition_sessions(void)
 	disarm_freeze("ledger");
 }
 
+/*
+ * The same for a job without partitions: `stop` or `abandon` of a frozen
+ * owner's execution ends its session before releasing its lock, since a
+ * released lock is taken without ending anyone and the next run would wait
+ * on the frozen chunk's rows for as long as it stays frozen.
+ */
+static void test_stop_and_abandon_end_a_frozen_plain_run(void)
+{
+	char log[4][4096], id[24], before[128], after[128];
+	long long exec;
+	pid_t pid;
+
+	for (int i = 0; i < 4; i++)
+		log_path(log[i], sizeof(log[i]), "frozen-plain", i);
+	/* stop, then restart */
+	ledger_rows("3000", NULL);
+	arm_freeze("ledger");
+	pid = freeze_launch(log[0],
+			    (const char *const[]){ "run", "ledger", "run.id:long=60",
+						   "-chunk.size:long=50", "--lease", "2", NULL });
+	exec = newest_execution();
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("stop", id), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE "
+				"job_execution_id = $1 AND status = 'STOPPED'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE "
+				     "datname = current_database() AND wait_event = 'PgSleep'"),
+		  0);
+	CBT_EQ_LL(restart_within(exec, log[1], 12), 0);
+	ledger_posted_once(3000);
+	ledger_digest(before, sizeof(before));
+	thaw(pid);
+	ledger_digest(after, sizeof(after));
+	CBT_EQ_STR(after, before);
+	disarm_freeze("ledger");
+
+	/* abandon, then a new instance */
+	ledger_rows("3000", NULL);
+	arm_freeze("ledger");
+	pid = freeze_launch(log[2],
+			    (const char *const[]){ "run", "ledger", "run.id:long=61",
+						   "-chunk.size:long=50", "--lease", "2", NULL });
+	exec = newest_execution();
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("abandon", id), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE "
+				"job_execution_id = $1 AND status = 'ABANDONED'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(launch_within(log[3],
+				(const char *const[]){ "run", "ledger", "run.id:long=62", NULL },
+				12),
+		  0);
+	ledger_posted_once(3000);
+	ledger_digest(before, sizeof(before));
+	thaw(pid);
+	ledger_digest(after, sizeof(after));
+	CBT_EQ_STR(after, before);
+	disarm_freeze("ledger");
+}
+
 static void test_frozen_manager_restart_ends_its_partition_sessions(void)
 {
 	char log[3][4096], before[128], after[128];
@@ -1348,6 +1413,8 @@ static const CU_TestInfo tests[] = {
 	{ "a frozen manager's restart ends its partitions' sessions",
 	  test_frozen_manager_restart_ends_its_partition_sessions },
 	{ "stop ends frozen partition sessions", test_stop_ends_frozen_partition_sessions },
+	{ "stop and abandon end a frozen plain run's session",
+	  test_stop_and_abandon_end_a_frozen_plain_run },
 	{ "a manager giving up ends frozen partition sessions",
 	  test_manager_giving_up_ends_frozen_partition_sessions },
 	{ "a frozen queue run's restart leaves no message",
