@@ -154,6 +154,8 @@ static int build_transitions(void *user, const cb_step_context *sc, cb_chunk_par
 	w.expect_column = "status";
 	w.expect_value = "READY";
 	w.count_unchanged = 1;
+	/* This reader reads every row, DONE ones too: not a strict transition. */
+	w.on_conflict = CB_TRANSITION_LENIENT;
 	rc = cb_pg_status_writer_new(&parts->writers[0], &w, err);
 	parts->nwriters = rc == 0;
 	return rc;
