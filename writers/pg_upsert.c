@@ -168,13 +168,17 @@ static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, c
 		cb__sql_add(s, "%s, ", q);
 		free(q);
 	}
-	cb__sql_add(s, "_cb_ord) GROUP BY ");
-	for (i = 0; i < u->nkeys; i++) {
-		rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
-		if (rc)
-			return rc;
-		cb__sql_add(s, "%s%s", i ? ", " : "", q);
-		free(q);
+	/* In key order: two transactions that upsert the same keys (two runs
+	 * that overlap) lock the rows in the same order, and so never deadlock. */
+	for (int pass = 0; pass < 2; pass++) {
+		cb__sql_add(s, pass ? " ORDER BY " : "_cb_ord) GROUP BY ");
+		for (i = 0; i < u->nkeys; i++) {
+			rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
+			if (rc)
+				return rc;
+			cb__sql_add(s, "%s%s", i ? ", " : "", q);
+			free(q);
+		}
 	}
 	cb__sql_add(s, ") AS _cb_u");
 	return 0;
