@@ -693,7 +693,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 					continue;
 				}
 				if (strcmp(err->sqlstate, CB_SQLSTATE_TRANSITION_REREAD) == 0)
-					cb_error_prefix(err, "chunk %lld (the reader cannot re-read)",
+					cb_error_prefix(err,
+							"chunk %lld (the reader cannot re-read)",
 							cs->commits + 1);
 				else
 					cb_error_prefix(err, "chunk %lld", cs->commits + 1);

@@ -24,12 +24,12 @@ struct status {
 	int count_unchanged; /* rows that did not transition count as duplicate writes */
 	char count[24];
 	/* strict transitions (since options version 3) */
-	int strict;            /* the statement raises when it changes fewer rows than keys */
-	int on_conflict;       /* CB_TRANSITION_REREAD or _FAIL */
+	int strict;      /* the statement raises when it changes fewer rows than keys */
+	int on_conflict; /* CB_TRANSITION_REREAD or _FAIL */
 	unsigned int max_rereads;
-	unsigned int rereads;  /* chunks rolled back in a row since the last commit */
-	int sent;              /* a statement went out since the last commit or rollback */
-	char label[160];       /* the table, for the conflict message (a parameter) */
+	unsigned int rereads; /* chunks rolled back in a row since the last commit */
+	int sent;             /* a statement went out since the last commit or rollback */
+	char label[160];      /* the table, for the conflict message (a parameter) */
 	cb_bind_fn bind;
 	void *bind_ctx;
 	/* filtered items (since options version 2) */
@@ -106,10 +106,11 @@ static void add_strict_check(struct status *s, cb__sql *b, char *const *q, char 
 	cb__sql_add(b, ") AS _cb_v(");
 	for (i = 0; i < s->nkeys; i++)
 		cb__sql_add(b, "%s%s", i ? ", " : "", q[i]);
-	cb__sql_add(b, ")) SELECT CASE WHEN (SELECT count(*) FROM _cb_u) <> "
-		       "(SELECT count(*) FROM _cb_in) THEN batch_transition_conflict($%zu, $%zu, "
-		       "(SELECT count(*) FROM _cb_in), (SELECT count(*) FROM _cb_u), ARRAY("
-		       "SELECT ",
+	cb__sql_add(b,
+		    ")) SELECT CASE WHEN (SELECT count(*) FROM _cb_u) <> "
+		    "(SELECT count(*) FROM _cb_in) THEN batch_transition_conflict($%zu, $%zu, "
+		    "(SELECT count(*) FROM _cb_in), (SELECT count(*) FROM _cb_u), ARRAY("
+		    "SELECT ",
 		    next, next + 1);
 	if (s->nkeys == 1)
 		cb__sql_add(b, "_cb_in.%s::text", q[0]);
@@ -376,9 +377,9 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	 * a NULL-terminated key list (CB_COUNT). */
 	memset(&o, 0, sizeof(o));
 	memcpy(&o, opts,
-	       opts->version >= 3   ? sizeof(o)
-	       : opts->version == 2 ? offsetof(cb_pg_status_options, on_conflict)
-				    : offsetof(cb_pg_status_options, mark_filtered));
+	       opts->version >= 3 ? sizeof(o) :
+	       opts->version == 2 ? offsetof(cb_pg_status_options, on_conflict) :
+				    offsetof(cb_pg_status_options, mark_filtered));
 	/* Versions 1 and 2 keep their behaviour: no check. */
 	if (o.version < 3)
 		o.on_conflict = CB_TRANSITION_LENIENT;
@@ -395,8 +396,10 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no set_column", what,
 				    opts->table);
 	if (opts->on_conflict < CB_TRANSITION_REREAD || opts->on_conflict > CB_TRANSITION_LENIENT)
-		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": on_conflict %d is not a "
-				    "cb_transition_conflict", what, opts->table, opts->on_conflict);
+		return cb_error_set(err, CB_EINVAL,
+				    "%s on \"%s\": on_conflict %d is not a "
+				    "cb_transition_conflict",
+				    what, opts->table, opts->on_conflict);
 	for (i = 0; i < opts->nkeys; i++) {
 		if (!opts->key_columns[i] || !opts->key_columns[i][0])
 			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": key column %zu is empty",

@@ -24,11 +24,11 @@ struct upsert {
 	size_t nupdate;
 	cb_bind_fn bind;
 	void *bind_ctx;
-	int count_duplicates; /* add conflicts to the step's duplicate_target_write_count */
-	int merge;            /* options version 2: same-key items merged, per-column modes */
+	int count_duplicates;  /* add conflicts to the step's duplicate_target_write_count */
+	int merge;             /* options version 2: same-key items merged, per-column modes */
 	cb_upsert_mode *modes; /* per column (merge) */
-	char *stamp;          /* column set to the job execution id, one parameter */
-	int stamp_updated;    /* ... and set again on conflict */
+	char *stamp;           /* column set to the job execution id, one parameter */
+	int stamp_updated;     /* ... and set again on conflict */
 	char stamp_value[24];
 	char count[24]; /* the chunk's item count, the extra parameter */
 	char what[200]; /* names the writer in messages */
@@ -243,8 +243,10 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 				goto fail;
 			if (i)
 				cb__sql_add(&s, ", ");
-			add_update(&s, u->merge ? u->modes[find(u->columns, u->ncolumns, u->update[i])]
-						: CB_UPSERT_REPLACE,
+			add_update(&s,
+				   u->merge ?
+					   u->modes[find(u->columns, u->ncolumns, u->update[i])] :
+					   CB_UPSERT_REPLACE,
 				   q);
 			free(q);
 		}

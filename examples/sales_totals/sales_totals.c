@@ -35,8 +35,8 @@
 static const char *const invoice_columns[] = { "customer_id", "id", "amount", "issued_at", NULL };
 static const char *const invoice_key[] = { "customer_id", "id", NULL };
 static const char *const invoice_id[] = { "id", NULL };
-static const char *const total_columns[] = { "customer_id", "total", "invoice_count", "first_at",
-					     "last_at",     NULL };
+static const char *const total_columns[] = { "customer_id", "total",   "invoice_count",
+					     "first_at",    "last_at", NULL };
 static const cb_upsert_mode total_modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD, CB_UPSERT_COUNT,
 					      CB_UPSERT_MIN, CB_UPSERT_MAX };
 static const char *const total_key[] = { "customer_id", NULL };

@@ -49,12 +49,21 @@ static int ex(const char *a1, const char *a2, const char *a3, const char *a4, co
 }
 
 /* `run sales_totals asOf=@p as_of --lease 2 EXTRA...` in the background. */
-static pid_t spawn_run(const char *as_of, const char *extra1, const char *extra2,
-		       const char *log)
+static pid_t spawn_run(const char *as_of, const char *extra1, const char *extra2, const char *log)
 {
 	char param[64], path[512];
-	const char *argv[14] = { cbt_examples_bin(), "--db", db, "run", "sales_totals", param,
-				 "--lease", "2", "-partition.threads:long=4", extra1, extra2, NULL };
+	const char *argv[14] = { cbt_examples_bin(),
+				 "--db",
+				 db,
+				 "run",
+				 "sales_totals",
+				 param,
+				 "--lease",
+				 "2",
+				 "-partition.threads:long=4",
+				 extra1,
+				 extra2,
+				 NULL };
 
 	snprintf(param, sizeof(param), "asOf=%s", as_of);
 	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);

@@ -520,14 +520,16 @@ static void test_cursor_reader_streams_once_and_restarts_after_committed_rows(vo
  */
 static struct {
 	PGconn *other;
-	int takes;             /* times the other run still takes rows */
-	const char *take_sql;  /* what it runs */
-	unsigned int version;  /* of the status options */
+	int takes;            /* times the other run still takes rows */
+	const char *take_sql; /* what it runs */
+	unsigned int version; /* of the status options */
 	int on_conflict;
 	unsigned int max_rereads;
 } acc;
 
-static const char *const tot_cols[] = { "customer", "total", "seen", "first_at", "last_at", "note" };
+static const char *const tot_cols[] = {
+	"customer", "total", "seen", "first_at", "last_at", "note"
+};
 static const cb_upsert_mode tot_modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD, CB_UPSERT_COUNT,
 					    CB_UPSERT_MIN,     CB_UPSERT_MAX, CB_UPSERT_REPLACE };
 static const char *const tot_key[] = { "customer" };
@@ -630,16 +632,17 @@ static long long total_mismatches(const char *taken)
 {
 	char sql[2048];
 
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM (SELECT customer, sum(amount) s, count(*) n, min(at) f, "
-		 " max(at) l, 'n' || max(id) note FROM inv WHERE id NOT IN (%s) GROUP BY customer) e "
-		 "FULL JOIN tot t USING (customer) WHERE "
-		 " t.total IS DISTINCT FROM e.s + CASE customer WHEN 'c1' THEN 1000 ELSE 0 END "
-		 " OR t.seen IS DISTINCT FROM e.n + CASE customer WHEN 'c1' THEN 10 ELSE 0 END "
-		 " OR t.first_at IS DISTINCT FROM CASE customer WHEN 'c1' THEN "
-		 "  '2025-01-01'::timestamptz ELSE e.f END "
-		 " OR t.last_at IS DISTINCT FROM e.l OR t.note IS DISTINCT FROM e.note",
-		 taken);
+	snprintf(
+		sql, sizeof(sql),
+		"SELECT count(*) FROM (SELECT customer, sum(amount) s, count(*) n, min(at) f, "
+		" max(at) l, 'n' || max(id) note FROM inv WHERE id NOT IN (%s) GROUP BY customer) e "
+		"FULL JOIN tot t USING (customer) WHERE "
+		" t.total IS DISTINCT FROM e.s + CASE customer WHEN 'c1' THEN 1000 ELSE 0 END "
+		" OR t.seen IS DISTINCT FROM e.n + CASE customer WHEN 'c1' THEN 10 ELSE 0 END "
+		" OR t.first_at IS DISTINCT FROM CASE customer WHEN 'c1' THEN "
+		"  '2025-01-01'::timestamptz ELSE e.f END "
+		" OR t.last_at IS DISTINCT FROM e.l OR t.note IS DISTINCT FROM e.note",
+		taken);
 	return cbt_query_ll(conn, sql);
 }
 
@@ -647,11 +650,12 @@ static long long step_counter(const char *job, const char *column)
 {
 	char sql[512];
 
-	snprintf(sql, sizeof(sql),
-		 "SELECT coalesce(sum(%s), -1) FROM batch_step_execution s JOIN batch_job_execution "
-		 "e USING (job_execution_id) JOIN batch_job_instance i USING (job_instance_id) "
-		 "WHERE i.job_name = '%s'",
-		 column, job);
+	snprintf(
+		sql, sizeof(sql),
+		"SELECT coalesce(sum(%s), -1) FROM batch_step_execution s JOIN batch_job_execution "
+		"e USING (job_execution_id) JOIN batch_job_instance i USING (job_instance_id) "
+		"WHERE i.job_name = '%s'",
+		column, job);
 	return cbt_query_ll(conn, sql);
 }
 
