@@ -153,7 +153,7 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 	rc = cb__sql_open(&b, err);
 	if (rc)
 		goto done;
-	if ((s->count_unchanged && !s->strict) || s->strict)
+	if (s->count_unchanged || s->strict)
 		cb__sql_add(&b, "WITH _cb_u AS (");
 	if (s->nkeys == 1) {
 		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[])", qualified,

@@ -135,52 +135,78 @@ static void add_update(cb__sql *s, cb_upsert_mode mode, const char *q)
 	}
 }
 
+/* ", "-separated quoted names of @p v[0..n-1]. */
+static int add_names(struct upsert *u, cb__sql *s, char *const *v, size_t n, cb_error *err)
+{
+	char *q = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = cb_pg_quote_ident(&q, u->conn, v[i], err);
+
+		if (rc)
+			return rc;
+		cb__sql_add(s, "%s%s", i ? ", " : "", q);
+		free(q);
+	}
+	return 0;
+}
+
 /*
- * Version 2: the chunk's items merged per key in the statement itself,
+ * Version 2: the chunk's items merged per key in the statement itself, so
+ * that no key reaches ON CONFLICT twice:
  *   SELECT <key>, <aggregate per column> FROM unnest(...) WITH ORDINALITY
- *   GROUP BY <key>
- * so that no key reaches ON CONFLICT twice.
+ *   GROUP BY <key> ORDER BY <key>
+ * or, when every column is replaced (the last item wins), the cheaper
+ *   SELECT DISTINCT ON (<key>) <columns> FROM unnest(...) WITH ORDINALITY
+ *   ORDER BY <key>, ordinality DESC
+ * In key order: two transactions that upsert the same keys (two runs that
+ * overlap) lock the rows in the same order, and so never deadlock.
  */
 static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, cb_error *err)
 {
 	char *q = NULL;
 	size_t i;
-	int rc;
+	int rc, replace_only = 1;
 
-	cb__sql_add(s, "(SELECT ");
-	for (i = 0; i < u->ncolumns; i++) {
-		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
-		if (rc)
+	for (i = 0; i < u->ncolumns; i++)
+		if (u->modes[i] != CB_UPSERT_REPLACE)
+			replace_only = 0;
+	if (replace_only) {
+		cb__sql_add(s, "(SELECT DISTINCT ON (");
+		if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
 			return rc;
-		if (i)
-			cb__sql_add(s, ", ");
-		add_merge_column(u, s, i, q);
-		free(q);
+		cb__sql_add(s, ") ");
+		if ((rc = add_names(u, s, u->columns, u->ncolumns, err)) != 0)
+			return rc;
+	} else {
+		cb__sql_add(s, "(SELECT ");
+		for (i = 0; i < u->ncolumns; i++) {
+			rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
+			if (rc)
+				return rc;
+			if (i)
+				cb__sql_add(s, ", ");
+			add_merge_column(u, s, i, q);
+			free(q);
+		}
 	}
 	cb__sql_add(s, " FROM unnest(");
 	for (i = 0; i < u->ncolumns; i++)
 		cb__sql_add(s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
 	cb__sql_add(s, ") WITH ORDINALITY AS _cb_i(");
-	for (i = 0; i < u->ncolumns; i++) {
-		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
-		if (rc)
+	if ((rc = add_names(u, s, u->columns, u->ncolumns, err)) != 0)
+		return rc;
+	if (!replace_only) {
+		cb__sql_add(s, ", _cb_ord) GROUP BY ");
+		if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
 			return rc;
-		cb__sql_add(s, "%s, ", q);
-		free(q);
+	} else {
+		cb__sql_add(s, ", _cb_ord)");
 	}
-	/* In key order: two transactions that upsert the same keys (two runs
-	 * that overlap) lock the rows in the same order, and so never deadlock. */
-	for (int pass = 0; pass < 2; pass++) {
-		cb__sql_add(s, pass ? " ORDER BY " : "_cb_ord) GROUP BY ");
-		for (i = 0; i < u->nkeys; i++) {
-			rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
-			if (rc)
-				return rc;
-			cb__sql_add(s, "%s%s", i ? ", " : "", q);
-			free(q);
-		}
-	}
-	cb__sql_add(s, ") AS _cb_u");
+	cb__sql_add(s, " ORDER BY ");
+	if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
+		return rc;
+	cb__sql_add(s, replace_only ? ", _cb_ord DESC) AS _cb_u" : ") AS _cb_u");
 	return 0;
 }
 

@@ -525,6 +525,7 @@ static struct {
 	unsigned int version; /* of the status options */
 	int on_conflict;
 	unsigned int max_rereads;
+	int two_keys; /* the transition by (customer, id) */
 } acc;
 
 static const char *const tot_cols[] = {
@@ -565,6 +566,7 @@ static int build_accumulate(void *user, const cb_step_context *sc, cb_chunk_part
 			    cb_error *err)
 {
 	static const char *const cols[] = { "id", "customer", "amount", "at", "note" };
+	static const char *const two_keys[] = { "customer", "id" };
 	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_pg_upsert_options u = CB_PG_UPSERT_OPTIONS_INIT;
 	cb_pg_status_options st = CB_PG_STATUS_OPTIONS_INIT;
@@ -595,8 +597,8 @@ static int build_accumulate(void *user, const cb_step_context *sc, cb_chunk_part
 	parts->nwriters = 1;
 	st.version = acc.version ? acc.version : CB_PG_STATUS_OPTIONS_VERSION;
 	st.table = "inv";
-	st.key_columns = item_key;
-	st.nkeys = 1;
+	st.key_columns = acc.two_keys ? two_keys : item_key;
+	st.nkeys = acc.two_keys ? 2 : 1;
 	st.set_column = "processed";
 	st.set_value = "true";
 	st.on_conflict = acc.on_conflict;
@@ -744,9 +746,12 @@ static void test_strict_transition_rereads_are_bounded(void)
 	acc.take_sql = "UPDATE inv SET processed = true WHERE id = "
 		       "(SELECT min(id) FROM inv WHERE NOT processed AND id > 1)";
 	acc.max_rereads = 2;
+	acc.two_keys = 1;
 	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
 	CBT_CONTAINS(r.exit_message, "too many re-reads");
+	CBT_CONTAINS(r.exit_message, "1 of 7 source rows");
+	CBT_CONTAINS(r.exit_message, "keys: (c1,4)"); /* the third attempt's */
 	CBT_EQ_LL(step_counter("accumulate_bounded", "transition_conflict_count"), 3);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT seen FROM tot"), 10);
 	PQfinish(acc.other);
