@@ -699,6 +699,10 @@ static void test_strict_transition_conflict_reads_the_chunk_again(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM inv WHERE NOT processed"), 0);
 	CBT_EQ_LL(step_counter("accumulate_reread", "transition_conflict_count"), 1);
 	CU_ASSERT(step_counter("accumulate_reread", "rollback_count") >= 1);
+	/* ... and in the metrics, per job */
+	CBT_EQ_LL(cli("metrics", NULL, NULL, NULL, NULL, NULL), 0);
+	CBT_CONTAINS(out, "# TYPE transition_conflict_count counter\n");
+	CBT_CONTAINS(out, "transition_conflict_count{job=\"accumulate_reread\"} 1\n");
 	PQfinish(acc.other);
 	cb_job_free(job);
 }
