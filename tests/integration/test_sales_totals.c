@@ -145,8 +145,8 @@ static void test_two_instances_at_once_count_every_invoice_once(void)
 	int ra, rb;
 
 	setup(20000);
-	a = spawn_run("one", "-sleepMs:long=20", "-chunk.size:long=100", "st_one.log");
-	b = spawn_run("two", "-sleepMs:long=20", "-chunk.size:long=100", "st_two.log");
+	a = spawn_run("one", "-sleepMs:long=40", "-chunk.size:long=100", "st_one.log");
+	b = spawn_run("two", "-sleepMs:long=40", "-chunk.size:long=100", "st_two.log");
 	ra = cbt_wait_timeout(a, 120000);
 	rb = cbt_wait_timeout(b, 120000);
 	/* Each completes, or fails restartably after too many re-reads. */
