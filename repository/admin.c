@@ -41,6 +41,7 @@
 	"'rollback_count', x.rollback_count, 'read_skip_count', x.read_skip_count, "               \
 	"'write_skip_count', x.write_skip_count, 'process_skip_count', x.process_skip_count, "     \
 	"'duplicate_target_write_count', x.duplicate_target_write_count, "                         \
+	"'transition_conflict_count', x.transition_conflict_count, "                               \
 	"'owner_id', x.owner_id, 'worker', x.worker, 'claim_count', x.claim_count, "               \
 	"'lock_name', x.lock_name, 'fencing_token', x.fencing_token, "                             \
 	"'lease_left_seconds', (SELECT round(extract(epoch FROM l.locked_until - "                 \
@@ -157,6 +158,7 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 		"  'write_skip_count', s.write_skip_count,"
 		"  'process_skip_count', s.process_skip_count,"
 		"  'duplicate_target_write_count', s.duplicate_target_write_count,"
+		"  'transition_conflict_count', s.transition_conflict_count,"
 		"  'start_time', s.start_time, 'end_time', s.end_time,"
 		"  'duration_seconds', extract(epoch FROM coalesce(s.end_time, clock_timestamp())"
 		"   - s.start_time),"

@@ -54,7 +54,8 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
 		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
 		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
-		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d "
+		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d, "
+		"  sum(s.transition_conflict_count) AS tc "
 		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
 		"  WHERE NOT EXISTS (SELECT 1 FROM batch_step_execution w "
@@ -111,6 +112,9 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  NULL, NULL, cm FROM s "
 		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', 'counter', "
 		"  job_name, NULL, NULL, rb FROM s "
+		" UNION ALL SELECT 'transition_conflict_count', 'Chunks rolled back because a "
+		"  strict status transition found source rows another run had taken (read "
+		"  again, or the step failed).', 'counter', job_name, NULL, NULL, tc FROM s "
 		/* A partition taken over counts for its last claimant: the row keeps
 		 * the counts of all its claims and the name of the last one. */
 		" UNION ALL SELECT 'partition_worker_items_read_count', 'Items read by "

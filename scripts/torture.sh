@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The full exactly-once torture run (the test suite runs a smoke version):
 # up to 200 SIGKILLs of the ledger job over 200,000 rows, 50 zombie rounds, 100
-# rounds of 8 racing launchers, 20 cut sessions, and CSV import/export killed
-# 50 times each; then a summary table of rounds, faults, rows lost and rows
+# rounds of 8 racing launchers, 20 cut sessions, CSV import/export killed
+# 50 times each, and 100 rounds of two overlapping sales_totals instances
+# (accumulating upsert + strict transition) with one of them killed; then a
+# summary table of rounds, faults, rows lost and rows
 # duplicated (both must be 0). Then the partition proofs
 # (tests/torture/partition_torture.c): the partitioned ledger over 1,000,000
 # rows with 1, 2 and 4 threads and worker processes against the plain ledger,
