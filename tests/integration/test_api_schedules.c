@@ -344,6 +344,13 @@ static void test_fire_now(void)
 	kill(pid, SIGTERM);
 	cbt_wait(pid);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	/* A manual instant is never late: no misfire recorded for it. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				     "'MISFIRED'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				     "'FIRED'"),
+		  1);
 	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings", NULL, NULL, &d), 200);
 	f = json_array_get(json_object_get(d, "firings"), 0);
 	CBT_EQ_LL(json_integer_value(json_object_get(f, "firing_id")), fid);
