@@ -13,7 +13,7 @@
  * over, 202, QUEUED, and a scheduler node runs it to its end. A job's
  * declared parameters; a launch with a bad parameter is 400 naming it with
  * nothing written; a good one 202, and it completes; the same instance again
- * 409.
+ * 409, and 409 for an instance while it runs.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -435,6 +435,28 @@ static void test_job_params_and_launch(void)
 	CBT_CONTAINS(err_message(d), "already complete");
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+
+	/* A running instance: 409 while it runs, nothing started. */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=3000\"]}", NULL, &d),
+		  202);
+	json_decref(d);
+	if (!cbt_wait_until(conn, 20000,
+			    "SELECT count(*) FROM batch_job_execution e "
+			    "JOIN batch_job_execution_params p USING (job_execution_id) "
+			    "WHERE e.status = 'STARTED' AND p.parameter_name = 'at' "
+			    "AND p.parameter_value = 'launch-2'"))
+		CBT_FAILF("the second launched run did not start");
+	execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[\"at=launch-2\"]}",
+		      NULL, &d),
+		  409);
+	CBT_CONTAINS(err_message(d), "already running");
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	if (!cbt_wait_until(conn, 20000,
+			    "SELECT count(*) FROM tick_log WHERE fired_for = 'launch-2'"))
+		CBT_FAILF("the second launched run did not complete");
 }
 
 static void test_finish(void)
@@ -454,7 +476,8 @@ static const CU_TestInfo tests[] = {
 	  test_pause_resume },
 	{ "fire now: 409 under overlap skip, nothing run; 202 queued, a node runs it",
 	  test_fire_now },
-	{ "launch: declared parameters; 400 naming the bad one, nothing written; 202; 409",
+	{ "launch: declared parameters; 400 naming the bad one, nothing written; 202; 409 "
+	  "complete; 409 running",
 	  test_job_params_and_launch },
 	{ "server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,
