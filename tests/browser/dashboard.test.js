@@ -103,6 +103,8 @@ async function main() {
     await page.waitForSelector('tr[data-job="ledger"] [data-status]');
     check(await page.$eval('tr[data-job="ledger"] [data-status]', (e) => e.dataset.status) === 'STARTED',
       'the jobs overview shows the last status of ledger');
+    check(await page.$('tr[data-job="ledger"] td[data-next="paused"]') !== null,
+      'a job whose schedules are all paused shows "paused" as its next firing');
     await page.goto(ADMIN + '/#/job/ledger', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#chart-duration rect.bar');
     check(await page.$$eval('#chart-duration rect.bar', (l) => l.length) === 2, 'the duration chart has a bar per execution');
