@@ -210,11 +210,11 @@ void cb__api_unlock(cb__request *r)
 
 struct child {
 	pid_t pid;
-	long long id;
+	char what[200];
 	FILE *log;
 };
 
-/* Reap the restarted job and say how it ended. */
+/* Reap the started job and say how it ended. */
 static void *reaper(void *arg)
 {
 	struct child *ch = arg;
@@ -223,11 +223,11 @@ static void *reaper(void *arg)
 	while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status))
-		fprintf(ch->log, "serve: restart of execution %lld (pid %d) exited with %d\n",
-			ch->id, (int)ch->pid, WEXITSTATUS(status));
+		fprintf(ch->log, "serve: %s (pid %d) exited with %d\n", ch->what, (int)ch->pid,
+			WEXITSTATUS(status));
 	else
-		fprintf(ch->log, "serve: restart of execution %lld (pid %d) ended by signal %d\n",
-			ch->id, (int)ch->pid, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		fprintf(ch->log, "serve: %s (pid %d) ended by signal %d\n", ch->what, (int)ch->pid,
+			WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	fflush(ch->log);
 	free(ch);
 	return NULL;
@@ -260,11 +260,9 @@ static char **child_env(const char *conninfo)
 	return env;
 }
 
-/* Start `/proc/self/exe restart ID`. @return its pid, or -1 (errno). */
-static pid_t spawn_restart(cb__console *c, long long id)
+/* Start `/proc/self/exe ARGV...`. @return its pid, or -1 (errno). */
+static pid_t spawn_self(cb__console *c, char *const argv[])
 {
-	char idtext[24];
-	char *argv[4] = { "cbatch", "restart", idtext, NULL };
 	char **env = child_env(c->conninfo);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -276,7 +274,6 @@ static pid_t spawn_restart(cb__console *c, long long id)
 		errno = ENOMEM;
 		return -1;
 	}
-	snprintf(idtext, sizeof(idtext), "%lld", id);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, 2, 1);
@@ -321,9 +318,6 @@ void cb__api_restart(cb__request *r)
 	PGconn *conn;
 	json_t *body, *e = NULL;
 	const char *status;
-	struct child *ch;
-	pthread_t t;
-	pthread_attr_t ta;
 	size_t i;
 	int rc;
 
@@ -362,41 +356,58 @@ void cb__api_restart(cb__request *r)
 		return;
 	}
 	json_decref(e);
-	if (!(ch = calloc(1, sizeof(*ch)))) {
-		r->result = MHD_NO;
-		r->replied = 1;
-		return;
-	}
-	ch->id = id;
-	ch->log = r->console->log;
-	if ((ch->pid = spawn_restart(r->console, id)) < 0) {
-		int e2 = errno;
-
-		free(ch);
-		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot start the restart: %s",
-				strerror(e2));
-		return;
-	}
 	{
-		char who[80];
+		char idtext[24], what[64];
+		char *argv[4] = { "cbatch", "restart", idtext, NULL };
+		pid_t pid;
 
-		actor(r, who, sizeof(who));
-		fprintf(r->console->log, "serve: %s: restart of execution %lld started (pid %d)\n",
-			who, id, (int)ch->pid);
-		fflush(r->console->log);
-	}
-	{
-		pid_t pid = ch->pid;
-
-		pthread_attr_init(&ta);
-		pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &ta, reaper, ch) != 0) {
-			/* Without a thread to wait: wait here, rather than leave a zombie. */
-			reaper(ch);
-		}
-		pthread_attr_destroy(&ta);
+		snprintf(idtext, sizeof(idtext), "%lld", id);
+		snprintf(what, sizeof(what), "restart of execution %lld", id);
+		if (cb__spawn_job(r, argv, what, &pid) < 0)
+			return;
 		cb__reply_json(r, MHD_HTTP_ACCEPTED,
 			       json_pack("{s:I,s:i,s:s}", "job_execution_id", (json_int_t)id, "pid",
 					 (int)pid, "status", "RESTARTING"));
 	}
+}
+
+int cb__spawn_job(cb__request *r, char *const argv[], const char *what, pid_t *pid_out)
+{
+	struct child *ch;
+	pthread_t t;
+	pthread_attr_t ta;
+	char who[80];
+
+	if (!(ch = calloc(1, sizeof(*ch)))) {
+		r->result = MHD_NO;
+		r->replied = 1;
+		return -1;
+	}
+	snprintf(ch->what, sizeof(ch->what), "%s", what);
+	ch->log = r->console->log;
+	if ((ch->pid = spawn_self(r->console, argv)) < 0) {
+		int e2 = errno;
+
+		free(ch);
+		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot start the %s: %s", what,
+				strerror(e2));
+		return -1;
+	}
+	*pid_out = ch->pid;
+	actor(r, who, sizeof(who));
+	fprintf(r->console->log, "serve: %s: %s started (pid %d)\n", who, what, (int)ch->pid);
+	fflush(r->console->log);
+	pthread_attr_init(&ta);
+	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &ta, reaper, ch) != 0) {
+		/* Without a thread to wait: wait here, rather than leave a zombie. */
+		reaper(ch);
+	}
+	pthread_attr_destroy(&ta);
+	return 0;
+}
+
+void cb__request_actor(cb__request *r, char *out, size_t size)
+{
+	actor(r, out, size);
 }

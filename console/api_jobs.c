@@ -17,6 +17,8 @@ void cb__api_jobs(cb__request *r)
 		return;
 	}
 	rc = cb__repo_job_overview(&list, conn, r->console->job_names, &err);
+	if (rc == 0)
+		rc = cb__jobs_mark_paused(list, conn, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc < 0)
 		cb__reply_repo_error(r, rc, &err);

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -63,9 +64,10 @@ typedef struct cb__console {
 	char *job_names;         /* the program's jobs as a JSON array text, or NULL */
 	const char *const *jobs; /* the same names (borrowed from the options) */
 	size_t njobs;
-	const char *conninfo; /* as given (borrowed), for the jobs restart spawns */
-	FILE *log;            /* serve's log: what the actions did */
-	atomic_int stopping;  /* set on SIGTERM: replies close their connection */
+	const char *conninfo;          /* as given (borrowed), for the jobs restart spawns */
+	const struct cb_registry *reg; /* the program's jobs (borrowed): declared parameters */
+	FILE *log;                     /* serve's log: what the actions did */
+	atomic_int stopping;           /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
 	/* The names a request's Host (and an action's Origin) may give: the
@@ -183,6 +185,27 @@ void cb__api_stop(cb__request *r);
 void cb__api_abandon(cb__request *r);
 void cb__api_restart(cb__request *r);
 void cb__api_unlock(cb__request *r);
+
+/* Start `/proc/self/exe ARGV...` (argv[0] is its name) as a job of its own,
+ * in its own session, reaped by a thread that logs how it ended (@p what:
+ * "restart of execution 7"). @return 0 with its pid, or -1 having replied. */
+int cb__spawn_job(cb__request *r, char *const argv[], const char *what, pid_t *pid);
+/* "console@ADDRESS", the client's, as the audit names an action's actor. */
+void cb__request_actor(cb__request *r, char *out, size_t size);
+
+/* api_schedules.c: the schedules, their firings and actions; a job's
+ * declared parameters and a launch from the console. */
+void cb__api_schedules(cb__request *r);
+void cb__api_schedule(cb__request *r);
+void cb__api_schedule_firings(cb__request *r);
+void cb__api_schedule_pause(cb__request *r);
+void cb__api_schedule_resume(cb__request *r);
+void cb__api_schedule_fire(cb__request *r);
+void cb__api_job(cb__request *r);
+void cb__api_job_launch(cb__request *r);
+/* Mark in /api/v1/jobs' list (@p jobs) the jobs whose schedules are all
+ * paused ("schedules_paused": true), so that they do not look unscheduled. */
+int cb__jobs_mark_paused(json_t *jobs, PGconn *conn, cb_error *err);
 
 /* A static asset built into the binary (the dashboard's files). */
 typedef struct cb__asset {

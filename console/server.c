@@ -482,6 +482,7 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	c.job_names = names_json(o);
 	c.jobs = o->job_names;
 	c.njobs = o->njobs;
+	c.reg = o->reg;
 	c.conninfo = o->conninfo;
 	c.log = log;
 	pthread_mutex_init(&c.lock, NULL);

@@ -289,3 +289,91 @@ done:
 	cb_cron_free(cron);
 	return rc;
 }
+
+int cb_schedule_fire_now(cb_schedule_fired *out, PGconn *conn, const char *name, const char *actor,
+			 cb_error *err)
+{
+	cb__fire_target t;
+	cb__pg_zone *zone = NULL;
+	cb_params *params = NULL;
+	cb_civil local;
+	char **words = NULL, *ptext = NULL, key[CB_JOB_KEY_LEN + 1] = "", outcome[32], why[256];
+	json_t *arr = NULL;
+	int offset, rc, tries = 0;
+
+	memset(out, 0, sizeof(*out));
+again:
+	if ((rc = cb__repo_schedule_for_fire(&t, conn, name, err)) < 0)
+		goto done;
+	if (t.paused) {
+		rc = cb_error_set(err, CB_EINVAL, "schedule '%s' is paused: resume it to fire it",
+				  name);
+		goto done;
+	}
+	out->fire_time = t.now;
+	/* The parameters of the instant, as a node fills them for a claim. */
+	if ((rc = open_zone(&zone, conn, t.zone, err)) < 0 ||
+	    (rc = cb__zone_local(&local, &offset, t.now, cb__pg_zone_lookup, zone, err)) < 0 ||
+	    (rc = cb__schedule_fill(&words, &params, t.parameters, name, t.now, &local, offset,
+				    err)) < 0 ||
+	    (rc = cb_params_job_key(key, params, err)) < 0)
+		goto done;
+	cb__schedule_fmt(out->fire_time_text, sizeof(out->fire_time_text), zone, t.now,
+			 "{fire_time}");
+	if (!(arr = json_array())) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (size_t w = 0; words[w]; w++)
+		json_array_append_new(arr, json_string(words[w]));
+	if (!(ptext = json_dumps(arr, JSON_COMPACT))) {
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = cb__repo_schedule_fire_now(outcome, sizeof(outcome), &out->firing_id, why,
+					     sizeof(why), conn, &t, actor, key, ptext, err)) < 0)
+		goto done;
+	if (strcmp(outcome, "CHANGED") == 0 && ++tries < 3) {
+		/* Paused or edited between the read and the claim: judge it again. */
+		json_decref(t.parameters);
+		json_decref(arr);
+		free(ptext);
+		cb__schedule_words_free(words);
+		cb_params_free(params);
+		cb__pg_zone_free(zone);
+		arr = NULL;
+		ptext = NULL;
+		words = NULL;
+		params = NULL;
+		zone = NULL;
+		goto again;
+	}
+	if (strcmp(outcome, "QUEUED") == 0) {
+		out->queued = 1;
+		snprintf(out->message, sizeof(out->message), "%s",
+			 why[0] ? why : "waiting for a scheduler node that has the job");
+		rc = 0;
+	} else if (strcmp(outcome, "SKIPPED_OVERLAP") == 0) {
+		snprintf(out->message, sizeof(out->message), "%s", why);
+		rc = cb_error_set(err, CB_ERUNNING, "schedule '%s' not fired: %s", name, why);
+	} else if (strcmp(outcome, "SKIPPED_CLAIMED") == 0) {
+		snprintf(out->message, sizeof(out->message), "instant %s already claimed by %s",
+			 out->fire_time_text, why);
+		rc = cb_error_set(err, CB_ERUNNING,
+				  "schedule '%s' not fired: instant %s is taken by %s", name,
+				  out->fire_time_text, why);
+	} else if (strcmp(outcome, "GONE") == 0) {
+		rc = cb_error_set(err, CB_ENOTFOUND, "no schedule '%s'", name);
+	} else {
+		rc = cb_error_set(err, CB_EINVAL, "schedule '%s' is paused or changing: try again",
+				  name);
+	}
+done:
+	json_decref(t.parameters);
+	json_decref(arr);
+	free(ptext);
+	cb__schedule_words_free(words);
+	cb_params_free(params);
+	cb__pg_zone_free(zone);
+	return rc;
+}

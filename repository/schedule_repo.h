@@ -147,4 +147,39 @@ int cb__repo_scheduler_stopped(PGconn *conn, const char *node, cb_error *err);
  * @p out receives a JSON array of what was marked (possibly empty). */
 int cb__repo_schedule_orphans(json_t **out, PGconn *conn, const char *node, cb_error *err);
 
+/* ---- the console (schedule_console.c) ------------------------------------ */
+
+/* Schedule @p name's firings, newest first: at most @p limit with a
+ * firing_id below @p before (0: from the newest), each with its kind,
+ * instant, node, status, execution (found for a running one too), exit,
+ * misfire range and count, restart attempt and message. @p out receives a
+ * JSON array. @return 0, CB_ENOTFOUND, CB_EDB */
+int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, long long before,
+			      int limit, cb_error *err);
+
+/* What a manual firing needs of schedule @p name, and the database's
+ * current second (@p now). The caller frees out->parameters. */
+typedef struct cb__fire_target {
+	long long schedule_id, version, now;
+	char zone[101];
+	json_t *parameters; /* the templates */
+	int paused;
+} cb__fire_target;
+int cb__repo_schedule_for_fire(cb__fire_target *out, PGconn *conn, const char *name, cb_error *err);
+
+/* Claim instant t->now of the schedule as a MANUAL firing for @p actor
+ * (batch_schedule_fire_now): @p outcome QUEUED, SKIPPED_OVERLAP,
+ * SKIPPED_CLAIMED, CHANGED or GONE; @p why the live firing or the claimant. */
+int cb__repo_schedule_fire_now(char *outcome, size_t outcome_size, long long *firing_id, char *why,
+			       size_t why_size, PGconn *conn, const cb__fire_target *t,
+			       const char *actor, const char *job_key, const char *parameters,
+			       cb_error *err);
+
+/* The state of instance (@p job_name, @p job_key) as the launcher would
+ * judge it, read without locks: "COMPLETED", "ABANDONED", "RUNNING" (its
+ * newest execution runs under a lease that holds) or "" (a new run may
+ * start); @p execution_id its newest execution (0: no instance). */
+int cb__repo_instance_state(char *state, size_t size, long long *execution_id, PGconn *conn,
+			    const char *job_name, const char *job_key, cb_error *err);
+
 #endif

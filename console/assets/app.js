@@ -6,7 +6,8 @@
  * filled with textContent, never with innerHTML.
  *
  * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID,
- * #/job/NAME (history chart), #/locks (locks and the audit trail).
+ * #/job/NAME (parameters, launch form, history chart), #/locks (locks and the
+ * audit trail), #/schedules, #/schedule/NAME?before= (next firings, history).
  */
 'use strict';
 
@@ -228,7 +229,8 @@
           el('td', {}, last ? link('#/execution/' + last.job_execution_id, statusBadge(last)) : el('span', { class: 'muted' }, 'never ran')),
           el('td', { class: 'hide-narrow' }, last ? fmtTime(last.start_time) : '–'),
           el('td', { class: 'num' }, last ? fmtDuration(last.duration_seconds) : '–'),
-          el('td', {}, j.next_fire_time ? fmtTime(j.next_fire_time) : '–'),
+          el('td', { 'data-next': j.schedules_paused ? 'paused' : '' }, j.next_fire_time ? fmtTime(j.next_fire_time) :
+            j.schedules_paused ? el('span', { class: 'badge' }, 'paused') : '–'),
           el('td', { class: 'num hide-narrow' }, link('#/executions?job=' + encodeURIComponent(j.job_name), fmtNum(j.execution_count)))));
       }
     }
@@ -452,8 +454,52 @@
     const g = generation;
     const n = 30;
     const charts = el('div');
+    const declared = el('div', { class: 'card', id: 'job-params' }, el('span', { class: 'muted' }, 'Loading…'));
     append(main, [el('h1', {}, 'Job ', name), el('p', {}, link('#/executions?job=' + encodeURIComponent(name), 'all executions of this job')),
-      charts]);
+      el('h2', {}, 'Parameters'), declared, charts]);
+
+    /* The declared parameters, and a form that launches a run with them
+     * (the CLI's PARAM words: name:type=value; checked by the server as
+     * `run` checks them). */
+    api('/api/v1/jobs/' + encodeURIComponent(name)).then((d) => {
+      if (!alive(g)) return;
+      clear(declared);
+      const inputs = [];
+      const rows = d.parameters.map((p) => {
+        const input = el('input', { type: 'text', class: 'param-input', 'data-param-input': p.name,
+          'aria-label': p.name, placeholder: p.type + (p.required ? ' (required)' : '') });
+        inputs.push([p, input]);
+        return el('tr', { 'data-declared': p.name }, el('td', { class: 'mono wrap' }, p.name),
+          el('td', {}, p.type), el('td', {}, p.identifying ? 'identifying' : 'non-identifying'),
+          el('td', {}, p.required ? 'required' : 'optional'), canAct() ? el('td', {}, input) : null);
+      });
+      if (rows.length)
+        declared.appendChild(el('table', { class: 'params' }, el('thead', {}, el('tr', {}, el('th', {}, 'Name'),
+          el('th', {}, 'Type'), el('th', {}, 'Identifying'), el('th', {}, 'Required'), canAct() ? el('th', {}, 'Value') : null)),
+        el('tbody', {}, rows)));
+      else declared.appendChild(el('p', { class: 'muted' }, 'declares no parameters (any are accepted)'));
+      if (!canAct()) return;
+      const extra = el('input', { type: 'text', id: 'launch-extra', 'aria-label': 'more parameters',
+        placeholder: 'more: name:type=value -other=value' });
+      const form = el('form', { id: 'launch', class: 'actions' }, el('label', {}, 'More parameters ', extra),
+        el('button', { type: 'submit', 'data-action': 'launch' }, 'Launch'));
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        if (!token()) { notice('Type the admin token in the field at the top first.'); return; }
+        const params = [];
+        for (const [p, input] of inputs)
+          if (input.value.trim() !== '') params.push(p.name + ':' + p.type + '=' + input.value.trim());
+        for (const w of extra.value.trim().split(/\s+/)) if (w) params.push(w);
+        try {
+          const r = await act('/api/v1/jobs/' + encodeURIComponent(name) + '/executions', { params: params });
+          notice('Run of ' + name + ' started (pid ' + r.pid + ')', true);
+          await load();
+        } catch (e) {
+          notice('Launch refused: ' + e.message);
+        }
+      });
+      declared.appendChild(form);
+    }).catch((e) => { clear(declared).appendChild(el('span', { class: 'muted' }, e.message)); });
 
     function chart(title, points, unit, id) {
       const W = 720, H = 220, L = 56, R = 12, T = 14, B = 34;
@@ -575,6 +621,117 @@
     return load();
   }
 
+  /* A time the API gave as ISO 8601 with its offset: shown as it is (the
+   * schedule's own zone), its UTC on hover. */
+  function zoned(local, utc) {
+    if (!local) return el('span', {}, '–');
+    return el('time', { datetime: utc || local, title: utc ? 'UTC ' + utc : '' }, local);
+  }
+
+  /* Schedules: each with its job, expression, zone, next firing, paused or not. */
+  function pageSchedules(main) {
+    const g = generation;
+    const body = el('tbody');
+    append(main, [el('h1', {}, 'Schedules'), el('div', { class: 'card' }, el('table', { id: 'schedules' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Schedule'), el('th', {}, 'Job'), el('th', {}, 'Cron'),
+        el('th', { class: 'hide-narrow' }, 'Zone'), el('th', {}, 'Next firing (UTC)'), el('th', {}, 'State'),
+        el('th', { class: 'hide-narrow' }, 'Overlap'))), body))]);
+    async function load() {
+      const d = await api('/api/v1/schedules');
+      if (!alive(g)) return;
+      clear(body);
+      if (!d.schedules.length) body.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no schedules')));
+      for (const s of d.schedules) {
+        body.appendChild(el('tr', { 'data-schedule': s.name },
+          el('td', { class: 'wrap' }, link('#/schedule/' + encodeURIComponent(s.name), s.name)),
+          el('td', { class: 'wrap' }, link('#/job/' + encodeURIComponent(s.job), s.job)),
+          el('td', { class: 'mono' }, s.cron),
+          el('td', { class: 'hide-narrow' }, s.time_zone),
+          el('td', {}, s.paused ? '–' : zoned(s.next_fire_time, s.next_fire_time)),
+          el('td', {}, s.paused ? el('span', { class: 'badge st-STOPPED' }, 'paused') : el('span', { class: 'badge st-STARTED' }, 'active')),
+          el('td', { class: 'hide-narrow' }, s.overlap_policy)));
+      }
+    }
+    every(5000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
+  /* One schedule: its settings, actions, next firings in its zone, history. */
+  function pageSchedule(main, name, q) {
+    const g = generation;
+    const before = q.get('before') || '';
+    const base = '/api/v1/schedules/' + encodeURIComponent(name);
+    const head = el('div'), acts = el('div', { class: 'actions', id: 'actions' }), facts = el('div', { class: 'card' });
+    const nextBody = el('tbody'), histBody = el('tbody'), pager = el('div', { class: 'pager' });
+    append(main, [head, acts, el('h2', {}, 'Schedule'), facts,
+      el('h2', {}, 'Next firings'), el('div', { class: 'card' }, el('table', { id: 'next-firings' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'In the schedule\'s zone'), el('th', {}, 'UTC'))), nextBody)),
+      el('h2', {}, 'Firings'), el('div', { class: 'card' }, el('table', { id: 'firings' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Instant (UTC)'), el('th', {}, 'Kind'), el('th', {}, 'Status'),
+          el('th', {}, 'Execution'), el('th', { class: 'hide-narrow' }, 'Node'), el('th', { class: 'num hide-narrow' }, 'Exit'),
+          el('th', { class: 'hide-narrow' }, 'Message'))), histBody), pager)]);
+    let paused = null;
+
+    function renderActions(s) {
+      clear(acts);
+      if (!canAct()) {
+        if (info && info.read_only) acts.appendChild(el('span', { class: 'muted' }, 'read-only console: no actions'));
+        return;
+      }
+      const after = async (p, ok) => { const d = await act(base + p); notice(ok(d), true); await load(); };
+      if (s.paused) acts.appendChild(actionButton('Resume', '', () => after('/resume', () => 'Schedule ' + name + ' resumed')));
+      else {
+        acts.appendChild(actionButton('Pause', 'danger', () => after('/pause', () => 'Schedule ' + name + ' paused')));
+        acts.appendChild(actionButton('Fire now', '', () => after('/fire', (d) => 'Fired now (firing ' + d.firing_id + ', ' + d.fire_time + '): ' + d.message)));
+      }
+    }
+
+    async function load() {
+      const [s, f] = await Promise.all([api(base),
+        api(base + '/firings?limit=25' + (before ? '&before=' + encodeURIComponent(before) : ''))]);
+      if (!alive(g)) return;
+      clear(head).appendChild(el('h1', {}, 'Schedule ' + s.name + ' ', s.paused ? badge('STOPPED', 'paused') : badge('STARTED', 'active')));
+      if (s.paused !== paused) renderActions(s);
+      paused = s.paused;
+      const counts = Object.entries(s.firings || {}).map(([k, v]) => k + ' ' + v).join(', ');
+      clear(facts).appendChild(el('dl', { class: 'kv' },
+        el('dt', {}, 'Job'), el('dd', {}, link('#/job/' + encodeURIComponent(s.job), s.job)),
+        el('dt', {}, 'Cron'), el('dd', { class: 'mono' }, s.cron),
+        el('dt', {}, 'Zone'), el('dd', { id: 'schedule-zone' }, s.time_zone),
+        el('dt', {}, 'Parameters'), el('dd', { class: 'mono wrap' }, (s.parameters || []).join(' ') || '–'),
+        el('dt', {}, 'Misfires'), el('dd', {}, s.misfire_policy + ', grace ' + s.misfire_grace_seconds + ' s'),
+        el('dt', {}, 'Overlap'), el('dd', {}, s.overlap_policy),
+        el('dt', {}, 'Recovery'), el('dd', {}, s.recover_policy + (s.recover_policy === 'RESTART' ?
+          ', ' + s.recover_attempts + ' attempts, ' + s.recover_delay_seconds + ' s apart' : '')),
+        el('dt', {}, 'Firings'), el('dd', {}, counts || 'none yet')));
+      clear(nextBody);
+      if (s.paused) nextBody.appendChild(el('tr', {}, el('td', { colspan: 2, class: 'muted' }, 'paused: none until resumed')));
+      else if (!(s.next_firings || []).length) nextBody.appendChild(el('tr', {}, el('td', { colspan: 2, class: 'muted' }, 'never fires again')));
+      else for (const n of s.next_firings)
+        nextBody.appendChild(el('tr', { 'data-next-firing': n.epoch }, el('td', { class: 'mono' }, zoned(n.local, n.utc)), el('td', { class: 'mono' }, n.utc)));
+      clear(histBody);
+      if (!f.firings.length) histBody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no firings yet')));
+      for (const x of f.firings) {
+        const kind = x.kind + (x.missed_count ? ' (' + (x.missed_count < 0 ? '10000+' : x.missed_count) + ' missed)' : '') +
+          (x.attempt ? ' · restart ' + x.attempt : '');
+        histBody.appendChild(el('tr', { 'data-firing': x.firing_id },
+          el('td', {}, el('time', { datetime: x.fire_time, title: 'UTC ' + x.fire_time }, x.fire_time)),
+          el('td', {}, kind),
+          el('td', {}, badge(x.status === 'FINISHED' && x.execution_status ? x.execution_status : x.status, x.status)),
+          el('td', {}, x.job_execution_id ? link('#/execution/' + x.job_execution_id, String(x.job_execution_id)) : '–'),
+          el('td', { class: 'mono wrap hide-narrow' }, x.node_id),
+          el('td', { class: 'num hide-narrow' }, x.exit_code === null || x.exit_code === undefined ? '–' : String(x.exit_code)),
+          el('td', { class: 'wrap hide-narrow' }, x.message || '')));
+      }
+      clear(pager);
+      const here = '#/schedule/' + encodeURIComponent(name);
+      if (before) pager.appendChild(link(here, 'Newest'));
+      if (f.next_before) pager.appendChild(link(here + '?before=' + f.next_before, 'Older'));
+    }
+    every(5000, () => load().catch((e) => notice(e.message)));
+    return load();
+  }
+
   /* ---- the router --------------------------------------------------------------- */
 
   function route() {
@@ -593,6 +750,8 @@
     else if (parts[0] === 'execution' && /^[0-9]+$/.test(parts[1] || '')) { section = 'executions'; p = pageExecution(main, parts[1]); }
     else if (parts[0] === 'job' && parts[1]) { p = pageJob(main, parts[1]); }
     else if (parts[0] === 'locks') { section = 'locks'; p = pageLocks(main, q); }
+    else if (parts[0] === 'schedules') { section = 'schedules'; p = pageSchedules(main); }
+    else if (parts[0] === 'schedule' && parts[1]) { section = 'schedules'; p = pageSchedule(main, parts[1], q); }
     else p = pageJobs(main);
     for (const a of document.querySelectorAll('nav a'))
       a.classList.toggle('active', a.getAttribute('data-nav') === section);

@@ -18,6 +18,8 @@
 #define CB__SERVE_DEFAULT_PER_CLIENT 64
 #define CB__SERVE_MAX_PER_CLIENT     500
 
+struct cb_registry;
+
 typedef struct cb__serve_options {
 	const char *listen;     /* "ADDR:PORT" (IPv4, [IPv6] or localhost); NULL: default */
 	const char *token_file; /* the admin token; NULL: read-only */
@@ -28,6 +30,9 @@ typedef struct cb__serve_options {
 	 * before they ever ran. */
 	const char *const *job_names;
 	size_t njobs;
+	/* The registry itself (borrowed): a job's declared parameters and the
+	 * checks of a launch from the console; NULL: no launches. */
+	const struct cb_registry *reg;
 	FILE *log; /* the start line and shutdown notes; NULL: stderr */
 	/* More names the Host header may give (a reverse proxy's), each NAME or
 	 * NAME:PORT (borrowed); a NAME without a port is accepted on any port. */

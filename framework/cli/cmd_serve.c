@@ -78,6 +78,7 @@ int cb__cli_cmd_serve(struct cli *c)
 	o.conninfo = c->db;
 	o.job_names = names;
 	o.njobs = n;
+	o.reg = c->reg;
 	o.log = stdout;
 	o.allowed_hosts = hosts;
 	o.nallowed_hosts = nhosts;

@@ -169,6 +169,32 @@ int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long 
  */
 int cb_schedule_pause(int *changed, PGconn *conn, const char *name, int pause, cb_error *err);
 
+/** Result of cb_schedule_fire_now. */
+typedef struct cb_schedule_fired {
+	int queued;          /**< 1: the firing waits for a scheduler node (or behind a live one) */
+	long long firing_id; /**< the firing recorded (also for a skip by overlap); 0 if none */
+	long long fire_time; /**< the instant claimed: the database's clock, to the second */
+	char fire_time_text[64]; /**< the same, in the schedule's zone with its offset */
+	char message[512];       /**< why it was refused, or what it waits for */
+} cb_schedule_fired;
+
+/**
+ * Fire schedule @p name now, for @p actor ("console@ADDRESS"): a firing of
+ * kind MANUAL for the database's current second, claimed as a scheduler node
+ * claims an instant, so that the same rules hold: once per (schedule,
+ * instant), and the overlap policy (a live firing under SKIP records it
+ * SKIPPED_OVERLAP and nothing runs; under QUEUE it queues behind it). Its
+ * parameters are the templates filled for that instant. A claimed manual
+ * firing is QUEUED: the next scheduler node that has the job launches it as
+ * any firing (nothing runs while no scheduler runs).
+ * @return 0 (out->queued 1); CB_ERUNNING (refused by the overlap policy or
+ *         the instant is taken: out->message says why, nothing runs);
+ *         CB_EINVAL (paused, or a template that cannot be filled);
+ *         CB_ENOTFOUND; CB_EDB; CB_ENOMEM
+ */
+int cb_schedule_fire_now(cb_schedule_fired *out, PGconn *conn, const char *name, const char *actor,
+			 cb_error *err);
+
 /** Remove schedule @p name with its firings and history. @return 0, CB_ENOTFOUND, CB_EDB */
 int cb_schedule_remove(PGconn *conn, const char *name, cb_error *err);
 

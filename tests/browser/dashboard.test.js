@@ -103,6 +103,8 @@ async function main() {
     await page.waitForSelector('tr[data-job="ledger"] [data-status]');
     check(await page.$eval('tr[data-job="ledger"] [data-status]', (e) => e.dataset.status) === 'STARTED',
       'the jobs overview shows the last status of ledger');
+    check(await page.$('tr[data-job="ledger"] td[data-next="paused"]') !== null,
+      'a job whose schedules are all paused shows "paused" as its next firing');
     await page.goto(ADMIN + '/#/job/ledger', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#chart-duration rect.bar');
     check(await page.$$eval('#chart-duration rect.bar', (l) => l.length) === 2, 'the duration chart has a bar per execution');
@@ -185,6 +187,29 @@ async function main() {
     check(true, 'stop with the token turns the execution STOPPED');
     check(await page.$('button[data-action="restart"]') !== null, 'a stopped execution offers restart');
     check(await page.$('button[data-action="stop"]') === null, 'and no more stop');
+
+    /* 10. Schedules: the list, one schedule's next firings in its zone with
+     * the offset (UTC on hover), its actions; the job page's launch form. */
+    await page.goto(ADMIN + '/#/schedules', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('tr[data-schedule="nightly-berlin"]');
+    check((await text(page, 'tr[data-schedule="nightly-berlin"]')).includes('Europe/Berlin'),
+      'the Schedules page lists the schedule with its zone');
+    await page.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#next-firings tr[data-next-firing]');
+    check(await page.$$eval('#next-firings tr[data-next-firing]', (l) => l.length) === 5, 'the schedule page shows 5 next firings');
+    const first = await text(page, '#next-firings tr[data-next-firing] td');
+    check(/T0[23]:[03]0:00\+0[12]:00$/.test(first), `a next firing is local time in Berlin with its offset (${first})`);
+    check((await page.$eval('#next-firings time', (e) => e.title)).startsWith('UTC '), 'its UTC time is on hover');
+    check(await page.$('button[data-action="fire now"]') !== null && await page.$('button[data-action="pause"]') !== null,
+      'an admin console offers pause and fire now');
+    await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
+    check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
+    check(await page.$('form#launch button[data-action="launch"]') !== null, 'and a form that launches a run');
+    await narrow.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
+    await narrow.waitForSelector('#next-firings tr[data-next-firing]');
+    const swidth = await narrow.evaluate(() => document.documentElement.scrollWidth);
+    check(swidth <= 391, `at 390 px wide the schedule page does not overflow (${swidth} px)`);
 
     /* 9. Force unlock from the locks page, with a reason. */
     await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });

@@ -132,6 +132,14 @@ done
 	exit 1
 }
 say "finished execution $done_id, running execution $running_id"
+# A schedule (never fired: its next firings and an empty history) and the
+# tick job's declared parameters for the launch form.
+ex example-setup tick >/dev/null
+ex schedule add nightly-berlin --cron '30 2 * * *' --tz Europe/Berlin --job tick \
+	'at={fire_utc}' >/dev/null
+# ledger's only schedule is paused: its next firing says so.
+ex schedule add ledger-paused --cron '0 1 * * *' --job ledger 'day:date={fire_date}' \
+	--paused >/dev/null
 # A lock another host holds for an hour, its name markup too: unlocked from the page.
 lock_name='ops/<b>nightly</b> lock'
 q "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until, locked_at,

@@ -1,0 +1,489 @@
+/*
+ * Schedules and launches in the console (issue 21, items 1 and 2) over real
+ * HTTP against the real `serve` process, a real scheduler and repository.
+ *
+ * The schedule endpoints' JSON: the list, one schedule with its next
+ * firings in its own zone (Europe/Berlin, a monthly instant across the
+ * spring change: each local 12:00 with its offset, and the UTC time that
+ * offset gives); the firing history with keyset paging. Pause, resume and
+ * fire are refused without the token (401) and from another origin (403);
+ * the Jobs list says a job whose schedules are all paused is paused. Fire
+ * now while a firing is live under overlap SKIP: 409 naming the live firing,
+ * recorded SKIPPED_OVERLAP of kind MANUAL, nothing queued or run; once it is
+ * over, 202, QUEUED, and a scheduler node runs it to its end. A job's
+ * declared parameters; a launch with a bad parameter is 400 naming it with
+ * nothing written; a good one 202, and it completes; the same instance again
+ * 409, and 409 for an instance while it runs.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cbtest.h"
+#include "serve_client.h"
+
+#define TOKEN "t0ken-for-the-schedules-test"
+
+static char db[CBT_CONNINFO_MAX];
+static char out[65536], errout[16384];
+static char token_file[4096];
+static struct server adm;
+static PGconn *conn;
+static char origin[64], auth[128];
+
+static int run_examples(const char *const *args)
+{
+	const char *argv[24];
+	size_t n = 0;
+
+	argv[n++] = cbt_examples_bin();
+	argv[n++] = "--db";
+	argv[n++] = db;
+	while (*args && n < 23)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+}
+
+#define EX(...) run_examples((const char *const[]){ __VA_ARGS__, NULL })
+
+static int init(void)
+{
+	curl_global_init(CURL_GLOBAL_ALL);
+	return cbt_db_create(db, sizeof(db), "api_schedules");
+}
+
+static int clean(void)
+{
+	if (adm.pid > 0)
+		server_stop(&adm);
+	PQfinish(conn);
+	if (token_file[0])
+		unlink(token_file);
+	cbt_db_drop(db);
+	curl_global_cleanup();
+	return 0;
+}
+
+/* A request with @p hs (NULL: token and our origin for POST, none for GET);
+ * the status, the body parsed into @p doc (may be NULL). */
+static long req(const char *method, const char *path, const char *body, const char *const *hs,
+		json_t **doc)
+{
+	const char *mine[] = { auth, origin, "Content-Type: application/json", NULL };
+	struct resp r;
+	long st;
+
+	if (!hs && strcmp(method, "POST") == 0)
+		hs = mine;
+	http(&r, adm.port, method, path, body, body ? strlen(body) : 0, hs);
+	st = r.status;
+	if (doc)
+		*doc = json_loads(r.body ? r.body : "", 0, NULL);
+	if (st >= 400 && st != 401 && st != 403 && st != 404 && st != 409 && st != 400)
+		CBT_FAILF("%s %s: %ld %.300s", method, path, st, r.body);
+	resp_free(&r);
+	return st;
+}
+
+static const char *err_message(json_t *doc)
+{
+	const char *m =
+		json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+
+	return m ? m : "(no message)";
+}
+
+static void test_fixture(void)
+{
+	conn = cbt_connect(db);
+	CBT_EQ_LL(EX("schema", "init"), 0);
+	CBT_EQ_LL(EX("example-setup", "tick", "--reset"), 0);
+	/* Noon on the 1st of each month in Berlin: across a DST change within
+	 * any five months. */
+	CBT_EQ_LL(EX("schedule", "add", "monthly", "--cron", "0 12 1 * *", "--tz", "Europe/Berlin",
+		     "--job", "tick", "at={fire_utc}"),
+		  0);
+	snprintf(token_file, sizeof(token_file), "%s/schedules-token-%d", cbt_tmpdir(),
+		 (int)getpid());
+	cbt_write_str(token_file, TOKEN "\n");
+	chmod(token_file, 0600);
+	CBT_EQ_LL(server_start(&adm, db,
+			       (const char *const[]){ "--admin-token-file", token_file, NULL }),
+		  0);
+	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%d", adm.port);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN);
+}
+
+#define NEED_SERVER()                                                                              \
+	do {                                                                                       \
+		if (adm.pid <= 0) {                                                                \
+			CBT_FAILF("no server (the fixture failed)");                               \
+			return;                                                                    \
+		}                                                                                  \
+	} while (0)
+
+static void test_list_and_next_firings(void)
+{
+	json_t *d = NULL, *s, *next;
+	int plus1 = 0, plus2 = 0;
+
+	NEED_SERVER();
+	CBT_EQ_LL(req("GET", "/api/v1/schedules", NULL, NULL, &d), 200);
+	s = json_array_get(json_object_get(d, "schedules"), 0);
+	CBT_EQ_STR(json_string_value(json_object_get(s, "name")), "monthly");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "cron")), "0 12 1 * *");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "time_zone")), "Europe/Berlin");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "job")), "tick");
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(s, "parameters"), 0)),
+		   "at={fire_utc}");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "overlap_policy")), "SKIP");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "misfire_policy")), "RUN_ONCE");
+	CBT_EQ_STR(json_string_value(json_object_get(s, "recover_policy")), "RESTART");
+	CBT_EQ_LL(json_is_false(json_object_get(s, "paused")), 1);
+	json_decref(d);
+
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly", NULL, NULL, &d), 200);
+	next = json_object_get(d, "next_firings");
+	CBT_EQ_LL(json_array_size(next), 5);
+	for (size_t i = 0; i < json_array_size(next); i++) {
+		const char *local =
+			json_string_value(json_object_get(json_array_get(next, i), "local"));
+		const char *utc =
+			json_string_value(json_object_get(json_array_get(next, i), "utc"));
+
+		if (!local || !utc || strlen(local) < 25 || strlen(utc) < 20) {
+			CBT_FAILF("next firing %zu: %s / %s", i, local ? local : "-",
+				  utc ? utc : "-");
+			break;
+		}
+		/* Local noon on the 1st, with its offset; UTC is noon minus it. */
+		CBT_EQ_LL(strncmp(local + 8, "01T12:00:00", 11), 0);
+		if (strcmp(local + 19, "+01:00") == 0) {
+			plus1++;
+			CBT_EQ_LL(strncmp(utc + 8, "01T11:00:00Z", 12), 0);
+		} else if (strcmp(local + 19, "+02:00") == 0) {
+			plus2++;
+			CBT_EQ_LL(strncmp(utc + 8, "01T10:00:00Z", 12), 0);
+		} else {
+			CBT_FAILF("unexpected offset in %s", local);
+		}
+	}
+	/* Five months in a row hold both CET and CEST. */
+	CBT_EQ_LL(plus1 > 0 && plus2 > 0, 1);
+	json_decref(d);
+
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/nope", NULL, NULL, &d), 404);
+	json_decref(d);
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/bad%20name", NULL, NULL, &d), 400);
+	json_decref(d);
+}
+
+static void test_firings_paging(void)
+{
+	json_t *d = NULL, *f;
+	long long first, next;
+	char path[160];
+
+	NEED_SERVER();
+	/* Seven past firings of every sort, the newest an overlap skip. */
+	cbt_exec(
+		conn,
+		"INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, missed_until, "
+		" missed_count, node_id, status, job_name, message, finished_at) "
+		"SELECT s.schedule_id, timestamptz '2026-01-01 11:00Z' + g * interval '1 day', "
+		" CASE WHEN g = 2 THEN 'MISFIRE_RUN' ELSE 'SCHEDULED' END, "
+		" CASE WHEN g = 2 THEN timestamptz '2026-01-05 11:00Z' END, "
+		" CASE WHEN g = 2 THEN 4 ELSE 0 END, 'node-' || g, "
+		" CASE g WHEN 3 THEN 'ORPHANED' WHEN 7 THEN 'SKIPPED_OVERLAP' ELSE 'FINISHED' END, "
+		" 'tick', 'seeded', now() "
+		"FROM batch_schedule s, generate_series(1, 7) g WHERE s.schedule_name = 'monthly'");
+	first = cbt_query_ll(conn, "SELECT max(firing_id) FROM batch_schedule_firing");
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings?limit=3", NULL, NULL, &d), 200);
+	f = json_object_get(d, "firings");
+	CBT_EQ_LL(json_array_size(f), 3);
+	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 0), "firing_id")), first);
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 0), "status")),
+		   "SKIPPED_OVERLAP");
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 0), "node_id")), "node-7");
+	next = json_integer_value(json_object_get(d, "next_before"));
+	CBT_EQ_LL(next, first - 2);
+	json_decref(d);
+	snprintf(path, sizeof(path), "/api/v1/schedules/monthly/firings?limit=3&before=%lld", next);
+	CBT_EQ_LL(req("GET", path, NULL, NULL, &d), 200);
+	f = json_object_get(d, "firings");
+	CBT_EQ_LL(json_array_size(f), 3);
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 1), "status")), "ORPHANED");
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 2), "kind")), "MISFIRE_RUN");
+	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 2), "missed_count")), 4);
+	next = json_integer_value(json_object_get(d, "next_before"));
+	json_decref(d);
+	snprintf(path, sizeof(path), "/api/v1/schedules/monthly/firings?limit=3&before=%lld", next);
+	CBT_EQ_LL(req("GET", path, NULL, NULL, &d), 200);
+	CBT_EQ_LL(json_array_size(json_object_get(d, "firings")), 1);
+	CBT_EQ_LL(json_is_null(json_object_get(d, "next_before")), 1);
+	json_decref(d);
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings?limit=0", NULL, NULL, &d), 400);
+	json_decref(d);
+	cbt_exec(conn, "DELETE FROM batch_schedule_firing");
+}
+
+static void test_pause_resume(void)
+{
+	const char *const none[] = { origin, NULL };
+	const char *const evil[] = { auth, "Origin: http://evil.example", NULL };
+	const char *paths[] = { "/api/v1/schedules/monthly/pause",
+				"/api/v1/schedules/monthly/resume",
+				"/api/v1/schedules/monthly/fire" };
+	json_t *d = NULL, *jobs, *j;
+	size_t i;
+
+	NEED_SERVER();
+	for (i = 0; i < 3; i++) {
+		CBT_EQ_LL(req("POST", paths[i], "{}", none, &d), 401);
+		json_decref(d);
+		CBT_EQ_LL(req("POST", paths[i], "{}", evil, &d), 403);
+		json_decref(d);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE paused"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 0);
+
+	CBT_EQ_LL(req("POST", paths[0], "{}", NULL, &d), 200);
+	CBT_EQ_LL(json_is_true(json_object_get(d, "paused")), 1);
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE paused"), 1);
+	/* The Jobs list: paused, not "no schedule". */
+	CBT_EQ_LL(req("GET", "/api/v1/jobs", NULL, NULL, &d), 200);
+	jobs = json_object_get(d, "jobs");
+	json_array_foreach(jobs, i, j)
+	{
+		if (strcmp(json_string_value(json_object_get(j, "job_name")), "tick") == 0)
+			CBT_EQ_LL(json_is_true(json_object_get(j, "schedules_paused")), 1);
+		else
+			CBT_EQ_LL(json_is_false(json_object_get(j, "schedules_paused")), 1);
+	}
+	json_decref(d);
+	/* Paused: fire now is refused. */
+	CBT_EQ_LL(req("POST", paths[2], "{}", NULL, &d), 409);
+	CBT_CONTAINS(err_message(d), "paused");
+	json_decref(d);
+	CBT_EQ_LL(req("POST", paths[1], "{}", NULL, &d), 200);
+	CBT_EQ_LL(json_is_false(json_object_get(d, "paused")), 1);
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE paused"), 0);
+	CBT_EQ_LL(req("POST", "/api/v1/schedules/nope/pause", "{}", NULL, &d), 404);
+	json_decref(d);
+}
+
+static void test_fire_now(void)
+{
+	json_t *d = NULL, *f;
+	long long live, fid;
+	char log[4096];
+	pid_t pid;
+
+	NEED_SERVER();
+	/* A live firing: being launched by a node whose lease holds. */
+	cbt_exec(conn, "INSERT INTO batch_scheduler_node (node_id, host, pid, lease_seconds) "
+		       "VALUES ('busy-node', 'elsewhere', 1, 600)");
+	cbt_exec(conn, "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		       " status, job_name) SELECT schedule_id, '2026-01-01 11:00Z', 'SCHEDULED', "
+		       " 'busy-node', 'CLAIMED', 'tick' FROM batch_schedule");
+	live = cbt_query_ll(conn, "SELECT max(firing_id) FROM batch_schedule_firing");
+	CBT_EQ_LL(req("POST", "/api/v1/schedules/monthly/fire", "{}", NULL, &d), 409);
+	CBT_CONTAINS(err_message(d), "busy-node");
+	CBT_CONTAINS(err_message(d), "overlap policy SKIP");
+	json_decref(d);
+	/* Recorded as a skip of a manual firing; nothing queued, nothing run. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE kind = "
+				     "'MANUAL' AND status = 'SKIPPED_OVERLAP'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE status = "
+				     "'QUEUED'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+
+	/* The live one is over: fired now (a second later: the skip took this
+	 * second's instant, once per instant), queued for a scheduler node. */
+	usleep(1100 * 1000);
+	cbt_queryp_ll(
+		conn,
+		"WITH u AS (UPDATE batch_schedule_firing SET status = 'FINISHED', "
+		" finished_at = now() WHERE firing_id = $1 RETURNING 1) SELECT count(*) FROM u",
+		"lld", live);
+	CBT_EQ_LL(req("POST", "/api/v1/schedules/monthly/fire", "{}", NULL, &d), 202);
+	CBT_EQ_STR(json_string_value(json_object_get(d, "status")), "QUEUED");
+	CBT_EQ_STR(json_string_value(json_object_get(d, "kind")), "MANUAL");
+	CBT_CONTAINS(json_string_value(json_object_get(d, "fire_time")), "+0");
+	fid = json_integer_value(json_object_get(d, "firing_id"));
+	json_decref(d);
+	/* A second one now: the first is live (queued), so it is skipped. */
+	CBT_EQ_LL(req("POST", "/api/v1/schedules/monthly/fire", "{}", NULL, &d), 409);
+	json_decref(d);
+	/* A scheduler node runs it as any firing. */
+	snprintf(log, sizeof(log), "%s/schedules-scheduler-%d.log", cbt_tmpdir(), (int)getpid());
+	{
+		const char *argv[] = {
+			cbt_examples_bin(), "--db", db,  "scheduler", "--exit-after", "20",
+			"--lease",          "5",    NULL
+		};
+
+		pid = cbt_spawn(argv, log);
+	}
+	if (!cbt_wait_untilp(conn, 20000,
+			     "SELECT count(*) FROM batch_schedule_firing WHERE firing_id = $1 AND "
+			     "status = 'FINISHED' AND exit_code = 0",
+			     "lld", fid))
+		CBT_FAILF("the manual firing %lld did not finish", fid);
+	kill(pid, SIGTERM);
+	cbt_wait(pid);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	/* A manual instant is never late: no misfire recorded for it. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				     "'MISFIRED'"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				     "'FIRED'"),
+		  1);
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings", NULL, NULL, &d), 200);
+	f = json_array_get(json_object_get(d, "firings"), 0);
+	CBT_EQ_LL(json_integer_value(json_object_get(f, "firing_id")), fid);
+	CBT_EQ_STR(json_string_value(json_object_get(f, "kind")), "MANUAL");
+	CBT_EQ_STR(json_string_value(json_object_get(f, "execution_status")), "COMPLETED");
+	CBT_EQ_LL(json_integer_value(json_object_get(f, "job_execution_id")),
+		  cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution"));
+	json_decref(d);
+}
+
+static void test_job_params_and_launch(void)
+{
+	json_t *d = NULL, *p;
+	long long inst, execs;
+	int found = 0;
+
+	NEED_SERVER();
+	CBT_EQ_LL(req("GET", "/api/v1/jobs/tick", NULL, NULL, &d), 200);
+	p = json_object_get(d, "parameters");
+	for (size_t i = 0; i < json_array_size(p); i++) {
+		json_t *x = json_array_get(p, i);
+
+		if (strcmp(json_string_value(json_object_get(x, "name")), "at") == 0) {
+			found = 1;
+			CBT_EQ_STR(json_string_value(json_object_get(x, "type")), "string");
+			CBT_EQ_LL(json_is_true(json_object_get(x, "required")), 1);
+			CBT_EQ_LL(json_is_true(json_object_get(x, "identifying")), 1);
+		}
+	}
+	CBT_EQ_LL(found, 1);
+	json_decref(d);
+	CBT_EQ_LL(req("GET", "/api/v1/jobs/nope", NULL, NULL, &d), 404);
+	json_decref(d);
+
+	inst = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance");
+	execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	/* Without the token: refused, nothing started. */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[\"at=x\"]}",
+		      (const char *const[]){ origin, NULL }, &d),
+		  401);
+	json_decref(d);
+	/* Bad input, each named, nothing written. */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=launch-1\",\"-sleepMs:long=abc\"]}", NULL, &d),
+		  400);
+	CBT_CONTAINS(err_message(d), "sleepMs");
+	json_decref(d);
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[]}", NULL, &d), 400);
+	CBT_CONTAINS(err_message(d), "at");
+	json_decref(d);
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[\"at=x\",\"bogus=1\"]}",
+		      NULL, &d),
+		  400);
+	CBT_CONTAINS(err_message(d), "bogus");
+	json_decref(d);
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":\"at=x\"}", NULL, &d),
+		  400);
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), inst);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+
+	/* A good one: 202 with a pid; it completes. */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=launch-1\",\"-sleepMs:long=0\"]}", NULL, &d),
+		  202);
+	CBT_EQ_LL(json_integer_value(json_object_get(d, "pid")) > 0, 1);
+	json_decref(d);
+	if (!cbt_wait_until(conn, 20000,
+			    "SELECT count(*) FROM batch_job_execution e JOIN batch_job_instance i "
+			    "USING (job_instance_id) JOIN batch_job_execution_params p "
+			    "ON p.job_execution_id = e.job_execution_id "
+			    "WHERE e.status = 'COMPLETED' AND p.parameter_name = 'at' "
+			    "AND p.parameter_value = 'launch-1'"))
+		CBT_FAILF("the launched run did not complete");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log WHERE fired_for = 'launch-1'"),
+		  1);
+	/* The same instance again: complete, 409, nothing started. */
+	execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[\"at=launch-1\"]}",
+		      NULL, &d),
+		  409);
+	CBT_CONTAINS(err_message(d), "already complete");
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+
+	/* A running instance: 409 while it runs, nothing started. */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=3000\"]}", NULL, &d),
+		  202);
+	json_decref(d);
+	if (!cbt_wait_until(conn, 20000,
+			    "SELECT count(*) FROM batch_job_execution e "
+			    "JOIN batch_job_execution_params p USING (job_execution_id) "
+			    "WHERE e.status = 'STARTED' AND p.parameter_name = 'at' "
+			    "AND p.parameter_value = 'launch-2'"))
+		CBT_FAILF("the second launched run did not start");
+	execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions", "{\"params\":[\"at=launch-2\"]}",
+		      NULL, &d),
+		  409);
+	CBT_CONTAINS(err_message(d), "already running");
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	if (!cbt_wait_until(conn, 20000,
+			    "SELECT count(*) FROM tick_log WHERE fired_for = 'launch-2'"))
+		CBT_FAILF("the second launched run did not complete");
+}
+
+static void test_finish(void)
+{
+	NEED_SERVER();
+	CBT_EQ_LL(server_stop(&adm), 0);
+	adm.pid = 0;
+}
+
+static const CU_TestInfo tests[] = {
+	{ "fixture: a monthly schedule in Europe/Berlin; a server with a token", test_fixture },
+	{ "list and one schedule: policies, next firings with offsets across DST",
+	  test_list_and_next_firings },
+	{ "firing history: keyset paging, kinds, misfire counts, orphans, skips",
+	  test_firings_paging },
+	{ "pause/resume: 401/403 without token or from elsewhere; jobs say paused",
+	  test_pause_resume },
+	{ "fire now: 409 under overlap skip, nothing run; 202 queued, a node runs it",
+	  test_fire_now },
+	{ "launch: declared parameters; 400 naming the bad one, nothing written; 202; 409 "
+	  "complete; 409 running",
+	  test_job_params_and_launch },
+	{ "server stops with 0", test_finish },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("api_schedules", init, clean, tests);
+}
