@@ -29,6 +29,9 @@ int ledger_export_register(cb_registry *reg, cb_error *err);
 /* Register the `csv_import` job. */
 int csv_import_register(cb_registry *reg, cb_error *err);
 
+/* Register the `sales_totals` job. */
+int sales_totals_register(cb_registry *reg, cb_error *err);
+
 /* Register the `tick` job. */
 int tick_register(cb_registry *reg, cb_error *err);
 

@@ -112,6 +112,7 @@ static void usage(void)
 	       "       example-setup settlement [--rows N] [--date YYYY-MM-DD] [--reset]\n"
 	       "       example-setup outbox [--rows N] [--reset]\n"
 	       "       example-setup tick [--reset]\n"
+	       "       example-setup sales_totals [--rows N] [--reset]\n"
 	       "  Creates the example's tables (examples/NAME/schema.sql) and demo data.\n"
 	       "  ledger:     N accounts (default 10000), amounts 0.01..999.99, 50 sellers;\n"
 	       "              --negative-at ID makes account ID's amount negative (bad input)\n"
@@ -119,6 +120,7 @@ static void usage(void)
 	       "              before, the day of and the day after --date (default 2026-06-30)\n"
 	       "  outbox:     N READY messages (default 10000) over 7 topics\n"
 	       "  tick:       the tick_log table of the tick job (no demo data)\n"
+	       "  sales_totals: N invoices more (default 10000) over 500 customers\n"
 	       "  --reset     removes the example's rows first\n");
 }
 
@@ -162,6 +164,27 @@ static int setup_outbox(PGconn *conn, long long rows, int reset)
 	return ready("outbox", "messages", rows, NULL);
 }
 
+static int setup_sales_totals(PGconn *conn, long long rows, int reset)
+{
+	char nrows[24];
+	const char *p[1] = { nrows };
+
+	if (reset && exec_sql(conn, "reset", "TRUNCATE invoice, customer_total", 0, NULL) < 0)
+		return CB_EXIT_FAILED;
+	snprintf(nrows, sizeof(nrows), "%lld", rows);
+	/* Deterministic, after the invoices already there: tests add more while
+	 * a run goes on, and recompute the totals with one statement. */
+	if (exec_sql(conn, "demo data",
+		     "WITH base AS (SELECT coalesce(max(id), 0) AS b FROM invoice) "
+		     "INSERT INTO invoice (id, customer_id, amount, issued_at) "
+		     "SELECT b + g, 1 + ((b + g) * 7919) % 500, (1 + ((b + g) * 104729) % 99999) "
+		     " / 100.0, timestamptz '2026-01-01' + (b + g) * interval '1 minute' "
+		     "FROM base, generate_series(1, $1::bigint) g",
+		     1, p) < 0)
+		return CB_EXIT_FAILED;
+	return ready("sales_totals", "invoices", rows, NULL);
+}
+
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 {
 	long long rows = 10000, negative = 0;
@@ -200,9 +223,10 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		}
 	}
 	if (!example || (strcmp(example, "ledger") != 0 && strcmp(example, "settlement") != 0 &&
-			 strcmp(example, "outbox") != 0 && strcmp(example, "tick") != 0))
-		return failure(CB_EXIT_USAGE,
-			       "name an example (known: ledger, outbox, settlement, tick)");
+			 strcmp(example, "outbox") != 0 && strcmp(example, "tick") != 0 &&
+			 strcmp(example, "sales_totals") != 0))
+		return failure(CB_EXIT_USAGE, "name an example (known: ledger, outbox, "
+					      "sales_totals, settlement, tick)");
 	sql = find_schema(example);
 	if (!sql)
 		return failure(CB_EXIT_FAILED, "no schema embedded for '%s'", example);
@@ -212,6 +236,8 @@ int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv)
 		return setup_settlement(conn, rows, date, reset);
 	if (strcmp(example, "outbox") == 0)
 		return setup_outbox(conn, rows, reset);
+	if (strcmp(example, "sales_totals") == 0)
+		return setup_sales_totals(conn, rows, reset);
 	if (strcmp(example, "tick") == 0) {
 		if (reset && exec_sql(conn, "reset", "TRUNCATE tick_log", 0, NULL) < 0)
 			return CB_EXIT_FAILED;

@@ -20,6 +20,7 @@
 #include "reserved.h"
 #include "text.h"
 #include "tx.h"
+#include "cbatch/writers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +620,35 @@ static int complete_writers(chunk_step *cs, cb_error *err)
 	return 0;
 }
 
+/*
+ * A strict status transition found rows another run took (writers.h): the
+ * event is counted on the step execution at once, in its own transaction,
+ * because the chunk that met it rolls back. Best effort: the count is a
+ * statistic, the chunk's outcome does not depend on it.
+ */
+static void count_transition_conflict(chunk_step *cs)
+{
+	static const char sql[] = "UPDATE batch_step_execution"
+				  " SET transition_conflict_count = transition_conflict_count + 1"
+				  " WHERE step_execution_id = $1::bigint";
+	char id[24];
+	const char *params[1] = { id };
+	PGresult *res;
+
+	if (PQstatus(cs->sc.conn) != CONNECTION_OK ||
+	    PQpipelineStatus(cs->sc.conn) != PQ_PIPELINE_OFF)
+		return;
+	snprintf(id, sizeof(id), "%lld", cs->sc.step_execution_id);
+	res = PQexecParams(cs->sc.conn, sql, 1, NULL, params, NULL, NULL, 0);
+	PQclear(res);
+}
+
+static int transition_conflict(const cb_error *err)
+{
+	return strcmp(err->sqlstate, CB_SQLSTATE_TRANSITION_REREAD) == 0 ||
+	       strcmp(err->sqlstate, CB_SQLSTATE_TRANSITION_CONFLICT) == 0;
+}
+
 /* Run chunks until the input ends, a stop, or a failure. */
 static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 {
@@ -649,6 +679,27 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		}
 		if (rc < 0) {
 			CB__NOTIFY(job, chunk_error, &cs->sc, err);
+			if (transition_conflict(err)) {
+				/* Never retried or skipped as a plain error: the rows are
+				 * another run's; re-read (bounded by the writer) or fail. */
+				int reread =
+					strcmp(err->sqlstate, CB_SQLSTATE_TRANSITION_REREAD) == 0 &&
+					cs->parts.reader.rollback;
+
+				roll_back(cs, out, 1, err);
+				count_transition_conflict(cs);
+				if (reread) {
+					cb_error_clear(err);
+					continue;
+				}
+				if (strcmp(err->sqlstate, CB_SQLSTATE_TRANSITION_REREAD) == 0)
+					cb_error_prefix(err,
+							"chunk %lld (the reader cannot re-read)",
+							cs->commits + 1);
+				else
+					cb_error_prefix(err, "chunk %lld", cs->commits + 1);
+				return;
+			}
 			action = classify(cs, a.fault, err);
 			if (action == CB_FAULT_SKIP && a.fault == CB_FAULT_WRITE) {
 				roll_back(cs, out, 0, err);

@@ -23,6 +23,13 @@ struct status {
 	char *expect_value;
 	int count_unchanged; /* rows that did not transition count as duplicate writes */
 	char count[24];
+	/* strict transitions (since options version 3) */
+	int strict;      /* the statement raises when it changes fewer rows than keys */
+	int on_conflict; /* CB_TRANSITION_REREAD or _FAIL */
+	unsigned int max_rereads;
+	unsigned int rereads; /* chunks rolled back in a row since the last commit */
+	int sent;             /* a statement went out since the last commit or rollback */
+	char label[160];      /* the table, for the conflict message (a parameter) */
 	cb_bind_fn bind;
 	void *bind_ctx;
 	/* filtered items (since options version 2) */
@@ -71,9 +78,55 @@ static void status_free(void *state)
 	free(s);
 }
 
+/* Parameters of the statement: value, keys, [expected value], [count],
+ * [conflict mode, table label]. */
+static size_t nparams(const struct status *s)
+{
+	return s->nkeys + 1 + (s->expect_column && s->expect_value ? 1 : 0) +
+	       (s->count_unchanged && !s->strict ? 1 : 0) + (s->strict ? 2 : 0);
+}
+
+/*
+ * A strict transition wraps the UPDATE: its keys come back, and when fewer
+ * rows changed than the chunk has distinct keys, batch_transition_conflict
+ * raises inside the transaction (the pipeline's COMMIT is then refused),
+ * naming up to 10 keys that did not transition.
+ */
+static void add_strict_check(struct status *s, cb__sql *b, char *const *q, char *const *types,
+			     size_t next)
+{
+	size_t i;
+
+	cb__sql_add(b, " RETURNING ");
+	for (i = 0; i < s->nkeys; i++)
+		cb__sql_add(b, "%s%s%s", i ? ", " : "", s->nkeys == 1 ? "" : "_cb_t.", q[i]);
+	cb__sql_add(b, "), _cb_in AS (SELECT DISTINCT * FROM unnest(");
+	for (i = 0; i < s->nkeys; i++)
+		cb__sql_add(b, "%s$%zu::%s[]", i ? ", " : "", i + 2, types[i]);
+	cb__sql_add(b, ") AS _cb_v(");
+	for (i = 0; i < s->nkeys; i++)
+		cb__sql_add(b, "%s%s", i ? ", " : "", q[i]);
+	cb__sql_add(b,
+		    ")) SELECT CASE WHEN (SELECT count(*) FROM _cb_u) <> "
+		    "(SELECT count(*) FROM _cb_in) THEN batch_transition_conflict($%zu, $%zu, "
+		    "(SELECT count(*) FROM _cb_in), (SELECT count(*) FROM _cb_u), ARRAY("
+		    "SELECT ",
+		    next, next + 1);
+	if (s->nkeys == 1)
+		cb__sql_add(b, "_cb_in.%s::text", q[0]);
+	else
+		cb__sql_add(b, "row(_cb_in.*)::text");
+	cb__sql_add(b, " FROM _cb_in WHERE NOT EXISTS (SELECT 1 FROM _cb_u WHERE (");
+	for (i = 0; i < s->nkeys; i++)
+		cb__sql_add(b, "%s_cb_u.%s", i ? ", " : "", q[i]);
+	cb__sql_add(b, ") = (");
+	for (i = 0; i < s->nkeys; i++)
+		cb__sql_add(b, "%s_cb_in.%s", i ? ", " : "", q[i]);
+	cb__sql_add(b, ")) ORDER BY 1 LIMIT 10)) END");
+}
+
 /* types[0..nkeys-1]: the keys' types, types[nkeys]: the set column's,
- * types[nkeys + 1]: the expected column's (conditional transitions).
- * Parameters: $1 value, $2.. keys, then the expected value, then the count. */
+ * types[nkeys + 1]: the expected column's (conditional transitions). */
 static int build_sql(struct status *s, char **out, const char *qualified, char *const *types,
 		     cb_error *err)
 {
@@ -100,7 +153,7 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 	rc = cb__sql_open(&b, err);
 	if (rc)
 		goto done;
-	if (s->count_unchanged)
+	if ((s->count_unchanged && !s->strict) || s->strict)
 		cb__sql_add(&b, "WITH _cb_u AS (");
 	if (s->nkeys == 1) {
 		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[])", qualified,
@@ -128,8 +181,14 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 				    next++, types[s->nkeys + 1]);
 		else
 			cb__sql_add(&b, " AND %s%s IS NULL", s->nkeys == 1 ? "" : "_cb_t.", qexp);
+	} else if (s->strict) {
+		/* Only rows not in the target state yet: a second run changes none. */
+		cb__sql_add(&b, " AND %s%s IS DISTINCT FROM $1::%s", s->nkeys == 1 ? "" : "_cb_t.",
+			    qset, types[s->nkeys]);
 	}
-	if (s->count_unchanged)
+	if (s->strict)
+		add_strict_check(s, &b, q, types, next);
+	else if (s->count_unchanged)
 		cb__sql_add(&b,
 			    " RETURNING 1) SELECT " CB_TX_DUPLICATES_ADD(
 				    "$%zu::bigint - (SELECT count(*) FROM _cb_u)"),
@@ -142,13 +201,6 @@ done:
 	free(qset);
 	free(qexp);
 	return rc;
-}
-
-/* Parameters of the statement: value, keys, [expected value], [count]. */
-static size_t nparams(const struct status *s)
-{
-	return s->nkeys + 1 + (s->expect_column && s->expect_value ? 1 : 0) +
-	       (s->count_unchanged ? 1 : 0);
 }
 
 static int status_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
@@ -241,10 +293,19 @@ static int send_update(struct status *s, cb_tx *tx, void *const *items, size_t n
 	i = s->nkeys + 1;
 	if (s->expect_column && s->expect_value)
 		s->params[i++] = s->expect_value;
-	if (s->count_unchanged) {
+	if (s->count_unchanged && !s->strict) {
 		snprintf(s->count, sizeof(s->count), "%zu", n);
 		s->params[i++] = s->count;
 	}
+	if (s->strict) {
+		/* After max_rereads rollbacks in a row a conflict fails: no livelock. */
+		if (s->on_conflict == CB_TRANSITION_FAIL)
+			s->params[i++] = "fail";
+		else
+			s->params[i++] = s->rereads < s->max_rereads ? "reread" : "exhausted";
+		s->params[i++] = s->label;
+	}
+	s->sent = 1;
 	/* libpq copies the parameters at once: the buffers may be reused */
 	rc = cb_tx_send(tx, s->stmt, (int)nparams(s), s->params, NULL, NULL, status_result, s, err);
 	if (rc)
@@ -252,10 +313,30 @@ static int send_update(struct status *s, cb_tx *tx, void *const *items, size_t n
 	return rc;
 }
 
+/* The engine calls write (or write_filtered) again only after the previous
+ * chunk committed or rolled back (rollback hook): a statement sent and not
+ * rolled back is a commit. */
+static void settle(struct status *s)
+{
+	if (s->sent)
+		s->rereads = 0;
+	s->sent = 0;
+}
+
+static void status_rollback(void *state)
+{
+	struct status *s = state;
+
+	if (s->sent && s->rereads < (unsigned int)-1)
+		s->rereads++;
+	s->sent = 0;
+}
+
 static int status_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
 {
 	struct status *s = state;
 
+	settle(s);
 	return send_update(s, tx, items, n, s->bind, s->bind_ctx, s->set_value, err);
 }
 
@@ -264,8 +345,12 @@ static int status_write_filtered(void *state, cb_tx *tx, void *const *items, siz
 				 cb_error *err)
 {
 	struct status *s = state;
-	int rc = send_update(s, tx, items, n, s->filtered_bind, s->filtered_bind_ctx,
-			     s->filtered_value ? s->filtered_value : s->set_value, err);
+	int rc;
+
+	if (!s->sent)
+		settle(s); /* no output items in this chunk: write was not called */
+	rc = send_update(s, tx, items, n, s->filtered_bind, s->filtered_bind_ctx,
+			 s->filtered_value ? s->filtered_value : s->set_value, err);
 
 	if (rc < 0)
 		cb_error_prefix(err, "filtered items");
@@ -288,10 +373,16 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);
 	/* Copy only what the caller's version has (a version-1 struct ends
-	 * before mark_filtered); then count a NULL-terminated key list (CB_COUNT). */
+	 * before mark_filtered, a version-2 one before on_conflict); then count
+	 * a NULL-terminated key list (CB_COUNT). */
 	memset(&o, 0, sizeof(o));
 	memcpy(&o, opts,
-	       opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_status_options, mark_filtered));
+	       opts->version >= 3 ? sizeof(o) :
+	       opts->version == 2 ? offsetof(cb_pg_status_options, on_conflict) :
+				    offsetof(cb_pg_status_options, mark_filtered));
+	/* Versions 1 and 2 keep their behaviour: no check. */
+	if (o.version < 3)
+		o.on_conflict = CB_TRANSITION_LENIENT;
 	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
 	opts = &o;
 	if (!opts->table || !opts->table[0])
@@ -304,6 +395,11 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	if (!opts->set_column || !opts->set_column[0])
 		return cb_error_set(err, CB_EINVAL, "%s on \"%s\": no set_column", what,
 				    opts->table);
+	if (opts->on_conflict < CB_TRANSITION_REREAD || opts->on_conflict > CB_TRANSITION_LENIENT)
+		return cb_error_set(err, CB_EINVAL,
+				    "%s on \"%s\": on_conflict %d is not a "
+				    "cb_transition_conflict",
+				    what, opts->table, opts->on_conflict);
 	for (i = 0; i < opts->nkeys; i++) {
 		if (!opts->key_columns[i] || !opts->key_columns[i][0])
 			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": key column %zu is empty",
@@ -335,6 +431,11 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	s->bind = opts->bind;
 	s->bind_ctx = opts->bind_ctx;
 	s->count_unchanged = opts->count_unchanged;
+	s->strict = opts->on_conflict != CB_TRANSITION_LENIENT;
+	s->on_conflict = opts->on_conflict;
+	s->max_rereads = opts->max_rereads ? opts->max_rereads : 5;
+	snprintf(s->label, sizeof(s->label), "%s%s%s.%s", opts->schema ? opts->schema : "",
+		 opts->schema ? "." : "", opts->table, opts->set_column);
 	if (opts->expect_column) {
 		s->expect_column = strdup(opts->expect_column);
 		s->expect_value = opts->expect_value ? strdup(opts->expect_value) : NULL;
@@ -364,5 +465,6 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	out->close = status_close;
 	out->free = status_free;
 	out->write_filtered = s->mark_filtered ? status_write_filtered : NULL;
+	out->rollback = status_rollback;
 	return 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "cbatch/writers.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,11 @@ struct upsert {
 	size_t nupdate;
 	cb_bind_fn bind;
 	void *bind_ctx;
-	int count_duplicates; /* add conflicts to the step's duplicate_target_write_count */
-	char *stamp;          /* column set to the job execution id, one parameter */
-	int stamp_updated;    /* ... and set again on conflict */
+	int count_duplicates;  /* add conflicts to the step's duplicate_target_write_count */
+	int merge;             /* options version 2: same-key items merged, per-column modes */
+	cb_upsert_mode *modes; /* per column (merge) */
+	char *stamp;           /* column set to the job execution id, one parameter */
+	int stamp_updated;     /* ... and set again on conflict */
 	char stamp_value[24];
 	char count[24]; /* the chunk's item count, the extra parameter */
 	char what[200]; /* names the writer in messages */
@@ -74,6 +77,7 @@ static void upsert_free(void *state)
 	cb__strv_free(u->keys, u->nkeys);
 	cb__strv_free(u->update, u->nupdate);
 	free(u->stamp);
+	free(u->modes);
 	free(u);
 }
 
@@ -81,6 +85,103 @@ static void upsert_free(void *state)
 static int nparams(const struct upsert *u)
 {
 	return (int)u->ncolumns + (u->stamp ? 1 : 0) + (u->count_duplicates ? 1 : 0);
+}
+
+/* The merge's aggregate of column @p i (quoted @p q) over the chunk's items. */
+static void add_merge_column(struct upsert *u, cb__sql *s, size_t i, const char *q)
+{
+	if (find(u->keys, u->nkeys, u->columns[i]) >= 0) {
+		cb__sql_add(s, "%s", q);
+		return;
+	}
+	switch (u->modes[i]) {
+	case CB_UPSERT_ADD:
+		cb__sql_add(s, "sum(%s)", q);
+		break;
+	case CB_UPSERT_COUNT:
+		cb__sql_add(s, "count(*)");
+		break;
+	case CB_UPSERT_MAX:
+		cb__sql_add(s, "max(%s)", q);
+		break;
+	case CB_UPSERT_MIN:
+		cb__sql_add(s, "min(%s)", q);
+		break;
+	default: /* the chunk's last item wins */
+		cb__sql_add(s, "(array_agg(%s ORDER BY _cb_ord DESC))[1]", q);
+	}
+	cb__sql_add(s, " AS %s", q);
+}
+
+/* The update on conflict of column @p q, by its mode. */
+static void add_update(cb__sql *s, cb_upsert_mode mode, const char *q)
+{
+	switch (mode) {
+	case CB_UPSERT_ADD:
+		cb__sql_add(s, "%s = coalesce(_cb_t.%s + EXCLUDED.%s, _cb_t.%s, EXCLUDED.%s)", q, q,
+			    q, q, q);
+		break;
+	case CB_UPSERT_COUNT:
+		cb__sql_add(s, "%s = coalesce(_cb_t.%s, 0) + EXCLUDED.%s", q, q, q);
+		break;
+	case CB_UPSERT_MAX:
+		cb__sql_add(s, "%s = greatest(_cb_t.%s, EXCLUDED.%s)", q, q, q);
+		break;
+	case CB_UPSERT_MIN:
+		cb__sql_add(s, "%s = least(_cb_t.%s, EXCLUDED.%s)", q, q, q);
+		break;
+	default:
+		cb__sql_add(s, "%s = EXCLUDED.%s", q, q);
+	}
+}
+
+/*
+ * Version 2: the chunk's items merged per key in the statement itself,
+ *   SELECT <key>, <aggregate per column> FROM unnest(...) WITH ORDINALITY
+ *   GROUP BY <key>
+ * so that no key reaches ON CONFLICT twice.
+ */
+static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, cb_error *err)
+{
+	char *q = NULL;
+	size_t i;
+	int rc;
+
+	cb__sql_add(s, "(SELECT ");
+	for (i = 0; i < u->ncolumns; i++) {
+		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
+		if (rc)
+			return rc;
+		if (i)
+			cb__sql_add(s, ", ");
+		add_merge_column(u, s, i, q);
+		free(q);
+	}
+	cb__sql_add(s, " FROM unnest(");
+	for (i = 0; i < u->ncolumns; i++)
+		cb__sql_add(s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
+	cb__sql_add(s, ") WITH ORDINALITY AS _cb_i(");
+	for (i = 0; i < u->ncolumns; i++) {
+		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
+		if (rc)
+			return rc;
+		cb__sql_add(s, "%s, ", q);
+		free(q);
+	}
+	/* In key order: two transactions that upsert the same keys (two runs
+	 * that overlap) lock the rows in the same order, and so never deadlock. */
+	for (int pass = 0; pass < 2; pass++) {
+		cb__sql_add(s, pass ? " ORDER BY " : "_cb_ord) GROUP BY ");
+		for (i = 0; i < u->nkeys; i++) {
+			rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
+			if (rc)
+				return rc;
+			cb__sql_add(s, "%s%s", i ? ", " : "", q);
+			free(q);
+		}
+	}
+	cb__sql_add(s, ") AS _cb_u");
+	return 0;
 }
 
 static int build_sql(struct upsert *u, char **out, const char *qualified, char *const *types,
@@ -97,7 +198,7 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		return rc;
 	if (u->count_duplicates)
 		cb__sql_add(&s, "WITH _cb_w AS (");
-	cb__sql_add(&s, "INSERT INTO %s (", qualified);
+	cb__sql_add(&s, "INSERT INTO %s%s (", qualified, u->merge ? " AS _cb_t" : "");
 	for (i = 0; i < u->ncolumns; i++) {
 		rc = cb_pg_quote_ident(&q, u->conn, u->columns[i], err);
 		if (rc)
@@ -109,15 +210,22 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		rc = cb_pg_quote_ident(&q, u->conn, u->stamp, err);
 		if (rc)
 			goto fail;
-		cb__sql_add(&s, ", %s) SELECT _cb_u.*, $%zu::bigint FROM unnest(", q,
-			    u->ncolumns + 1);
+		cb__sql_add(&s, ", %s) SELECT _cb_u.*, $%zu::bigint FROM ", q, u->ncolumns + 1);
 		free(q);
 	} else {
-		cb__sql_add(&s, ") SELECT * FROM unnest(");
+		cb__sql_add(&s, ") SELECT * FROM ");
 	}
-	for (i = 0; i < u->ncolumns; i++)
-		cb__sql_add(&s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
-	cb__sql_add(&s, u->stamp ? ") AS _cb_u ON CONFLICT (" : ") ON CONFLICT (");
+	if (u->merge) {
+		rc = add_merged_source(u, &s, types, err);
+		if (rc)
+			goto fail;
+		cb__sql_add(&s, " ON CONFLICT (");
+	} else {
+		cb__sql_add(&s, "unnest(");
+		for (i = 0; i < u->ncolumns; i++)
+			cb__sql_add(&s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
+		cb__sql_add(&s, u->stamp ? ") AS _cb_u ON CONFLICT (" : ") ON CONFLICT (");
+	}
 	for (i = 0; i < u->nkeys; i++) {
 		rc = cb_pg_quote_ident(&q, u->conn, u->keys[i], err);
 		if (rc)
@@ -133,7 +241,13 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 			rc = cb_pg_quote_ident(&q, u->conn, u->update[i], err);
 			if (rc)
 				goto fail;
-			cb__sql_add(&s, "%s%s = EXCLUDED.%s", i ? ", " : "", q, q);
+			if (i)
+				cb__sql_add(&s, ", ");
+			add_update(&s,
+				   u->merge ?
+					   u->modes[find(u->columns, u->ncolumns, u->update[i])] :
+					   CB_UPSERT_REPLACE,
+				   q);
 			free(q);
 		}
 		if (u->stamp && u->stamp_updated) {
@@ -281,12 +395,15 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
-	/* NULL-terminated lists (not update_columns: an empty count there is DO NOTHING). */
-	o = *opts;
+	/* Copy only what the caller's version has (a version-1 struct ends
+	 * before modes); NULL-terminated lists (not update_columns: an empty
+	 * count there is DO NOTHING). */
+	memset(&o, 0, sizeof(o));
+	memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_upsert_options, modes));
 	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
 	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
 	opts = &o;
-	if (opts->version != CB_PG_UPSERT_OPTIONS_VERSION)
+	if (opts->version < 1 || opts->version > CB_PG_UPSERT_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);
 	if (!opts->table || !opts->table[0])
@@ -364,6 +481,31 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 			goto nomem;
 		u->nupdate = k;
 	}
+	if (opts->version >= 2) {
+		u->merge = 1;
+		u->modes = calloc(u->ncolumns, sizeof(*u->modes));
+		if (!u->modes)
+			goto nomem;
+		for (i = 0; opts->modes && i < u->ncolumns; i++) {
+			cb_upsert_mode m = opts->modes[i];
+
+			if ((int)m < CB_UPSERT_REPLACE || m > CB_UPSERT_MIN) {
+				rc = cb_error_set(err, CB_EINVAL,
+						  "%s: column \"%s\" has mode %d, not a "
+						  "cb_upsert_mode",
+						  u->what, u->columns[i], (int)m);
+				goto fail;
+			}
+			if (m != CB_UPSERT_REPLACE && find(u->keys, u->nkeys, u->columns[i]) >= 0) {
+				rc = cb_error_set(err, CB_EINVAL,
+						  "%s: key column \"%s\" must have the mode "
+						  "CB_UPSERT_REPLACE",
+						  u->what, u->columns[i]);
+				goto fail;
+			}
+			u->modes[i] = m;
+		}
+	}
 	u->bind = opts->bind;
 	u->bind_ctx = opts->bind_ctx;
 	u->count_duplicates = opts->count_duplicates;
@@ -404,9 +546,10 @@ int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options
 	static const char *const none[1] = { NULL };
 	cb_pg_upsert_options o;
 
-	if (!opts)
+	if (!opts || opts->version < 1 || opts->version > CB_PG_UPSERT_OPTIONS_VERSION)
 		return cb_pg_upsert_writer_new(out, opts, err);
-	o = *opts;
+	memset(&o, 0, sizeof(o));
+	memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_upsert_options, modes));
 	o.update_columns = none; /* listed, but none: DO NOTHING */
 	o.nupdate = 0;
 	o.count_duplicates = 1;

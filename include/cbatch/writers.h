@@ -61,7 +61,28 @@ typedef int (*cb_bind_fn)(void *ctx, const cb_step_context *sc, const void *item
 int cb_bind_row_by_name(void *ctx, const cb_step_context *sc, const void *item, cb_values *out,
 			cb_error *err);
 
-#define CB_PG_UPSERT_OPTIONS_VERSION 1
+#define CB_PG_UPSERT_OPTIONS_VERSION 2
+
+/**
+ * How the upsert writer sets a column when the key exists (options version
+ * 2), and how it merges items of one chunk that share a key. The writer
+ * writes the SQL: identifiers are quoted, values are always parameters, and
+ * no free SQL text is taken.
+ */
+typedef enum cb_upsert_mode {
+	/** `c = EXCLUDED.c`; in one chunk the last item wins. The default. */
+	CB_UPSERT_REPLACE = 0,
+	/** `c = c + EXCLUDED.c` (a NULL side adds nothing); in one chunk: sum(). */
+	CB_UPSERT_ADD = 1,
+	/** Counts items: a new row gets the number of the chunk's items with its
+	 * key, an existing one `c = c + that number`. The bound value is ignored
+	 * (the bind must still set it; NULL will do). */
+	CB_UPSERT_COUNT = 2,
+	/** `c = greatest(c, EXCLUDED.c)`; in one chunk: max(). */
+	CB_UPSERT_MAX = 3,
+	/** `c = least(c, EXCLUDED.c)`; in one chunk: min(). */
+	CB_UPSERT_MIN = 4
+} cb_upsert_mode;
 
 /**
  * Options of the upsert writer:
@@ -69,12 +90,35 @@ int cb_bind_row_by_name(void *ctx, const cb_step_context *sc, const void *item, 
  *     INSERT INTO t (c1, ..., cn) SELECT * FROM unnest($1::T1[], ..., $n::Tn[])
  *     ON CONFLICT (k1, ...) DO UPDATE SET u1 = EXCLUDED.u1, ...   (or DO NOTHING)
  *
- * The chunk's items must have distinct keys (one row per key per chunk).
+ * Version 1: the chunk's items must have distinct keys (one row per key per
+ * chunk; PostgreSQL refuses a second one with "ON CONFLICT DO UPDATE command
+ * cannot affect row a second time").
+ *
+ * Version 2 (accumulating upserts): items with the same key in one chunk are
+ * merged by the statement before the insert (GROUP BY the key columns, in
+ * the database, so values keep their type's arithmetic), each column by its
+ * @p modes entry (last item wins for REPLACE, summed for ADD, counted for
+ * COUNT, max/min), and the update on conflict applies the same mode against
+ * the target row:
+ *
+ *     INSERT INTO t AS _cb_t (customer, total, seen, last_at)
+ *     SELECT ... FROM (SELECT customer, sum(total), count(*), max(last_at)
+ *                      FROM unnest(...) GROUP BY customer) ...
+ *     ON CONFLICT (customer) DO UPDATE SET
+ *       total = coalesce(_cb_t.total + EXCLUDED.total, _cb_t.total, EXCLUDED.total),
+ *       seen = coalesce(_cb_t.seen, 0) + EXCLUDED.seen,
+ *       last_at = greatest(_cb_t.last_at, EXCLUDED.last_at)
+ *
+ * An accumulating upsert applied twice adds twice: pair it with a strict
+ * status transition of the source rows in the same chunk transaction (the
+ * status writer, options version 3), so that a row another run took makes
+ * the chunk roll back instead of being added again.
+ *
  * Target columns of array types are refused by `open` (unnest would flatten
  * them).
  */
 typedef struct cb_pg_upsert_options {
-	unsigned int version;       /**< CB_PG_UPSERT_OPTIONS_VERSION */
+	unsigned int version;       /**< CB_PG_UPSERT_OPTIONS_VERSION (1 or 2) */
 	const char *schema;         /**< NULL: unqualified */
 	const char *table;          /**< required */
 	const char *const *columns; /**< target columns, in bind order; required */
@@ -100,12 +144,19 @@ typedef struct cb_pg_upsert_options {
 	 * updated on conflict unless @p update_columns says otherwise.
 	 */
 	const char *stamp_column;
+	/**
+	 * Since version 2: one cb_upsert_mode per entry of @p columns (key
+	 * columns must be CB_UPSERT_REPLACE); NULL: all CB_UPSERT_REPLACE. A
+	 * column left out of @p update_columns is not changed on conflict, but
+	 * its mode still merges the chunk's items.
+	 */
+	const cb_upsert_mode *modes;
 } cb_pg_upsert_options;
 
 #define CB_PG_UPSERT_OPTIONS_INIT                                                                  \
 	{                                                                                          \
 		CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL,   \
-			0, NULL                                                                    \
+			0, NULL, NULL                                                              \
 	}
 
 /** Fill @p out with an upsert writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
@@ -147,7 +198,24 @@ typedef struct cb_pg_copy_options {
 /** Fill @p out with a COPY writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_error *err);
 
-#define CB_PG_STATUS_OPTIONS_VERSION 2
+#define CB_PG_STATUS_OPTIONS_VERSION 3
+
+/** What a strict status transition does when it finds a conflict (options version 3). */
+typedef enum cb_transition_conflict {
+	/** Roll the chunk back and read it again: the rows another run took are
+	 * filtered out by the reader's own filter (e.g. `NOT processed`) now. */
+	CB_TRANSITION_REREAD = 0,
+	/** Roll the chunk back and fail the step (restartably), naming the rows. */
+	CB_TRANSITION_FAIL = 1,
+	/** No check: rows already in the target state are left alone and the
+	 * chunk commits (options versions 1 and 2 behave so). */
+	CB_TRANSITION_LENIENT = 2
+} cb_transition_conflict;
+
+/** SQLSTATE of a strict transition's conflict when the chunk is to be read again. */
+#define CB_SQLSTATE_TRANSITION_REREAD "CBR01"
+/** SQLSTATE of a strict transition's conflict that fails the step. */
+#define CB_SQLSTATE_TRANSITION_CONFLICT "CBF01"
 
 /**
  * Options of the status writer, which marks the chunk's source rows:
@@ -158,9 +226,36 @@ int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_err
  *
  * Key values come from the bind callback (in key order), or by default from
  * the `cb_row *` item's columns of the same names.
+ *
+ * Strict transitions (options version 3, the default). Each source row must
+ * still be in its source state: the UPDATE also requires
+ * `<set_column> IS DISTINCT FROM <set_value>` (or, with @p expect_column,
+ * `<expect_column> = <expect_value>`), and when it changes fewer rows than
+ * the chunk's distinct keys (another run took some between this chunk's read
+ * and its write, or they were transitioned already), the statement raises an
+ * error inside the chunk's transaction (never a count read after COMMIT), so
+ * nothing of the chunk commits: no writer in the same chunk transaction
+ * (e.g. an accumulating upsert) can apply a row twice. Then, by
+ * @p on_conflict:
+ *
+ * - CB_TRANSITION_REREAD (default): the chunk rolls back and is read again
+ *   (SQLSTATE CB_SQLSTATE_TRANSITION_REREAD; the engine rewinds the reader,
+ *   whose filter now leaves the taken rows out). At most @p max_rereads
+ *   chunks in a row are read again; the next conflict fails the step as
+ *   below. A reader without `rollback` cannot re-read: the step fails.
+ * - CB_TRANSITION_FAIL: the step fails (SQLSTATE
+ *   CB_SQLSTATE_TRANSITION_CONFLICT, restartable) with a message naming the
+ *   table, how many rows were not in the expected state, and up to 10 of
+ *   their keys.
+ *
+ * Either way the event adds 1 to the step execution's
+ * transition_conflict_count (committed at once, apart from the chunk).
+ * With a strict transition @p count_unchanged counts nothing: a chunk with
+ * unchanged rows never commits. Versions 1 and 2 keep their behaviour
+ * (CB_TRANSITION_LENIENT): only @p expect_column, when set, filters rows.
  */
 typedef struct cb_pg_status_options {
-	unsigned int version; /**< CB_PG_STATUS_OPTIONS_VERSION (1 or 2) */
+	unsigned int version; /**< CB_PG_STATUS_OPTIONS_VERSION (1, 2 or 3) */
 	const char *schema;
 	const char *table;              /**< required */
 	const char *const *key_columns; /**< required */
@@ -195,12 +290,16 @@ typedef struct cb_pg_status_options {
 	 */
 	cb_bind_fn filtered_bind;
 	void *filtered_bind_ctx;
+	/** Since version 3: a cb_transition_conflict; 0 is CB_TRANSITION_REREAD. */
+	int on_conflict;
+	/** Since version 3: chunks read again in a row before a conflict fails; 0: 5. */
+	unsigned int max_rereads;
 } cb_pg_status_options;
 
 #define CB_PG_STATUS_OPTIONS_INIT                                                                  \
 	{                                                                                          \
 		CB_PG_STATUS_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL,   \
-			NULL, 0, 0, NULL, NULL, NULL                                               \
+			NULL, 0, 0, NULL, NULL, NULL, CB_TRANSITION_REREAD, 0                      \
 	}
 
 /** Fill @p out with a status writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */

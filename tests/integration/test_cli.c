@@ -197,7 +197,7 @@ static void test_unknown_job_exits_2(void)
 {
 	CBT_EQ_LL(EXDB("run", "nope"), 2);
 	CBT_CONTAINS(errout, "cbatch: unknown job 'nope' (known: ledger, settlement, csv_import, "
-			     "ledger_export, ledger_partitioned, outbox, tick)");
+			     "ledger_export, ledger_partitioned, outbox, tick, sales_totals)");
 	/* The admin binary registers no job. */
 	CBT_EQ_LL(ADMINDB("run", "ledger"), 2);
 	CBT_CONTAINS(errout, "unknown job 'ledger'");
@@ -212,7 +212,7 @@ static void test_jobs_lists_registered_jobs(void)
 	CBT_EQ_LL(EX("jobs", "--json"), 0);
 	v = stdout_json();
 	jobs = json_object_get(v, "jobs");
-	CBT_EQ_LL(json_array_size(jobs), 7);
+	CBT_EQ_LL(json_array_size(jobs), 8);
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 0), "name")), "ledger");
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(jobs, 1), "name")),
 		   "settlement");

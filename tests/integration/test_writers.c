@@ -154,6 +154,8 @@ static int build_transitions(void *user, const cb_step_context *sc, cb_chunk_par
 	w.expect_column = "status";
 	w.expect_value = "READY";
 	w.count_unchanged = 1;
+	/* This reader reads every row, DONE ones too: not a strict transition. */
+	w.on_conflict = CB_TRANSITION_LENIENT;
 	rc = cb_pg_status_writer_new(&parts->writers[0], &w, err);
 	parts->nwriters = rc == 0;
 	return rc;
@@ -507,6 +509,271 @@ static void test_cursor_reader_streams_once_and_restarts_after_committed_rows(vo
 	cb_job_free(job);
 }
 
+/* ---- accumulating upserts and strict transitions (issue 18) -------------- */
+
+/*
+ * Invoices added into per-customer totals: an accumulating upsert (options
+ * version 2) and a strict status transition of the invoices (options
+ * version 3) in the same chunk transaction. The processor plays "another
+ * run": when it sees invoice 1, it marks rows of the chunk processed on a
+ * connection of its own (autocommit), between this chunk's read and its write.
+ */
+static struct {
+	PGconn *other;
+	int takes;            /* times the other run still takes rows */
+	const char *take_sql; /* what it runs */
+	unsigned int version; /* of the status options */
+	int on_conflict;
+	unsigned int max_rereads;
+} acc;
+
+static const char *const tot_cols[] = {
+	"customer", "total", "seen", "first_at", "last_at", "note"
+};
+static const cb_upsert_mode tot_modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD, CB_UPSERT_COUNT,
+					    CB_UPSERT_MIN,     CB_UPSERT_MAX, CB_UPSERT_REPLACE };
+static const char *const tot_key[] = { "customer" };
+
+static int bind_invoice(void *ctx, const cb_step_context *sc, const void *item, cb_values *vals,
+			cb_error *err)
+{
+	const cb_row *r = item;
+
+	(void)ctx, (void)sc, (void)err;
+	/* row: id, customer, amount, at, note */
+	cb_values_set(vals, 0, cb_row_get(r, 1), cb_row_len(r, 1));
+	cb_values_set(vals, 1, cb_row_get(r, 2), cb_row_len(r, 2));
+	cb_values_set(vals, 2, NULL, 0); /* COUNT: ignored */
+	cb_values_set(vals, 3, cb_row_get(r, 3), cb_row_len(r, 3));
+	cb_values_set(vals, 4, cb_row_get(r, 3), cb_row_len(r, 3));
+	cb_values_set(vals, 5, cb_row_get(r, 4), cb_row_len(r, 4));
+	return 0;
+}
+
+static int other_run_takes(void *state, cb_chunk *chunk, void *item, void **res, cb_error *err)
+{
+	(void)state, (void)chunk, (void)err;
+	if (acc.takes > 0 && strcmp(cb_row_get(item, 0), "1") == 0) {
+		acc.takes--;
+		cbt_exec(acc.other, acc.take_sql);
+	}
+	*res = item;
+	return 0;
+}
+
+static int build_accumulate(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
+			    cb_error *err)
+{
+	static const char *const cols[] = { "id", "customer", "amount", "at", "note" };
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_upsert_options u = CB_PG_UPSERT_OPTIONS_INIT;
+	cb_pg_status_options st = CB_PG_STATUS_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "inv";
+	r.columns = cols;
+	r.ncolumns = 5;
+	r.key_columns = item_key;
+	r.nkeys = 1;
+	r.where = "NOT processed";
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	parts->processor.version = CB_PROCESSOR_VERSION;
+	parts->processor.process = other_run_takes;
+	u.table = "tot";
+	u.columns = tot_cols;
+	u.ncolumns = 6;
+	u.key_columns = tot_key;
+	u.nkeys = 1;
+	u.modes = tot_modes;
+	u.bind = bind_invoice;
+	rc = cb_pg_upsert_writer_new(&parts->writers[0], &u, err);
+	if (rc < 0)
+		return rc;
+	parts->nwriters = 1;
+	st.version = acc.version ? acc.version : CB_PG_STATUS_OPTIONS_VERSION;
+	st.table = "inv";
+	st.key_columns = item_key;
+	st.nkeys = 1;
+	st.set_column = "processed";
+	st.set_value = "true";
+	st.on_conflict = acc.on_conflict;
+	st.max_rereads = acc.max_rereads;
+	rc = cb_pg_status_writer_new(&parts->writers[1], &st, err);
+	parts->nwriters += rc == 0;
+	return rc;
+}
+
+/* 30 invoices of 3 customers (chunks of 7 hold each customer twice or
+ * more); customer c1 has a total already. */
+static void accumulate_setup(const char *name, cb_job **job)
+{
+	memset(&acc, 0, sizeof(acc));
+	acc.other = cbt_connect(db);
+	*job = one_step_job(name, build_accumulate);
+	cbt_exec(conn,
+		 "DROP TABLE IF EXISTS inv, tot; "
+		 "CREATE TABLE inv (id bigint PRIMARY KEY, customer text NOT NULL, "
+		 " amount numeric(12,2) NOT NULL, at timestamptz NOT NULL, note text, "
+		 " processed boolean NOT NULL DEFAULT false); "
+		 "CREATE TABLE tot (customer text PRIMARY KEY, total numeric(14,2) NOT NULL, "
+		 " seen bigint NOT NULL, first_at timestamptz, last_at timestamptz, note text); "
+		 "INSERT INTO inv (id, customer, amount, at, note) SELECT g, 'c' || (g % 3), "
+		 " g * 10.25, '2026-01-01'::timestamptz + g * interval '1 minute', 'n' || g "
+		 " FROM generate_series(1, 30) g; "
+		 "INSERT INTO tot VALUES ('c1', 1000, 10, '2025-01-01', '2025-01-02', 'old')");
+}
+
+/* Customers whose totals differ from one SQL statement over the invoices
+ * this job processed (all but @p taken, a list of ids "the other run" took). */
+static long long total_mismatches(const char *taken)
+{
+	char sql[2048];
+
+	snprintf(
+		sql, sizeof(sql),
+		"SELECT count(*) FROM (SELECT customer, sum(amount) s, count(*) n, min(at) f, "
+		" max(at) l, 'n' || max(id) note FROM inv WHERE id NOT IN (%s) GROUP BY customer) e "
+		"FULL JOIN tot t USING (customer) WHERE "
+		" t.total IS DISTINCT FROM e.s + CASE customer WHEN 'c1' THEN 1000 ELSE 0 END "
+		" OR t.seen IS DISTINCT FROM e.n + CASE customer WHEN 'c1' THEN 10 ELSE 0 END "
+		" OR t.first_at IS DISTINCT FROM CASE customer WHEN 'c1' THEN "
+		"  '2025-01-01'::timestamptz ELSE e.f END "
+		" OR t.last_at IS DISTINCT FROM e.l OR t.note IS DISTINCT FROM e.note",
+		taken);
+	return cbt_query_ll(conn, sql);
+}
+
+static long long step_counter(const char *job, const char *column)
+{
+	char sql[512];
+
+	snprintf(
+		sql, sizeof(sql),
+		"SELECT coalesce(sum(%s), -1) FROM batch_step_execution s JOIN batch_job_execution "
+		"e USING (job_execution_id) JOIN batch_job_instance i USING (job_instance_id) "
+		"WHERE i.job_name = '%s'",
+		column, job);
+	return cbt_query_ll(conn, sql);
+}
+
+/* Same-key items of a chunk are merged (summed, counted, min/max, last
+ * wins), and an existing total is added to: no "cannot affect row a second
+ * time". */
+static void test_accumulating_upsert_merges_same_key_items(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	accumulate_setup("accumulate", &job);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(total_mismatches("0"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tot"), 3);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM inv WHERE NOT processed"), 0);
+	CBT_EQ_LL(step_counter("accumulate", "transition_conflict_count"), 0);
+	PQfinish(acc.other);
+	cb_job_free(job);
+}
+
+/* Another run takes invoices 2 and 3 between the chunk's read and its
+ * write: the chunk rolls back and is read again without them; the totals
+ * count every invoice this run marked exactly once. */
+static void test_strict_transition_conflict_reads_the_chunk_again(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	accumulate_setup("accumulate_reread", &job);
+	acc.takes = 1;
+	acc.take_sql = "UPDATE inv SET processed = true WHERE id IN (2, 3)";
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(total_mismatches("2, 3"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM inv WHERE NOT processed"), 0);
+	CBT_EQ_LL(step_counter("accumulate_reread", "transition_conflict_count"), 1);
+	CU_ASSERT(step_counter("accumulate_reread", "rollback_count") >= 1);
+	PQfinish(acc.other);
+	cb_job_free(job);
+}
+
+/* on_conflict = CB_TRANSITION_FAIL: the step fails naming the rows, nothing
+ * of the chunk commits, and a restart goes on without them. */
+static void test_strict_transition_conflict_fails_naming_the_rows(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	accumulate_setup("accumulate_fail", &job);
+	acc.takes = 1;
+	acc.take_sql = "UPDATE inv SET processed = true WHERE id IN (3, 2)";
+	acc.on_conflict = CB_TRANSITION_FAIL;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "inv.processed");
+	CBT_CONTAINS(r.exit_message, "2 of 7 source rows");
+	CBT_CONTAINS(r.exit_message, "keys: 2, 3");
+	/* the first chunk never committed: c1's total is the one from before */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tot"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT seen FROM tot"), 10);
+	CBT_EQ_LL(step_counter("accumulate_fail", "transition_conflict_count"), 1);
+	/* restartable: the restart reads without the taken rows */
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CU_ASSERT(r.restarted);
+	CBT_EQ_LL(total_mismatches("2, 3"), 0);
+	PQfinish(acc.other);
+	cb_job_free(job);
+}
+
+/* A conflict at every attempt: max_rereads re-reads, then the step fails
+ * (no livelock), each conflict counted. */
+static void test_strict_transition_rereads_are_bounded(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	accumulate_setup("accumulate_bounded", &job);
+	acc.takes = 100;
+	acc.take_sql = "UPDATE inv SET processed = true WHERE id = "
+		       "(SELECT min(id) FROM inv WHERE NOT processed AND id > 1)";
+	acc.max_rereads = 2;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "too many re-reads");
+	CBT_EQ_LL(step_counter("accumulate_bounded", "transition_conflict_count"), 3);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT seen FROM tot"), 10);
+	PQfinish(acc.other);
+	cb_job_free(job);
+}
+
+/* Status options version 2 keep their behaviour (no check): the same race
+ * commits, the taken rows counted by this run as well. This is the double
+ * count a strict transition prevents. */
+static void test_status_options_version_2_stay_lenient(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	accumulate_setup("accumulate_v2", &job);
+	acc.takes = 1;
+	acc.take_sql = "UPDATE inv SET processed = true WHERE id IN (2, 3)";
+	acc.version = 2;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(total_mismatches("0"), 0); /* 2 and 3 added here too */
+	CBT_EQ_LL(step_counter("accumulate_v2", "transition_conflict_count"), 0);
+	PQfinish(acc.other);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "cursor reader streams once and restarts after committed rows",
 	  test_cursor_reader_streams_once_and_restarts_after_committed_rows },
@@ -522,6 +789,14 @@ static const CU_TestInfo tests[] = {
 	{ "status writer marks filtered items", test_status_writer_marks_filtered_items },
 	{ "status writer marks filtered items in a scan",
 	  test_status_writer_marks_filtered_items_in_a_scan },
+	{ "accumulating upsert merges same-key items",
+	  test_accumulating_upsert_merges_same_key_items },
+	{ "strict transition conflict reads the chunk again",
+	  test_strict_transition_conflict_reads_the_chunk_again },
+	{ "strict transition conflict fails naming the rows",
+	  test_strict_transition_conflict_fails_naming_the_rows },
+	{ "strict transition re-reads are bounded", test_strict_transition_rereads_are_bounded },
+	{ "status options version 2 stay lenient", test_status_options_version_2_stay_lenient },
 	CU_TEST_INFO_NULL,
 };
 

@@ -574,6 +574,111 @@ static void test_file_export_zombie(void)
 	t->seconds = cbt_now() - t0;
 }
 
+/* One attempt's exit: done (0, or 3: complete already), killed, or to retry. */
+static int sales_round(tally *t, int rc, int *done, const char *which)
+{
+	if (rc == 0 || rc == 3) {
+		*done = 1;
+		return 0;
+	}
+	if (rc == 128 + SIGKILL) {
+		t->faults++;
+		return 0;
+	}
+	if (rc == 4) { /* the dead owner's lease (1 s) still holds */
+		cbt_sleep_ms(300);
+		return 0;
+	}
+	if (rc == 1) /* failed restartably: too many strict-transition re-reads in a row */
+		return 0;
+	CBT_FAILF("sales_totals %s ended with %d", which, rc);
+	return -1;
+}
+
+/*
+ * Two instances of sales_totals (each its own lock, 4 partition threads
+ * each) run over the same invoices at the same time, one of them SIGKILLed
+ * at a random moment, then both run again until they complete; each round
+ * brings new invoices and two new instances (asOf=aN, asOf=bN). The
+ * accumulating upsert and the strict transition share each chunk's
+ * transaction: every invoice must be in its customer's total exactly once.
+ */
+static void test_sales_totals_overlap_killed(void)
+{
+	tally *t = tally_new("sales_totals: 2 instances, SIGKILL");
+	int kills = rounds(4, 100), attempts = 0;
+	long long total = full ? 200000 : 20000, lost, dup;
+	char rows[24], as_a[32], as_b[32];
+	const char *const setup[] = { "example-setup", "sales_totals", "--rows", rows, NULL };
+	const char *const run_a[] = { "run",
+				      "sales_totals",
+				      as_a,
+				      "--lease",
+				      "1",
+				      "-partition.threads:long=4",
+				      "-chunk.size:long=50",
+				      NULL };
+	const char *const run_b[] = { "run",
+				      "sales_totals",
+				      as_b,
+				      "--lease",
+				      "1",
+				      "-partition.threads:long=4",
+				      "-chunk.size:long=50",
+				      NULL };
+	double t0 = cbt_now();
+
+	reset_repository();
+	snprintf(rows, sizeof(rows), "%lld", total / kills);
+	for (int r = 0; r < kills; r++) {
+		int done_a = 0, done_b = 0, killed = 0;
+
+		CBT_EQ_LL(cli(setup), 0);
+		snprintf(as_a, sizeof(as_a), "asOf=a%d", r);
+		snprintf(as_b, sizeof(as_b), "asOf=b%d", r);
+		while (!(done_a && done_b)) {
+			pid_t a = done_a ? -1 : spawn(run_a), b = done_b ? -1 : spawn(run_b);
+
+			if (!killed) {
+				kill_midway(a > 0 && (b <= 0 || rand() % 2) ? a : b,
+					    "SELECT count(*) FROM invoice WHERE processed",
+					    total / kills * (r + 1), 1, SIGKILL);
+				killed = 1;
+			}
+			if ((a > 0 &&
+			     sales_round(t, cbt_wait_timeout(a, 300000), &done_a, "a") < 0) ||
+			    (b > 0 &&
+			     sales_round(t, cbt_wait_timeout(b, 300000), &done_b, "b") < 0))
+				return;
+			cbt_wait_sessions_gone(conn);
+			t->rounds++;
+			if (++attempts > kills * 20 + 50) {
+				CBT_FAILF("sales_totals never completed");
+				return;
+			}
+		}
+	}
+	/* Against one statement over the invoices. */
+	dup = cbt_query_ll(conn, "SELECT greatest(coalesce(sum(invoice_count), 0) - "
+				 "(SELECT count(*) FROM invoice), 0) FROM customer_total");
+	lost = cbt_query_ll(conn, "SELECT greatest((SELECT count(*) FROM invoice) - "
+				  "coalesce(sum(invoice_count), 0), 0) + "
+				  "(SELECT count(*) FROM invoice WHERE NOT processed) "
+				  "FROM customer_total");
+	t->lost += lost;
+	t->duplicated += dup;
+	CBT_EQ_LL(lost, 0);
+	CBT_EQ_LL(dup, 0);
+	CBT_EQ_LL(
+		cbt_query_ll(conn,
+			     "SELECT count(*) FROM (SELECT customer_id, sum(amount) s, count(*) n "
+			     " FROM invoice GROUP BY customer_id) e FULL JOIN customer_total c "
+			     " USING (customer_id) WHERE c.total IS DISTINCT FROM e.s "
+			     " OR c.invoice_count IS DISTINCT FROM e.n"),
+		0);
+	t->seconds = cbt_now() - t0;
+}
+
 static const CU_TestInfo tests[] = {
 	{ "kill loop", test_kill_loop },
 	{ "zombie loop", test_zombie_loop },
@@ -582,6 +687,7 @@ static const CU_TestInfo tests[] = {
 	{ "csv import killed", test_csv_import_killed },
 	{ "csv export killed", test_csv_export_killed },
 	{ "file export zombie", test_file_export_zombie },
+	{ "sales_totals overlap killed", test_sales_totals_overlap_killed },
 	CU_TEST_INFO_NULL,
 };
 
