@@ -1,0 +1,380 @@
+/*
+ * The sales_totals example scheduled every second with the default overlap
+ * policy (skip) and recovery (restart), each firing its own instance
+ * (asOf={fire_utc}, so its own lock) and slower than the interval
+ * (-sleepMs), with real scheduler nodes and invoices added between firings.
+ * After each scenario one last run takes what is left and the totals must
+ * equal one SQL statement over the invoices, every invoice processed: every
+ * invoice counted exactly once (issue 18 item 6).
+ *
+ * - firings slower than the interval, one node: no two executions of the
+ *   schedule overlap, the instants due meanwhile are SKIPPED_OVERLAP;
+ * - two nodes on the same database, and an operator's manual run of another
+ *   instance (`run sales_totals asOf=...`) beside the firings: the manual
+ *   run does overlap them, and the strict status transition keeps it exact;
+ * - kill -9 of a node while its child runs: the child stops (parent-death
+ *   signal), the surviving node restarts it after the lease, the firings go
+ *   on;
+ * - kill -9 of the child run itself (the process of the partition workers)
+ *   mid-run: its node buries it, recovery restarts it, the next firings run.
+ *
+ * The same scenarios with `--overlap allow` and a lenient transition count
+ * invoices twice (README, "Running non-idempotent jobs safely").
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbtest.h"
+
+static char db[CBT_CONNINFO_MAX];
+static PGconn *conn;
+static char out[65536], errout[65536];
+
+static int init(void)
+{
+	return cbt_repo_db(db, sizeof(db), "sales_sched", &conn);
+}
+
+static int clean(void)
+{
+	PQfinish(conn);
+	cbt_db_drop(db);
+	return 0;
+}
+
+static int ex(const char *const *args)
+{
+	return cbt_examples_run(NULL, db, args, out, sizeof(out), errout, sizeof(errout));
+}
+#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
+#define SPAWN(log, ...)                                                                            \
+	cbt_examples_spawn(NULL, db, log, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void log_path(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/sales-sched-%d-%s.log", cbt_tmpdir(), (int)getpid(), name);
+}
+
+/* A fresh schedule `totals` of sales_totals every second, each firing about
+ * 2-3 s long for the invoices of one or two batches. */
+static void fresh(long long rows, const char *recover_delay)
+{
+	char n[24];
+
+	cbt_exec(conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+	snprintf(n, sizeof(n), "%lld", rows);
+	CBT_EQ_LL(EX("example-setup", "sales_totals", "--rows", n, "--reset"), 0);
+	CBT_EQ_LL(EX("schedule", "add", "totals", "--cron", "* * * * * *", "--job", "sales_totals",
+		     "asOf={fire_utc}", "-sleepMs:long=400", "-chunk.size:long=100",
+		     "-partition.threads:long=4", "--recover-delay", recover_delay),
+		  0);
+}
+
+/* @p n invoices more, as example-setup adds them (after the last id). */
+static void add_invoices(long long n)
+{
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "WITH base AS (SELECT coalesce(max(id), 0) AS b FROM invoice), "
+			      "ins AS (INSERT INTO invoice (id, customer_id, amount, issued_at) "
+			      "SELECT b + g, 1 + ((b + g) * 7919) % 500, (1 + ((b + g) * 104729) "
+			      "% 99999) / 100.0, timestamptz '2026-01-01' + (b + g) * interval "
+			      "'1 minute' FROM base, generate_series(1, $1::bigint) g RETURNING 1) "
+			      "SELECT count(*) FROM ins",
+			      "lld", n),
+		n);
+}
+
+/* Add a batch every second for @p seconds, while the schedule runs. */
+static void feed(int seconds, long long per_batch)
+{
+	for (int i = 0; i < seconds; i++) {
+		add_invoices(per_batch);
+		cbt_sleep_ms(1000);
+	}
+}
+
+/* Executions launched for schedule `totals` (firings and their restarts). */
+#define EXECS                                                                                      \
+	"WITH e AS (SELECT x.job_execution_id, x.status, x.start_time, "                           \
+	" coalesce(x.end_time, clock_timestamp()) AS end_time FROM batch_job_execution x "         \
+	" JOIN batch_job_execution_params p USING (job_execution_id) "                             \
+	" WHERE p.parameter_name = 'schedule.name' AND p.parameter_value = 'totals' "              \
+	" AND x.start_time IS NOT NULL) "
+
+static long long scheduled_overlaps(void)
+{
+	return cbt_query_ll(conn, EXECS "SELECT count(*) FROM e a JOIN e b ON a.job_execution_id < "
+					"b.job_execution_id AND a.start_time < b.end_time AND "
+					"b.start_time < a.end_time");
+}
+
+static long long scheduled_execs(const char *status)
+{
+	return cbt_queryp_ll(conn, EXECS "SELECT count(*) FROM e WHERE status LIKE $1", "s",
+			     status);
+}
+
+static long long firings(const char *status)
+{
+	return cbt_queryp_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE status = $1",
+			     "s", status);
+}
+
+static long long processed(void)
+{
+	return cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE processed");
+}
+
+static long long conflicts(void)
+{
+	return cbt_query_ll(conn, "SELECT coalesce(sum(transition_conflict_count), 0) "
+				  "FROM batch_step_execution");
+}
+
+/* What committed is exact on its own: the totals of the processed invoices. */
+static void expect_processed_counted_once(void)
+{
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT coalesce(sum(invoice_count), 0) - "
+				     "(SELECT count(*) FROM invoice WHERE processed) "
+				     "FROM customer_total"),
+		  0);
+}
+
+/* One last run takes what the firings left, then every invoice is counted
+ * once: all processed, and each customer's total, count, first and last
+ * equal one statement over the invoices. */
+static void drain_and_expect_exactly_once(void)
+{
+	static int drains;
+	char param[32];
+	int rc = -1;
+
+	expect_processed_counted_once();
+	/* An instance of its own each time: the data is new, the repository not. */
+	snprintf(param, sizeof(param), "asOf=drain-%d", ++drains);
+	for (int i = 0; i < 5 && rc != 0; i++)
+		rc = EX("run", "sales_totals", param, "--lease", "2");
+	CBT_EQ_LL(rc, 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT coalesce(sum(invoice_count), 0) - "
+				     "(SELECT count(*) FROM invoice) FROM customer_total"),
+		  0);
+	CBT_EQ_LL(
+		cbt_query_ll(
+			conn,
+			"SELECT count(*) FROM (SELECT customer_id, sum(amount) s, count(*) n, "
+			" min(issued_at) f, max(issued_at) l FROM invoice GROUP BY customer_id) e "
+			"FULL JOIN customer_total t USING (customer_id) "
+			"WHERE t.total IS DISTINCT FROM e.s OR t.invoice_count IS DISTINCT FROM e.n "
+			" OR t.first_at IS DISTINCT FROM e.f OR t.last_at IS DISTINCT FROM e.l"),
+		0);
+}
+
+static pid_t node(const char *name, const char *exit_after)
+{
+	char log[512];
+	pid_t pid;
+
+	log_path(log, sizeof(log), name);
+	if (exit_after)
+		pid = SPAWN(log, "scheduler", "--exit-after", exit_after, "--lease", "2");
+	else
+		pid = SPAWN(log, "scheduler", "--lease", "2");
+	CU_ASSERT_FATAL(pid > 0);
+	return pid;
+}
+
+static void test_slow_firings_never_overlap_and_count_once(void)
+{
+	pid_t a;
+
+	fresh(3000, "10");
+	a = node("slow", "9");
+	feed(7, 800);
+	CBT_EQ_LL(cbt_wait_timeout(a, 40000), 0);
+	CU_ASSERT(scheduled_execs("%") >= 2);
+	CBT_EQ_LL(scheduled_overlaps(), 0);
+	CU_ASSERT(firings("SKIPPED_OVERLAP") >= 2);
+	/* The firings did the work (the drain only what the last one left). */
+	CU_ASSERT(processed() >= 3000);
+	drain_and_expect_exactly_once();
+}
+
+/* Two nodes run the schedule, and an operator runs another instance by hand
+ * while they do: the nodes never overlap each other's firings, the manual
+ * run overlaps them (its own instance, its own lock) and the strict
+ * transition makes its chunks and theirs take each invoice once. */
+static void test_two_nodes_and_a_manual_run_count_once(void)
+{
+	char log[512];
+	pid_t a, b, manual;
+	long long conflicts_before = conflicts();
+	int rm;
+
+	fresh(3000, "10");
+	a = node("pair-a", "10");
+	b = node("pair-b", "10");
+	add_invoices(800);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) FROM batch_job_execution "
+				       "WHERE status = 'STARTED'"));
+	log_path(log, sizeof(log), "manual");
+	manual = SPAWN(log, "run", "sales_totals", "asOf=operator-2026-12-02", "--lease", "2",
+		       "-sleepMs:long=100", "-chunk.size:long=100", "-partition.threads:long=4");
+	CU_ASSERT_FATAL(manual > 0);
+	feed(6, 800);
+	rm = cbt_wait_timeout(manual, 40000);
+	/* It completes, or fails restartably after too many re-reads in a row. */
+	CU_ASSERT(rm == 0 || rm == 1);
+	CBT_EQ_LL(cbt_wait_timeout(a, 40000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(b, 40000), 0);
+	CBT_EQ_LL(scheduled_overlaps(), 0);
+	CU_ASSERT(firings("SKIPPED_OVERLAP") >= 2);
+	/* Both nodes claimed instants. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT node_id) FROM batch_schedule_firing"),
+		  2);
+	/* The manual run did run beside firings, and they met: chunks were
+	 * rolled back and read again. */
+	CU_ASSERT(cbt_query_ll(conn,
+			       EXECS ", m AS (SELECT x.start_time, x.end_time FROM "
+				     "batch_job_execution x JOIN batch_job_execution_params p "
+				     "USING (job_execution_id) WHERE p.parameter_name = 'asOf' AND "
+				     "p.parameter_value = 'operator-2026-12-02') SELECT count(*) "
+				     "FROM e, m WHERE e.start_time < m.end_time AND m.start_time < "
+				     "e.end_time") > 0);
+	CU_ASSERT(conflicts() > conflicts_before);
+	drain_and_expect_exactly_once();
+}
+
+/* kill -9 of the node whose child runs a firing: the child stops after its
+ * chunk, the survivor restarts that execution once the lease is over, and
+ * firings go on on the survivor. */
+static void test_killed_node_firing_restarted_by_the_survivor(void)
+{
+	pid_t a, b;
+	long long exec, inst;
+
+	fresh(4000, "1");
+	a = node("kill-a", NULL);
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+				       "SELECT count(*) FROM batch_job_execution "
+				       "WHERE status = 'STARTED'"));
+	exec = cbt_query_ll(conn, "SELECT min(job_execution_id) FROM batch_job_execution "
+				  "WHERE status = 'STARTED'");
+	inst = cbt_queryp_ll(conn,
+			     "SELECT job_instance_id FROM batch_job_execution "
+			     "WHERE job_execution_id = $1",
+			     "lld", exec);
+	b = node("kill-b", NULL);
+	CU_ASSERT_FATAL(cbt_wait_until(
+		conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+	kill(a, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
+	if (cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
+		CBT_FAILF("the firing finished before the kill; the test proves nothing");
+	add_invoices(500);
+	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+				  "SELECT count(*) FROM batch_job_execution WHERE "
+				  "job_execution_id = $1 AND status = 'STOPPED'",
+				  "lld", exec));
+	CU_ASSERT(cbt_wait_untilp(conn, 30000,
+				  "SELECT count(*) FROM batch_job_execution WHERE "
+				  "job_instance_id = $1 AND job_execution_id > $2 AND "
+				  "status = 'COMPLETED'",
+				  "lld lld", inst, exec));
+	/* Firings go on on the survivor, after the restart. */
+	feed(2, 500);
+	CU_ASSERT(cbt_wait_untilp(
+		conn, 20000,
+		"SELECT count(*) FROM batch_job_execution x JOIN "
+		"batch_job_execution_params p USING (job_execution_id) WHERE "
+		"p.parameter_name = 'schedule.name' AND x.job_instance_id <> $1 AND "
+		"x.job_execution_id > $2 AND x.status = 'COMPLETED'",
+		"lld lld", inst, exec));
+	kill(b, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				     "'RESTARTED' AND attempt = 1"),
+		  1);
+	CBT_EQ_LL(scheduled_overlaps(), 0);
+	drain_and_expect_exactly_once();
+}
+
+/* kill -9 of the child run itself (the process of the partition workers)
+ * mid-run: its node buries the execution ("owner lost"), recovery restarts
+ * it, and the next firings run after. */
+static void test_killed_run_restarted_and_next_firings_count_once(void)
+{
+	pid_t a, child;
+	long long firing, exec;
+
+	fresh(4000, "1");
+	a = node("child", NULL);
+	CU_ASSERT_FATAL(cbt_wait_until(
+		conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+	/* The running firing, once its execution is recorded. */
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 10000,
+				       "SELECT count(*) FROM batch_schedule_firing f JOIN "
+				       "batch_job_instance i USING (job_key) JOIN "
+				       "batch_job_execution x USING (job_instance_id) WHERE "
+				       "f.status = 'LAUNCHED' AND f.pid IS NOT NULL AND "
+				       "x.status = 'STARTED'"));
+	firing = cbt_query_ll(conn, "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
+				    "batch_job_instance i USING (job_key) JOIN "
+				    "batch_job_execution x USING (job_instance_id) WHERE "
+				    "f.status = 'LAUNCHED' AND f.pid IS NOT NULL AND "
+				    "x.status = 'STARTED'");
+	CU_ASSERT_FATAL(firing > 0);
+	child = (pid_t)cbt_queryp_ll(
+		conn, "SELECT pid FROM batch_schedule_firing WHERE firing_id = $1", "lld", firing);
+	exec = cbt_queryp_ll(conn,
+			     "SELECT max(x.job_execution_id) FROM batch_schedule_firing f JOIN "
+			     "batch_job_instance i USING (job_key) JOIN batch_job_execution x "
+			     "USING (job_instance_id) WHERE f.firing_id = $1",
+			     "lld", firing);
+	CU_ASSERT_FATAL(child > 0);
+	kill(child, SIGKILL);
+	if (cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
+		CBT_FAILF("the firing finished before the kill; the test proves nothing");
+	add_invoices(500);
+	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+				  "SELECT count(*) FROM batch_job_execution WHERE "
+				  "job_execution_id = $1 AND status = 'FAILED' AND exit_message "
+				  "LIKE '%owner lost%'",
+				  "lld", exec));
+	CU_ASSERT(cbt_wait_untilp(
+		conn, 30000,
+		"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 AND "
+		"outcome = 'RESTARTED'",
+		"lld", firing));
+	feed(3, 500);
+	/* A later firing ran to its end after the restart. */
+	CU_ASSERT(cbt_wait_untilp(conn, 20000,
+				  "SELECT count(*) FROM batch_schedule_firing WHERE firing_id > $1 "
+				  "AND status = 'FINISHED' AND exit_code = 0",
+				  "lld", firing));
+	kill(a, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(a, 30000), 0);
+	CBT_EQ_LL(scheduled_overlaps(), 0);
+	drain_and_expect_exactly_once();
+}
+
+static const CU_TestInfo tests[] = {
+	{ "slow firings never overlap and count once",
+	  test_slow_firings_never_overlap_and_count_once },
+	{ "two nodes and a manual run count once", test_two_nodes_and_a_manual_run_count_once },
+	{ "killed node's firing restarted by the survivor",
+	  test_killed_node_firing_restarted_by_the_survivor },
+	{ "killed run restarted, next firings count once",
+	  test_killed_run_restarted_and_next_firings_count_once },
+	CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+	return cbt_main("sales_totals_scheduled", init, clean, tests);
+}
