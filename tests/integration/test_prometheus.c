@@ -209,7 +209,7 @@ static void test_promtool_accepts_the_cli_and_http_output(void)
 			    "items_read_count{job=\"x\"} 1\n",
 			    "old");
 	CU_ASSERT(rc != 0);
-	CBT_CONTAINS(out, "counter metrics should have \"_total\" suffix");
+	CBT_CONTAINS(errout, "counter metrics should have \"_total\" suffix");
 }
 
 /* The value of the series @p series (its name and labels as printed) in @p text. */
