@@ -30,56 +30,55 @@
 #define JOBS                                                                                       \
 	"j AS (SELECT n.job_name, (SELECT e.status FROM batch_job_execution e "                    \
 	"   JOIN batch_job_instance i USING (job_instance_id) WHERE i.job_name = n.job_name "      \
-	"   ORDER BY e.job_execution_id DESC LIMIT 1) AS last_status "                            \
+	"   ORDER BY e.job_execution_id DESC LIMIT 1) AS last_status "                             \
 	"  FROM (SELECT DISTINCT job_name FROM batch_job_instance) n), "
-#define JOB_SERIES_CTES                                                                            \
-	JOBS                                                                                       \
-	"r AS (SELECT i.job_name, count(*) AS n, "                                                 \
-	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age " \
-	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "          \
-	"  WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') GROUP BY i.job_name), "          \
-	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "           \
-	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "    \
-	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                     \
-	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                       \
-	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "               \
-	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                           \
-	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "       \
-	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "              \
-	"  j.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "             \
-	"  NULL::text AS lv2, extract(epoch FROM o.last_success_time)::bigint AS v "               \
-	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                 \
-	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "       \
-	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', j.job_name, NULL, NULL, "   \
-	"  NULL, NULL, extract(epoch FROM o.last_failure_time)::bigint "                           \
-	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                 \
-	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "   \
-	"  for its status, 0 for the others.', 'gauge', j.job_name, 'status', st.s, NULL, NULL, "  \
-	"  (j.last_status IS NOT DISTINCT FROM st.s)::int FROM j CROSS JOIN (" JOB_STATUSES        \
-	"  ) st(s) "                                                                               \
-	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "     \
-	"  STOPPING.', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.n "                          \
-	"  FROM j LEFT JOIN r USING (job_name) "                                                   \
-	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "   \
-	"  execution (0: none runs).', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.age "        \
-	"  FROM j LEFT JOIN r USING (job_name) "                                                   \
-	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', " \
-	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "      \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the " \
-	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "   \
-	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "              \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "    \
-	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "             \
-	"  'schedule', schedule_name, NULL, NULL, coalesce(exit_code, -1) FROM lf "                \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_status', 'Status of the schedule''s "      \
-	"  newest firing: 1 for its status, 0 for the others.', 'gauge', lf.job_name, "            \
+#define JOB_SERIES_CTES                                                                               \
+	"r AS (SELECT i.job_name, count(*) AS n, "                                                    \
+	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age "    \
+	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "             \
+	"  WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') GROUP BY i.job_name), "              \
+	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "              \
+	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "       \
+	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                        \
+	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                          \
+	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                  \
+	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                              \
+	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "          \
+	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                 \
+	"  j.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "                \
+	"  NULL::text AS lv2, extract(epoch FROM o.last_success_time)::bigint AS v "                  \
+	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                    \
+	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "          \
+	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', j.job_name, NULL, NULL, "      \
+	"  NULL, NULL, extract(epoch FROM o.last_failure_time)::bigint "                              \
+	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                    \
+	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "      \
+	"  for its status, 0 for the others.', 'gauge', j.job_name, 'status', st.s, NULL, NULL, "     \
+	"  (j.last_status IS NOT DISTINCT FROM st.s)::int FROM j CROSS JOIN (" JOB_STATUSES           \
+	"  ) st(s) "                                                                                  \
+	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "        \
+	"  STOPPING.', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.n "                             \
+	"  FROM j LEFT JOIN r USING (job_name) "                                                      \
+	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "      \
+	"  execution (0: none runs).', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.age "           \
+	"  FROM j LEFT JOIN r USING (job_name) "                                                      \
+	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "    \
+	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "         \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "    \
+	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "      \
+	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "                 \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "       \
+	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "                \
+	"  'schedule', schedule_name, NULL, NULL, coalesce(exit_code, -1) FROM lf "                   \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_status', 'Status of the schedule''s "         \
+	"  newest firing: 1 for its status, 0 for the others.', 'gauge', lf.job_name, "               \
 	"  'schedule', lf.schedule_name, 'status', st.s, (lf.status IS NOT DISTINCT FROM st.s)::int " \
-	"  FROM lf CROSS JOIN (" FIRING_STATUSES ") st(s) "                                        \
-	" UNION ALL SELECT 'cbatch_partition_host_items_read_total', 'Items read by partitions, "  \
-	"  by the host of the worker that claimed them last, counted when the partition ends.', "  \
-	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                              \
-	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "        \
-	"  partitions, by the host of the worker that claimed them last, counted when the "        \
+	"  FROM lf CROSS JOIN (" FIRING_STATUSES ") st(s) "                                           \
+	" UNION ALL SELECT 'cbatch_partition_host_items_read_total', 'Items read by partitions, "     \
+	"  by the host of the worker that claimed them last, counted when the partition ends.', "     \
+	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                                 \
+	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "           \
+	"  partitions, by the host of the worker that claimed them last, counted when the "           \
 	"  partition ends.', 'counter', job_name, 'host', host, NULL, NULL, w FROM hc), "
 
 /*
@@ -134,8 +133,7 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
 		"  WHERE x.partition_index IS NOT NULL "
-		"  AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), "
-		JOB_SERIES_CTES
+		"  AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), " JOBS JOB_SERIES_CTES
 		/* Schedules: what their firings came to (since the last cleanup). */
 		"sf AS (SELECT b.job_name, b.schedule_name, b.paused, b.next_fire_time, "
 		"  count(f.firing_id) FILTER (WHERE f.status IN ('LAUNCHED', 'FINISHED', "
@@ -239,7 +237,8 @@ static const struct {
 	{ "schedule_failed_to_launch_count", "cbatch_schedule_failed_to_launch_total", 0 },
 	{ "schedule_fired_count", "cbatch_schedule_fired_total", 0 },
 	{ "schedule_missed_count", "cbatch_schedule_missed_total", 0 },
-	{ "schedule_next_fire_timestamp_seconds", "cbatch_schedule_next_fire_timestamp_seconds", 0 },
+	{ "schedule_next_fire_timestamp_seconds", "cbatch_schedule_next_fire_timestamp_seconds",
+	  0 },
 	{ "schedule_orphaned_count", "cbatch_schedule_orphaned_total", 0 },
 	{ "schedule_skipped_overlap_count", "cbatch_schedule_skipped_overlap_total", 0 },
 	{ "transition_conflict_count", "cbatch_transition_conflict_total", 0 },

@@ -233,7 +233,7 @@ static void test_what_people_alert_on(void)
 	char series[256];
 	long long age;
 	int ones = 0;
-	static const char *const statuses[] = { "COMPLETED", "FAILED", "STOPPED", "ABANDONED",
+	static const char *const statuses[] = { "COMPLETED", "FAILED",  "STOPPED", "ABANDONED",
 						"STARTING",  "STARTED", "STOPPING" };
 
 	CBT_EQ_LL(EX("metrics"), 0);
@@ -277,19 +277,25 @@ static void test_what_people_alert_on(void)
 			      "SELECT status FROM batch_schedule_firing ORDER BY fire_time DESC, "
 			      "firing_id DESC LIMIT 1",
 			      status, sizeof(status));
-		snprintf(series, sizeof(series),
-			 "cbatch_schedule_last_firing_status{batch_job=\"ledger\",schedule=\"tick\","
-			 "status=\"%s\"}",
-			 status);
+		snprintf(
+			series, sizeof(series),
+			"cbatch_schedule_last_firing_status{batch_job=\"ledger\",schedule=\"tick\","
+			"status=\"%s\"}",
+			status);
 		CBT_EQ_LL(value_of(out, series), 1);
 	}
+	CBT_EQ_LL(value_of(out, "cbatch_schedule_last_firing_exit_code{batch_job=\"ledger\","
+				"schedule=\"tick\"}"),
+		  cbt_query_ll(conn, "SELECT coalesce(exit_code, -1) FROM batch_schedule_firing "
+				     "ORDER BY fire_time DESC, firing_id DESC LIMIT 1"));
 	/* The seed's counters keep their meaning and say their old name. */
 	CBT_CONTAINS(out, "# HELP cbatch_lock_acquire_success_total ");
 	CBT_CONTAINS(out, "(seed: lock_acquire_success_count)");
 	CBT_CONTAINS(out, "(seed: manual_rerun_lock_bypass_count)");
 	CBT_EQ_LL(value_of(out, "cbatch_lock_acquire_success_total"),
-		  cbt_query_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE outcome IN "
-				     "('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')"));
+		  cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_lock_audit WHERE outcome IN "
+			       "('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')"));
 	PQfinish(conn);
 }
 
@@ -439,8 +445,9 @@ static void test_a_real_prometheus_scrapes_serve(void)
 	CU_ASSERT(res != NULL);
 	if (res)
 		CBT_EQ_LL(sample(res),
-			  cbt_query_ll(conn, "SELECT extract(epoch FROM max(end_time))::bigint FROM "
-					     "batch_job_execution WHERE status = 'COMPLETED'"));
+			  cbt_query_ll(conn,
+				       "SELECT extract(epoch FROM max(end_time))::bigint FROM "
+				       "batch_job_execution WHERE status = 'COMPLETED'"));
 	json_decref(doc);
 	res = query(port, "cbatch_job_last_status{batch_job=\"ledger\"} == 1", &doc);
 	CU_ASSERT(res != NULL);

@@ -444,8 +444,8 @@ static void test_metrics_escape_labels_and_print_json(void)
 	CU_ASSERT(json_array_size(list) > 10);
 	for (i = 0; i < json_array_size(list); i++) {
 		json_t *s = json_array_get(list, i);
-		const char *job =
-			json_string_value(json_object_get(json_object_get(s, "labels"), "batch_job"));
+		const char *job = json_string_value(
+			json_object_get(json_object_get(s, "labels"), "batch_job"));
 		const char *type = json_string_value(json_object_get(s, "type"));
 
 		CU_ASSERT(json_is_string(json_object_get(s, "name")));
@@ -453,8 +453,8 @@ static void test_metrics_escape_labels_and_print_json(void)
 		CU_ASSERT(type && (strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0));
 		CU_ASSERT(json_is_integer(json_object_get(s, "value")));
 		if (job && strcmp(job, "we\"ird\\job\nx") == 0 &&
-		    strcmp(json_string_value(json_object_get(s, "name")), "cbatch_items_read_total") ==
-			    0) {
+		    strcmp(json_string_value(json_object_get(s, "name")),
+			   "cbatch_items_read_total") == 0) {
 			CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 7);
 			found = 1;
 		}
