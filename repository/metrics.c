@@ -24,61 +24,67 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 {
 	const char *p[1] = { PARTITION_EXECUTIONS };
 
-	/* One query reads every counter; they come from the audit and the step
-	 * executions, so every process sees the same numbers. */
+	/* One query reads every counter. They are kept by the statements that
+	 * change them (sql/011_history_scale.sql), never recounted from the
+	 * history, so that this reads a few rows per job and schedule however
+	 * old the repository is, and so that cleanup never takes them back. */
 	return cb__repo_exec(
 		conn, "metrics",
-		/* A bypass is a force-unlock after which the next taking of the same
-		 * lock succeeded. Only takings and force-unlocks are ordered: the old
-		 * holder's own FENCED / HEARTBEAT_FAILED (and skips) come in between. */
-		"WITH a AS (SELECT lock_name, outcome, event_time, "
-		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', "
-		"  'FORCE_UNLOCKED') THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ("
-		"   'ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED') "
-		"   ORDER BY audit_id) END "
-		"  AS next_outcome "
-		"  FROM batch_lock_audit), "
+		"WITH k AS (SELECT metric, subject, sum(value) AS v FROM batch_metric_counter "
+		"  GROUP BY metric, subject), "
 		"c AS (SELECT "
-		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS ok, "
-		"  count(*) FILTER (WHERE outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed, "
-		"  count(*) FILTER (WHERE outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired, "
-		"  count(*) FILTER (WHERE outcome = 'HEARTBEAT_FAILED') AS hb, "
-		"  count(*) FILTER (WHERE outcome = 'FENCED') AS fenced, "
-		"  count(*) FILTER (WHERE outcome = 'FORCE_UNLOCKED' "
-		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS bypass "
-		"  FROM a), "
-		/* A manager step's counts are the sums of its partitions' (once it
-		 * ends): only the partitions count, or every item would count twice. */
-		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
-		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
-		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
-		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_acquire_success_count'), 0) AS ok, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_acquire_failed_count'), 0) AS failed, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_lease_expired_count'), 0) AS expired, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'heartbeat_failure_count'), 0) AS hb, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'fenced_chunk_count'), 0) AS fenced, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'manual_rerun_lock_bypass_count'), 0) "
+		"  AS bypass FROM k WHERE subject = ''), "
+		/* Steps that have not ended count from their own row (a step's counts
+		 * go into the counters when it ends); a manager step's counts are the
+		 * sums of its partitions', so only the partitions count. */
+		"o AS (SELECT i.job_name, v.m, sum(v.n) AS n "
 		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE NOT EXISTS (SELECT 1 FROM batch_step_execution w "
+		"  CROSS JOIN LATERAL (VALUES ('items_read_count', s.read_count), "
+		"   ('items_written_count', s.write_count), ('items_skipped_count', "
+		"   s.read_skip_count + s.process_skip_count + s.write_skip_count), "
+		"   ('items_filtered_count', s.filter_count), ('chunk_commit_count', s.commit_count), "
+		"   ('chunk_rollback_count', s.rollback_count), "
+		"   ('duplicate_target_write_count', s.duplicate_target_write_count)) v(m, n) "
+		"  WHERE s.end_time IS NULL AND NOT EXISTS (SELECT 1 FROM batch_step_execution w "
 		"   WHERE w.manager_step_execution_id = s.step_execution_id) "
-		"  GROUP BY i.job_name), "
-		/* The partitions of the newest executions and of running ones. */
+		"  GROUP BY i.job_name, v.m), "
+		"s AS (SELECT j.job_name, n.m, coalesce((SELECT k.v FROM k WHERE k.metric = n.m "
+		"   AND k.subject = j.job_name), 0) + coalesce((SELECT o.n FROM o "
+		"   WHERE o.m = n.m AND o.job_name = j.job_name), 0) AS v "
+		"  FROM batch_job_summary j CROSS JOIN (VALUES ('items_read_count'), "
+		"   ('items_written_count'), ('items_skipped_count'), ('items_filtered_count'), "
+		"   ('chunk_commit_count'), ('chunk_rollback_count'), "
+		"   ('duplicate_target_write_count')) n(m)), "
+		/* The partitions of the newest executions and of running ones, found
+		 * through the primary key and the live-execution index. */
+		"ids AS (SELECT job_execution_id FROM (SELECT job_execution_id FROM batch_job_execution "
+		"   ORDER BY job_execution_id DESC LIMIT $1::int) n "
+		"  UNION SELECT job_execution_id FROM batch_job_execution "
+		"   WHERE status IN ('STARTING', 'STARTED', 'STOPPING')), "
 		"p AS (SELECT i.job_name, x.worker, x.status, x.read_count, x.write_count, "
 		"  e.status IN ('STARTING', 'STARTED', 'STOPPING') AS live "
-		"  FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
+		"  FROM ids JOIN batch_step_execution x USING (job_execution_id) "
+		"  JOIN batch_job_execution e ON e.job_execution_id = ids.job_execution_id "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE x.partition_index IS NOT NULL "
-		"  AND (e.status IN ('STARTING', 'STARTED', 'STOPPING') "
-		"   OR e.job_execution_id IN (SELECT job_execution_id FROM batch_job_execution "
-		"    ORDER BY job_execution_id DESC LIMIT $1::int))), "
-		/* Schedules: what their firings came to (since the last cleanup). */
+		"  WHERE x.partition_index IS NOT NULL), "
+		/* Schedules: what their firings came to (counted when recorded). */
 		"sf AS (SELECT b.job_name, b.schedule_name, b.paused, b.next_fire_time, "
-		"  count(f.firing_id) FILTER (WHERE f.status IN ('LAUNCHED', 'FINISHED', "
-		"   'ORPHANED')) AS fired, "
-		"  coalesce(sum(CASE WHEN f.kind <> 'SCHEDULED' AND f.missed_count > 0 "
-		"   THEN f.missed_count END), 0) AS missed, "
-		"  count(f.firing_id) FILTER (WHERE f.status = 'FAILED_TO_LAUNCH') AS nolaunch, "
-		"  count(f.firing_id) FILTER (WHERE f.status = 'ORPHANED') AS orphaned "
-		"  FROM batch_schedule b LEFT JOIN batch_schedule_firing f USING (schedule_id) "
-		"  GROUP BY b.schedule_id), "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_fired_count' "
+		"   AND k.subject = b.schedule_id::text) AS fired, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_missed_count' "
+		"   AND k.subject = b.schedule_id::text) AS missed, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_failed_to_launch_count' "
+		"   AND k.subject = b.schedule_id::text) AS nolaunch, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_orphaned_count' "
+		"   AND k.subject = b.schedule_id::text) AS orphaned "
+		"  FROM batch_schedule b), "
 		"x AS (SELECT 'lock_acquire_success_count' AS m, 'Locks acquired, including lease "
 		"  takeovers.' AS h, 'counter' AS t, NULL::text AS job, NULL::text AS ln, "
 		"  NULL::text AS lv, ok AS v FROM c "
@@ -97,19 +103,19 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  run that took the lock.', 'counter', NULL, NULL, NULL, bypass FROM c "
 		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "
 		"  duplicates by idempotent writers.', 'counter', NULL, NULL, NULL, "
-		"  coalesce((SELECT sum(d) FROM s), 0) "
+		"  coalesce((SELECT sum(v) FROM s WHERE m = 'duplicate_target_write_count'), 0) "
 		" UNION ALL SELECT 'items_read_count', 'Items read.', 'counter', job_name, NULL, "
-		"  NULL, r FROM s "
+		"  NULL, v FROM s WHERE m = 'items_read_count' "
 		" UNION ALL SELECT 'items_written_count', 'Items written.', 'counter', job_name, "
-		"  NULL, NULL, w FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'items_written_count' "
 		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', 'counter', job_name, "
-		"  NULL, NULL, k FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'items_skipped_count' "
 		" UNION ALL SELECT 'items_filtered_count', 'Items filtered by processors.', "
-		"  'counter', job_name, NULL, NULL, f FROM s "
+		"  'counter', job_name, NULL, NULL, v FROM s WHERE m = 'items_filtered_count' "
 		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', 'counter', job_name, "
-		"  NULL, NULL, cm FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'chunk_commit_count' "
 		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', 'counter', "
-		"  job_name, NULL, NULL, rb FROM s "
+		"  job_name, NULL, NULL, v FROM s WHERE m = 'chunk_rollback_count' "
 		/* A partition taken over counts for its last claimant: the row keeps
 		 * the counts of all its claims and the name of the last one. */
 		" UNION ALL SELECT 'partition_worker_items_read_count', 'Items read by "
