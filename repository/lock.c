@@ -357,7 +357,8 @@ int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, co
 				6, p, err);
 }
 
-/* The lock listing's statements (the first: held and recent). Held locks come from a partial index, recent
+/* The lock listing's statements (the first: held and recent; now(), not
+ * clock_timestamp(), so that the planner can estimate the window). Held locks come from a partial index, recent
  * ones from the audit's time index: neither walks the rows the history left
  * (one per parameterized name, one per partition ever claimed). $1: after
  * (NULL: from the start), $2: limit + 1, $3: recent seconds. */
@@ -370,14 +371,14 @@ int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, co
 	" 'job_execution_id', l.job_execution_id)"
 
 static const char *const lock_list_sql[2] = {
-	"WITH n AS (SELECT lock_name FROM batch_lock WHERE NOT released"
-	" UNION SELECT lock_name FROM batch_lock_audit"
-	"  WHERE event_time >= clock_timestamp() - make_interval(secs => $3::double precision))"
 	"SELECT coalesce(jsonb_agg(j ORDER BY lock_name), '[]') FROM ("
-	" SELECT l.lock_name, " LOCK_JSON_SQL " AS j FROM batch_lock l JOIN n USING (lock_name)"
-	" WHERE ($1::text IS NULL OR l.lock_name > $1::text)"
+	" SELECT l.lock_name, " LOCK_JSON_SQL " AS j FROM batch_lock l"
+	" WHERE (NOT l.released OR l.lock_name = ANY (ARRAY("
+	"  SELECT a.lock_name FROM batch_lock_audit a"
+	"  WHERE a.event_time >= now() - make_interval(secs => $3::double precision))))"
+	" AND ($1::text IS NULL OR l.lock_name > $1::text)"
 	" AND (NOT l.released OR greatest(l.locked_until, l.updated_at) >="
-	"  clock_timestamp() - make_interval(secs => $3::double precision))"
+	"  now() - make_interval(secs => $3::double precision))"
 	" ORDER BY l.lock_name LIMIT $2::int) x",
 	"SELECT coalesce(jsonb_agg(j ORDER BY lock_name), '[]') FROM ("
 	" SELECT l.lock_name, " LOCK_JSON_SQL " AS j FROM batch_lock l"

@@ -48,27 +48,28 @@ CREATE FUNCTION batch_counter_shard() RETURNS smallint LANGUAGE sql STABLE AS $$
     SELECT (pg_backend_pid() % 8)::smallint
 $$;
 
-CREATE FUNCTION batch_metric_add(p_metric varchar, p_subject varchar, p_delta bigint)
+-- (numeric deltas: sums of bigint columns are numeric)
+CREATE FUNCTION batch_metric_add(p_metric varchar, p_subject varchar, p_delta numeric)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF p_delta IS NULL OR p_delta = 0 THEN
         RETURN;
     END IF;
     INSERT INTO batch_metric_counter AS c (metric, subject, shard, value)
-    VALUES (p_metric, coalesce(p_subject, ''), batch_counter_shard(), p_delta)
+    VALUES (p_metric, coalesce(p_subject, ''), batch_counter_shard(), p_delta::bigint)
     ON CONFLICT (metric, subject, shard) DO UPDATE SET value = c.value + excluded.value;
 END
 $$;
 
 CREATE FUNCTION batch_status_add(p_kind varchar, p_subject varchar, p_status varchar,
-    p_delta bigint)
+    p_delta numeric)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF p_delta IS NULL OR p_delta = 0 OR p_subject IS NULL OR p_status IS NULL THEN
         RETURN;
     END IF;
     INSERT INTO batch_status_count AS c (kind, subject, status, shard, n)
-    VALUES (p_kind, p_subject, p_status, batch_counter_shard(), p_delta)
+    VALUES (p_kind, p_subject, p_status, batch_counter_shard(), p_delta::bigint)
     ON CONFLICT (kind, subject, status, shard) DO UPDATE SET n = c.n + excluded.n;
 END
 $$;
@@ -85,41 +86,48 @@ CREATE INDEX batch_lock_audit_time_ix ON batch_lock_audit (event_time);
 CREATE INDEX batch_lock_audit_name_id_ix ON batch_lock_audit (lock_name, audit_id);
 
 -- Every audit row, whoever inserts it (the lock functions, the engine's
--- FENCED / HEARTBEAT_FAILED / ERROR rows): one counter step, same transaction.
+-- FENCED / HEARTBEAT_FAILED / ERROR rows): counted in the same transaction,
+-- once per statement (a row trigger would update one counter row once per
+-- row, and many updates of one row in one transaction cost quadratic time).
 -- A bypass is a force-unlock after which the next taking of the same lock
 -- succeeded; only takings and force-unlocks are ordered.
 CREATE FUNCTION batch_lock_audit_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    v_prev varchar;
+    r record;
 BEGIN
-    CASE NEW.outcome
-        WHEN 'ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER' THEN
-            PERFORM batch_metric_add('lock_acquire_success_count', '', 1);
-            IF NEW.outcome = 'LEASE_EXPIRED_TAKEOVER' THEN
-                PERFORM batch_metric_add('lock_lease_expired_count', '', 1);
-            END IF;
-            SELECT a.outcome INTO v_prev FROM batch_lock_audit a
-             WHERE a.lock_name = NEW.lock_name AND a.audit_id < NEW.audit_id
-               AND a.outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER',
-                                 'FORCE_UNLOCKED')
-             ORDER BY a.audit_id DESC LIMIT 1;
-            IF v_prev = 'FORCE_UNLOCKED' THEN
-                PERFORM batch_metric_add('manual_rerun_lock_bypass_count', '', 1);
-            END IF;
-        WHEN 'SKIPPED_HELD', 'ERROR' THEN
-            PERFORM batch_metric_add('lock_acquire_failed_count', '', 1);
-        WHEN 'HEARTBEAT_FAILED' THEN
-            PERFORM batch_metric_add('heartbeat_failure_count', '', 1);
-        WHEN 'FENCED' THEN
-            PERFORM batch_metric_add('fenced_chunk_count', '', 1);
-        ELSE
-            NULL;
-    END CASE;
+    FOR r IN SELECT count(*) FILTER (WHERE n.outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER',
+                        'OWNER_DEAD_TAKEOVER')) AS ok,
+                    count(*) FILTER (WHERE n.outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed,
+                    count(*) FILTER (WHERE n.outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired,
+                    count(*) FILTER (WHERE n.outcome = 'HEARTBEAT_FAILED') AS hb,
+                    count(*) FILTER (WHERE n.outcome = 'FENCED') AS fenced,
+                    (SELECT count(*) FROM (
+                       SELECT t.outcome, coalesce(lag(t.outcome) OVER (PARTITION BY t.lock_name
+                                  ORDER BY t.audit_id),
+                              -- the first of its name in the statement: the one before
+                              (SELECT a.outcome FROM batch_lock_audit a
+                                WHERE a.lock_name = t.lock_name AND a.audit_id < t.audit_id
+                                  AND a.outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER',
+                                                    'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED')
+                                ORDER BY a.audit_id DESC LIMIT 1)) AS prev
+                         FROM new_rows t
+                        WHERE t.outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER',
+                                            'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED')) x
+                      WHERE x.outcome <> 'FORCE_UNLOCKED' AND x.prev = 'FORCE_UNLOCKED') AS bypass
+               FROM new_rows n LOOP
+        PERFORM batch_metric_add('lock_acquire_success_count', '', r.ok);
+        PERFORM batch_metric_add('lock_acquire_failed_count', '', r.failed);
+        PERFORM batch_metric_add('lock_lease_expired_count', '', r.expired);
+        PERFORM batch_metric_add('heartbeat_failure_count', '', r.hb);
+        PERFORM batch_metric_add('fenced_chunk_count', '', r.fenced);
+        PERFORM batch_metric_add('manual_rerun_lock_bypass_count', '', r.bypass);
+    END LOOP;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER batch_lock_audit_counted_tg AFTER INSERT ON batch_lock_audit
-    FOR EACH ROW EXECUTE FUNCTION batch_lock_audit_counted();
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION batch_lock_audit_counted();
 
 -- ---- item counts --------------------------------------------------------------
 
@@ -138,15 +146,29 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 CREATE FUNCTION batch_step_counts_add(p_job_execution_id bigint, p_sign int,
-    p_read bigint, p_write bigint, p_skip bigint, p_filter bigint, p_commit bigint,
-    p_rollback bigint, p_duplicate bigint)
+    p_read numeric, p_write numeric, p_skip numeric, p_filter numeric, p_commit numeric,
+    p_rollback numeric, p_duplicate numeric)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_job varchar;
 BEGIN
+    IF p_read = 0 AND p_write = 0 AND p_skip = 0 AND p_filter = 0 AND p_commit = 0
+       AND p_rollback = 0 AND p_duplicate = 0 THEN
+        RETURN;
+    END IF;
     SELECT i.job_name INTO v_job FROM batch_job_execution e
       JOIN batch_job_instance i USING (job_instance_id)
      WHERE e.job_execution_id = p_job_execution_id;
+    PERFORM batch_step_counts_job(v_job, p_sign, p_read, p_write, p_skip, p_filter, p_commit,
+                                  p_rollback, p_duplicate);
+END
+$$;
+
+CREATE FUNCTION batch_step_counts_job(v_job varchar, p_sign int,
+    p_read numeric, p_write numeric, p_skip numeric, p_filter numeric, p_commit numeric,
+    p_rollback numeric, p_duplicate numeric)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     IF v_job IS NULL THEN
         RETURN;
     END IF;
@@ -160,32 +182,70 @@ BEGIN
 END
 $$;
 
--- An ended step adds its counts; a step whose counts change after it ended
+-- A step that ends adds its counts; a step whose counts change after it ended
 -- (a manager's sums) or that is handed back (a partition: end_time NULL
 -- again, counted again when it ends) adds the difference.
 CREATE FUNCTION batch_step_counted_tg() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    o int := (OLD.end_time IS NOT NULL AND batch_step_counted(OLD.step_execution_id, false))::int;
+    n int := (NEW.end_time IS NOT NULL AND batch_step_counted(NEW.step_execution_id, false))::int;
 BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.end_time IS NOT NULL
-       AND batch_step_counted(OLD.step_execution_id, false) THEN
-        PERFORM batch_step_counts_add(OLD.job_execution_id, -1, OLD.read_count,
-            OLD.write_count, OLD.read_skip_count + OLD.process_skip_count + OLD.write_skip_count,
-            OLD.filter_count, OLD.commit_count, OLD.rollback_count,
-            OLD.duplicate_target_write_count);
-    END IF;
-    IF NEW.end_time IS NOT NULL AND batch_step_counted(NEW.step_execution_id, false) THEN
-        PERFORM batch_step_counts_add(NEW.job_execution_id, 1, NEW.read_count,
-            NEW.write_count, NEW.read_skip_count + NEW.process_skip_count + NEW.write_skip_count,
-            NEW.filter_count, NEW.commit_count, NEW.rollback_count,
-            NEW.duplicate_target_write_count);
-    END IF;
+    PERFORM batch_step_counts_add(NEW.job_execution_id, 1,
+        n * NEW.read_count - o * OLD.read_count, n * NEW.write_count - o * OLD.write_count,
+        n * (NEW.read_skip_count + NEW.process_skip_count + NEW.write_skip_count)
+          - o * (OLD.read_skip_count + OLD.process_skip_count + OLD.write_skip_count),
+        n * NEW.filter_count - o * OLD.filter_count, n * NEW.commit_count - o * OLD.commit_count,
+        n * NEW.rollback_count - o * OLD.rollback_count,
+        n * NEW.duplicate_target_write_count - o * OLD.duplicate_target_write_count);
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER batch_step_counted_ins_tg AFTER INSERT ON batch_step_execution
-    FOR EACH ROW WHEN (NEW.end_time IS NOT NULL) EXECUTE FUNCTION batch_step_counted_tg();
 CREATE TRIGGER batch_step_counted_upd_tg AFTER UPDATE ON batch_step_execution
     FOR EACH ROW WHEN (OLD.end_time IS NOT NULL OR NEW.end_time IS NOT NULL)
     EXECUTE FUNCTION batch_step_counted_tg();
+
+-- Steps written already ended count at once (per statement: see the audit
+-- trigger). A manager step that had ended, and counted as a step of its
+-- own, before its first partitions were written (not what the engine does,
+-- which writes them together, but possible by hand): from then on only the
+-- partitions count, so the manager's counts come back out.
+CREATE FUNCTION batch_step_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    m record;
+BEGIN
+    -- (by job name: one update of each counter row per statement)
+    FOR m IN SELECT i.job_name, sum(n.read_count) AS rd, sum(n.write_count) AS wr,
+                    sum(n.read_skip_count + n.process_skip_count + n.write_skip_count) AS sk,
+                    sum(n.filter_count) AS fi, sum(n.commit_count) AS cm,
+                    sum(n.rollback_count) AS rb, sum(n.duplicate_target_write_count) AS du
+               FROM new_rows n JOIN batch_job_execution e USING (job_execution_id)
+               JOIN batch_job_instance i USING (job_instance_id)
+              WHERE n.end_time IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM batch_step_execution w
+                                 WHERE w.manager_step_execution_id = n.step_execution_id)
+              GROUP BY i.job_name LOOP
+        PERFORM batch_step_counts_job(m.job_name, 1, m.rd, m.wr, m.sk, m.fi, m.cm, m.rb, m.du);
+    END LOOP;
+    FOR m IN SELECT s.* FROM batch_step_execution s
+              WHERE s.step_execution_id IN (SELECT DISTINCT n.manager_step_execution_id
+                                              FROM new_rows n
+                                             WHERE n.manager_step_execution_id IS NOT NULL)
+                AND s.end_time IS NOT NULL
+                AND s.step_execution_id NOT IN (SELECT n.step_execution_id FROM new_rows n)
+                AND NOT EXISTS (SELECT 1 FROM batch_step_execution w
+                                 WHERE w.manager_step_execution_id = s.step_execution_id
+                                   AND w.step_execution_id NOT IN (SELECT n.step_execution_id
+                                                                     FROM new_rows n)) LOOP
+        PERFORM batch_step_counts_add(m.job_execution_id, -1, m.read_count, m.write_count,
+            m.read_skip_count + m.process_skip_count + m.write_skip_count, m.filter_count,
+            m.commit_count, m.rollback_count, m.duplicate_target_write_count);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER batch_step_inserted_tg AFTER INSERT ON batch_step_execution
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION batch_step_inserted();
 
 -- Steps removed before they ended (a dead run's, by cleanup): their counts,
 -- which readers added while the step was open, move into the counters.
@@ -193,17 +253,17 @@ CREATE FUNCTION batch_step_deleted_tg() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r record;
 BEGIN
-    FOR r IN SELECT o.job_execution_id, sum(o.read_count) AS rd, sum(o.write_count) AS wr,
+    FOR r IN SELECT i.job_name, sum(o.read_count) AS rd, sum(o.write_count) AS wr,
                     sum(o.read_skip_count + o.process_skip_count + o.write_skip_count) AS sk,
                     sum(o.filter_count) AS fi, sum(o.commit_count) AS cm,
                     sum(o.rollback_count) AS rb, sum(o.duplicate_target_write_count) AS du
-               FROM old_rows o
+               FROM old_rows o JOIN batch_job_execution e USING (job_execution_id)
+               JOIN batch_job_instance i USING (job_instance_id)
               WHERE o.end_time IS NULL
                 AND NOT EXISTS (SELECT 1 FROM old_rows w
                                  WHERE w.manager_step_execution_id = o.step_execution_id)
-              GROUP BY o.job_execution_id LOOP
-        PERFORM batch_step_counts_add(r.job_execution_id, 1, r.rd, r.wr, r.sk, r.fi, r.cm,
-                                      r.rb, r.du);
+              GROUP BY i.job_name LOOP
+        PERFORM batch_step_counts_job(r.job_name, 1, r.rd, r.wr, r.sk, r.fi, r.cm, r.rb, r.du);
     END LOOP;
     RETURN NULL;
 END
@@ -219,29 +279,44 @@ CREATE TRIGGER batch_step_deleted_tg AFTER DELETE ON batch_step_execution
 CREATE INDEX batch_job_instance_name_ix ON batch_job_instance (job_name, job_instance_id);
 CREATE INDEX batch_job_execution_status_ix ON batch_job_execution (status, job_execution_id);
 
-CREATE FUNCTION batch_job_execution_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+-- New executions: their job's newest id and status counts (per statement).
+CREATE FUNCTION batch_job_execution_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    INSERT INTO batch_job_summary AS s (job_name, last_execution_id)
+    SELECT i.job_name, max(n.job_execution_id) FROM new_rows n
+      JOIN batch_job_instance i USING (job_instance_id) GROUP BY i.job_name
+    ON CONFLICT (job_name) DO UPDATE
+       SET last_execution_id = greatest(s.last_execution_id, excluded.last_execution_id);
+    FOR r IN SELECT i.job_name, n.status, count(*) AS n FROM new_rows n
+               JOIN batch_job_instance i USING (job_instance_id)
+              GROUP BY i.job_name, n.status LOOP
+        PERFORM batch_status_add('job', r.job_name, r.status, r.n);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER batch_job_execution_ins_tg AFTER INSERT ON batch_job_execution
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION batch_job_execution_inserted();
+
+-- A status change (a few per execution; a row trigger, so that the chunk
+-- checkpoint's update of the execution, which changes no status, runs none).
+CREATE FUNCTION batch_job_execution_status_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     v_job varchar;
 BEGIN
     SELECT i.job_name INTO v_job FROM batch_job_instance i
      WHERE i.job_instance_id = NEW.job_instance_id;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO batch_job_summary AS s (job_name, last_execution_id)
-        VALUES (v_job, NEW.job_execution_id)
-        ON CONFLICT (job_name) DO UPDATE
-           SET last_execution_id = greatest(s.last_execution_id, excluded.last_execution_id);
-    ELSE
-        PERFORM batch_status_add('job', v_job, OLD.status, -1);
-    END IF;
+    PERFORM batch_status_add('job', v_job, OLD.status, -1);
     PERFORM batch_status_add('job', v_job, NEW.status, 1);
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER batch_job_execution_ins_tg AFTER INSERT ON batch_job_execution
-    FOR EACH ROW EXECUTE FUNCTION batch_job_execution_counted();
 CREATE TRIGGER batch_job_execution_upd_tg AFTER UPDATE OF status ON batch_job_execution
     FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
-    EXECUTE FUNCTION batch_job_execution_counted();
+    EXECUTE FUNCTION batch_job_execution_status_changed();
 
 -- Removed executions leave the status counts (their instance must still
 -- exist when the statement ends: cleanup removes instances in a later
@@ -264,25 +339,21 @@ CREATE TRIGGER batch_job_execution_del_tg AFTER DELETE ON batch_job_execution
 
 -- The largest run.id a job was ever given: `run --next` counts on from it.
 CREATE FUNCTION batch_run_id_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    v_job varchar;
 BEGIN
-    IF NEW.parameter_value !~ '^[-+]?[0-9]{1,18}$' THEN
-        RETURN NULL;
-    END IF;
-    SELECT i.job_name INTO v_job FROM batch_job_execution e
-      JOIN batch_job_instance i USING (job_instance_id)
-     WHERE e.job_execution_id = NEW.job_execution_id;
     INSERT INTO batch_job_summary AS s (job_name, max_run_id)
-    VALUES (v_job, NEW.parameter_value::bigint)
+    SELECT i.job_name, max(n.parameter_value::bigint) FROM new_rows n
+      JOIN batch_job_execution e USING (job_execution_id)
+      JOIN batch_job_instance i USING (job_instance_id)
+     WHERE n.parameter_name = 'run.id' AND n.parameter_type = 'long' AND n.identifying
+       AND n.parameter_value ~ '^[-+]?[0-9]{1,18}$'
+     GROUP BY i.job_name
     ON CONFLICT (job_name) DO UPDATE
        SET max_run_id = greatest(s.max_run_id, excluded.max_run_id);
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER batch_run_id_recorded_tg AFTER INSERT ON batch_job_execution_params
-    FOR EACH ROW WHEN (NEW.parameter_name = 'run.id' AND NEW.parameter_type = 'long'
-                       AND NEW.identifying)
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION batch_run_id_recorded();
 
 -- ---- schedule firings ------------------------------------------------------------
@@ -296,6 +367,32 @@ LANGUAGE sql IMMUTABLE AS $$
            (p_status = 'FAILED_TO_LAUNCH')::int, (p_status = 'ORPHANED')::int
 $$;
 
+CREATE FUNCTION batch_firing_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT n.schedule_id::text AS sched, n.status, count(*) AS n FROM new_rows n
+              GROUP BY n.schedule_id, n.status LOOP
+        PERFORM batch_status_add('schedule', r.sched, r.status, r.n);
+    END LOOP;
+    FOR r IN SELECT n.schedule_id::text AS sched, sum(c.fired) AS fired, sum(c.missed) AS missed,
+                    sum(c.nolaunch) AS nolaunch, sum(c.orphaned) AS orphaned
+               FROM new_rows n
+              CROSS JOIN LATERAL batch_firing_counts(n.status, n.kind, n.missed_count) c
+              GROUP BY n.schedule_id LOOP
+        PERFORM batch_metric_add('schedule_fired_count', r.sched, r.fired);
+        PERFORM batch_metric_add('schedule_missed_count', r.sched, r.missed);
+        PERFORM batch_metric_add('schedule_failed_to_launch_count', r.sched, r.nolaunch);
+        PERFORM batch_metric_add('schedule_orphaned_count', r.sched, r.orphaned);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER batch_firing_ins_tg AFTER INSERT ON batch_schedule_firing
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION batch_firing_inserted();
+
+-- A firing's outcome recorded: the difference it makes.
 CREATE FUNCTION batch_firing_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     n record;
@@ -303,12 +400,8 @@ DECLARE
     v_sched varchar := NEW.schedule_id::text;
 BEGIN
     n := batch_firing_counts(NEW.status, NEW.kind, NEW.missed_count);
-    IF TG_OP = 'UPDATE' THEN
-        o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count);
-        PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
-    ELSE
-        o := batch_firing_counts('', '', 0);
-    END IF;
+    o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count);
+    PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
     PERFORM batch_status_add('schedule', v_sched, NEW.status, 1);
     PERFORM batch_metric_add('schedule_fired_count', v_sched, n.fired - o.fired);
     PERFORM batch_metric_add('schedule_missed_count', v_sched, n.missed - o.missed);
@@ -317,8 +410,6 @@ BEGIN
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER batch_firing_ins_tg AFTER INSERT ON batch_schedule_firing
-    FOR EACH ROW EXECUTE FUNCTION batch_firing_counted();
 CREATE TRIGGER batch_firing_upd_tg AFTER UPDATE ON batch_schedule_firing
     FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.kind IS DISTINCT FROM NEW.kind
                        OR OLD.missed_count IS DISTINCT FROM NEW.missed_count)
