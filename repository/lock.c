@@ -386,8 +386,8 @@ static const char *const lock_list_sql[2] = {
 	" ORDER BY l.lock_name LIMIT $2::int) x",
 };
 
-int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn,
-		      const cb_lock_list_options *o, cb_error *err)
+int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,
+		      cb_error *err)
 {
 	cb_lock_list_options d = { 0, 0, NULL, 0 };
 	char lim[16], recent[64];
@@ -409,7 +409,8 @@ int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn,
 	p[0] = o->after;
 	/* One more than asked: whether a next page exists. */
 	snprintf(lim, sizeof(lim), "%d", (o->limit ? o->limit : 100) + 1);
-	snprintf(recent, sizeof(recent), "%.3f", o->recent_seconds > 0 ? o->recent_seconds : 3600.0);
+	snprintf(recent, sizeof(recent), "%.3f",
+		 o->recent_seconds > 0 ? o->recent_seconds : 3600.0);
 	res = cb__repo_exec(conn, "list locks", lock_list_sql[o->all ? 1 : 0], 3, p, err);
 	if (!res)
 		return CB_EDB;
@@ -421,9 +422,11 @@ int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn,
 	if (n > (size_t)(o->limit ? o->limit : 100)) {
 		json_array_remove(*out, n - 1);
 		if (next_after) {
-			const json_t *last = json_object_get(json_array_get(*out, n - 2), "lock_name");
+			const json_t *last =
+				json_object_get(json_array_get(*out, n - 2), "lock_name");
 
-			*next_after = strdup(json_string_value(last) ? json_string_value(last) : "");
+			*next_after =
+				strdup(json_string_value(last) ? json_string_value(last) : "");
 			if (!*next_after) {
 				json_decref(*out);
 				*out = NULL;

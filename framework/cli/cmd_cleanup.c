@@ -61,11 +61,11 @@ static void eta_text(char *out, size_t size, const cb_cleanup_progress *p, const
 	}
 	s = (long long)(p->eta_seconds + 0.5);
 	if (s >= 3600)
-		snprintf(out, size, ", %.0f%% of the %s, about %lldh%02lldm left", p->fraction * 100,
-			 what, s / 3600, s / 60 % 60);
+		snprintf(out, size, ", %.0f%% of the %s, about %lldh%02lldm left",
+			 p->fraction * 100, what, s / 3600, s / 60 % 60);
 	else if (s >= 60)
-		snprintf(out, size, ", %.0f%% of the %s, about %lldm%02llds left", p->fraction * 100,
-			 what, s / 60, s % 60);
+		snprintf(out, size, ", %.0f%% of the %s, about %lldm%02llds left",
+			 p->fraction * 100, what, s / 60, s % 60);
 	else
 		snprintf(out, size, ", %.0f%% of the %s, about %llds left", p->fraction * 100, what,
 			 s);
@@ -86,10 +86,10 @@ static void progress(void *ctx, const cb_cleanup_progress *p)
 			p->seconds, eta);
 	} else if (strcmp(p->phase, "lock audit") == 0) {
 		eta_text(eta, sizeof(eta), p, "lock audit");
-		fprintf(stderr, "cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs%s)\n",
+		fprintf(stderr,
+			"cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs%s)\n",
 			p->batch, p->counts.lock_audit, p->total.lock_audit, p->seconds, eta);
-	}
-	else if (strcmp(p->phase, "locks") == 0)
+	} else if (strcmp(p->phase, "locks") == 0)
 		fprintf(stderr, "cleanup: batch %lld: %lld locks (%lld so far, %.2fs)\n", p->batch,
 			p->counts.locks, p->total.locks, p->seconds);
 	else

@@ -629,12 +629,12 @@ int cb__cli_cmd_locks(struct cli *c)
 		return cb__cli_out_of_memory(c);
 	rc = cb__cli_split_args(c, pos, &npos, flags, values);
 	if (rc == 0 && npos > 0)
-		rc = cb__cli_usage_error(c,
-					 "locks: unexpected argument '%.100s' (usage: %s locks [--all] "
-					 "[--limit N] [--after NAME])",
-					 pos[0], c->prog);
-	if (rc == 0 && values[1] &&
-	    (cb__cli_parse_positive(&limit, values[1]) < 0 || limit > 1000))
+		rc = cb__cli_usage_error(
+			c,
+			"locks: unexpected argument '%.100s' (usage: %s locks [--all] "
+			"[--limit N] [--after NAME])",
+			pos[0], c->prog);
+	if (rc == 0 && values[1] && (cb__cli_parse_positive(&limit, values[1]) < 0 || limit > 1000))
 		rc = cb__cli_usage_error(c, "locks: invalid --limit '%.100s' (expected 1..1000)",
 					 values[1]);
 	free(pos);

@@ -79,10 +79,10 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
 
 /** What cb_lock_list_page lists. */
 typedef struct cb_lock_list_options {
-	int all;		/* every lock row, not only held and recent ones */
-	int limit;		/* rows per page, 1..1000 (0: 100) */
-	const char *after;	/* the page starts after this lock name (NULL: first page) */
-	double recent_seconds;	/* released within this long counts as recent (0: 3600) */
+	int all;               /* every lock row, not only held and recent ones */
+	int limit;             /* rows per page, 1..1000 (0: 100) */
+	const char *after;     /* the page starts after this lock name (NULL: first page) */
+	double recent_seconds; /* released within this long counts as recent (0: 3600) */
 } cb_lock_list_options;
 
 /**
@@ -94,8 +94,8 @@ typedef struct cb_lock_list_options {
  * (free()) naming the page's last lock when more may follow, else NULL.
  * @return 0, CB_EINVAL (limit out of range), CB_EDB, CB_ENOMEM.
  */
-int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn,
-		      const cb_lock_list_options *o, cb_error *err);
+int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,
+		      cb_error *err);
 
 /**
  * Release a lock by hand, whoever holds it, and record who (@p who, e.g.
