@@ -44,7 +44,7 @@ static const char *const history_tables[] = { "batch_job_execution",
 					      NULL };
 
 /* The statements one call ran, with their parameters. */
-#define MAX_SEEN 16
+#define MAX_SEEN   16
 #define MAX_PARAMS 8
 typedef struct seen {
 	char *what, *sql;
@@ -55,8 +55,7 @@ typedef struct seen {
 static seen stmts[MAX_SEEN];
 static int nstmts;
 
-static void observe(void *ctx, const char *what, const char *sql, int n,
-		    const char *const *values)
+static void observe(void *ctx, const char *what, const char *sql, int n, const char *const *values)
 {
 	seen *s;
 
