@@ -6,7 +6,8 @@
 --
 -- Execution i (1..N), 2 minutes apart and ending now (1M: 3.8 years):
 --   job i % 40: hourly_00..hourly_29 and daily_30..daily_34 (scheduled, one
---   firing with a FIRED and a FINISHED event each), adhoc_35..adhoc_38, and
+--   firing with a FIRED and a FINISHED event each), adhoc_35..adhoc_37 and
+--   ledger (the example job, so that the benchmark can run it on top), and
 --   ledger_part (a manager step and 4 partitions, each with its own lock row,
 --   released, as partitions leave them; the ad-hoc ones also leave a lock
 --   row per run, their lock name carrying a parameter);
@@ -21,7 +22,8 @@ SET synchronous_commit = off;
 CREATE TEMP TABLE g AS
 SELECT i, CASE WHEN i % 40 < 30 THEN 'hourly_' || lpad((i % 40)::text, 2, '0')
                WHEN i % 40 < 35 THEN 'daily_' || (i % 40)
-               WHEN i % 40 < 39 THEN 'adhoc_' || (i % 40)
+               WHEN i % 40 < 38 THEN 'adhoc_' || (i % 40)
+               WHEN i % 40 = 38 THEN 'ledger'
                ELSE 'ledger_part' END AS job,
        i % 40 AS j,
        CASE WHEN i > n - 2 THEN 'STARTED' WHEN i % 997 = 0 THEN 'STOPPED'
