@@ -226,16 +226,18 @@ BEGIN
               GROUP BY i.job_name LOOP
         PERFORM batch_step_counts_job(m.job_name, 1, m.rd, m.wr, m.sk, m.fi, m.cm, m.rb, m.du);
     END LOOP;
-    FOR m IN SELECT s.* FROM batch_step_execution s
-              WHERE s.step_execution_id IN (SELECT DISTINCT n.manager_step_execution_id
-                                              FROM new_rows n
-                                             WHERE n.manager_step_execution_id IS NOT NULL)
-                AND s.end_time IS NOT NULL
-                AND s.step_execution_id NOT IN (SELECT n.step_execution_id FROM new_rows n)
+    -- (NOT EXISTS, not NOT IN: an anti join, however many rows the statement wrote)
+    FOR m IN SELECT s.* FROM (SELECT DISTINCT n.manager_step_execution_id AS id FROM new_rows n
+                               WHERE n.manager_step_execution_id IS NOT NULL) g
+               JOIN batch_step_execution s ON s.step_execution_id = g.id
+              WHERE s.end_time IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM new_rows n
+                                 WHERE n.step_execution_id = s.step_execution_id)
                 AND NOT EXISTS (SELECT 1 FROM batch_step_execution w
                                  WHERE w.manager_step_execution_id = s.step_execution_id
-                                   AND w.step_execution_id NOT IN (SELECT n.step_execution_id
-                                                                     FROM new_rows n)) LOOP
+                                   AND NOT EXISTS (SELECT 1 FROM new_rows n
+                                                    WHERE n.step_execution_id
+                                                          = w.step_execution_id)) LOOP
         PERFORM batch_step_counts_add(m.job_execution_id, -1, m.read_count, m.write_count,
             m.read_skip_count + m.process_skip_count + m.write_skip_count, m.filter_count,
             m.commit_count, m.rollback_count, m.duplicate_target_write_count);
