@@ -20,7 +20,8 @@
 
 /*
  * What people alert on first (sql/014_operator_metrics.sql), each read from
- * a few rows per job or schedule: the jobs and their newest execution (JOBS),
+ * a few rows per job or schedule: the jobs and their newest execution (JOBS:
+ * batch_job_summary's high-water mark, sql/011_history_scale.sql),
  * the running executions (through the index of live executions), the last
  * success and failure (kept by the statements that end executions), the
  * newest firing of each schedule (through its unique (schedule, instant)
@@ -28,10 +29,8 @@
  * y holds their series, with up to three labels.
  */
 #define JOBS                                                                                       \
-	"j AS (SELECT n.job_name, (SELECT e.status FROM batch_job_execution e "                    \
-	"   JOIN batch_job_instance i USING (job_instance_id) WHERE i.job_name = n.job_name "      \
-	"   ORDER BY e.job_execution_id DESC LIMIT 1) AS last_status "                             \
-	"  FROM (SELECT DISTINCT job_name FROM batch_job_instance) n), "
+	"jl AS (SELECT j.job_name, e.status AS last_status FROM batch_job_summary j "              \
+	"  LEFT JOIN batch_job_execution e ON e.job_execution_id = j.last_execution_id), "
 #define JOB_SERIES_CTES                                                                               \
 	"r AS (SELECT i.job_name, count(*) AS n, "                                                    \
 	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age "    \
@@ -45,23 +44,23 @@
 	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                              \
 	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "          \
 	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                 \
-	"  j.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "                \
-	"  NULL::text AS lv2, extract(epoch FROM o.last_success_time)::bigint AS v "                  \
-	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                    \
+	"  jl.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "               \
+	"  NULL::text AS lv2, extract(epoch FROM oc.last_success_time)::bigint AS v "                 \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
 	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "          \
-	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', j.job_name, NULL, NULL, "      \
-	"  NULL, NULL, extract(epoch FROM o.last_failure_time)::bigint "                              \
-	"  FROM j LEFT JOIN batch_job_outcome o USING (job_name) "                                    \
+	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', jl.job_name, NULL, NULL, "     \
+	"  NULL, NULL, extract(epoch FROM oc.last_failure_time)::bigint "                             \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
 	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "      \
-	"  for its status, 0 for the others.', 'gauge', j.job_name, 'status', st.s, NULL, NULL, "     \
-	"  (j.last_status IS NOT DISTINCT FROM st.s)::int FROM j CROSS JOIN (" JOB_STATUSES           \
+	"  for its status, 0 for the others.', 'gauge', jl.job_name, 'status', st.s, NULL, NULL, "    \
+	"  (jl.last_status IS NOT DISTINCT FROM st.s)::int FROM jl CROSS JOIN (" JOB_STATUSES         \
 	"  ) st(s) "                                                                                  \
 	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "        \
-	"  STOPPING.', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.n "                             \
-	"  FROM j LEFT JOIN r USING (job_name) "                                                      \
+	"  STOPPING.', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.n "                            \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
 	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "      \
-	"  execution (0: none runs).', 'gauge', j.job_name, NULL, NULL, NULL, NULL, r.age "           \
-	"  FROM j LEFT JOIN r USING (job_name) "                                                      \
+	"  execution (0: none runs).', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.age "          \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
 	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "    \
 	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "         \
 	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "    \
@@ -90,43 +89,44 @@
  */
 static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 {
-	/* One query reads every counter; they come from the audit and the step
-	 * executions, so every process sees the same numbers. */
+	/* One query reads every counter. They are kept by the statements that
+	 * change them (sql/011_history_scale.sql), never recounted from the
+	 * history, so that this reads a few rows per job and schedule however
+	 * old the repository is, and so that cleanup never takes them back. */
 	return cb__repo_exec(
 		conn, "metrics",
-		/* A bypass is a force-unlock after which the next taking of the same
-		 * lock succeeded. Only takings and force-unlocks are ordered: the old
-		 * holder's own FENCED / HEARTBEAT_FAILED (and skips) come in between. */
-		"WITH a AS (SELECT lock_name, outcome, event_time, "
-		"  CASE WHEN outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', "
-		"  'FORCE_UNLOCKED') THEN lead(outcome) OVER (PARTITION BY lock_name, outcome IN ("
-		"   'ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER', 'FORCE_UNLOCKED') "
-		"   ORDER BY audit_id) END "
-		"  AS next_outcome "
-		"  FROM batch_lock_audit), "
+		"WITH k AS (SELECT metric, subject, sum(value) AS v FROM batch_metric_counter "
+		"  GROUP BY metric, subject), "
 		"c AS (SELECT "
-		"  count(*) FILTER (WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS ok, "
-		"  count(*) FILTER (WHERE outcome IN ('SKIPPED_HELD', 'ERROR')) AS failed, "
-		"  count(*) FILTER (WHERE outcome = 'LEASE_EXPIRED_TAKEOVER') AS expired, "
-		"  count(*) FILTER (WHERE outcome = 'HEARTBEAT_FAILED') AS hb, "
-		"  count(*) FILTER (WHERE outcome = 'FENCED') AS fenced, "
-		"  count(*) FILTER (WHERE outcome = 'FORCE_UNLOCKED' "
-		"   AND next_outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
-		"   'OWNER_DEAD_TAKEOVER')) AS bypass "
-		"  FROM a), "
-		/* A manager step's counts are the sums of its partitions' (once it
-		 * ends): only the partitions count, or every item would count twice. */
-		"s AS (SELECT i.job_name, sum(s.read_count) AS r, sum(s.write_count) AS w, "
-		"  sum(s.read_skip_count + s.process_skip_count + s.write_skip_count) AS k, "
-		"  sum(s.filter_count) AS f, sum(s.commit_count) AS cm, "
-		"  sum(s.rollback_count) AS rb, sum(s.duplicate_target_write_count) AS d, "
-		"  sum(s.transition_conflict_count) AS tc "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_acquire_success_count'), 0) AS ok, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_acquire_failed_count'), 0) AS failed, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'lock_lease_expired_count'), 0) AS expired, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'heartbeat_failure_count'), 0) AS hb, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'fenced_chunk_count'), 0) AS fenced, "
+		"  coalesce(sum(v) FILTER (WHERE metric = 'manual_rerun_lock_bypass_count'), 0) "
+		"  AS bypass FROM k WHERE subject = ''), "
+		/* Steps that have not ended count from their own row (a step's counts
+		 * go into the counters when it ends); a manager step's counts are the
+		 * sums of its partitions', so only the partitions count. */
+		"o AS (SELECT i.job_name, v.m, sum(v.n) AS n "
 		"  FROM batch_step_execution s JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE NOT EXISTS (SELECT 1 FROM batch_step_execution w "
+		"  CROSS JOIN LATERAL (VALUES ('items_read_count', s.read_count), "
+		"   ('items_written_count', s.write_count), ('items_skipped_count', "
+		"   s.read_skip_count + s.process_skip_count + s.write_skip_count), "
+		"   ('items_filtered_count', s.filter_count), ('chunk_commit_count', s.commit_count), "
+		"   ('chunk_rollback_count', s.rollback_count), "
+		"   ('duplicate_target_write_count', s.duplicate_target_write_count)) v(m, n) "
+		"  WHERE s.end_time IS NULL AND NOT EXISTS (SELECT 1 FROM batch_step_execution w "
 		"   WHERE w.manager_step_execution_id = s.step_execution_id) "
-		"  GROUP BY i.job_name), "
+		"  GROUP BY i.job_name, v.m), "
+		"s AS (SELECT j.job_name, n.m, coalesce((SELECT k.v FROM k WHERE k.metric = n.m "
+		"   AND k.subject = j.job_name), 0) + coalesce((SELECT o.n FROM o "
+		"   WHERE o.m = n.m AND o.job_name = j.job_name), 0) AS v "
+		"  FROM batch_job_summary j CROSS JOIN (VALUES ('items_read_count'), "
+		"   ('items_written_count'), ('items_skipped_count'), ('items_filtered_count'), "
+		"   ('chunk_commit_count'), ('chunk_rollback_count'), "
+		"   ('duplicate_target_write_count')) n(m)), "
 		/* The partitions of running executions (found through the index of
 		 * live executions). */
 		"p AS (SELECT i.job_name, x.status, true AS live "
@@ -134,17 +134,19 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  JOIN batch_job_instance i USING (job_instance_id) "
 		"  WHERE x.partition_index IS NOT NULL "
 		"  AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), " JOBS JOB_SERIES_CTES
-		/* Schedules: what their firings came to (since the last cleanup). */
+		/* Schedules: what their firings came to (counted when recorded). */
 		"sf AS (SELECT b.job_name, b.schedule_name, b.paused, b.next_fire_time, "
-		"  count(f.firing_id) FILTER (WHERE f.status IN ('LAUNCHED', 'FINISHED', "
-		"   'ORPHANED')) AS fired, "
-		"  coalesce(sum(CASE WHEN f.kind <> 'SCHEDULED' AND f.missed_count > 0 "
-		"   THEN f.missed_count END), 0) AS missed, "
-		"  count(f.firing_id) FILTER (WHERE f.status = 'FAILED_TO_LAUNCH') AS nolaunch, "
-		"  count(f.firing_id) FILTER (WHERE f.status = 'ORPHANED') AS orphaned, "
-		"  count(f.firing_id) FILTER (WHERE f.status = 'SKIPPED_OVERLAP') AS overlapped "
-		"  FROM batch_schedule b LEFT JOIN batch_schedule_firing f USING (schedule_id) "
-		"  GROUP BY b.schedule_id), "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_fired_count' "
+		"   AND k.subject = b.schedule_id::text) AS fired, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_missed_count' "
+		"   AND k.subject = b.schedule_id::text) AS missed, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_failed_to_launch_count' "
+		"   AND k.subject = b.schedule_id::text) AS nolaunch, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_orphaned_count' "
+		"   AND k.subject = b.schedule_id::text) AS orphaned, "
+		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_skipped_overlap_count' "
+		"   AND k.subject = b.schedule_id::text) AS overlapped "
+		"  FROM batch_schedule b), "
 		"x AS (SELECT 'lock_acquire_success_count' AS m, 'Locks acquired, including lease "
 		"  takeovers.' AS h, 'counter' AS t, NULL::text AS job, NULL::text AS ln, "
 		"  NULL::text AS lv, ok AS v FROM c "
@@ -163,22 +165,25 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  run that took the lock.', 'counter', NULL, NULL, NULL, bypass FROM c "
 		" UNION ALL SELECT 'duplicate_target_write_count', 'Target writes absorbed as "
 		"  duplicates by idempotent writers.', 'counter', NULL, NULL, NULL, "
-		"  coalesce((SELECT sum(d) FROM s), 0) "
+		"  coalesce((SELECT sum(v) FROM s WHERE m = 'duplicate_target_write_count'), 0) "
 		" UNION ALL SELECT 'items_read_count', 'Items read.', 'counter', job_name, NULL, "
-		"  NULL, r FROM s "
+		"  NULL, v FROM s WHERE m = 'items_read_count' "
 		" UNION ALL SELECT 'items_written_count', 'Items written.', 'counter', job_name, "
-		"  NULL, NULL, w FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'items_written_count' "
 		" UNION ALL SELECT 'items_skipped_count', 'Items skipped.', 'counter', job_name, "
-		"  NULL, NULL, k FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'items_skipped_count' "
 		" UNION ALL SELECT 'items_filtered_count', 'Items filtered by processors.', "
-		"  'counter', job_name, NULL, NULL, f FROM s "
+		"  'counter', job_name, NULL, NULL, v FROM s WHERE m = 'items_filtered_count' "
 		" UNION ALL SELECT 'chunk_commit_count', 'Chunks committed.', 'counter', job_name, "
-		"  NULL, NULL, cm FROM s "
+		"  NULL, NULL, v FROM s WHERE m = 'chunk_commit_count' "
 		" UNION ALL SELECT 'chunk_rollback_count', 'Chunks rolled back.', 'counter', "
-		"  job_name, NULL, NULL, rb FROM s "
+		"  job_name, NULL, NULL, v FROM s WHERE m = 'chunk_rollback_count' "
+		/* Counted when they happen (step_chunk.c), open steps included. */
 		" UNION ALL SELECT 'transition_conflict_count', 'Chunks rolled back because a "
 		"  strict status transition found source rows another run had taken (read "
-		"  again, or the step failed).', 'counter', job_name, NULL, NULL, tc FROM s "
+		"  again, or the step failed).', 'counter', j.job_name, NULL, NULL, "
+		"  coalesce((SELECT k.v FROM k WHERE k.metric = 'transition_conflict_count' "
+		"   AND k.subject = j.job_name), 0) FROM batch_job_summary j "
 		" UNION ALL SELECT 'partitions', 'Partitions of running executions, by status "
 		"  (STARTING: not claimed yet).', 'gauge', job_name, 'status', status, count(*) "
 		"  FROM p WHERE live GROUP BY job_name, status "
