@@ -8,10 +8,77 @@
 
 #include "cbatch/metrics.h"
 
-/* Per-worker partition series cover the partitions of this many newest job
- * executions, and of running ones: worker names carry a pid, so over the
- * whole history their number has no bound. */
-#define PARTITION_EXECUTIONS "100"
+/* Statuses of the last-status series: each job (schedule) has one series per
+ * status of the fixed set, 1 for the current one, so that none appears or
+ * vanishes when the status changes. */
+#define JOB_STATUSES                                                                               \
+	"VALUES ('COMPLETED'), ('FAILED'), ('STOPPED'), ('ABANDONED'), ('STARTING'), "             \
+	"('STARTED'), ('STOPPING'), ('UNKNOWN')"
+#define FIRING_STATUSES                                                                            \
+	"VALUES ('CLAIMED'), ('LAUNCHED'), ('FINISHED'), ('FAILED_TO_LAUNCH'), ('MISFIRED'), "     \
+	"('ORPHANED'), ('QUEUED'), ('SKIPPED_OVERLAP')"
+
+/*
+ * What people alert on first (sql/014_operator_metrics.sql), each read from
+ * a few rows per job or schedule: the jobs and their newest execution (JOBS:
+ * batch_job_summary's high-water mark, sql/011_history_scale.sql),
+ * the running executions (through the index of live executions), the last
+ * success and failure (kept by the statements that end executions), the
+ * newest firing of each schedule (through its unique (schedule, instant)
+ * index), the partition counters per host (kept when partitions end).
+ * y holds their series, with up to three labels.
+ */
+#define JOBS                                                                                       \
+	"jl AS (SELECT j.job_name, e.status AS last_status FROM batch_job_summary j "              \
+	"  LEFT JOIN batch_job_execution e ON e.job_execution_id = j.last_execution_id), "
+#define JOB_SERIES_CTES                                                                               \
+	"r AS (SELECT i.job_name, count(*) AS n, "                                                    \
+	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age "    \
+	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "             \
+	"  WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') GROUP BY i.job_name), "              \
+	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "              \
+	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "       \
+	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                        \
+	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                          \
+	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                  \
+	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                              \
+	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "          \
+	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                 \
+	"  jl.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "               \
+	"  NULL::text AS lv2, extract(epoch FROM oc.last_success_time)::bigint AS v "                 \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
+	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "          \
+	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', jl.job_name, NULL, NULL, "     \
+	"  NULL, NULL, extract(epoch FROM oc.last_failure_time)::bigint "                             \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
+	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "      \
+	"  for its status, 0 for the others.', 'gauge', jl.job_name, 'status', st.s, NULL, NULL, "    \
+	"  (jl.last_status IS NOT DISTINCT FROM st.s)::int FROM jl CROSS JOIN (" JOB_STATUSES         \
+	"  ) st(s) "                                                                                  \
+	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "        \
+	"  STOPPING.', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.n "                            \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
+	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "      \
+	"  execution (0: none runs).', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.age "          \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
+	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "    \
+	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "         \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "    \
+	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "      \
+	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "                 \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "       \
+	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "                \
+	"  'schedule', schedule_name, NULL, NULL, coalesce(exit_code, -1) FROM lf "                   \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_status', 'Status of the schedule''s "         \
+	"  newest firing: 1 for its status, 0 for the others.', 'gauge', lf.job_name, "               \
+	"  'schedule', lf.schedule_name, 'status', st.s, (lf.status IS NOT DISTINCT FROM st.s)::int " \
+	"  FROM lf CROSS JOIN (" FIRING_STATUSES ") st(s) "                                           \
+	" UNION ALL SELECT 'cbatch_partition_host_items_read_total', 'Items read by partitions, "     \
+	"  by the host of the worker that claimed them last, counted when the partition ends.', "     \
+	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                                 \
+	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "           \
+	"  partitions, by the host of the worker that claimed them last, counted when the "           \
+	"  partition ends.', 'counter', job_name, 'host', host, NULL, NULL, w FROM hc), "
 
 /*
  * The metric series, one row each: name, help, type (counter or gauge), job
@@ -22,8 +89,6 @@
  */
 static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 {
-	const char *p[1] = { PARTITION_EXECUTIONS };
-
 	/* One query reads every counter. They are kept by the statements that
 	 * change them (sql/011_history_scale.sql), never recounted from the
 	 * history, so that this reads a few rows per job and schedule however
@@ -62,18 +127,13 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"   ('items_written_count'), ('items_skipped_count'), ('items_filtered_count'), "
 		"   ('chunk_commit_count'), ('chunk_rollback_count'), "
 		"   ('duplicate_target_write_count')) n(m)), "
-		/* The partitions of the newest executions and of running ones, found
-		 * through the primary key and the live-execution index. */
-		"ids AS (SELECT job_execution_id FROM (SELECT job_execution_id FROM batch_job_execution "
-		"   ORDER BY job_execution_id DESC LIMIT $1::int) n "
-		"  UNION SELECT job_execution_id FROM batch_job_execution "
-		"   WHERE status IN ('STARTING', 'STARTED', 'STOPPING')), "
-		"p AS (SELECT i.job_name, x.worker, x.status, x.read_count, x.write_count, "
-		"  e.status IN ('STARTING', 'STARTED', 'STOPPING') AS live "
-		"  FROM ids JOIN batch_step_execution x USING (job_execution_id) "
-		"  JOIN batch_job_execution e ON e.job_execution_id = ids.job_execution_id "
+		/* The partitions of running executions (found through the index of
+		 * live executions). */
+		"p AS (SELECT i.job_name, x.status, true AS live "
+		"  FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE x.partition_index IS NOT NULL), "
+		"  WHERE x.partition_index IS NOT NULL "
+		"  AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), " JOBS JOB_SERIES_CTES
 		/* Schedules: what their firings came to (counted when recorded). */
 		"sf AS (SELECT b.job_name, b.schedule_name, b.paused, b.next_fire_time, "
 		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_fired_count' "
@@ -124,18 +184,6 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  again, or the step failed).', 'counter', j.job_name, NULL, NULL, "
 		"  coalesce((SELECT k.v FROM k WHERE k.metric = 'transition_conflict_count' "
 		"   AND k.subject = j.job_name), 0) FROM batch_job_summary j "
-		/* A partition taken over counts for its last claimant: the row keeps
-		 * the counts of all its claims and the name of the last one. */
-		" UNION ALL SELECT 'partition_worker_items_read_count', 'Items read by "
-		"  partitions, by the worker (host/pid/thread) that claimed them last; "
-		"  partitions of the newest " PARTITION_EXECUTIONS " executions and of running "
-		"  ones.', 'counter', job_name, 'worker', worker, sum(read_count) FROM p "
-		"  WHERE worker IS NOT NULL GROUP BY job_name, worker "
-		" UNION ALL SELECT 'partition_worker_items_written_count', 'Items written by "
-		"  partitions, by the worker (host/pid/thread) that claimed them last; "
-		"  partitions of the newest " PARTITION_EXECUTIONS " executions and of running "
-		"  ones.', 'counter', job_name, 'worker', worker, sum(write_count) FROM p "
-		"  WHERE worker IS NOT NULL GROUP BY job_name, worker "
 		" UNION ALL SELECT 'partitions', 'Partitions of running executions, by status "
 		"  (STARTING: not claimed yet).', 'gauge', job_name, 'status', status, count(*) "
 		"  FROM p WHERE live GROUP BY job_name, status "
@@ -158,9 +206,73 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  instant of active schedules, Unix seconds.', 'gauge', job_name, 'schedule', "
 		"  schedule_name, extract(epoch FROM next_fire_time)::bigint FROM sf "
 		"  WHERE NOT paused AND next_fire_time IS NOT NULL) "
-		"SELECT m, h, t, job, ln, lv, coalesce(v, 0)::text FROM x "
-		"ORDER BY m, job NULLS FIRST, lv NULLS FIRST",
-		1, p, err);
+		"SELECT m, h, t, job, ln, lv, NULL::text AS ln2, NULL::text AS lv2, "
+		"  coalesce(v, 0)::text AS v FROM x "
+		"UNION ALL SELECT m, h, t, job, ln, lv, ln2, lv2, coalesce(v, 0)::text FROM y "
+		"ORDER BY 1, 4 NULLS FIRST, 6 NULLS FIRST, 8 NULLS FIRST",
+		0, NULL, err);
+}
+
+static void help_text(char *out, size_t size, const char *h);
+
+/*
+ * The names metrics are exposed under (issue 21: Prometheus's conventions):
+ * the queries and the counters' rows keep the seed's names, which the
+ * repository's triggers and seeds use as keys; only the exposition renames.
+ * The seed's six lock and writer counters say their seed name in HELP.
+ */
+static const struct {
+	const char *seed, *name;
+	int say_seed;
+} renamed[] = {
+	{ "chunk_commit_count", "cbatch_chunk_commit_total", 0 },
+	{ "chunk_rollback_count", "cbatch_chunk_rollback_total", 0 },
+	{ "duplicate_target_write_count", "cbatch_duplicate_target_write_total", 1 },
+	{ "fenced_chunk_count", "cbatch_fenced_chunk_total", 0 },
+	{ "heartbeat_failure_count", "cbatch_heartbeat_failure_total", 1 },
+	{ "items_filtered_count", "cbatch_items_filtered_total", 0 },
+	{ "items_read_count", "cbatch_items_read_total", 0 },
+	{ "items_skipped_count", "cbatch_items_skipped_total", 0 },
+	{ "items_written_count", "cbatch_items_written_total", 0 },
+	{ "lock_acquire_failed_count", "cbatch_lock_acquire_failed_total", 1 },
+	{ "lock_acquire_success_count", "cbatch_lock_acquire_success_total", 1 },
+	{ "lock_lease_expired_count", "cbatch_lock_lease_expired_total", 1 },
+	{ "manual_rerun_lock_bypass_count", "cbatch_manual_rerun_lock_bypass_total", 1 },
+	{ "partitions", "cbatch_running_partitions", 0 },
+	{ "schedule_failed_to_launch_count", "cbatch_schedule_failed_to_launch_total", 0 },
+	{ "schedule_fired_count", "cbatch_schedule_fired_total", 0 },
+	{ "schedule_missed_count", "cbatch_schedule_missed_total", 0 },
+	{ "schedule_next_fire_timestamp_seconds", "cbatch_schedule_next_fire_timestamp_seconds",
+	  0 },
+	{ "schedule_orphaned_count", "cbatch_schedule_orphaned_total", 0 },
+	{ "schedule_skipped_overlap_count", "cbatch_schedule_skipped_overlap_total", 0 },
+	{ "transition_conflict_count", "cbatch_transition_conflict_total", 0 },
+};
+
+/* Row @p i's exposed name, and its seed name when HELP must say it (else NULL). */
+static const char *exposed_name(const PGresult *res, int i, const char **seed)
+{
+	const char *m = PQgetvalue(res, i, 0);
+
+	*seed = NULL;
+	for (size_t k = 0; k < sizeof(renamed) / sizeof(*renamed); k++)
+		if (strcmp(m, renamed[k].seed) == 0) {
+			if (renamed[k].say_seed)
+				*seed = renamed[k].seed;
+			return renamed[k].name;
+		}
+	return m; /* the new series are named right in the query */
+}
+
+/* Row @p i's HELP text, on one line, with its seed name if it has one. */
+static void help_of(char *out, size_t size, const PGresult *res, int i, const char *seed)
+{
+	help_text(out, size, PQgetvalue(res, i, 1));
+	if (seed) {
+		size_t n = strlen(out);
+
+		snprintf(out + n, size - n, " (seed: %s)", seed);
+	}
 }
 
 /* Help text on one line: runs of white space (from the SQL's line breaks) as one. */
@@ -228,6 +340,24 @@ static void mescaped(mbuf *b, const char *s, int label)
 	}
 }
 
+/* Row @p i's labels, k = 0..2: name and value, or NULL (none). The job's
+ * label is batch_job: Prometheus owns job (a scrape renames a target's to
+ * exported_job, and honor_labels would overwrite the scrape's own). */
+static const char *label(const PGresult *res, int i, int k, const char **value)
+{
+	static const int col[3] = { 3, 4, 6 };
+
+	*value = NULL;
+	if (PQgetisnull(res, i, col[k]))
+		return NULL;
+	if (k == 0) {
+		*value = PQgetvalue(res, i, 3);
+		return "batch_job";
+	}
+	*value = PQgetvalue(res, i, col[k] + 1);
+	return PQgetvalue(res, i, col[k]);
+}
+
 int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
 {
 	mbuf b = { NULL, 0, 0, 0 };
@@ -241,12 +371,13 @@ int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
 	n = PQntuples(res);
 	mstr(&b, "");
 	for (i = 0; i < n; i++) {
-		const char *m = PQgetvalue(res, i, 0);
+		const char *seed, *m = exposed_name(res, i, &seed);
+		int labels = 0;
 
-		if (i == 0 || strcmp(m, PQgetvalue(res, i - 1, 0)) != 0) {
-			char help[512];
+		if (i == 0 || strcmp(PQgetvalue(res, i, 0), PQgetvalue(res, i - 1, 0)) != 0) {
+			char help[600];
 
-			help_text(help, sizeof(help), PQgetvalue(res, i, 1));
+			help_of(help, sizeof(help), res, i, seed);
 			mstr(&b, "# HELP ");
 			mstr(&b, m);
 			mstr(&b, " ");
@@ -258,21 +389,21 @@ int cb_metrics_text(char **out, PGconn *conn, cb_error *err)
 			mstr(&b, "\n");
 		}
 		mstr(&b, m);
-		if (!PQgetisnull(res, i, 3)) {
-			mstr(&b, "{job=\"");
-			mescaped(&b, PQgetvalue(res, i, 3), 1);
+		for (int k = 0; k < 3; k++) {
+			const char *v, *l = label(res, i, k, &v);
+
+			if (!l)
+				continue;
+			mstr(&b, labels++ ? "," : "{");
+			mstr(&b, l);
+			mstr(&b, "=\"");
+			mescaped(&b, v, 1);
 			mstr(&b, "\"");
-			if (!PQgetisnull(res, i, 4)) {
-				mstr(&b, ",");
-				mstr(&b, PQgetvalue(res, i, 4));
-				mstr(&b, "=\"");
-				mescaped(&b, PQgetvalue(res, i, 5), 1);
-				mstr(&b, "\"");
-			}
-			mstr(&b, "}");
 		}
+		if (labels)
+			mstr(&b, "}");
 		mstr(&b, " ");
-		mstr(&b, PQgetvalue(res, i, 6));
+		mstr(&b, PQgetvalue(res, i, 8));
 		mstr(&b, "\n");
 	}
 	PQclear(res);
@@ -305,18 +436,20 @@ int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err)
 	}
 	n = PQntuples(res);
 	for (i = 0; i < n && rc == 0; i++) {
-		char help[512];
+		char help[600];
+		const char *seed, *m = exposed_name(res, i, &seed);
 		json_t *labels = json_object(), *series;
 
-		help_text(help, sizeof(help), PQgetvalue(res, i, 1));
-		if (labels && !PQgetisnull(res, i, 3))
-			json_object_set_new(labels, "job", json_string(PQgetvalue(res, i, 3)));
-		if (labels && !PQgetisnull(res, i, 4))
-			json_object_set_new(labels, PQgetvalue(res, i, 4),
-					    json_string(PQgetvalue(res, i, 5)));
-		series = json_pack("{s:s, s:s, s:s, s:o*, s:I}", "name", PQgetvalue(res, i, 0),
-				   "help", help, "type", PQgetvalue(res, i, 2), "labels", labels,
-				   "value", (json_int_t)strtoll(PQgetvalue(res, i, 6), NULL, 10));
+		help_of(help, sizeof(help), res, i, seed);
+		for (int k = 0; k < 3 && labels; k++) {
+			const char *v, *l = label(res, i, k, &v);
+
+			if (l)
+				json_object_set_new(labels, l, json_string(v));
+		}
+		series = json_pack("{s:s, s:s, s:s, s:o*, s:I}", "name", m, "help", help, "type",
+				   PQgetvalue(res, i, 2), "labels", labels, "value",
+				   (json_int_t)strtoll(PQgetvalue(res, i, 8), NULL, 10));
 		if (!series || json_array_append_new(arr, series) < 0)
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 	}

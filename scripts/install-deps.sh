@@ -7,7 +7,10 @@
 # libmicrohttpd (`serve`) and CUnit development packages, libcurl (the `serve`
 # tests' HTTP client), faketime (the lock tests run a worker with its
 # clock an hour off), pgbouncer (the lock tests put it in front of the test
-# cluster, in transaction and session mode), and a PostgreSQL server (the tests run their own
+# cluster, in transaction and session mode), prometheus (its promtool checks the metrics
+# exposition and integration.prometheus scrapes `serve` with its server, which the test starts
+# on a free loopback port with its own storage: the package's own service, if it starts, is
+# never used), and a PostgreSQL server (the tests run their own
 # throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
 # checks: fuzzing, scripts/format-check.sh), and chromium, node and npm (the console's browser
 # test, browser.dashboard, which skips without them); failing to install them is only a warning.
@@ -24,7 +27,7 @@
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
-	libmicrohttpd-dev libcurl4-openssl-dev faketime pgbouncer)
+	libmicrohttpd-dev libcurl4-openssl-dev faketime pgbouncer prometheus)
 optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
@@ -51,9 +54,10 @@ server_package() {
 if ! command -v dpkg >/dev/null 2>&1; then
 	log "no dpkg: not a Debian-like system. Install by hand: a C compiler, cmake (>= 3.18),"
 	log "pkg-config, libpq, jansson, libxxhash, libmicrohttpd, libcurl and CUnit with their headers and .pc files,"
-	log "faketime, pgbouncer, and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
+	log "faketime, pgbouncer, Prometheus (promtool, prometheus) and a PostgreSQL server (initdb,"
+	log "pg_ctl). Optional: clang."
 	missing=0
-	for t in cc cmake pkg-config faketime; do
+	for t in cc cmake pkg-config faketime promtool prometheus; do
 		command -v "$t" >/dev/null 2>&1 || { log "missing: $t"; missing=1; }
 	done
 	for m in libpq jansson libxxhash libmicrohttpd libcurl cunit; do

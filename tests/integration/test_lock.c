@@ -1290,8 +1290,8 @@ static void test_lock_at_least_for_then_force_unlock(void)
 	CBT_EQ_LL(audit_count(conn, mark, "ACQUIRED"), 1);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);
 	CBT_EQ_LL(ex("metrics", NULL), 0);
-	CBT_CONTAINS(out, "\nmanual_rerun_lock_bypass_count 1\n");
-	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
+	CBT_CONTAINS(out, "\ncbatch_manual_rerun_lock_bypass_total 1\n");
+	CBT_CONTAINS(out, "\ncbatch_fenced_chunk_total 1\n");
 	CBT_EQ_LL(ex("locks", NULL), 0);
 	CBT_CONTAINS(out, "ledger");
 	assert_exactly_once(conn);
@@ -1811,7 +1811,7 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
 	CBT_EQ_LL(ex("run", "ledger", "d:long=2", NULL), 0);
 	assert_exactly_once(conn);
 	CBT_EQ_LL(ex("metrics", NULL), 0);
-	CBT_CONTAINS(out, "\nlock_lease_expired_count 0\n");
+	CBT_CONTAINS(out, "\ncbatch_lock_lease_expired_total 0\n");
 	PQfinish(conn);
 }
 
@@ -1821,7 +1821,7 @@ static void test_dead_owner_on_this_host_is_taken_over_at_once(void)
  * The lock is taken away while a chunk waits on a row lock: the heartbeat
  * notices first (HEARTBEAT_FAILED), then the chunk reaches its checkpoint and
  * is refused by the fence. Both are on record, and the chunk counts in
- * fenced_chunk_count.
+ * cbatch_fenced_chunk_total.
  */
 static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 {
@@ -1879,8 +1879,8 @@ static void test_fenced_chunk_counts_even_when_the_heartbeat_failed_first(void)
 		1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 500);
 	CBT_EQ_LL(ex("metrics", NULL), 0);
-	CBT_CONTAINS(out, "\nfenced_chunk_count 1\n");
-	CBT_CONTAINS(out, "\nheartbeat_failure_count 1\n");
+	CBT_CONTAINS(out, "\ncbatch_fenced_chunk_total 1\n");
+	CBT_CONTAINS(out, "\ncbatch_heartbeat_failure_total 1\n");
 	PQfinish(conn);
 }
 

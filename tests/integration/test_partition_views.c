@@ -444,7 +444,7 @@ static const json_t *series(const json_t *list, const char *name, const char *la
 	return NULL;
 }
 
-static void test_metrics_per_worker_and_partition_gauge(void)
+static void test_metrics_per_host_and_partition_gauge(void)
 {
 	PGconn *conn = fresh();
 	const json_t *list, *s;
@@ -453,46 +453,53 @@ static void test_metrics_per_worker_and_partition_gauge(void)
 	fixture(conn);
 	CBT_EQ_LL(CLI("metrics"), 0);
 	check_exposition(out);
-	CBT_CONTAINS(out, "# TYPE partition_worker_items_read_count counter\n");
-	CBT_CONTAINS(out, "partition_worker_items_read_count{job=\"ledger_partitioned\","
-			  "worker=\"host-a/101/0\"} 110\n");
-	CBT_CONTAINS(out, "partition_worker_items_read_count{job=\"ledger_partitioned\","
-			  "worker=\"host-b/202/1\"} 40\n");
-	CBT_CONTAINS(out, "partition_worker_items_read_count{job=\"ledger_partitioned\","
-			  "worker=\"host\\\"c\\\\d\\n/303/0\"} 50\n");
-	CBT_CONTAINS(out, "# TYPE partition_worker_items_written_count counter\n");
-	CBT_CONTAINS(out, "partition_worker_items_written_count{job=\"ledger_partitioned\","
-			  "worker=\"host-a/101/0\"} 103\n");
-	CBT_CONTAINS(out, "partition_worker_items_written_count{job=\"ledger_partitioned\","
-			  "worker=\"host-b/202/1\"} 40\n");
-	CBT_CONTAINS(out, "partition_worker_items_written_count{job=\"ledger_partitioned\","
-			  "worker=\"host\\\"c\\\\d\\n/303/0\"} 50\n");
+	/* By host (the worker name without /pid/thread), for ended partitions:
+	 * host-a's two (10 + 100), the odd host's one; host-b's is still running. */
+	CBT_CONTAINS(out, "# TYPE cbatch_partition_host_items_read_total counter\n");
+	CBT_CONTAINS(out, "cbatch_partition_host_items_read_total{batch_job=\"ledger_partitioned\","
+			  "host=\"host-a\"} 110\n");
+	CBT_CONTAINS(out, "cbatch_partition_host_items_read_total{batch_job=\"ledger_partitioned\","
+			  "host=\"host\\\"c\\\\d\\n\"} 50\n");
+	CU_ASSERT(strstr(out, "host=\"host-b\"") == NULL);
+	CU_ASSERT(strstr(out, "/101/") == NULL);
+	CBT_CONTAINS(out, "# TYPE cbatch_partition_host_items_written_total counter\n");
+	CBT_CONTAINS(out,
+		     "cbatch_partition_host_items_written_total{batch_job=\"ledger_partitioned\","
+		     "host=\"host-a\"} 103\n");
+	CBT_CONTAINS(out,
+		     "cbatch_partition_host_items_written_total{batch_job=\"ledger_partitioned\","
+		     "host=\"host\\\"c\\\\d\\n\"} 50\n");
 	/* The running execution's partitions by status; the failed one's are not live. */
-	CBT_CONTAINS(out, "# TYPE partitions gauge\n");
-	CBT_CONTAINS(out, "partitions{job=\"ledger_partitioned\",status=\"COMPLETED\"} 1\n");
-	CBT_CONTAINS(out, "partitions{job=\"ledger_partitioned\",status=\"STARTED\"} 1\n");
-	CBT_CONTAINS(out, "partitions{job=\"ledger_partitioned\",status=\"STARTING\"} 1\n");
-	CU_ASSERT(strstr(out, "status=\"FAILED\"") == NULL);
+	CBT_CONTAINS(out, "# TYPE cbatch_running_partitions gauge\n");
+	CBT_CONTAINS(out, "cbatch_running_partitions{batch_job=\"ledger_partitioned\","
+			  "status=\"COMPLETED\"} 1\n");
+	CBT_CONTAINS(out, "cbatch_running_partitions{batch_job=\"ledger_partitioned\","
+			  "status=\"STARTED\"} 1\n");
+	CBT_CONTAINS(out, "cbatch_running_partitions{batch_job=\"ledger_partitioned\","
+			  "status=\"STARTING\"} 1\n");
+	CU_ASSERT(strstr(out, "cbatch_running_partitions{batch_job=\"ledger_partitioned\","
+			      "status=\"FAILED\"}") == NULL);
 	/* Each item once: the partitions' 100 + 40 + 50 + 10, not also the
 	 * failed manager's sums (60). */
-	CBT_CONTAINS(out, "items_read_count{job=\"ledger_partitioned\"} 200\n");
-	CBT_CONTAINS(out, "items_written_count{job=\"ledger_partitioned\"} 193\n");
-	CBT_CONTAINS(out, "items_read_count{job=\"ledger\"} 7\n");
+	CBT_CONTAINS(out, "cbatch_items_read_total{batch_job=\"ledger_partitioned\"} 200\n");
+	CBT_CONTAINS(out, "cbatch_items_written_total{batch_job=\"ledger_partitioned\"} 193\n");
+	CBT_CONTAINS(out, "cbatch_items_read_total{batch_job=\"ledger\"} 7\n");
 
 	CBT_EQ_LL(CLI("--json", "metrics"), 0);
 	v = stdout_json();
 	list = json_object_get(v, "metrics");
-	s = series(list, "partition_worker_items_read_count", "worker", "host\"c\\d\n/303/0");
+	s = series(list, "cbatch_partition_host_items_read_total", "host", "host\"c\\d\n");
 	if (s) {
 		CBT_EQ_STR(json_string_value(json_object_get(s, "type")), "counter");
-		CBT_EQ_STR(json_string_value(json_object_get(json_object_get(s, "labels"), "job")),
+		CBT_EQ_STR(json_string_value(
+				   json_object_get(json_object_get(s, "labels"), "batch_job")),
 			   "ledger_partitioned");
 		CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 50);
 	}
-	s = series(list, "partition_worker_items_written_count", "worker", "host-a/101/0");
+	s = series(list, "cbatch_partition_host_items_written_total", "host", "host-a");
 	if (s)
 		CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 103);
-	s = series(list, "partitions", "status", "STARTING");
+	s = series(list, "cbatch_running_partitions", "status", "STARTING");
 	if (s) {
 		CBT_EQ_STR(json_string_value(json_object_get(s, "type")), "gauge");
 		CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 1);
@@ -501,44 +508,51 @@ static void test_metrics_per_worker_and_partition_gauge(void)
 	PQfinish(conn);
 }
 
-static void test_metrics_per_worker_series_are_bounded(void)
+/*
+ * Per-host series are bounded by the hosts, whatever the processes: two pids
+ * of one host are one series. They are counters that never drop: a partition
+ * counts when it ends, and removing history takes nothing back.
+ */
+static void test_metrics_per_host_series_are_bounded_and_stay(void)
 {
 	PGconn *conn = fresh();
 
-	/* An old finished execution and a running one, each with a partition. */
 	cbt_exec(
 		conn,
 		"INSERT INTO batch_job_instance (job_instance_id, job_name, job_key) VALUES "
-		" (1, 'lp', repeat('a', 32)), (2, 'lp', repeat('b', 32)), "
-		" (3, 'plain', repeat('c', 32));"
+		" (1, 'lp', repeat('a', 32)), (2, 'lp', repeat('b', 32));"
 		"INSERT INTO batch_job_execution (job_execution_id, job_instance_id, status) "
 		" VALUES (1, 1, 'COMPLETED'), (2, 2, 'STARTED');"
 		"INSERT INTO batch_step_execution (step_execution_id, step_name, job_execution_id, "
-		" status) VALUES (1, 's', 1, 'COMPLETED'), (3, 's', 2, 'STARTED');"
+		" status, end_time) VALUES (1, 's', 1, 'COMPLETED', now()), (3, 's', 2, 'STARTED', "
+		" NULL);"
 		"INSERT INTO batch_step_execution (step_execution_id, step_name, job_execution_id, "
-		" status, read_count, manager_step_execution_id, partition_index, worker) VALUES "
-		" (2, 's:partition0', 1, 'COMPLETED', 5, 1, 0, 'old-host/1/0'), "
-		" (4, 's:partition0', 2, 'STARTED', 6, 3, 0, 'live-host/2/0');");
+		" status, read_count, manager_step_execution_id, partition_index, worker, end_time) "
+		" VALUES (2, 's:partition0', 1, 'COMPLETED', 5, 1, 0, 'old-host/1/0', now()), "
+		" (5, 's:partition1', 1, 'COMPLETED', 4, 1, 1, 'old-host/7/3', now()), "
+		" (4, 's:partition0', 2, 'STARTED', 6, 3, 0, 'live-host/2/0', NULL);");
 	CBT_EQ_LL(CLI("metrics"), 0);
-	CBT_CONTAINS(out,
-		     "partition_worker_items_read_count{job=\"lp\",worker=\"old-host/1/0\"} 5\n");
-	CBT_CONTAINS(out,
-		     "partition_worker_items_read_count{job=\"lp\",worker=\"live-host/2/0\"} 6\n");
-	/* 100 newer executions: the old one's worker drops out, the running one's stays. */
-	cbt_exec(conn,
-		 "INSERT INTO batch_job_execution (job_execution_id, job_instance_id, status) "
-		 "SELECT g, 3, 'COMPLETED' FROM generate_series(3, 102) g");
+	CBT_CONTAINS(out, "cbatch_partition_host_items_read_total{batch_job=\"lp\","
+			  "host=\"old-host\"} 9\n");
+	CU_ASSERT(strstr(out, "live-host") == NULL);
+	CBT_CONTAINS(out, "cbatch_running_partitions{batch_job=\"lp\",status=\"STARTED\"} 1\n");
+	CBT_CONTAINS(out, "cbatch_items_read_total{batch_job=\"lp\"} 15\n");
+	/* The running partition ends: its host counts it. */
+	cbt_exec(conn, "UPDATE batch_step_execution SET status = 'COMPLETED', end_time = now() "
+		       "WHERE step_execution_id = 4");
 	CBT_EQ_LL(CLI("metrics"), 0);
-	CU_ASSERT(strstr(out, "old-host") == NULL);
-	CBT_CONTAINS(out,
-		     "partition_worker_items_read_count{job=\"lp\",worker=\"live-host/2/0\"} 6\n");
-	CBT_CONTAINS(out, "partitions{job=\"lp\",status=\"STARTED\"} 1\n");
-	/* The per-job counters are not bounded: they count the old partition too. */
-	CBT_CONTAINS(out, "items_read_count{job=\"lp\"} 11\n");
+	CBT_CONTAINS(out, "cbatch_partition_host_items_read_total{batch_job=\"lp\","
+			  "host=\"live-host\"} 6\n");
+	/* The old execution's steps go: old-host keeps its count. */
+	cbt_exec(conn, "DELETE FROM batch_step_execution WHERE job_execution_id = 1 "
+		       "AND partition_index IS NOT NULL;"
+		       "DELETE FROM batch_step_execution WHERE job_execution_id = 1");
+	CBT_EQ_LL(CLI("metrics"), 0);
+	CBT_CONTAINS(out, "cbatch_partition_host_items_read_total{batch_job=\"lp\","
+			  "host=\"old-host\"} 9\n");
 	PQfinish(conn);
 }
 
-/* The real thing: ledger_partitioned on two threads, read back by every view. */
 static void test_views_of_a_real_partitioned_run(void)
 {
 	PGconn *conn = fresh();
@@ -603,7 +617,7 @@ static void test_views_of_a_real_partitioned_run(void)
 	/* The workers' series add up to the rows, and each item counts once per job. */
 	CBT_EQ_LL(CLI("metrics"), 0);
 	check_exposition(out);
-	CBT_CONTAINS(out, "items_read_count{job=\"ledger_partitioned\"} 3000\n");
+	CBT_CONTAINS(out, "cbatch_items_read_total{batch_job=\"ledger_partitioned\"} 3000\n");
 	CBT_EQ_LL(CLI("--json", "metrics"), 0);
 	v = stdout_json();
 	list = json_object_get(v, "metrics");
@@ -612,12 +626,12 @@ static void test_views_of_a_real_partitioned_run(void)
 		const json_t *s = json_array_get(list, i);
 
 		if (strcmp(json_string_value(json_object_get(s, "name")),
-			   "partition_worker_items_written_count") == 0)
+			   "cbatch_partition_host_items_written_total") == 0)
 			sum += json_integer_value(json_object_get(s, "value"));
 	}
 	CBT_EQ_LL(sum, 3000);
 	/* Nothing runs any more: no partition gauge. */
-	CU_ASSERT(strstr(out, "\"partitions\"") == NULL);
+	CU_ASSERT(strstr(out, "\"cbatch_running_partitions\"") == NULL);
 	json_decref(v);
 	PQfinish(conn);
 }
@@ -627,9 +641,10 @@ static const CU_TestInfo tests[] = {
 	  test_show_lists_partitions_under_their_manager },
 	{ "show --json has a partitions array", test_show_json_has_partitions_array },
 	{ "executions show partition progress", test_executions_show_partition_progress },
-	{ "metrics: per-worker series and partition gauge",
-	  test_metrics_per_worker_and_partition_gauge },
-	{ "metrics: per-worker series are bounded", test_metrics_per_worker_series_are_bounded },
+	{ "metrics: per-host series and partition gauge",
+	  test_metrics_per_host_and_partition_gauge },
+	{ "metrics: per-host series are bounded and stay",
+	  test_metrics_per_host_series_are_bounded_and_stay },
 	{ "views of a real partitioned run", test_views_of_a_real_partitioned_run },
 	CU_TEST_INFO_NULL,
 };

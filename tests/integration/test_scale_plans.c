@@ -203,8 +203,8 @@ static void test_metrics(void)
 	CBT_PASS(cb_metrics_text(&text, conn, &err), &err);
 	/* Counted as the rows were written: 1250 executions of adhoc_35 (one
 	 * step of 500 reads each); every execution took its lock once. */
-	CBT_CONTAINS(text, "items_read_count{job=\"adhoc_35\"} 625000\n");
-	CBT_CONTAINS(text, "lock_acquire_success_count " EXECUTIONS "\n");
+	CBT_CONTAINS(text, "cbatch_items_read_total{batch_job=\"adhoc_35\"} 625000\n");
+	CBT_CONTAINS(text, "cbatch_lock_acquire_success_total " EXECUTIONS "\n");
 	free(text);
 	check_plans("metrics");
 }

@@ -154,7 +154,7 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 	CBT_EQ_LL(EX("schedule", "history", "slow", "--limit", "100"), 0);
 	CBT_CONTAINS(out, "SKIPPED_OVERLAP");
 	CBT_EQ_LL(EX("metrics"), 0);
-	CBT_CONTAINS(out, "schedule_skipped_overlap_count");
+	CBT_CONTAINS(out, "cbatch_schedule_skipped_overlap_total");
 }
 
 static void test_allow_overlaps_as_before(void)

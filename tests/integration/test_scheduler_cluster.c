@@ -426,17 +426,22 @@ static void test_all_down_five_minutes_then_misfire_policies(void)
 	{
 		char want[128];
 
-		snprintf(want, sizeof(want),
-			 "schedule_missed_count{job=\"tick\",schedule=\"catch-up\"} %lld\n", count);
+		snprintf(
+			want, sizeof(want),
+			"cbatch_schedule_missed_total{batch_job=\"tick\",schedule=\"catch-up\"} %lld\n",
+			count);
 		CBT_CONTAINS(out, want);
-		snprintf(want, sizeof(want),
-			 "schedule_fired_count{job=\"tick\",schedule=\"catch-up\"} %lld\n",
-			 cbt_query_ll(
-				 c, "SELECT count(*) FROM batch_schedule_firing f JOIN "
-				    "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
-				    "'catch-up' AND f.status = 'FINISHED'"));
+		snprintf(
+			want, sizeof(want),
+			"cbatch_schedule_fired_total{batch_job=\"tick\",schedule=\"catch-up\"} %lld\n",
+			cbt_query_ll(c,
+				     "SELECT count(*) FROM batch_schedule_firing f JOIN "
+				     "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
+				     "'catch-up' AND f.status = 'FINISHED'"));
 		CBT_CONTAINS(out, want);
-		CBT_CONTAINS(out, "schedule_fired_count{job=\"tick\",schedule=\"skipper\"}");
+		CBT_CONTAINS(
+			out,
+			"cbatch_schedule_fired_total{batch_job=\"tick\",schedule=\"skipper\"}");
 	}
 	PQfinish(c);
 	CBT_EQ_LL(cbt_run(stop, NULL, 0, NULL, 0), 0);

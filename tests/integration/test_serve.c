@@ -481,8 +481,8 @@ static void test_metrics_exposition(void)
 	CBT_EQ_STR(header(&r, "Cache-Control", cc, sizeof(cc)), "no-store");
 	CBT_EQ_LL(check_exposition(r.body, &n), 0);
 	CU_ASSERT(n >= 10);
-	CBT_CONTAINS(r.body, "# TYPE lock_acquire_success_count counter\n");
-	CBT_CONTAINS(r.body, "items_read_count{job=\"ledger\"}");
+	CBT_CONTAINS(r.body, "# TYPE cbatch_lock_acquire_success_total counter\n");
+	CBT_CONTAINS(r.body, "cbatch_items_read_total{batch_job=\"ledger\"}");
 	/* The same families as `metrics` prints (values of a running job move). */
 	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 0);
 	for (const char *p = out; (p = strstr(p, "# TYPE ")) != NULL; p++) {

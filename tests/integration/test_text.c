@@ -394,9 +394,9 @@ static void check_exposition(const char *text)
 {
 	static const char *const forms[] = {
 		"^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* ([^\\\\]|\\\\[\\\\n])*$",
-		"^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* counter$",
-		"^[a-zA-Z_:][a-zA-Z0-9_:]*(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\"\\})? "
-		"[0-9]+$",
+		"^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge)$",
+		"^[a-zA-Z_:][a-zA-Z0-9_:]*(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\""
+		"(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\")*\\})? -?[0-9]+$",
 	};
 	regex_t re[3];
 	char line[4096];
@@ -433,8 +433,8 @@ static void test_metrics_escape_labels_and_print_json(void)
 	weird_job();
 	CBT_EQ_LL(EX("metrics"), 0);
 	check_exposition(out);
-	CBT_CONTAINS(out, "items_read_count{job=\"we\\\"ird\\\\job\\nx\"} 7\n");
-	CBT_CONTAINS(out, "# TYPE lock_acquire_success_count counter\n");
+	CBT_CONTAINS(out, "cbatch_items_read_total{batch_job=\"we\\\"ird\\\\job\\nx\"} 7\n");
+	CBT_CONTAINS(out, "# TYPE cbatch_lock_acquire_success_total counter\n");
 
 	CBT_EQ_LL(EX("--json", "metrics"), 0);
 	v = json_loads(out, 0, &jerr);
@@ -444,16 +444,17 @@ static void test_metrics_escape_labels_and_print_json(void)
 	CU_ASSERT(json_array_size(list) > 10);
 	for (i = 0; i < json_array_size(list); i++) {
 		json_t *s = json_array_get(list, i);
-		const char *job =
-			json_string_value(json_object_get(json_object_get(s, "labels"), "job"));
+		const char *job = json_string_value(
+			json_object_get(json_object_get(s, "labels"), "batch_job"));
+		const char *type = json_string_value(json_object_get(s, "type"));
 
 		CU_ASSERT(json_is_string(json_object_get(s, "name")));
 		CU_ASSERT(json_is_string(json_object_get(s, "help")));
-		CBT_EQ_STR(json_string_value(json_object_get(s, "type")), "counter");
+		CU_ASSERT(type && (strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0));
 		CU_ASSERT(json_is_integer(json_object_get(s, "value")));
 		if (job && strcmp(job, "we\"ird\\job\nx") == 0 &&
-		    strcmp(json_string_value(json_object_get(s, "name")), "items_read_count") ==
-			    0) {
+		    strcmp(json_string_value(json_object_get(s, "name")),
+			   "cbatch_items_read_total") == 0) {
 			CBT_EQ_LL(json_integer_value(json_object_get(s, "value")), 7);
 			found = 1;
 		}

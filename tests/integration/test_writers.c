@@ -701,8 +701,8 @@ static void test_strict_transition_conflict_reads_the_chunk_again(void)
 	CU_ASSERT(step_counter("accumulate_reread", "rollback_count") >= 1);
 	/* ... and in the metrics, per job */
 	CBT_EQ_LL(cli("metrics", NULL, NULL, NULL, NULL, NULL), 0);
-	CBT_CONTAINS(out, "# TYPE transition_conflict_count counter\n");
-	CBT_CONTAINS(out, "transition_conflict_count{job=\"accumulate_reread\"} 1\n");
+	CBT_CONTAINS(out, "# TYPE cbatch_transition_conflict_total counter\n");
+	CBT_CONTAINS(out, "cbatch_transition_conflict_total{batch_job=\"accumulate_reread\"} 1\n");
 	PQfinish(acc.other);
 	cb_job_free(job);
 }
