@@ -1,4 +1,6 @@
-/* /api/v1/locks (lease left by the database's clock) and /api/v1/locks/audit. */
+/* /api/v1/locks (lease left by the database's clock) and /api/v1/locks/audit
+ * (?lock=NAME, ?execution=ID: the rows of that execution's own lock and of
+ * its partitions' locks; keyset paged by audit_id). */
 #include "console.h"
 
 #include <limits.h>
@@ -29,16 +31,17 @@ void cb__api_locks(cb__request *r)
 
 void cb__api_lock_audit(cb__request *r)
 {
-	static const char *const keys[] = { "lock", "limit", "before", NULL };
+	static const char *const keys[] = { "lock", "execution", "limit", "before", NULL };
 	cb_error err = CB_ERROR_INIT;
 	const char *lock;
-	long long limit, before;
+	long long limit, before, execution;
 	PGconn *conn;
 	json_t *list = NULL, *next;
 	size_t n;
 	int rc;
 
 	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "lock", 400, &lock) < 0 ||
+	    cb__query_int(r, "execution", 1, LLONG_MAX, 0, &execution) < 0 ||
 	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
 	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
 		return;
@@ -46,7 +49,7 @@ void cb__api_lock_audit(cb__request *r)
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	rc = cb__repo_lock_audit(&list, conn, lock, (int)limit, before, &err);
+	rc = cb__repo_lock_audit(&list, conn, lock, execution, (int)limit, before, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc < 0) {
 		cb__reply_repo_error(r, rc, &err);
