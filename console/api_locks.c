@@ -22,11 +22,17 @@ void cb__api_locks(cb__request *r)
 		return;
 	}
 	rc = cb_lock_list(&list, conn, &err);
+	/* A partition's lock names only its step execution: the operator
+	 * wants the job, step and execution it runs. */
+	if (rc == 0)
+		rc = cb__repo_partition_locks(list, conn, &err);
 	cb__pool_put(r->console->pool, conn);
-	if (rc < 0)
+	if (rc < 0) {
+		json_decref(list);
 		cb__reply_repo_error(r, rc, &err);
-	else
+	} else {
 		cb__reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "locks", list));
+	}
 }
 
 void cb__api_lock_audit(cb__request *r)
@@ -50,8 +56,11 @@ void cb__api_lock_audit(cb__request *r)
 		return;
 	}
 	rc = cb__repo_lock_audit(&list, conn, lock, execution, (int)limit, before, &err);
+	if (rc == 0)
+		rc = cb__repo_partition_locks(list, conn, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc < 0) {
+		json_decref(list);
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}

@@ -165,6 +165,71 @@ int cb__repo_execution_extras(json_t **out, PGconn *conn, long long job_executio
 	return json_result(out, res, "execution extras", err);
 }
 
+int cb__repo_partition_locks(json_t *locks, PGconn *conn, cb_error *err)
+{
+	static const char prefix[] = "cbatch.partition:";
+	json_t *ids = json_array(), *found = NULL;
+	char *text = NULL;
+	const char *p[1];
+	PGresult *res;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; ids && i < json_array_size(locks); i++) {
+		const char *name =
+			json_string_value(json_object_get(json_array_get(locks, i), "lock_name"));
+		char *end;
+		long long id;
+
+		if (!name || strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		id = strtoll(name + sizeof(prefix) - 1, &end, 10);
+		if (*end == '\0' && id > 0)
+			json_array_append_new(ids, json_integer(id));
+	}
+	if (!ids || json_array_size(ids) == 0)
+		goto out;
+	if (!(text = json_dumps(ids, JSON_COMPACT))) {
+		rc = cb_error_set(err, CB_ENOMEM, "partition locks: out of memory");
+		goto out;
+	}
+	p[0] = text;
+	res = cb__repo_exec(
+		conn, "partition locks",
+		"SELECT coalesce(jsonb_object_agg('cbatch.partition:' || x.step_execution_id,"
+		" jsonb_build_object('step_execution_id', x.step_execution_id,"
+		" 'job_execution_id', x.job_execution_id, 'job_name', i.job_name,"
+		" 'step_name', m.step_name, 'partition_index', x.partition_index,"
+		" 'status', x.status)), '{}'::jsonb)"
+		" FROM batch_step_execution x"
+		" JOIN batch_step_execution m ON m.step_execution_id = x.manager_step_execution_id"
+		" JOIN batch_job_execution e ON e.job_execution_id = x.job_execution_id"
+		" JOIN batch_job_instance i ON i.job_instance_id = e.job_instance_id"
+		" WHERE x.step_execution_id IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)",
+		1, p, err);
+	if (!res) {
+		rc = CB_EDB;
+		goto out;
+	}
+	if ((rc = json_result(&found, res, "partition locks", err)) < 0)
+		goto out;
+	for (i = 0; i < json_array_size(locks); i++) {
+		json_t *l = json_array_get(locks, i);
+		json_t *x = json_object_get(
+			found, json_string_value(json_object_get(l, "lock_name")) ?
+				       json_string_value(json_object_get(l, "lock_name")) :
+				       "");
+
+		if (x)
+			json_object_set(l, "partition", x);
+	}
+out:
+	free(text);
+	json_decref(ids);
+	json_decref(found);
+	return rc;
+}
+
 int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];

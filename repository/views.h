@@ -71,6 +71,13 @@ int cb__repo_execution_extras(json_t **out, PGconn *conn, long long job_executio
  */
 int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
 
+/* What the partition locks among @p locks (a JSON array of lock objects with
+ * lock_name) run: each lock named cbatch.partition:<step execution id> gets
+ * "partition": {job_name, step_name (the manager's), partition_index,
+ * job_execution_id, step_execution_id, status}; other locks are left as
+ * they are. One query for the whole page. */
+int cb__repo_partition_locks(json_t *locks, PGconn *conn, cb_error *err);
+
 /* The repository's schema version (@p out: -1 when there is none) and the
  * database's clock as text (@p now, >= 40 bytes). */
 int cb__repo_schema_version(int *out, char *now, size_t now_size, PGconn *conn, cb_error *err);

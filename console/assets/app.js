@@ -651,6 +651,15 @@
       }
     }
 
+    /* A lock's name; a partition's lock also says what it runs (job, step, execution). */
+    function lockName(l) {
+      const x = l.partition;
+      if (!x) return el('td', { class: 'mono wrap' }, l.lock_name);
+      return el('td', { class: 'mono wrap' }, l.lock_name, el('div', { class: 'muted', 'data-partition-of': x.job_execution_id },
+        link('#/job/' + encodeURIComponent(x.job_name), x.job_name), ' · ', x.step_name + ' partition ' + x.partition_index,
+        ' · ', link('#/execution/' + x.job_execution_id, 'execution ' + x.job_execution_id)));
+    }
+
     function unlockCell(l) {
       if (!canAct() || l.released) return el('td');
       const reason = el('input', { class: 'reason', type: 'text', placeholder: 'reason (required)', maxlength: 500, 'aria-label': 'reason' });
@@ -677,7 +686,7 @@
         if (!l.released) leases.push([cell, l.lease_left_seconds]);
         else cell.textContent = '–';
         lbody.appendChild(el('tr', { 'data-lock': l.lock_name },
-          el('td', { class: 'mono wrap' }, l.lock_name),
+          lockName(l),
           el('td', {}, l.released ? el('span', { class: 'badge' }, 'released') : el('span', { class: 'badge st-STARTED' }, 'held')),
           cell,
           el('td', { class: 'mono wrap hide-narrow' }, l.owner_id),
@@ -691,7 +700,7 @@
       for (const x of a.audit) {
         abody.appendChild(el('tr', { 'data-audit': x.audit_id },
           el('td', {}, fmtTime(x.event_time)),
-          el('td', { class: 'mono wrap' }, x.lock_name),
+          lockName(x),
           el('td', {}, el('span', { class: 'badge' + (x.outcome === 'FORCE_UNLOCKED' || x.outcome === 'FENCED' ? ' st-FAILED' : '') }, x.outcome)),
           el('td', { class: 'mono wrap hide-narrow' }, x.owner_id),
           el('td', { class: 'wrap hide-narrow' }, x.detail || '')));

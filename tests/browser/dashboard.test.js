@@ -126,6 +126,8 @@ async function main() {
     check(auditLocks.length > 0 && auditLocks.some((n) => n.startsWith('cbatch.partition:')) &&
       await page.$eval('#audit-execution', (e) => e.value) === PART,
     'the lock audit link opens the audit filtered by this execution (' + auditLocks.length + ' rows)');
+    check(await page.$(`#audit [data-partition-of="${PART}"] a[href="#/execution/${PART}"]`) !== null,
+      'a partition lock\'s audit row names its job, step and execution (linked)');
 
     /* 3. The jobs overview and the history chart. */
     await page.goto(ADMIN + '/#/', { waitUntil: 'networkidle0' });

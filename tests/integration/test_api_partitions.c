@@ -249,8 +249,9 @@ static void test_restart_shows_lineage_with_cumulative_counts(void)
 	json_t *e;
 
 	NEED_SERVER();
-	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "8000", "--reset", "--negative-at", "7000"),
-		  0);
+	CBT_EQ_LL(
+		EX("example-setup", "ledger", "--rows", "8000", "--reset", "--negative-at", "7000"),
+		0);
 	cbt_exec(conn, "TRUNCATE ledger");
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=2", "-partition.threads:long=2",
 		     "-partition.count:long=4"),
@@ -393,20 +394,32 @@ static void test_audit_filters_by_execution_and_lock(void)
 		json_decref(a);
 	}
 	/* One partition lock: its rows only, both filters at once too. */
-	cbt_query_str(conn,
-		      "SELECT lock_name FROM batch_lock_audit WHERE outcome = 'OWNER_DEAD_TAKEOVER'",
-		      lock, sizeof(lock));
+	cbt_query_str(
+		conn,
+		"SELECT lock_name FROM batch_lock_audit WHERE outcome = 'OWNER_DEAD_TAKEOVER'",
+		lock, sizeof(lock));
 	snprintf(path, sizeof(path), "/api/v1/locks/audit?lock=%s&limit=500", lock);
 	if ((a = get(path))) {
 		const json_t *list = json_object_get(a, "audit");
 
-		CBT_EQ_LL(json_array_size(list),
-			  cbt_queryp_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE lock_name = $1",
-					"s", lock));
-		for (size_t i = 0; i < json_array_size(list); i++)
-			CBT_EQ_STR(json_string_value(
-					   json_object_get(json_array_get(list, i), "lock_name")),
-				   lock);
+		CBT_EQ_LL(
+			json_array_size(list),
+			cbt_queryp_ll(conn,
+				      "SELECT count(*) FROM batch_lock_audit WHERE lock_name = $1",
+				      "s", lock));
+		for (size_t i = 0; i < json_array_size(list); i++) {
+			const json_t *row = json_array_get(list, i);
+			const json_t *part = json_object_get(row, "partition");
+
+			CBT_EQ_STR(json_string_value(json_object_get(row, "lock_name")), lock);
+			/* A partition's lock says what it runs. */
+			CBT_EQ_STR(json_string_value(json_object_get(part, "job_name")),
+				   "ledger_partitioned");
+			CU_ASSERT_PTR_NOT_NULL(
+				json_string_value(json_object_get(part, "step_name")));
+			CBT_EQ_LL(json_integer_value(json_object_get(part, "job_execution_id")),
+				  taken_exec);
+		}
 		json_decref(a);
 	}
 	snprintf(path, sizeof(path), "/api/v1/locks/audit?lock=%s&execution=%lld", lock,
@@ -437,7 +450,8 @@ static const CU_TestInfo tests[] = {
 	{ "fixture: a repository and a server", test_fixture },
 	{ "a killed worker's partition taken over: worker, claims, takeover with reason",
 	  test_takeover_shows_worker_claims_and_reason },
-	{ "a restart: lineage with cumulative counts", test_restart_shows_lineage_with_cumulative_counts },
+	{ "a restart: lineage with cumulative counts",
+	  test_restart_shows_lineage_with_cumulative_counts },
 	{ "audit filtered by execution (keyset paged) and by lock",
 	  test_audit_filters_by_execution_and_lock },
 	{ "server stops with 0", test_finish },
