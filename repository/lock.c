@@ -363,16 +363,17 @@ int cb_lock_list(json_t **out, PGconn *conn, cb_error *err)
 	PGresult *res;
 
 	*out = NULL;
-	res = cb__repo_exec(conn, "list locks",
-			    "SELECT coalesce(jsonb_agg(jsonb_build_object("
-			    " 'lock_name', lock_name, 'owner_id', owner_id,"
-			    " 'fencing_token', fencing_token, 'locked_at', locked_at,"
-			    " 'locked_until', locked_until, 'released', released,"
-			    " 'lease_left_seconds', round(extract(epoch FROM locked_until - "
-			    "   clock_timestamp())::numeric, 3),"
-			    " 'job_execution_id', job_execution_id) ORDER BY lock_name), '[]') "
-			    "FROM batch_lock",
-			    0, NULL, err);
+	res = cb__repo_exec(
+		conn, "list locks",
+		"SELECT coalesce(jsonb_agg(jsonb_build_object("
+		" 'lock_name', lock_name, 'owner_id', owner_id,"
+		" 'fencing_token', fencing_token, 'locked_at', locked_at,"
+		" 'locked_until', locked_until, 'released', released,"
+		" 'lease_left_seconds', round(extract(epoch FROM locked_until - "
+		"   clock_timestamp())::numeric, 3),"
+		" 'job_execution_id', job_execution_id) ORDER BY batch_natural_key(lock_name) COLLATE \"C\"), '[]') "
+		"FROM batch_lock",
+		0, NULL, err);
 	if (!res)
 		return CB_EDB;
 	*out = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);

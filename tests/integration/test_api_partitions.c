@@ -439,6 +439,76 @@ static void test_audit_filters_by_execution_and_lock(void)
 	CBT_EQ_LL(status_of("/api/v1/locks/audit?execution=0"), 400);
 }
 
+/* The lock names of a /api/v1/locks page, in its order, that start with
+ * @p prefix, joined by spaces into @p buf. */
+static const json_t *names_with(char *buf, size_t size, const json_t *doc, const char *prefix)
+{
+	const json_t *list = json_object_get(doc, "locks");
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *n =
+			json_string_value(json_object_get(json_array_get(list, i), "lock_name"));
+
+		if (n && strncmp(n, prefix, strlen(prefix)) == 0)
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", buf[0] ? " " : "",
+				 n);
+	}
+	return list;
+}
+
+static void test_locks_natural_order_and_partition_locks(void)
+{
+	char got[256], sql[512], want[1024] = "";
+	long long sid;
+	json_t *d;
+
+	NEED_SERVER();
+	/* Held locks whose names differ in a number, and a held partition lock
+	 * (a partition of the taken over run, as a claim names its lock). */
+	cbt_exec(conn,
+		 "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until,"
+		 " locked_at, updated_at) SELECT n, 'ops@elsewhere', 1,"
+		 " clock_timestamp() + interval '1 hour', clock_timestamp(), clock_timestamp()"
+		 " FROM unnest(array['nat:10', 'nat:2', 'nat:1', 'nat:2:b', 'nat:100',"
+		 " 'nat:09']) n");
+	sid = cbt_queryp_ll(conn,
+			    "SELECT min(step_execution_id) FROM batch_step_execution WHERE "
+			    "job_execution_id = $1 AND partition_index IS NOT NULL",
+			    "lld", taken_exec);
+	CU_ASSERT_TRUE(sid > 0);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until,"
+		 " locked_at, updated_at) VALUES ('cbatch.partition:%lld', 'w:1:x', 9,"
+		 " clock_timestamp() + interval '1 hour', clock_timestamp(), clock_timestamp())",
+		 sid);
+	cbt_exec(conn, sql);
+	if (!(d = get("/api/v1/locks")))
+		return;
+	names_with(got, sizeof(got), d, "nat:");
+	/* Numbers by their value, not their text. */
+	CBT_EQ_STR(got, "nat:1 nat:2 nat:2:b nat:09 nat:10 nat:100");
+	/* The partition lock says what it runs. */
+	for (size_t i = 0; i < json_array_size(json_object_get(d, "locks")); i++) {
+		const json_t *l = json_array_get(json_object_get(d, "locks"), i);
+		const json_t *part = json_object_get(l, "partition");
+
+		if (strncmp(json_string_value(json_object_get(l, "lock_name")),
+			    "cbatch.partition:", 17) != 0)
+			continue;
+		CBT_EQ_STR(json_string_value(json_object_get(part, "job_name")),
+			   "ledger_partitioned");
+		CBT_EQ_LL(json_integer_value(json_object_get(part, "job_execution_id")),
+			  taken_exec);
+		CBT_EQ_LL(json_integer_value(json_object_get(part, "step_execution_id")), sid);
+		CU_ASSERT_PTR_NOT_NULL(json_string_value(json_object_get(part, "step_name")));
+		want[0] = 'x';
+	}
+	CBT_EQ_LL(want[0], 'x');
+	want[0] = '\0';
+	json_decref(d);
+}
+
 static void test_finish(void)
 {
 	NEED_SERVER();
@@ -454,6 +524,8 @@ static const CU_TestInfo tests[] = {
 	  test_restart_shows_lineage_with_cumulative_counts },
 	{ "audit filtered by execution (keyset paged) and by lock",
 	  test_audit_filters_by_execution_and_lock },
+	{ "locks in natural order; a partition lock's job, step, execution",
+	  test_locks_natural_order_and_partition_locks },
 	{ "server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,
 };
