@@ -4,24 +4,36 @@
 #include "console.h"
 
 #include <limits.h>
+#include <stdlib.h>
 
 #include "cbatch/lock.h"
 #include "views.h"
 
+/* ?all=1 lists every lock row, else the held and recently released ones;
+ * ?limit= (1..1000, 100) and ?after= (next_after of the page before) page
+ * through them by name. */
 void cb__api_locks(cb__request *r)
 {
+	static const char *const keys[] = { "all", "limit", "after", NULL };
 	cb_error err = CB_ERROR_INIT;
+	cb_lock_list_options o = { 0, 0, NULL, 0 };
 	PGconn *conn;
 	json_t *list = NULL;
+	char *next = NULL;
+	long long all, limit;
 	int rc;
 
-	if (cb__query_only(r, NULL) < 0)
+	if (cb__query_only(r, keys) < 0 || cb__query_int(r, "all", 0, 1, 0, &all) < 0 ||
+	    cb__query_int(r, "limit", 1, 1000, 100, &limit) < 0 ||
+	    cb__query_text(r, "after", 400, &o.after) < 0)
 		return;
+	o.all = (int)all;
+	o.limit = (int)limit;
 	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	rc = cb_lock_list(&list, conn, &err);
+	rc = cb_lock_list_page(&list, &next, conn, &o, &err);
 	/* A partition's lock names only its step execution: the operator
 	 * wants the job, step and execution it runs. */
 	if (rc == 0)
@@ -31,8 +43,10 @@ void cb__api_locks(cb__request *r)
 		json_decref(list);
 		cb__reply_repo_error(r, rc, &err);
 	} else {
-		cb__reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "locks", list));
+		cb__reply_json(r, MHD_HTTP_OK,
+			       json_pack("{s:o,s:s?}", "locks", list, "next_after", next));
 	}
+	free(next);
 }
 
 void cb__api_lock_audit(cb__request *r)

@@ -628,9 +628,15 @@ static int complete_writers(chunk_step *cs, cb_error *err)
  */
 static void count_transition_conflict(chunk_step *cs)
 {
-	static const char sql[] = "UPDATE batch_step_execution"
-				  " SET transition_conflict_count = transition_conflict_count + 1"
-				  " WHERE step_execution_id = $1::bigint";
+	/* The job's counter (sql/011) in the same statement: metrics read it
+	 * without summing the history. */
+	static const char sql[] =
+		"WITH u AS (UPDATE batch_step_execution"
+		" SET transition_conflict_count = transition_conflict_count + 1"
+		" WHERE step_execution_id = $1::bigint RETURNING job_execution_id) "
+		"SELECT batch_metric_add('transition_conflict_count', i.job_name, 1) FROM u "
+		"JOIN batch_job_execution e USING (job_execution_id) "
+		"JOIN batch_job_instance i USING (job_instance_id)";
 	char id[24];
 	const char *params[1] = { id };
 	PGresult *res;

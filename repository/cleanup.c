@@ -325,7 +325,7 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 			   cb_error *err)
 {
 	char slast[24], slimit[24], smax[24], *insts = NULL, *ids = NULL;
-	long long seen, scanned_max, instances;
+	long long seen, scanned_max, instances, n_instances = 0;
 	PGresult *res;
 	int rc;
 
@@ -437,10 +437,29 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 			"  WHERE c.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
 			"je AS (DELETE FROM batch_job_execution e "
 			"  WHERE e.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
-			/* (an execution left behind would fail the foreign key) */
-			"ji AS (DELETE FROM batch_job_instance i WHERE i.job_instance_id = ANY "
-			"  ($2::bigint[]) RETURNING 1) " COUNTS_SELECT,
-			2, pa, err);
+			/* The instances go in the next statement: the triggers that
+			 * take removed executions out of their job's status counts
+			 * read the job name from the instance when this one ends. */
+			"ji AS (SELECT 1 WHERE false) " COUNTS_SELECT,
+			1, pa, err);
+	}
+	if (res) {
+		const char *pa[1] = { insts };
+		PGresult *ri;
+
+		/* (an execution left behind would fail the foreign key) */
+		ri = cb__repo_exec(conn, "remove instances",
+				   "WITH ji AS (DELETE FROM batch_job_instance i "
+				   " WHERE i.job_instance_id = ANY ($1::bigint[]) RETURNING 1) "
+				   "SELECT count(*) FROM ji",
+				   1, pa, err);
+		if (!ri) {
+			PQclear(res);
+			res = NULL;
+		} else {
+			n_instances = atoll(PQgetvalue(ri, 0, 0));
+			PQclear(ri);
+		}
 	}
 	free(ids);
 	free(insts);
@@ -450,6 +469,7 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 		goto fail;
 	}
 	read_counts(out, res);
+	out->job_instances = n_instances;
 	PQclear(res);
 	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
 	if (rc < 0) {
@@ -625,8 +645,16 @@ static int retryable(cb_error *err, int rc, int attempt)
 	return 1;
 }
 
+/* Where a phase walks ids from lo to hi (fixed when it starts): how far it
+ * got, and since when, for the estimate of the time left. */
+typedef struct span {
+	long long lo, hi;
+	double started;
+} span;
+
 static void report(const cb_cleanup_options *opt, const char *phase, long long batch,
-		   const cb_cleanup_counts *b, const cb_cleanup_counts *total, double seconds)
+		   const cb_cleanup_counts *b, const cb_cleanup_counts *total, double seconds,
+		   const span *sp, long long at)
 {
 	cb_cleanup_progress pr;
 
@@ -637,13 +665,49 @@ static void report(const cb_cleanup_options *opt, const char *phase, long long b
 	pr.counts = *b;
 	pr.total = *total;
 	pr.seconds = seconds;
+	pr.fraction = -1;
+	pr.eta_seconds = -1;
+	if (sp && sp->hi > sp->lo) {
+		double f = (double)(at - sp->lo) / (double)(sp->hi - sp->lo);
+		double spent = now_seconds() - sp->started;
+
+		pr.fraction = f < 0 ? 0 : f > 1 ? 1 : f;
+		if (pr.fraction > 0)
+			pr.eta_seconds = spent * (1 - pr.fraction) / pr.fraction;
+	}
 	opt->progress(opt->progress_ctx, &pr);
+}
+
+/* The ids a phase will walk: from the smallest to the largest that may go
+ * (executions that ended before the cutoff; audit rows as they are now). */
+static int phase_span(span *sp, PGconn *conn, const plan *p, int audit, cb_error *err)
+{
+	const char *pa[1] = { p->cutoff };
+	PGresult *res;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->started = now_seconds();
+	res = cb__repo_exec(conn, "measure cleanup",
+			    audit ? "SELECT coalesce(min(audit_id), 0) - 1, "
+				    "coalesce(max(audit_id), 0) FROM batch_lock_audit "
+				    "WHERE $1::text IS NOT NULL" :
+				    "SELECT coalesce(min(job_execution_id), 0) - 1, "
+				    "coalesce(max(job_execution_id), 0) FROM batch_job_execution "
+				    "WHERE end_time < $1::timestamptz",
+			    1, pa, err);
+	if (!res)
+		return CB_EDB;
+	sp->lo = atoll(PQgetvalue(res, 0, 0));
+	sp->hi = atoll(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return 0;
 }
 
 int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_options *opt,
 		    cb_error *err)
 {
 	plan p;
+	span sp;
 	char *last_lock = NULL;
 	long long last = 0, batch = 0, skipped = 0;
 	int rc, done = 0, passes = 0, attempt = 0;
@@ -667,6 +731,8 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		return rc;
 	}
 	/* Executions first (their audit rows become orphans), then the audit. */
+	if ((rc = phase_span(&sp, conn, &p, 0, err)) < 0)
+		goto out;
 	while (!done) {
 		cb_cleanup_counts b;
 
@@ -690,12 +756,15 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		}
 		add_counts(&out->removed, &b);
 		out->batches = ++batch;
-		report(opt, "executions", batch, &b, &out->removed, now_seconds() - t0);
+		report(opt, "executions", batch, &b, &out->removed, now_seconds() - t0,
+		       passes ? NULL : &sp, last);
 	}
 	out->skipped_instances = skipped;
 	last = 0;
 	done = 0;
 	attempt = 0;
+	if ((rc = phase_span(&sp, conn, &p, 1, err)) < 0)
+		goto out;
 	while (!done) {
 		cb_cleanup_counts b;
 
@@ -711,7 +780,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		out->removed.lock_audit += b.lock_audit;
 		out->batches = ++batch;
-		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0);
+		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0, &sp, last);
 	}
 	done = 0;
 	attempt = 0;
@@ -730,7 +799,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		out->removed.locks += b.locks;
 		out->batches = ++batch;
-		report(opt, "locks", batch, &b, &out->removed, now_seconds() - t0);
+		report(opt, "locks", batch, &b, &out->removed, now_seconds() - t0, NULL, 0);
 	}
 	done = 0;
 	attempt = 0;
@@ -749,7 +818,8 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		add_counts(&out->removed, &b);
 		out->batches = ++batch;
-		report(opt, "schedule history", batch, &b, &out->removed, now_seconds() - t0);
+		report(opt, "schedule history", batch, &b, &out->removed, now_seconds() - t0, NULL,
+		       0);
 	}
 	rc = 0;
 out:

@@ -488,20 +488,16 @@ int cb__repo_last_instance_params(cb_params **out, PGconn *conn, const char *job
 		return rc;
 	/* The newest instance need not have the largest run.id (one may have
 	 * been given by hand): the largest over all instances is the last one. */
-	res = cb__repo_exec(
-		conn, "find largest run.id",
-		"SELECT max(p.parameter_value::bigint) FROM batch_job_execution_params p "
-		"JOIN batch_job_execution e USING (job_execution_id) "
-		"JOIN batch_job_instance i USING (job_instance_id) "
-		"WHERE i.job_name = $1 AND p.parameter_name = 'run.id' "
-		"AND p.parameter_type = 'long' AND p.identifying "
-		"AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$'",
-		1, p, err);
+	/* A high-water mark kept when run.id parameters are written
+	 * (sql/011_history_scale.sql): one row, however many runs. */
+	res = cb__repo_exec(conn, "find largest run.id",
+			    "SELECT max_run_id FROM batch_job_summary WHERE job_name = $1", 1, p,
+			    err);
 	if (!res) {
 		rc = CB_EDB;
 		goto fail;
 	}
-	if (!PQgetisnull(res, 0, 0)) {
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)) {
 		max_run_id = atoll(PQgetvalue(res, 0, 0));
 		have_max = 1;
 	}

@@ -357,30 +357,101 @@ int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, co
 				6, p, err);
 }
 
-int cb_lock_list(json_t **out, PGconn *conn, cb_error *err)
+/* The lock listing's statements (the first: held and recent; now(), not
+ * clock_timestamp(), so that the planner can estimate the window). Held locks come from a partial index, recent
+ * ones from the audit's time index: neither walks the rows the history left
+ * (one per parameterized name, one per partition ever claimed). $1: after
+ * (NULL: from the start), $2: limit + 1, $3: recent seconds. */
+#define LOCK_JSON_SQL                                                                              \
+	"jsonb_build_object('lock_name', l.lock_name, 'owner_id', l.owner_id,"                     \
+	" 'fencing_token', l.fencing_token, 'locked_at', l.locked_at,"                             \
+	" 'locked_until', l.locked_until, 'released', l.released,"                                 \
+	" 'lease_left_seconds', round(extract(epoch FROM l.locked_until - "                        \
+	"   clock_timestamp())::numeric, 3),"                                                      \
+	" 'job_execution_id', l.job_execution_id)"
+
+/* In natural order (ledger:2 before ledger:10): by batch_natural_key, whose
+ * byte order is that order and which is injective, so that a page starts
+ * after the key of the last name of the page before (sql/013). */
+#define NATURAL_KEY(x) "batch_natural_key(" x ") COLLATE \"C\""
+
+static const char *const lock_list_sql[2] = {
+	"SELECT coalesce(jsonb_agg(j ORDER BY k), '[]') FROM ("
+	" SELECT " NATURAL_KEY(
+		"l.lock_name") " AS k, " LOCK_JSON_SQL " AS j FROM batch_lock l"
+			       " WHERE (NOT l.released OR l.lock_name = ANY (ARRAY("
+			       "  SELECT a.lock_name FROM batch_lock_audit a"
+			       "  WHERE a.event_time >= now() - make_interval(secs => $3::double precision))))"
+			       " AND ($1::text IS NULL OR " NATURAL_KEY("l.lock_name") " > " NATURAL_KEY(
+				       "$1::text") ")"
+						   " AND (NOT l.released OR greatest(l.locked_until, l.updated_at) >="
+						   "  now() - make_interval(secs => $3::double precision))"
+						   " ORDER BY " NATURAL_KEY(
+							   "l.lock_name") " LIMIT $2::int) x",
+	"SELECT coalesce(jsonb_agg(j ORDER BY k), '[]') FROM ("
+	" SELECT " NATURAL_KEY(
+		"l.lock_name") " AS k, " LOCK_JSON_SQL " AS j FROM batch_lock l"
+			       " WHERE ($1::text IS NULL OR " NATURAL_KEY("l.lock_name") " > " NATURAL_KEY(
+				       "$1::text") ")"
+						   " AND $3::double precision > 0"
+						   " ORDER BY " NATURAL_KEY(
+							   "l.lock_name") " LIMIT $2::int) x",
+};
+
+int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,
+		      cb_error *err)
 {
+	cb_lock_list_options d = { 0, 0, NULL, 0 };
+	char lim[16], recent[64];
+	const char *p[3] = { NULL, lim, recent };
 	json_error_t jerr;
 	PGresult *res;
+	size_t n;
 
 	*out = NULL;
-	res = cb__repo_exec(
-		conn, "list locks",
-		"SELECT coalesce(jsonb_agg(jsonb_build_object("
-		" 'lock_name', lock_name, 'owner_id', owner_id,"
-		" 'fencing_token', fencing_token, 'locked_at', locked_at,"
-		" 'locked_until', locked_until, 'released', released,"
-		" 'lease_left_seconds', round(extract(epoch FROM locked_until - "
-		"   clock_timestamp())::numeric, 3),"
-		" 'job_execution_id', job_execution_id) ORDER BY batch_natural_key(lock_name) COLLATE \"C\"), '[]') "
-		"FROM batch_lock",
-		0, NULL, err);
+	if (next_after)
+		*next_after = NULL;
+	if (!o)
+		o = &d;
+	if (o->limit < 0 || o->limit > 1000 || o->recent_seconds < 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "list locks: limit %d out of range 1..1000 or negative recent "
+				    "window",
+				    o->limit);
+	p[0] = o->after;
+	/* One more than asked: whether a next page exists. */
+	snprintf(lim, sizeof(lim), "%d", (o->limit ? o->limit : 100) + 1);
+	snprintf(recent, sizeof(recent), "%.3f",
+		 o->recent_seconds > 0 ? o->recent_seconds : 3600.0);
+	res = cb__repo_exec(conn, "list locks", lock_list_sql[o->all ? 1 : 0], 3, p, err);
 	if (!res)
 		return CB_EDB;
 	*out = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);
 	PQclear(res);
 	if (!*out)
 		return cb_error_set(err, CB_EDB, "list locks: unreadable JSON: %s", jerr.text);
+	n = json_array_size(*out);
+	if (n > (size_t)(o->limit ? o->limit : 100)) {
+		json_array_remove(*out, n - 1);
+		if (next_after) {
+			const json_t *last =
+				json_object_get(json_array_get(*out, n - 2), "lock_name");
+
+			*next_after =
+				strdup(json_string_value(last) ? json_string_value(last) : "");
+			if (!*next_after) {
+				json_decref(*out);
+				*out = NULL;
+				return cb_error_set(err, CB_ENOMEM, "out of memory");
+			}
+		}
+	}
 	return 0;
+}
+
+int cb_lock_list(json_t **out, PGconn *conn, cb_error *err)
+{
+	return cb_lock_list_page(out, NULL, conn, NULL, err);
 }
 
 int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who, const char *reason,

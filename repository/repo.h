@@ -18,6 +18,14 @@
 PGresult *cb__repo_exec(PGconn *conn, const char *what, const char *sql, int nparams,
 			const char *const *values, cb_error *err);
 
+/* When set, told of every statement cb__repo_exec runs, before it runs
+ * (tests: tests/integration/test_scale_plans.c EXPLAINs the statements
+ * exactly as the code runs them). Not thread-safe to change while others run. */
+typedef void (*cb__repo_observer_fn)(void *ctx, const char *what, const char *sql, int nparams,
+				     const char *const *values);
+extern cb__repo_observer_fn cb__repo_observer;
+extern void *cb__repo_observer_ctx;
+
 /* Run a statement for its effect only. */
 int cb__repo_command(PGconn *conn, const char *what, const char *sql, int nparams,
 		     const char *const *values, cb_error *err);

@@ -219,9 +219,12 @@ int cb__repo_schedules_json(json_t **out, PGconn *conn, const char *name, cb_err
 		"   'attempt', f.attempt, 'recover_after', f.recover_after) "
 		"   FROM batch_schedule_firing f WHERE f.schedule_id = s.schedule_id "
 		"   ORDER BY f.fire_time DESC LIMIT 1), "
+		/* Counts kept as firings are recorded and removed
+		 * (sql/011_history_scale.sql), not counted over the history. */
 		" 'firings', (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb) FROM "
-		"   (SELECT f.status, count(*) AS n FROM batch_schedule_firing f "
-		"     WHERE f.schedule_id = s.schedule_id GROUP BY f.status) c)"
+		"   (SELECT b.status, sum(b.n) AS n FROM batch_status_count b "
+		"     WHERE b.kind = 'schedule' AND b.subject = s.schedule_id::text "
+		"     GROUP BY b.status HAVING sum(b.n) > 0) c)"
 		") ORDER BY s.schedule_name), '[]'::jsonb) "
 		"FROM batch_schedule s WHERE $1::text IS NULL OR s.schedule_name = $1",
 		1, p, err);

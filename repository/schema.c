@@ -34,11 +34,19 @@ int cb_status_is_running(cb_status s)
 	return s == CB_STATUS_STARTING || s == CB_STATUS_STARTED || s == CB_STATUS_STOPPING;
 }
 
+cb__repo_observer_fn cb__repo_observer;
+void *cb__repo_observer_ctx;
+
 PGresult *cb__repo_exec(PGconn *conn, const char *what, const char *sql, int nparams,
 			const char *const *values, cb_error *err)
 {
-	PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
+	PGresult *res;
+	ExecStatusType st;
+
+	if (cb__repo_observer)
+		cb__repo_observer(cb__repo_observer_ctx, what, sql, nparams, values);
+	res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	st = PQresultStatus(res);
 
 	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
 		cb_pg_error(err, conn, res, what);

@@ -27,8 +27,11 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 	*out = NULL;
 	res = cb__repo_exec(
 		conn, "job overview",
+		/* Names, the newest execution and the status counts come from the
+		 * rows the repository keeps per job (sql/011_history_scale.sql): a
+		 * few rows per job, however long its history. */
 		"WITH names AS ("
-		" SELECT job_name FROM batch_job_instance"
+		" SELECT job_name FROM batch_job_summary"
 		" UNION SELECT job_name FROM batch_schedule"
 		" UNION SELECT jsonb_array_elements_text(coalesce($1::jsonb, '[]'::jsonb)))"
 		"SELECT coalesce(jsonb_agg(jsonb_build_object("
@@ -43,13 +46,14 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 		"  extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - e.start_time),"
 		"  'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND " CB__OWNER_LOST_SQL(
 			"e") ") AS j"
-			     "  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
-			     "  WHERE i.job_name = n.job_name ORDER BY e.job_execution_id DESC LIMIT 1) l ON true"
+			     "  FROM batch_job_summary m JOIN batch_job_execution e"
+			     "  ON e.job_execution_id = m.last_execution_id"
+			     "  WHERE m.job_name = n.job_name) l ON true"
 			     " LEFT JOIN LATERAL (SELECT sum(k.cnt)::bigint AS total,"
 			     "  jsonb_object_agg(k.status, k.cnt) AS by_status FROM ("
-			     "  SELECT e.status, count(*) AS cnt FROM batch_job_execution e"
-			     "  JOIN batch_job_instance i USING (job_instance_id)"
-			     "  WHERE i.job_name = n.job_name GROUP BY e.status) k) c ON true",
+			     "  SELECT b.status, sum(b.n) AS cnt FROM batch_status_count b"
+			     "  WHERE b.kind = 'job' AND b.subject = n.job_name GROUP BY b.status"
+			     "  HAVING sum(b.n) > 0) k) c ON true",
 		1, p, err);
 	if (!res)
 		return CB_EDB;

@@ -6,7 +6,8 @@
  * filled with textContent, never with innerHTML.
  *
  * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID,
- * #/job/NAME (parameters, launch form, history chart), #/locks (locks and the
+ * #/job/NAME (parameters, launch form, history chart),
+ * #/locks?show=held|recent|all&after=&lock=&execution=&before= (locks and the
  * audit trail), #/schedules, #/schedule/NAME?before= (next firings, history).
  */
 'use strict';
@@ -614,28 +615,42 @@
    * the audit trail with paging. */
   function pageLocks(main, q) {
     const g = generation;
-    const before = q.get('before') || '';
+    const before = q.get('before') || '', after = q.get('after') || '';
     const alock = q.get('lock') || '', aexec = q.get('execution') || '';
+    const show = ['recent', 'all'].includes(q.get('show')) ? q.get('show') : 'held';
     const lbody = el('tbody'), abody = el('tbody'), pager = el('div', { class: 'pager' });
+    const lpager = el('div', { class: 'pager' }), hidden = el('p', { class: 'muted', id: 'locks-hidden', hidden: true });
+    /* This page with some of its parameters changed ('' drops one). */
+    const here = (changes) => {
+      const p = new URLSearchParams(q);
+      for (const [k, v] of Object.entries(changes)) {
+        if (v === '' || v === null || v === undefined) p.delete(k);
+        else p.set(k, v);
+      }
+      return '#/locks' + (p.toString() ? '?' + p.toString() : '');
+    };
+    /* Held locks by default; the released ones (recent, or the whole history) behind this filter. */
+    const showSel = el('select', { id: 'locks-show', 'aria-label': 'which locks' },
+      el('option', { value: 'held', selected: show === 'held' }, 'held'),
+      el('option', { value: 'recent', selected: show === 'recent' }, 'held and recently released'),
+      el('option', { value: 'all', selected: show === 'all' }, 'all, with released ones (history)'));
+    showSel.addEventListener('change', () => { location.hash = here({ show: showSel.value === 'held' ? '' : showSel.value, after: '' }); });
     /* The audit trail's filters: one lock, one execution (its own lock and its partitions'). */
     const lockIn = el('input', { id: 'audit-lock', type: 'text', value: alock, placeholder: 'lock name', 'aria-label': 'lock name' });
     const execIn = el('input', { id: 'audit-execution', type: 'text', inputmode: 'numeric', value: aexec, placeholder: 'execution id', 'aria-label': 'execution id' });
-    const auditHash = (extra) => {
-      const p = new URLSearchParams();
-      if (lockIn.value.trim()) p.set('lock', lockIn.value.trim());
-      if (execIn.value.trim()) p.set('execution', execIn.value.trim());
-      for (const [k, v] of Object.entries(extra || {})) p.set(k, v);
-      return '#/locks' + (p.toString() ? '?' + p.toString() : '');
-    };
-    const filters = el('form', { class: 'filters', id: 'audit-filters', onsubmit: (ev) => { ev.preventDefault(); location.hash = auditHash(); } },
-      el('label', {}, 'Lock', lockIn), el('label', {}, 'Execution', execIn),
-      el('button', { type: 'submit' }, 'Filter'),
-      (alock || aexec) ? link('#/locks', 'all locks', { id: 'audit-unfilter' }) : null);
+    const filters = el('form', { class: 'filters', id: 'audit-filters', onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = here({ lock: lockIn.value.trim(), execution: execIn.value.trim(), before: '' });
+    } },
+    el('label', {}, 'Lock', lockIn), el('label', {}, 'Execution', execIn),
+    el('button', { type: 'submit' }, 'Filter'),
+    (alock || aexec) ? link(here({ lock: '', execution: '', before: '' }), 'all locks', { id: 'audit-unfilter' }) : null);
     append(main, [el('h1', {}, 'Locks'),
+      el('div', { class: 'filters' }, el('label', {}, 'Show', showSel)),
       el('div', { class: 'card' }, el('table', { id: 'locks' }, el('thead', {}, el('tr', {},
         el('th', {}, 'Lock'), el('th', {}, 'State'), el('th', { class: 'num' }, 'Lease left'),
         el('th', { class: 'hide-narrow' }, 'Owner'), el('th', { class: 'num hide-narrow' }, 'Token'),
-        el('th', {}, 'Execution'), el('th', {}, ''))), lbody)),
+        el('th', {}, 'Execution'), el('th', {}, ''))), lbody), hidden, lpager),
       el('h2', {}, 'Audit trail' + (aexec ? ' of execution ' + aexec : '') + (alock ? ' of lock ' + alock : '')), filters,
       el('div', { class: 'card' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {},
         el('th', {}, 'Time'), el('th', {}, 'Lock'), el('th', {}, 'Outcome'),
@@ -673,15 +688,25 @@
     }
 
     async function load() {
-      const [d, a] = await Promise.all([api('/api/v1/locks'),
+      const lp = new URLSearchParams(show === 'all' ? { all: '1', limit: '100' } : { limit: '500' });
+      if (after) lp.set('after', after);
+      const [d, a] = await Promise.all([api('/api/v1/locks?' + lp.toString()),
         api('/api/v1/locks/audit?limit=50' + (before ? '&before=' + encodeURIComponent(before) : '') +
           (alock ? '&lock=' + encodeURIComponent(alock) : '') + (aexec ? '&execution=' + encodeURIComponent(aexec) : ''))]);
       if (!alive(g)) return;
       fetched = Date.now();
       leases = [];
       clear(lbody);
-      if (!d.locks.length) lbody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no locks')));
-      for (const l of d.locks) {
+      /* The server lists them in natural order (ledger:2 before ledger:10). */
+      const shown = show === 'held' ? d.locks.filter((l) => !l.released) : d.locks;
+      if (!shown.length) lbody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, show === 'held' ? 'no held locks' : 'no locks')));
+      const nreleased = d.locks.length - shown.length;
+      hidden.textContent = nreleased ? nreleased + ' recently released not shown (Show: held and recently released)' : '';
+      hidden.hidden = !nreleased;
+      clear(lpager);
+      if (after) lpager.appendChild(link(here({ after: '' }), 'First'));
+      if (d.next_after) lpager.appendChild(link(here({ after: d.next_after }), 'More', { id: 'locks-more' }));
+      for (const l of shown) {
         const cell = el('td', { class: 'num', 'data-lease': l.lease_left_seconds }, '');
         if (!l.released) leases.push([cell, l.lease_left_seconds]);
         else cell.textContent = '–';
@@ -706,8 +731,8 @@
           el('td', { class: 'wrap hide-narrow' }, x.detail || '')));
       }
       clear(pager);
-      if (before) pager.appendChild(link(auditHash(), 'Newest'));
-      if (a.next_before) pager.appendChild(link(auditHash({ before: a.next_before }), 'Older'));
+      if (before) pager.appendChild(link(here({ before: '' }), 'Newest'));
+      if (a.next_before) pager.appendChild(link(here({ before: a.next_before }), 'Older'));
     }
     every(1000, tick);
     every(5000, () => load().catch((e) => notice(e.message)));

@@ -47,20 +47,49 @@ static int parse_duration(double *out, const char *s)
 	return 0;
 }
 
+/* ", 42% of the executions, about 1m10s left" (empty when not known). */
+static void eta_text(char *out, size_t size, const cb_cleanup_progress *p, const char *what)
+{
+	long long s;
+
+	out[0] = '\0';
+	if (p->fraction < 0)
+		return;
+	if (p->eta_seconds < 0) {
+		snprintf(out, size, ", %.0f%% of the %s", p->fraction * 100, what);
+		return;
+	}
+	s = (long long)(p->eta_seconds + 0.5);
+	if (s >= 3600)
+		snprintf(out, size, ", %.0f%% of the %s, about %lldh%02lldm left",
+			 p->fraction * 100, what, s / 3600, s / 60 % 60);
+	else if (s >= 60)
+		snprintf(out, size, ", %.0f%% of the %s, about %lldm%02llds left",
+			 p->fraction * 100, what, s / 60, s % 60);
+	else
+		snprintf(out, size, ", %.0f%% of the %s, about %llds left", p->fraction * 100, what,
+			 s);
+}
+
 static void progress(void *ctx, const cb_cleanup_progress *p)
 {
+	char eta[128];
+
 	(void)ctx;
-	if (strcmp(p->phase, "executions") == 0)
+	if (strcmp(p->phase, "executions") == 0) {
+		eta_text(eta, sizeof(eta), p, "executions");
 		fprintf(stderr,
 			"cleanup: batch %lld: %lld executions, %lld instances, %lld steps, "
-			"%lld params (%lld executions so far, %.2fs)\n",
+			"%lld params (%lld executions so far, %.2fs%s)\n",
 			p->batch, p->counts.job_executions, p->counts.job_instances,
 			p->counts.step_executions, p->counts.params, p->total.job_executions,
-			p->seconds);
-	else if (strcmp(p->phase, "lock audit") == 0)
-		fprintf(stderr, "cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs)\n",
-			p->batch, p->counts.lock_audit, p->total.lock_audit, p->seconds);
-	else if (strcmp(p->phase, "locks") == 0)
+			p->seconds, eta);
+	} else if (strcmp(p->phase, "lock audit") == 0) {
+		eta_text(eta, sizeof(eta), p, "lock audit");
+		fprintf(stderr,
+			"cleanup: batch %lld: %lld lock audit rows (%lld so far, %.2fs%s)\n",
+			p->batch, p->counts.lock_audit, p->total.lock_audit, p->seconds, eta);
+	} else if (strcmp(p->phase, "locks") == 0)
 		fprintf(stderr, "cleanup: batch %lld: %lld locks (%lld so far, %.2fs)\n", p->batch,
 			p->counts.locks, p->total.locks, p->seconds);
 	else

@@ -669,17 +669,43 @@ int cb__cli_cmd_locks(struct cli *c)
 	cb__cli_table *t = NULL;
 	static const char *const headers[] = { "LOCK",       "OWNER", "TOKEN",
 					       "LEASE LEFT", "STATE", "EXECUTION" };
+	static const char *const flags[] = { "--all", "--limit=", "--after=", NULL };
+	const char *values[3] = { NULL, NULL, NULL };
+	const char **pos;
+	size_t npos;
+	long long limit = 100;
+	cb_lock_list_options o = { 0, 0, NULL, 0 };
+	char *next = NULL;
 	int rc;
 
-	if ((rc = cb__cli_no_args(c)) != 0 || (rc = cb__cli_open_db(c, &conn, 1)) != 0)
+	pos = calloc((size_t)c->argc, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	rc = cb__cli_split_args(c, pos, &npos, flags, values);
+	if (rc == 0 && npos > 0)
+		rc = cb__cli_usage_error(
+			c,
+			"locks: unexpected argument '%.100s' (usage: %s locks [--all] "
+			"[--limit N] [--after NAME])",
+			pos[0], c->prog);
+	if (rc == 0 && values[1] && (cb__cli_parse_positive(&limit, values[1]) < 0 || limit > 1000))
+		rc = cb__cli_usage_error(c, "locks: invalid --limit '%.100s' (expected 1..1000)",
+					 values[1]);
+	free(pos);
+	if (rc != 0)
 		return rc;
-	if ((rc = cb_lock_list(&list, conn, &c->err)) < 0) {
+	o.all = values[0] != NULL;
+	o.limit = (int)limit;
+	o.after = values[2];
+	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
+		return rc;
+	if ((rc = cb_lock_list_page(&list, &next, conn, &o, &c->err)) < 0) {
 		rc = cb__cli_fail(c, CB_EXIT_FAILED);
 		goto done;
 	}
 	rc = 0;
 	if (c->json) {
-		json_t *doc = json_pack("{s:O}", "locks", list);
+		json_t *doc = json_pack("{s:O,s:s?}", "locks", list, "next_after", next);
 
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
@@ -712,7 +738,10 @@ int cb__cli_cmd_locks(struct cli *c)
 		}
 	}
 	cb__cli_table_print(t, stdout, "");
+	if (next)
+		printf("more: %s locks%s --after '%s'\n", c->prog, o.all ? " --all" : "", next);
 done:
+	free(next);
 	cb__cli_table_free(t);
 	json_decref(list);
 	PQfinish(conn);

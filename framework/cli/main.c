@@ -90,7 +90,14 @@ static const struct builtin builtins[] = {
 	  "`jobs --help`); with --json lock_name and lock_scope (null when this\n"
 	  "program lacks the job).\n",
 	  cb__cli_cmd_show },
-	{ "locks", "", "list execution locks with owner, fencing token and lease left", NULL,
+	{ "locks", "[--all] [--limit N] [--after NAME]",
+	  "list execution locks with owner, fencing token and lease left",
+	  "Shows the held locks and those released or taken within the last hour,\n"
+	  "by name in natural order (ledger:2 before ledger:10), a page at a time.\n"
+	  "Options:\n"
+	  "  --all         every lock row the repository keeps (history)\n"
+	  "  --limit N     at most N locks per page (default 100, at most 1000)\n"
+	  "  --after NAME  the page after lock NAME (printed as 'more:' after a full page)\n",
 	  cb__cli_cmd_locks },
 	{ "unlock", "LOCK_NAME --force [--reason TEXT]",
 	  "release a lock by hand (recorded with who and why)",

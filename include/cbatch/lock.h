@@ -72,11 +72,34 @@ int cb_job_set_lock(cb_job *job, const char *name_template, double at_most_secon
 int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_error *err);
 
 /**
- * List the locks: a new JSON array of objects with lock_name, owner_id,
- * fencing_token, locked_at, locked_until, lease_left_seconds (negative when
- * expired), released, job_execution_id. @return 0 or CB_EDB.
+ * List the held and recently released locks (the first page of
+ * cb_lock_list_page with default options): a new JSON array of objects with
+ * lock_name, owner_id, fencing_token, locked_at, locked_until,
+ * lease_left_seconds (negative when expired), released, job_execution_id.
+ * @return 0 or CB_EDB.
  */
 int cb_lock_list(json_t **out, PGconn *conn, cb_error *err);
+
+/** What cb_lock_list_page lists. */
+typedef struct cb_lock_list_options {
+	int all;               /* every lock row, not only held and recent ones */
+	int limit;             /* rows per page, 1..1000 (0: 100) */
+	const char *after;     /* the page starts after this lock name (NULL: first page) */
+	double recent_seconds; /* released within this long counts as recent (0: 3600) */
+} cb_lock_list_options;
+
+/**
+ * One page of locks, by name in natural order ("ledger:2" before "ledger:10";
+ * @p o->after in that order too): without @p o->all the held ones (not released,
+ * live or expired) and those released or last taken within
+ * @p o->recent_seconds, read through indexes (bounded by what is shown, not by
+ * how many lock rows the history left); with it, every row. @p out receives a
+ * JSON array as cb_lock_list's; @p next_after (may be NULL) a new string
+ * (free()) naming the page's last lock when more may follow, else NULL.
+ * @return 0, CB_EINVAL (limit out of range), CB_EDB, CB_ENOMEM.
+ */
+int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,
+		      cb_error *err);
 
 /**
  * Release a lock by hand, whoever holds it, and record who (@p who, e.g.

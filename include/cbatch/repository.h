@@ -152,6 +152,11 @@ typedef struct cb_cleanup_progress {
 	long long batch;   /* 1, 2, ... over both phases */
 	cb_cleanup_counts counts, total;
 	double seconds; /* since the cleanup started */
+	/* How far the phase has got through what it walks (0..1, from the ids
+	 * passed; -1: not known for this phase) and the seconds it will still
+	 * take at its pace so far (-1: not known). */
+	double fraction;
+	double eta_seconds;
 } cb_cleanup_progress;
 
 /** Version of cb_cleanup_options. */

@@ -144,6 +144,8 @@ async function main() {
     /* 4. Locks: the running job's lease counts down between refreshes. */
     await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-lock="ledger"] td[data-lease]');
+    check(await page.$$eval('#locks tr[data-lock]', (l) => l.every((r) => !r.textContent.includes('released'))),
+      'held locks only by default (the partitioned runs\' released job lock is not listed)');
     const lease1 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
     await new Promise((r) => setTimeout(r, 1500));
     const lease2 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
@@ -264,10 +266,23 @@ async function main() {
       return r && r.cells[2].textContent === 'FORCE_UNLOCKED' && r.cells[4].textContent.includes('host ops-3 is gone');
     }, { timeout: 10000 }, LOCK);
     check(true, 'unlock with a reason: the audit trail shows FORCE_UNLOCKED with the reason');
-    check(await page.evaluate((name) => {
+    /* Held locks by default: the released one leaves the list... */
+    await page.waitForFunction((name) => ![...document.querySelectorAll('tr[data-lock]')].some((t) => t.dataset.lock === name),
+      { timeout: 10000 }, LOCK);
+    check(await page.$$eval('#locks tr[data-lock]', (l) => l.every((r) => !r.textContent.includes('released'))),
+      'the locks page shows held locks only by default');
+    check((await text(page, '#locks-hidden')).includes('recently released not shown'), 'and says how many released ones it hides');
+    /* ...and shows, released, behind the filter. */
+    await page.select('#locks-show', 'recent');
+    await page.waitForFunction((name) => {
       const r = [...document.querySelectorAll('tr[data-lock]')].find((t) => t.dataset.lock === name);
       return r && r.textContent.includes('released');
-    }, LOCK), 'and the lock shows released');
+    }, { timeout: 10000 }, LOCK);
+    check(true, 'the released lock shows, released, behind the filter');
+    await page.select('#locks-show', 'all');
+    await page.waitForFunction(() => location.hash.includes('show=all') &&
+      [...document.querySelectorAll('tr[data-lock]')].some((t) => t.textContent.includes('released')), { timeout: 10000 });
+    check(true, 'the whole history is behind the filter too');
 
     for (const p of [page, ro, narrow]) {
       const v = await cspViolations(p);

@@ -459,9 +459,11 @@ static const json_t *names_with(char *buf, size_t size, const json_t *doc, const
 
 static void test_locks_natural_order_and_partition_locks(void)
 {
-	char got[256], sql[512], want[1024] = "";
+	char got[256], path[2048], sql[512], want[1024] = "";
+	const char *after = NULL;
 	long long sid;
 	json_t *d;
+	int pages = 0;
 
 	NEED_SERVER();
 	/* Held locks whose names differ in a number, and a held partition lock
@@ -507,6 +509,30 @@ static void test_locks_natural_order_and_partition_locks(void)
 	CBT_EQ_LL(want[0], 'x');
 	want[0] = '\0';
 	json_decref(d);
+	/* The whole history, a lock a page: the same natural order across pages. */
+	do {
+		char *esc = NULL;
+		CURL *c = curl_easy_init();
+
+		if (after && c)
+			esc = curl_easy_escape(c, after, 0);
+		snprintf(path, sizeof(path), "/api/v1/locks?all=1&limit=1%s%s",
+			 esc ? "&after=" : "", esc ? esc : "");
+		curl_free(esc);
+		curl_easy_cleanup(c);
+		free((char *)after);
+		after = NULL;
+		if (!(d = get(path)))
+			return;
+		names_with(got, sizeof(got), d, "nat:");
+		if (got[0])
+			snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s",
+				 want[0] ? " " : "", got);
+		if (json_string_value(json_object_get(d, "next_after")))
+			after = strdup(json_string_value(json_object_get(d, "next_after")));
+		json_decref(d);
+	} while (after && ++pages < 1000);
+	CBT_EQ_STR(want, "nat:1 nat:2 nat:2:b nat:09 nat:10 nat:100");
 }
 
 static void test_finish(void)
@@ -524,7 +550,8 @@ static const CU_TestInfo tests[] = {
 	  test_restart_shows_lineage_with_cumulative_counts },
 	{ "audit filtered by execution (keyset paged) and by lock",
 	  test_audit_filters_by_execution_and_lock },
-	{ "locks in natural order; a partition lock's job, step, execution",
+	{ "locks in natural order (a page and across pages); a partition lock's job, step, "
+	  "execution",
 	  test_locks_natural_order_and_partition_locks },
 	{ "server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,

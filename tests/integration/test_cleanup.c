@@ -241,6 +241,46 @@ static void test_bad_durations_exit_2(void)
 
 /* ---- the 100k cleanup, while a job runs ----------------------------------- */
 
+/* Every counter series of @p before is in @p after with a value not smaller:
+ * removing history never takes a counter back (issue 20). */
+static void counters_never_go_back(const json_t *before, const json_t *after)
+{
+	const json_t *b = json_object_get(before, "metrics"),
+		     *a = json_object_get(after, "metrics");
+	size_t checked = 0;
+
+	for (size_t i = 0; i < json_array_size(b); i++) {
+		const json_t *s = json_array_get(b, i), *match = NULL;
+		const char *name = json_string_value(json_object_get(s, "name"));
+		char *labels;
+
+		if (strcmp(json_string_value(json_object_get(s, "type")), "counter") != 0 ||
+		    strncmp(name, "partition_worker_", 17) == 0)
+			continue; /* (those cover the newest executions only) */
+		labels = json_dumps(json_object_get(s, "labels"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
+		for (size_t k = 0; k < json_array_size(a) && !match; k++) {
+			const json_t *t = json_array_get(a, k);
+			char *l2 = json_dumps(json_object_get(t, "labels"),
+					      JSON_SORT_KEYS | JSON_ENCODE_ANY);
+
+			if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0 &&
+			    strcmp(labels ? labels : "", l2 ? l2 : "") == 0)
+				match = t;
+			free(l2);
+		}
+		if (!match)
+			CBT_FAILF("counter %s%s is gone after the cleanup", name, labels);
+		else if (json_integer_value(json_object_get(match, "value")) <
+			 json_integer_value(json_object_get(s, "value")))
+			CBT_FAILF("counter %s%s went back from %lld to %lld", name, labels,
+				  (long long)json_integer_value(json_object_get(s, "value")),
+				  (long long)json_integer_value(json_object_get(match, "value")));
+		checked++;
+		free(labels);
+	}
+	CU_ASSERT(checked > 10);
+}
+
 /*
  * Old executions, set-based, of jobs syn_0..syn_4 (ids after the real ones):
  *   60,000 instances with one COMPLETED execution      -> removed
@@ -363,9 +403,9 @@ static void test_100k_cleanup_while_a_job_runs(void)
 	char log[4096], id[24], outpath[4096], errpath[4096];
 	long long stopped, live, live_inst, plain_inst, parted_inst, sent_mid;
 	long long live_before[5], live_after[5], plain_before[5], plain_after[5];
-	long long parted_before[5], parted_after[5], kept_failed;
+	long long parted_before[5], parted_after[5], kept_failed, syn0_read;
 	snapshot before, middle, after;
-	json_t *dry, *real;
+	json_t *dry, *real, *metrics_before;
 	double t0, seconds;
 	pid_t pid, cleaner;
 
@@ -406,6 +446,13 @@ static void test_100k_cleanup_while_a_job_runs(void)
 
 	take_ids(&before);
 	count_rows(&before);
+	CBT_EQ_LL(CLI("--json", "metrics"), 0);
+	metrics_before = stdout_json();
+	syn0_read = cbt_query_ll(conn, "SELECT sum(s.read_count) FROM batch_step_execution s "
+				       "JOIN batch_job_execution e USING (job_execution_id) "
+				       "JOIN batch_job_instance i USING (job_instance_id) "
+				       "WHERE i.job_name = 'syn_0'");
+	CU_ASSERT(syn0_read > 0);
 
 	/* The dry run removes nothing. */
 	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--dry-run"), 0);
@@ -465,6 +512,9 @@ static void test_100k_cleanup_while_a_job_runs(void)
 	}
 	real = stdout_json();
 	CBT_CONTAINS(errout, "cleanup: batch 1: ");
+	/* Progress says how far it got and how long it will still take. */
+	CBT_CONTAINS(errout, "% of the executions, about ");
+	CBT_CONTAINS(errout, "% of the lock audit");
 	printf("\n  cleanup of %lld executions (%lld steps, %lld audit rows) took %.2fs "
 	       "(%lld batches); the job delivered %lld messages meanwhile\n",
 	       removed(real, "batch_job_execution"), removed(real, "batch_step_execution"),
@@ -527,6 +577,34 @@ static void test_100k_cleanup_while_a_job_runs(void)
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox_delivery"), 60000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status <> 'SENT'"), 0);
+
+	/* The counters metrics expose did not go back; the synthetic jobs'
+	 * (which ran no more) kept theirs exactly. The status counts the jobs
+	 * overview shows are those of the executions left. */
+	CBT_EQ_LL(CLI("--json", "metrics"), 0);
+	{
+		json_t *metrics_after = stdout_json();
+
+		counters_never_go_back(metrics_before, metrics_after);
+		json_decref(metrics_after);
+	}
+	CBT_EQ_LL(CLI("metrics"), 0);
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want), "items_read_count{job=\"syn_0\"} %lld\n", syn0_read);
+		CBT_CONTAINS(out, want);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM (SELECT i.job_name, e.status, count(*) AS n "
+			       " FROM batch_job_execution e JOIN batch_job_instance i "
+			       " USING (job_instance_id) GROUP BY 1, 2) a FULL JOIN ("
+			       " SELECT subject, status, sum(n) AS n FROM batch_status_count "
+			       " WHERE kind = 'job' GROUP BY 1, 2 HAVING sum(n) <> 0) b "
+			       "ON a.job_name = b.subject AND a.status = b.status "
+			       "WHERE a.n IS DISTINCT FROM b.n"),
+		  0);
+	json_decref(metrics_before);
 
 	/* A second run finds nothing more. */
 	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d"), 0);

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Growth benchmark (issue 20): does a routine operation cost the same on a
+# repository of a thousand executions as on one of millions?
+#
+#   bash bench/growth.sh [BUILD_DIR]          (default: build)
+#   SIZES="1000 100000 1000000 10000000" ROUNDS=5 bash bench/growth.sh
+#
+# For each size N (default "1000 100000 1000000"): a fresh database on a
+# throwaway cluster (scripts/pg-cluster.sh), the schema, then
+# bench/growth_gen.sql's repository of N executions (jobs, schedules,
+# partitions, parameters, contexts, audit, lock rows, firings, events;
+# set-based), VACUUM ANALYZE. Then, each ROUNDS times, median reported:
+#   locks, GET /api/v1/locks, metrics, GET /metrics, GET /api/v1/jobs,
+#   schedule list, GET /api/v1/executions?job=adhoc_36&status=STOPPED (a rare
+#   pair), run ledger --next (a launch, 2000 rows in chunks of 100: checkpoint
+#   after checkpoint on top of the history);
+# once: restart of a failed ledger run, and cleanup of the oldest 5% of the
+# executions (CLEANUP_SHARE) with a ledger run timed while it runs and alone.
+# Prints one markdown table row per operation and size, and the ratio of each
+# size's median to the smallest size's.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+cli="$build/cbatch"
+ex="$build/cbatch-examples"
+SIZES=${SIZES:-"1000 100000 1000000"}
+ROUNDS=${ROUNDS:-5}
+CLEANUP_SHARE=${CLEANUP_SHARE:-20} # 1/20 of the executions, the oldest
+dir=${GROWTH_BENCH_DIR:-/tmp/cbatch-growth-bench-pg}
+
+for t in psql curl; do
+	command -v "$t" >/dev/null || { echo "growth: $t is needed" >&2; exit 2; }
+done
+[ -x "$cli" ] && [ -x "$ex" ] || { echo "growth: no $cli or $ex (build first)" >&2; exit 2; }
+
+work=$(mktemp -d)
+server_pid=
+stop_server() {
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		server_pid=
+	fi
+}
+cleanup() {
+	stop_server
+	bash "$root/scripts/pg-cluster.sh" stop "$dir" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+bash "$root/scripts/pg-cluster.sh" start "$dir" >/dev/null
+admin="host=$dir port=5432 user=postgres dbname=postgres"
+
+now_ms() { date +%s%3N; }
+
+# median of the numbers on stdin
+median() { sort -n | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# time_op NAME CMD...: ROUNDS runs after one warm-up; appends "NAME N median_ms" to results.
+time_op() {
+	local name=$1 t0 t1
+	shift
+	"$@" >/dev/null 2>&1 || true
+	for _ in $(seq 1 "$ROUNDS"); do
+		t0=$(now_ms)
+		"$@" >/dev/null 2>&1 || true
+		t1=$(now_ms)
+		echo $((t1 - t0))
+	done | median | xargs printf '%s\t%s\t%s\n' "$name" "$size" >>"$work/results"
+}
+
+record() { printf '%s\t%s\t%s\n' "$1" "$size" "$2" >>"$work/results"; }
+
+for size in $SIZES; do
+	psql "$admin" -qc "DROP DATABASE IF EXISTS growth_$size" -qc "CREATE DATABASE growth_$size"
+	db="host=$dir port=5432 user=postgres dbname=growth_$size"
+	"$cli" --db "$db" schema init >/dev/null
+	echo "growth: generating $size executions..." >&2
+	t0=$(now_ms)
+	PGOPTIONS="-c cbatch_bench.executions=$size" psql "$db" -qX -v ON_ERROR_STOP=1 \
+		-f "$root/bench/growth_gen.sql" >/dev/null
+	psql "$db" -qXc "VACUUM ANALYZE"
+	gen=$(($(now_ms) - t0))
+	record "generate (set-based) + VACUUM ANALYZE" "$gen"
+	record "database size MB" "$(psql "$db" -qXAtc "SELECT pg_database_size(current_database()) / 1048576")"
+	"$ex" --db "$db" example-setup ledger --rows 2000 >/dev/null
+
+	"$ex" --db "$db" serve --listen 127.0.0.1:0 --pool 2 >"$work/serve.log" 2>&1 &
+	server_pid=$!
+	for _ in $(seq 1 200); do
+		grep -q 'listening on' "$work/serve.log" && break
+		sleep 0.05
+	done
+	port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+	url="http://127.0.0.1:$port"
+
+	time_op "locks" "$cli" --db "$db" locks
+	time_op "GET /api/v1/locks" curl -fsS "$url/api/v1/locks"
+	time_op "metrics" "$cli" --db "$db" metrics
+	time_op "GET /metrics" curl -fsS "$url/metrics"
+	time_op "GET /api/v1/jobs" curl -fsS "$url/api/v1/jobs"
+	time_op "schedule list" "$cli" --db "$db" schedule list
+	time_op "GET /api/v1/executions?job=&status= (rare pair)" \
+		curl -fsS "$url/api/v1/executions?job=adhoc_36&status=STOPPED"
+	time_op "run ledger --next (2000 rows, chunks of 100)" \
+		"$ex" --db "$db" run ledger --next -chunk.size:long=100
+	stop_server
+
+	# A restart: a run that fails at account 1000, the account fixed.
+	"$ex" --db "$db" example-setup ledger --rows 2000 --negative-at 1000 --reset >/dev/null
+	"$ex" --db "$db" run ledger --next -chunk.size:long=100 >/dev/null 2>&1 || true
+	failed=$(psql "$db" -qXAtc "SELECT max(job_execution_id) FROM batch_job_execution")
+	psql "$db" -qXc "UPDATE account SET amount = 1 WHERE id = 1000"
+	t0=$(now_ms)
+	"$ex" --db "$db" restart "$failed" >/dev/null 2>&1 || true
+	record "restart (failed ledger run)" "$(($(now_ms) - t0))"
+
+	# Cleanup of the oldest executions (2 minutes apart), and a ledger run
+	# while it runs against one alone.
+	"$ex" --db "$db" example-setup ledger --rows 20000 --reset >/dev/null
+	t0=$(now_ms)
+	"$ex" --db "$db" run ledger --next -chunk.size:long=100 >/dev/null 2>&1 || true
+	record "ledger run alone (20000 rows)" "$(($(now_ms) - t0))"
+	minutes=$(( (size - size / CLEANUP_SHARE) * 2 ))
+	t0=$(now_ms)
+	"$cli" --db "$db" cleanup --older-than "${minutes}m" 2>"$work/cleanup.err" >/dev/null &
+	cpid=$!
+	sleep 1
+	"$ex" --db "$db" example-setup ledger --rows 20000 --reset >/dev/null
+	t1=$(now_ms)
+	"$ex" --db "$db" run ledger --next -chunk.size:long=100 >/dev/null 2>&1 || true
+	record "ledger run during cleanup (20000 rows)" "$(($(now_ms) - t1))"
+	wait "$cpid" || true
+	record "cleanup of the oldest 1/$CLEANUP_SHARE" "$(($(now_ms) - t0))"
+	grep -m1 'executions so far' "$work/cleanup.err" >&2 || true
+	tail -n1 "$work/cleanup.err" >&2 || true
+	psql "$admin" -qc "DROP DATABASE growth_$size"
+done
+
+first=${SIZES%% *}
+echo
+printf '| operation (median ms) |'
+for size in $SIZES; do printf ' %s |' "$size"; done
+printf ' ratio last/first |\n|---|'
+for _ in $SIZES; do printf -- '---:|'; done
+printf -- '---:|\n'
+cut -f1 "$work/results" | awk '!seen[$0]++' | while read -r op; do
+	printf '| %s |' "$op"
+	base=
+	last=
+	for size in $SIZES; do
+		v=$(awk -F'\t' -v o="$op" -v s="$size" '$1 == o && $2 == s {print $3}' "$work/results")
+		printf ' %s |' "${v:--}"
+		[ "$size" = "$first" ] && base=$v
+		last=$v
+	done
+	if [ -n "$base" ] && [ -n "$last" ] && [ "$base" != 0 ]; then
+		awk -v a="$last" -v b="$base" 'BEGIN {printf " %.2f |\n", a / b}'
+	else
+		printf ' - |\n'
+	fi
+done
