@@ -77,12 +77,35 @@ void cb__api_executions(cb__request *r)
 				 filter));
 }
 
-/* The execution named by the path, or a reply (400, 404, 503) and NULL. */
-static json_t *load(cb__request *r, long long *id)
+/*
+ * The operator's additions to one partition @p p: items/s and its takeovers
+ * from @p extras (cb__repo_execution_extras), so that the worker, claims,
+ * takeovers and lease left sit beside its counts.
+ */
+static void add_partition_extras(json_t *p, const json_t *extras)
+{
+	char key[32];
+	const json_t *x;
+
+	snprintf(key, sizeof(key), "%lld",
+		 (long long)json_integer_value(json_object_get(p, "step_execution_id")));
+	x = json_object_get(json_object_get(extras, "partitions"), key);
+	json_object_set(p, "items_per_second",
+			x ? json_object_get(x, "items_per_second") : json_null());
+	if (x && json_object_get(x, "takeovers"))
+		json_object_set(p, "takeovers", json_object_get(x, "takeovers"));
+	else
+		json_object_set_new(p, "takeovers", json_array());
+}
+
+/* The execution named by the path, or a reply (400, 404, 503) and NULL.
+ * With @p extras: its partitions' takeovers and rates, its instance's
+ * lineage and the address of its lock audit too. */
+static json_t *load(cb__request *r, long long *id, int extras)
 {
 	cb_error err = CB_ERROR_INIT;
 	PGconn *conn;
-	json_t *e = NULL, *progress = NULL;
+	json_t *e = NULL, *progress = NULL, *more = NULL;
 	int rc;
 
 	if (cb__query_only(r, NULL) < 0)
@@ -99,9 +122,12 @@ static json_t *load(cb__request *r, long long *id)
 	rc = cb_repo_show_execution(&e, conn, *id, &err);
 	if (rc == 0)
 		rc = cb__repo_step_progress(&progress, conn, *id, &err);
+	if (rc == 0 && extras)
+		rc = cb__repo_execution_extras(&more, conn, *id, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc < 0) {
 		json_decref(e);
+		json_decref(progress);
 		cb__reply_repo_error(r, rc, &err);
 		return NULL;
 	}
@@ -132,17 +158,27 @@ static json_t *load(cb__request *r, long long *id)
 						json_object_get(progress, key) ?
 							json_object_get(progress, key) :
 							json_null());
+				if (extras)
+					add_partition_extras(p, more);
 			}
 		}
 	}
 	json_decref(progress);
+	if (extras) {
+		char audit[64];
+
+		json_object_set(e, "lineage", json_object_get(more, "lineage"));
+		snprintf(audit, sizeof(audit), "/api/v1/locks/audit?execution=%lld", *id);
+		json_object_set_new(e, "lock_audit_url", json_string(audit));
+	}
+	json_decref(more);
 	return e;
 }
 
 void cb__api_execution(cb__request *r)
 {
 	long long id;
-	json_t *e = load(r, &id);
+	json_t *e = load(r, &id, 1);
 
 	if (e)
 		cb__reply_json(r, MHD_HTTP_OK, e);
@@ -153,7 +189,7 @@ void cb__api_execution(cb__request *r)
 void cb__api_execution_skips(cb__request *r)
 {
 	long long id;
-	json_t *e = load(r, &id), *out, *steps;
+	json_t *e = load(r, &id, 0), *out, *steps;
 	size_t i, k;
 
 	if (!e)

@@ -1,4 +1,6 @@
-/* /api/v1/locks (lease left by the database's clock) and /api/v1/locks/audit. */
+/* /api/v1/locks (lease left by the database's clock) and /api/v1/locks/audit
+ * (?lock=NAME, ?execution=ID: the rows of that execution's own lock and of
+ * its partitions' locks; keyset paged by audit_id). */
 #include "console.h"
 
 #include <limits.h>
@@ -32,27 +34,34 @@ void cb__api_locks(cb__request *r)
 		return;
 	}
 	rc = cb_lock_list_page(&list, &next, conn, &o, &err);
+	/* A partition's lock names only its step execution: the operator
+	 * wants the job, step and execution it runs. */
+	if (rc == 0)
+		rc = cb__repo_partition_locks(list, conn, &err);
 	cb__pool_put(r->console->pool, conn);
-	if (rc < 0)
+	if (rc < 0) {
+		json_decref(list);
 		cb__reply_repo_error(r, rc, &err);
-	else
+	} else {
 		cb__reply_json(r, MHD_HTTP_OK,
 			       json_pack("{s:o,s:s?}", "locks", list, "next_after", next));
+	}
 	free(next);
 }
 
 void cb__api_lock_audit(cb__request *r)
 {
-	static const char *const keys[] = { "lock", "limit", "before", NULL };
+	static const char *const keys[] = { "lock", "execution", "limit", "before", NULL };
 	cb_error err = CB_ERROR_INIT;
 	const char *lock;
-	long long limit, before;
+	long long limit, before, execution;
 	PGconn *conn;
 	json_t *list = NULL, *next;
 	size_t n;
 	int rc;
 
 	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "lock", 400, &lock) < 0 ||
+	    cb__query_int(r, "execution", 1, LLONG_MAX, 0, &execution) < 0 ||
 	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
 	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
 		return;
@@ -60,9 +69,12 @@ void cb__api_lock_audit(cb__request *r)
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	rc = cb__repo_lock_audit(&list, conn, lock, (int)limit, before, &err);
+	rc = cb__repo_lock_audit(&list, conn, lock, execution, (int)limit, before, &err);
+	if (rc == 0)
+		rc = cb__repo_partition_locks(list, conn, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc < 0) {
+		json_decref(list);
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}

@@ -370,20 +370,32 @@ int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, co
 	"   clock_timestamp())::numeric, 3),"                                                      \
 	" 'job_execution_id', l.job_execution_id)"
 
+/* In natural order (ledger:2 before ledger:10): by batch_natural_key, whose
+ * byte order is that order and which is injective, so that a page starts
+ * after the key of the last name of the page before (sql/013). */
+#define NATURAL_KEY(x) "batch_natural_key(" x ") COLLATE \"C\""
+
 static const char *const lock_list_sql[2] = {
-	"SELECT coalesce(jsonb_agg(j ORDER BY lock_name), '[]') FROM ("
-	" SELECT l.lock_name, " LOCK_JSON_SQL " AS j FROM batch_lock l"
-	" WHERE (NOT l.released OR l.lock_name = ANY (ARRAY("
-	"  SELECT a.lock_name FROM batch_lock_audit a"
-	"  WHERE a.event_time >= now() - make_interval(secs => $3::double precision))))"
-	" AND ($1::text IS NULL OR l.lock_name > $1::text)"
-	" AND (NOT l.released OR greatest(l.locked_until, l.updated_at) >="
-	"  now() - make_interval(secs => $3::double precision))"
-	" ORDER BY l.lock_name LIMIT $2::int) x",
-	"SELECT coalesce(jsonb_agg(j ORDER BY lock_name), '[]') FROM ("
-	" SELECT l.lock_name, " LOCK_JSON_SQL " AS j FROM batch_lock l"
-	" WHERE ($1::text IS NULL OR l.lock_name > $1::text) AND $3::double precision > 0"
-	" ORDER BY l.lock_name LIMIT $2::int) x",
+	"SELECT coalesce(jsonb_agg(j ORDER BY k), '[]') FROM ("
+	" SELECT " NATURAL_KEY(
+		"l.lock_name") " AS k, " LOCK_JSON_SQL " AS j FROM batch_lock l"
+			       " WHERE (NOT l.released OR l.lock_name = ANY (ARRAY("
+			       "  SELECT a.lock_name FROM batch_lock_audit a"
+			       "  WHERE a.event_time >= now() - make_interval(secs => $3::double precision))))"
+			       " AND ($1::text IS NULL OR " NATURAL_KEY("l.lock_name") " > " NATURAL_KEY(
+				       "$1::text") ")"
+						   " AND (NOT l.released OR greatest(l.locked_until, l.updated_at) >="
+						   "  now() - make_interval(secs => $3::double precision))"
+						   " ORDER BY " NATURAL_KEY(
+							   "l.lock_name") " LIMIT $2::int) x",
+	"SELECT coalesce(jsonb_agg(j ORDER BY k), '[]') FROM ("
+	" SELECT " NATURAL_KEY(
+		"l.lock_name") " AS k, " LOCK_JSON_SQL " AS j FROM batch_lock l"
+			       " WHERE ($1::text IS NULL OR " NATURAL_KEY("l.lock_name") " > " NATURAL_KEY(
+				       "$1::text") ")"
+						   " AND $3::double precision > 0"
+						   " ORDER BY " NATURAL_KEY(
+							   "l.lock_name") " LIMIT $2::int) x",
 };
 
 int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,

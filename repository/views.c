@@ -60,11 +60,11 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 	return json_result(out, res, "job overview", err);
 }
 
-int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, int limit,
-			long long before, cb_error *err)
+int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, long long execution,
+			int limit, long long before, cb_error *err)
 {
-	char lim[16], bef[24];
-	const char *p[3] = { lock_name, lim, NULL };
+	char lim[16], bef[24], exe[24];
+	const char *p[4] = { lock_name, lim, NULL, NULL };
 	PGresult *res;
 
 	*out = NULL;
@@ -73,20 +73,165 @@ int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, int l
 		snprintf(bef, sizeof(bef), "%lld", before);
 		p[2] = bef;
 	}
+	if (execution > 0) {
+		snprintf(exe, sizeof(exe), "%lld", execution);
+		p[3] = exe;
+	}
+	/* An execution's rows are found by lock name (the audit's index): its
+	 * partitions' names are made from their step ids, and its own lock is
+	 * shared by the instance's executions, so only its token's rows. */
 	res = cb__repo_exec(
 		conn, "lock audit",
 		"SELECT coalesce(jsonb_agg(jsonb_build_object('audit_id', a.audit_id,"
 		" 'lock_name', a.lock_name, 'owner_id', a.owner_id, 'outcome', a.outcome,"
 		" 'fencing_token', a.fencing_token, 'job_execution_id', a.job_execution_id,"
 		" 'detail', a.detail, 'event_time', a.event_time) ORDER BY a.audit_id DESC), '[]')"
-		" FROM (SELECT * FROM batch_lock_audit"
-		"  WHERE ($1::text IS NULL OR lock_name = $1)"
-		"  AND ($3::bigint IS NULL OR audit_id < $3::bigint)"
-		"  ORDER BY audit_id DESC LIMIT $2::int) a",
-		3, p, err);
+		" FROM (SELECT * FROM batch_lock_audit b"
+		"  WHERE ($1::text IS NULL OR b.lock_name = $1)"
+		"  AND ($3::bigint IS NULL OR b.audit_id < $3::bigint)"
+		"  AND ($4::bigint IS NULL OR b.lock_name = ANY (array("
+		"   SELECT 'cbatch.partition:' || x.step_execution_id FROM batch_step_execution x"
+		"   WHERE x.job_execution_id = $4::bigint AND x.partition_index IS NOT NULL))"
+		"   OR (b.lock_name = (SELECT e.lock_name FROM batch_job_execution e"
+		"    WHERE e.job_execution_id = $4::bigint)"
+		"    AND b.fencing_token = (SELECT e.fencing_token FROM batch_job_execution e"
+		"    WHERE e.job_execution_id = $4::bigint)))"
+		"  ORDER BY b.audit_id DESC LIMIT $2::int) a",
+		4, p, err);
 	if (!res)
 		return CB_EDB;
 	return json_result(out, res, "lock audit", err);
+}
+
+/* Items read and written by execution e over its steps that did the reading
+ * (plain steps and partitions, not the managers that sum them). */
+#define EXEC_ITEMS(col)                                                                            \
+	"(SELECT coalesce(sum(x." col "), 0) FROM batch_step_execution x "                         \
+	" WHERE x.job_execution_id = e.job_execution_id AND NOT EXISTS (SELECT 1 "                 \
+	" FROM batch_step_execution y WHERE y.manager_step_execution_id = x.step_execution_id))"
+
+int cb__repo_execution_extras(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	char id[24];
+	const char *p[1] = { id };
+	PGresult *res;
+
+	*out = NULL;
+	snprintf(id, sizeof(id), "%lld", job_execution_id);
+	/* A partition's lock row goes when it ends; its audit rows stay, under
+	 * the name its claim gives the lock. */
+	res = cb__repo_exec(
+		conn, "execution extras",
+		"SELECT jsonb_build_object('partitions', coalesce((SELECT jsonb_object_agg("
+		"  x.step_execution_id::text, jsonb_build_object('items_per_second',"
+		"  CASE WHEN coalesce(x.end_time, x.last_updated) > x.start_time THEN"
+		"   round((x.read_count / extract(epoch FROM coalesce(x.end_time, x.last_updated)"
+		"   - x.start_time))::numeric, 3) END,"
+		"  'takeovers', coalesce((SELECT jsonb_agg(jsonb_build_object("
+		"   'audit_id', a.audit_id, 'outcome', a.outcome, 'reason', CASE a.outcome"
+		"   WHEN 'LEASE_EXPIRED_TAKEOVER' THEN 'lease expired'"
+		"   ELSE 'owner process gone' END, 'owner_id', a.owner_id,"
+		"   'fencing_token', a.fencing_token, 'detail', a.detail,"
+		"   'event_time', a.event_time) ORDER BY a.audit_id) FROM batch_lock_audit a"
+		"   WHERE a.lock_name = 'cbatch.partition:' || x.step_execution_id"
+		"   AND a.outcome IN ('LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')),"
+		"   '[]'::jsonb)))"
+		"  FROM batch_step_execution x WHERE x.job_execution_id = c.job_execution_id"
+		"  AND x.partition_index IS NOT NULL), '{}'::jsonb),"
+		" 'lineage', (SELECT jsonb_build_object('job_instance_id', c.job_instance_id,"
+		"  'execution_count', count(*),"
+		"  'continued_from_items', coalesce(sum(l.items) FILTER ("
+		"   WHERE l.id < c.job_execution_id), 0),"
+		"  'cumulative_items_read', coalesce(sum(l.items) FILTER ("
+		"   WHERE l.id <= c.job_execution_id), 0),"
+		"  'executions', coalesce(jsonb_agg(jsonb_build_object('job_execution_id', l.id,"
+		"   'status', l.status, 'exit_code', l.exit_code, 'start_time', l.start_time,"
+		"   'end_time', l.end_time, 'restart_of', l.restart_of, 'items_read', l.items,"
+		"   'items_written', l.written, 'cumulative_items_read', l.cum,"
+		"   'current', l.id = c.job_execution_id) ORDER BY l.id) FILTER (WHERE l.rank <= 100),"
+		"   '[]'::jsonb))"
+		"  FROM (SELECT k.*, sum(k.items) OVER (ORDER BY k.id) AS cum,"
+		"   row_number() OVER (ORDER BY k.id DESC) AS rank FROM (SELECT"
+		"   e.job_execution_id AS id, e.status, e.exit_code, e.start_time, e.end_time,"
+		"   e.restart_of, " EXEC_ITEMS(
+			"read_count") " AS items,"
+				      "   " EXEC_ITEMS(
+					      "write_count") " AS written"
+							     "   FROM batch_job_execution e WHERE e.job_instance_id = c.job_instance_id) k) l))"
+							     " FROM batch_job_execution c WHERE c.job_execution_id = $1",
+		1, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return cb_error_set(err, CB_ENOTFOUND, "no job execution %lld", job_execution_id);
+	}
+	return json_result(out, res, "execution extras", err);
+}
+
+int cb__repo_partition_locks(json_t *locks, PGconn *conn, cb_error *err)
+{
+	static const char prefix[] = "cbatch.partition:";
+	json_t *ids = json_array(), *found = NULL;
+	char *text = NULL;
+	const char *p[1];
+	PGresult *res;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; ids && i < json_array_size(locks); i++) {
+		const char *name =
+			json_string_value(json_object_get(json_array_get(locks, i), "lock_name"));
+		char *end;
+		long long id;
+
+		if (!name || strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		id = strtoll(name + sizeof(prefix) - 1, &end, 10);
+		if (*end == '\0' && id > 0)
+			json_array_append_new(ids, json_integer(id));
+	}
+	if (!ids || json_array_size(ids) == 0)
+		goto out;
+	if (!(text = json_dumps(ids, JSON_COMPACT))) {
+		rc = cb_error_set(err, CB_ENOMEM, "partition locks: out of memory");
+		goto out;
+	}
+	p[0] = text;
+	res = cb__repo_exec(
+		conn, "partition locks",
+		"SELECT coalesce(jsonb_object_agg('cbatch.partition:' || x.step_execution_id,"
+		" jsonb_build_object('step_execution_id', x.step_execution_id,"
+		" 'job_execution_id', x.job_execution_id, 'job_name', i.job_name,"
+		" 'step_name', m.step_name, 'partition_index', x.partition_index,"
+		" 'status', x.status)), '{}'::jsonb)"
+		" FROM batch_step_execution x"
+		" JOIN batch_step_execution m ON m.step_execution_id = x.manager_step_execution_id"
+		" JOIN batch_job_execution e ON e.job_execution_id = x.job_execution_id"
+		" JOIN batch_job_instance i ON i.job_instance_id = e.job_instance_id"
+		" WHERE x.step_execution_id IN (SELECT jsonb_array_elements_text($1::jsonb)::bigint)",
+		1, p, err);
+	if (!res) {
+		rc = CB_EDB;
+		goto out;
+	}
+	if ((rc = json_result(&found, res, "partition locks", err)) < 0)
+		goto out;
+	for (i = 0; i < json_array_size(locks); i++) {
+		json_t *l = json_array_get(locks, i);
+		json_t *x = json_object_get(
+			found, json_string_value(json_object_get(l, "lock_name")) ?
+				       json_string_value(json_object_get(l, "lock_name")) :
+				       "");
+
+		if (x)
+			json_object_set(l, "partition", x);
+	}
+out:
+	free(text);
+	json_decref(ids);
+	json_decref(found);
+	return rc;
 }
 
 int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err)

@@ -40,9 +40,27 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 
 /* The lock audit, newest first: audit_id, lock_name, owner_id, outcome,
  * fencing_token, job_execution_id, detail, event_time. @p lock_name NULL:
- * every lock; @p before > 0: only audit_id < before. */
-int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, int limit,
-			long long before, cb_error *err);
+ * every lock; @p execution > 0: only the rows of that execution's locks (its
+ * own lock under its fencing token, and its partitions' locks, whose rows
+ * outlive the locks); @p before > 0: only audit_id < before. */
+int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, long long execution,
+			int limit, long long before, cb_error *err);
+
+/*
+ * What the console shows beside `show --json` for one execution, an object:
+ * partitions, keyed by step_execution_id (as text): items_per_second (read
+ * over its run time, to its end or last update) and takeovers (the
+ * LEASE_EXPIRED_TAKEOVER and OWNER_DEAD_TAKEOVER audit rows of its lock,
+ * oldest first: outcome, reason, owner_id (who took it), fencing_token,
+ * detail, event_time); lineage: the executions of its instance
+ * (job_execution_id, status, exit_code, start_time, end_time, restart_of,
+ * items_read, items_written, cumulative_items_read, current; the newest 100),
+ * execution_count, continued_from_items (read by the earlier ones) and
+ * cumulative_items_read (up to and with this one). CB_ENOTFOUND: no such
+ * execution.
+ */
+int cb__repo_execution_extras(json_t **out, PGconn *conn, long long job_execution_id,
+			      cb_error *err);
 
 /*
  * Live progress of the running steps and partitions of one execution, an
@@ -52,6 +70,13 @@ int cb__repo_lock_audit(json_t **out, PGconn *conn, const char *lock_name, int l
  * update). Only steps that are STARTED or STOPPING appear.
  */
 int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
+
+/* What the partition locks among @p locks (a JSON array of lock objects with
+ * lock_name) run: each lock named cbatch.partition:<step execution id> gets
+ * "partition": {job_name, step_name (the manager's), partition_index,
+ * job_execution_id, step_execution_id, status}; other locks are left as
+ * they are. One query for the whole page. */
+int cb__repo_partition_locks(json_t *locks, PGconn *conn, cb_error *err);
 
 /* The repository's schema version (@p out: -1 when there is none) and the
  * database's clock as text (@p now, >= 40 bytes). */

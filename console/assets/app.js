@@ -6,7 +6,8 @@
  * filled with textContent, never with innerHTML.
  *
  * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID,
- * #/job/NAME (parameters, launch form, history chart), #/locks (locks and the
+ * #/job/NAME (parameters, launch form, history chart),
+ * #/locks?show=held|recent|all&after=&lock=&execution=&before= (locks and the
  * audit trail), #/schedules, #/schedule/NAME?before= (next firings, history).
  */
 'use strict';
@@ -314,7 +315,8 @@
     const params = el('div', { class: 'card' });
     const steps = el('div', { class: 'card' });
     const skips = el('div', { id: 'skips' });
-    append(main, [head, acts, live, el('h2', {}, 'Execution'), facts, el('h2', {}, 'Parameters'), params,
+    const lineage = el('div', { id: 'lineage' });
+    append(main, [head, acts, live, el('h2', {}, 'Execution'), facts, lineage, el('h2', {}, 'Parameters'), params,
       el('h2', {}, 'Steps'), steps, skips]);
     const seen = {}; /* step id -> [time, items] of the previous poll, for a measured rate */
     let lastStatus = null;
@@ -351,7 +353,7 @@
         if (p) seen[s.step_execution_id] = [now, p.items];
         const items = p ? p.items : s.read_count;
         rows.push(el('tr', { 'data-step': s.step_execution_id },
-          el('td', { class: 'wrap' }, s.partition_index !== undefined && s.partition_index !== null ? 'partition ' + s.partition_index : s.step_name),
+          el('td', { class: 'wrap' }, s.step_name),
           el('td', {}, badge(s.status)),
           el('td', { class: 'num', 'data-items': items }, fmtNum(items)),
           el('td', { class: 'num' }, fmtNum(s.write_count)),
@@ -359,9 +361,73 @@
           el('td', { class: 'num hide-narrow' }, fmtNum((s.read_skip_count || 0) + (s.process_skip_count || 0) + (s.write_skip_count || 0))),
           el('td', { class: 'num' }, rate !== null ? fmtNum(rate) + '/s' : '–'),
           el('td', { class: 'num' }, fmtDuration(s.duration_seconds)),
-          el('td', { class: 'wrap hide-narrow' }, s.worker ? 'worker ' + s.worker : '', s.exit_message || '')));
+          el('td', { class: 'wrap hide-narrow' }, s.exit_message || '')));
       }
       return rows;
+    }
+
+    /* A partition: its worker, claims and takeovers in columns of their own. */
+    function partRows(list, now) {
+      return list.map((x) => {
+        const p = x.progress;
+        let rate = p && p.items_per_second !== null ? p.items_per_second :
+          x.items_per_second !== undefined ? x.items_per_second : null;
+        const prev = seen[x.step_execution_id];
+        if (p && prev && now > prev[0] && p.items >= prev[1]) {
+          const r = (p.items - prev[1]) / ((now - prev[0]) / 1000);
+          if (r > 0) rate = r;
+        }
+        if (p) seen[x.step_execution_id] = [now, p.items];
+        const items = p ? p.items : x.read_count;
+        const takeovers = x.takeovers || [];
+        const lease = RUNNING.includes(x.status) && x.lease_left_seconds !== null && x.lease_left_seconds !== undefined ?
+          (x.lease_left_seconds > 0 ? fmtDuration(x.lease_left_seconds) : 'expired') : '–';
+        return el('tr', { 'data-partition': x.partition_index, 'data-step': x.step_execution_id },
+          el('td', { class: 'num' }, String(x.partition_index)),
+          el('td', {}, badge(x.status)),
+          el('td', { class: 'mono wrap', 'data-worker': x.worker || '' }, x.worker || '–'),
+          el('td', { class: 'num', 'data-claims': x.claim_count }, fmtNum(x.claim_count)),
+          el('td', { class: 'wrap', 'data-takeovers': takeovers.length },
+            takeovers.length ? takeovers.map((t) => el('div', { title: t.detail || '', 'data-takeover': t.outcome },
+              badge('STOPPING', t.reason), ' ', fmtTime(t.event_time), ' → ', el('span', { class: 'mono' }, t.owner_id))) : '–'),
+          el('td', { class: 'num' + (x.lease_left_seconds <= 0 && RUNNING.includes(x.status) ? ' expired' : ''), 'data-lease-left': x.lease_left_seconds === null ? '' : x.lease_left_seconds }, lease),
+          el('td', { class: 'num', 'data-items': items }, fmtNum(items)),
+          el('td', { class: 'num' }, fmtNum(x.write_count)),
+          el('td', { class: 'num' }, rate !== null ? fmtNum(rate) + '/s' : '–'),
+          el('td', { class: 'num' }, fmtDuration(x.duration_seconds)),
+          el('td', { class: 'wrap hide-narrow' }, x.exit_message || ''));
+      });
+    }
+
+    function partTable(rows) {
+      return el('table', { class: 'partitions' }, el('thead', {}, el('tr', {}, el('th', { class: 'num' }, 'Partition'),
+        el('th', {}, 'Status'), el('th', {}, 'Worker'), el('th', { class: 'num' }, 'Claims'), el('th', {}, 'Takeovers'),
+        el('th', { class: 'num' }, 'Lease left'), el('th', { class: 'num' }, 'Read'), el('th', { class: 'num' }, 'Written'),
+        el('th', { class: 'num' }, 'Items/s'), el('th', { class: 'num' }, 'Duration'),
+        el('th', { class: 'hide-narrow' }, 'Exit message'))), el('tbody', {}, rows));
+    }
+
+    /* A restart: the earlier executions of its instance and their counts. */
+    function renderLineage(e) {
+      clear(lineage);
+      const l = e.lineage;
+      if (!l || l.execution_count < 2) return;
+      const rows = l.executions.map((x) => el('tr', { 'data-lineage': x.job_execution_id, class: x.current ? 'current' : '' },
+        el('td', { class: 'num' }, x.current ? String(x.job_execution_id) + ' (this)' : link('#/execution/' + x.job_execution_id, String(x.job_execution_id))),
+        el('td', {}, badge(x.status)),
+        el('td', { class: 'hide-narrow' }, fmtTime(x.start_time)),
+        el('td', { class: 'num' }, fmtNum(x.items_read)),
+        el('td', { class: 'num' }, fmtNum(x.items_written)),
+        el('td', { class: 'num', 'data-cumulative': x.cumulative_items_read }, fmtNum(x.cumulative_items_read))));
+      append(lineage, [el('h2', {}, 'Lineage of instance ' + l.job_instance_id),
+        el('div', { class: 'card' },
+          el('p', { id: 'continued-from', 'data-items': l.continued_from_items }, l.continued_from_items > 0 ?
+            'This execution continued from ' + fmtNum(l.continued_from_items) + ' items read by earlier executions; ' +
+            fmtNum(l.cumulative_items_read) + ' in all with this one.' :
+            'The earlier executions of this instance read no items; this one read ' + fmtNum(l.cumulative_items_read) + '.'),
+          el('table', { id: 'lineage-table' }, el('thead', {}, el('tr', {}, el('th', { class: 'num' }, 'Execution'),
+            el('th', {}, 'Status'), el('th', { class: 'hide-narrow' }, 'Start'), el('th', { class: 'num' }, 'Read'),
+            el('th', { class: 'num' }, 'Written'), el('th', { class: 'num' }, 'Cumulative read'))), el('tbody', {}, rows)))]);
     }
 
     function table(rows) {
@@ -418,7 +484,9 @@
         el('dt', {}, 'Instance'), el('dd', { class: 'mono' }, e.job_instance_id + ' · key ' + e.job_key),
         el('dt', {}, 'Restart of'), el('dd', {}, e.restart_of ? link('#/execution/' + e.restart_of, String(e.restart_of)) : '–'),
         el('dt', {}, 'Owner'), el('dd', { class: 'mono wrap' }, (e.owner_id || '–') + (e.owner_lost ? ' (lost)' : '')),
-        el('dt', {}, 'Lock'), el('dd', { class: 'mono wrap' }, (e.lock_name || '–') + ' · token ' + e.fencing_token)));
+        el('dt', {}, 'Lock'), el('dd', { class: 'mono wrap' }, (e.lock_name || '–') + ' · token ' + e.fencing_token + ' · ',
+          link('#/locks?execution=' + e.job_execution_id, 'lock audit of this execution', { id: 'lock-audit-link' }))));
+      renderLineage(e);
       const prow = Object.entries(e.parameters || {}).map(([k, v]) => el('tr', {},
         el('td', { class: 'mono wrap' }, k), el('td', { class: 'muted' }, v.type + (v.identifying ? '' : ' (non-identifying)')),
         el('td', { class: 'mono wrap', 'data-param': k }, v.value)));
@@ -430,7 +498,7 @@
       for (const s of list) {
         if (!s.partitions) continue;
         steps.appendChild(el('h2', {}, 'Partitions of ' + s.step_name));
-        steps.appendChild(table(stepRows(s.partitions, now)));
+        steps.appendChild(partTable(partRows(s.partitions, now)));
       }
       /* The skip messages the steps kept (the newest few per step). */
       const skipped = [];
@@ -547,14 +615,43 @@
    * the audit trail with paging. */
   function pageLocks(main, q) {
     const g = generation;
-    const before = q.get('before') || '';
+    const before = q.get('before') || '', after = q.get('after') || '';
+    const alock = q.get('lock') || '', aexec = q.get('execution') || '';
+    const show = ['recent', 'all'].includes(q.get('show')) ? q.get('show') : 'held';
     const lbody = el('tbody'), abody = el('tbody'), pager = el('div', { class: 'pager' });
+    const lpager = el('div', { class: 'pager' }), hidden = el('p', { class: 'muted', id: 'locks-hidden', hidden: true });
+    /* This page with some of its parameters changed ('' drops one). */
+    const here = (changes) => {
+      const p = new URLSearchParams(q);
+      for (const [k, v] of Object.entries(changes)) {
+        if (v === '' || v === null || v === undefined) p.delete(k);
+        else p.set(k, v);
+      }
+      return '#/locks' + (p.toString() ? '?' + p.toString() : '');
+    };
+    /* Held locks by default; the released ones (recent, or the whole history) behind this filter. */
+    const showSel = el('select', { id: 'locks-show', 'aria-label': 'which locks' },
+      el('option', { value: 'held', selected: show === 'held' }, 'held'),
+      el('option', { value: 'recent', selected: show === 'recent' }, 'held and recently released'),
+      el('option', { value: 'all', selected: show === 'all' }, 'all, with released ones (history)'));
+    showSel.addEventListener('change', () => { location.hash = here({ show: showSel.value === 'held' ? '' : showSel.value, after: '' }); });
+    /* The audit trail's filters: one lock, one execution (its own lock and its partitions'). */
+    const lockIn = el('input', { id: 'audit-lock', type: 'text', value: alock, placeholder: 'lock name', 'aria-label': 'lock name' });
+    const execIn = el('input', { id: 'audit-execution', type: 'text', inputmode: 'numeric', value: aexec, placeholder: 'execution id', 'aria-label': 'execution id' });
+    const filters = el('form', { class: 'filters', id: 'audit-filters', onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = here({ lock: lockIn.value.trim(), execution: execIn.value.trim(), before: '' });
+    } },
+    el('label', {}, 'Lock', lockIn), el('label', {}, 'Execution', execIn),
+    el('button', { type: 'submit' }, 'Filter'),
+    (alock || aexec) ? link(here({ lock: '', execution: '', before: '' }), 'all locks', { id: 'audit-unfilter' }) : null);
     append(main, [el('h1', {}, 'Locks'),
+      el('div', { class: 'filters' }, el('label', {}, 'Show', showSel)),
       el('div', { class: 'card' }, el('table', { id: 'locks' }, el('thead', {}, el('tr', {},
         el('th', {}, 'Lock'), el('th', {}, 'State'), el('th', { class: 'num' }, 'Lease left'),
         el('th', { class: 'hide-narrow' }, 'Owner'), el('th', { class: 'num hide-narrow' }, 'Token'),
-        el('th', {}, 'Execution'), el('th', {}, ''))), lbody)),
-      el('h2', {}, 'Audit trail'),
+        el('th', {}, 'Execution'), el('th', {}, ''))), lbody), hidden, lpager),
+      el('h2', {}, 'Audit trail' + (aexec ? ' of execution ' + aexec : '') + (alock ? ' of lock ' + alock : '')), filters,
       el('div', { class: 'card' }, el('table', { id: 'audit' }, el('thead', {}, el('tr', {},
         el('th', {}, 'Time'), el('th', {}, 'Lock'), el('th', {}, 'Outcome'),
         el('th', { class: 'hide-narrow' }, 'Owner'), el('th', { class: 'hide-narrow' }, 'Detail'))), abody), pager)]);
@@ -567,6 +664,15 @@
         cell.textContent = v > 0 ? fmtDuration(v) : 'expired';
         cell.classList.toggle('expired', v <= 0);
       }
+    }
+
+    /* A lock's name; a partition's lock also says what it runs (job, step, execution). */
+    function lockName(l) {
+      const x = l.partition;
+      if (!x) return el('td', { class: 'mono wrap' }, l.lock_name);
+      return el('td', { class: 'mono wrap' }, l.lock_name, el('div', { class: 'muted', 'data-partition-of': x.job_execution_id },
+        link('#/job/' + encodeURIComponent(x.job_name), x.job_name), ' · ', x.step_name + ' partition ' + x.partition_index,
+        ' · ', link('#/execution/' + x.job_execution_id, 'execution ' + x.job_execution_id)));
     }
 
     function unlockCell(l) {
@@ -582,19 +688,30 @@
     }
 
     async function load() {
-      const [d, a] = await Promise.all([api('/api/v1/locks'),
-        api('/api/v1/locks/audit?limit=50' + (before ? '&before=' + encodeURIComponent(before) : ''))]);
+      const lp = new URLSearchParams(show === 'all' ? { all: '1', limit: '100' } : { limit: '500' });
+      if (after) lp.set('after', after);
+      const [d, a] = await Promise.all([api('/api/v1/locks?' + lp.toString()),
+        api('/api/v1/locks/audit?limit=50' + (before ? '&before=' + encodeURIComponent(before) : '') +
+          (alock ? '&lock=' + encodeURIComponent(alock) : '') + (aexec ? '&execution=' + encodeURIComponent(aexec) : ''))]);
       if (!alive(g)) return;
       fetched = Date.now();
       leases = [];
       clear(lbody);
-      if (!d.locks.length) lbody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no locks')));
-      for (const l of d.locks) {
+      /* The server lists them in natural order (ledger:2 before ledger:10). */
+      const shown = show === 'held' ? d.locks.filter((l) => !l.released) : d.locks;
+      if (!shown.length) lbody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, show === 'held' ? 'no held locks' : 'no locks')));
+      const nreleased = d.locks.length - shown.length;
+      hidden.textContent = nreleased ? nreleased + ' recently released not shown (Show: held and recently released)' : '';
+      hidden.hidden = !nreleased;
+      clear(lpager);
+      if (after) lpager.appendChild(link(here({ after: '' }), 'First'));
+      if (d.next_after) lpager.appendChild(link(here({ after: d.next_after }), 'More', { id: 'locks-more' }));
+      for (const l of shown) {
         const cell = el('td', { class: 'num', 'data-lease': l.lease_left_seconds }, '');
         if (!l.released) leases.push([cell, l.lease_left_seconds]);
         else cell.textContent = '–';
         lbody.appendChild(el('tr', { 'data-lock': l.lock_name },
-          el('td', { class: 'mono wrap' }, l.lock_name),
+          lockName(l),
           el('td', {}, l.released ? el('span', { class: 'badge' }, 'released') : el('span', { class: 'badge st-STARTED' }, 'held')),
           cell,
           el('td', { class: 'mono wrap hide-narrow' }, l.owner_id),
@@ -604,17 +721,18 @@
       }
       tick();
       clear(abody);
+      if (!a.audit.length) abody.appendChild(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'no audit rows')));
       for (const x of a.audit) {
-        abody.appendChild(el('tr', {},
+        abody.appendChild(el('tr', { 'data-audit': x.audit_id },
           el('td', {}, fmtTime(x.event_time)),
-          el('td', { class: 'mono wrap' }, x.lock_name),
+          lockName(x),
           el('td', {}, el('span', { class: 'badge' + (x.outcome === 'FORCE_UNLOCKED' || x.outcome === 'FENCED' ? ' st-FAILED' : '') }, x.outcome)),
           el('td', { class: 'mono wrap hide-narrow' }, x.owner_id),
           el('td', { class: 'wrap hide-narrow' }, x.detail || '')));
       }
       clear(pager);
-      if (before) pager.appendChild(link('#/locks', 'Newest'));
-      if (a.next_before) pager.appendChild(link('#/locks?before=' + a.next_before, 'Older'));
+      if (before) pager.appendChild(link(here({ before: '' }), 'Newest'));
+      if (a.next_before) pager.appendChild(link(here({ before: a.next_before }), 'Older'));
     }
     every(1000, tick);
     every(5000, () => load().catch((e) => notice(e.message)));

@@ -93,7 +93,7 @@ static const struct builtin builtins[] = {
 	{ "locks", "[--all] [--limit N] [--after NAME]",
 	  "list execution locks with owner, fencing token and lease left",
 	  "Shows the held locks and those released or taken within the last hour,\n"
-	  "by name, a page at a time.\n"
+	  "by name in natural order (ledger:2 before ledger:10), a page at a time.\n"
 	  "Options:\n"
 	  "  --all         every lock row the repository keeps (history)\n"
 	  "  --limit N     at most N locks per page (default 100, at most 1000)\n"

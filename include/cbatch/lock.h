@@ -89,7 +89,8 @@ typedef struct cb_lock_list_options {
 } cb_lock_list_options;
 
 /**
- * One page of locks, by name: without @p o->all the held ones (not released,
+ * One page of locks, by name in natural order ("ledger:2" before "ledger:10";
+ * @p o->after in that order too): without @p o->all the held ones (not released,
  * live or expired) and those released or last taken within
  * @p o->recent_seconds, read through indexes (bounded by what is shown, not by
  * how many lock rows the history left); with it, every row. @p out receives a

@@ -7,6 +7,8 @@
  *   DONE_ID, RUNNING_ID a completed execution (its parameter `note` is an
  *                       HTML injection attempt) and a running one
  *   LOCK_NAME           a lock another host holds (its name has markup)
+ *   PART_ID             the restart of PART_FAILED_ID, a partitioned run
+ *                       that failed
  *   ARTIFACTS           where the screenshots go
  *   CBATCH_CHROMIUM     the browser
  *
@@ -26,6 +28,7 @@ const env = (k) => {
 const ADMIN = env('ADMIN_URL'), RO = env('RO_URL'), TOKEN = env('ADMIN_TOKEN');
 const DONE = env('DONE_ID'), RUNNING = env('RUNNING_ID'), ART = env('ARTIFACTS');
 const LOCK = env('LOCK_NAME');
+const PART = env('PART_ID'), PART_FAILED = env('PART_FAILED_ID');
 const XSS = '<img src=x onerror=alert(1)>';
 
 const problems = [];
@@ -98,6 +101,34 @@ async function main() {
     check(await text(page, '[data-param="note"]') === XSS, 'the parameter value is shown exactly as text');
     check(await page.$$eval('main img, main [onerror]', (l) => l.length) === 0, 'no element was made from it');
 
+    /* 2b. A partitioned restart: each partition's worker in a column of its
+     * own, its claims; the instance's lineage; the link to its lock audit. */
+    await page.goto(ADMIN + '/#/execution/' + PART, { waitUntil: 'networkidle0' });
+    await page.waitForSelector('table.partitions td[data-worker]');
+    const heads = await page.$$eval('table.partitions th', (l) => l.map((h) => h.textContent));
+    check(heads.includes('Worker') && heads.includes('Claims') && heads.includes('Takeovers') && heads.includes('Lease left'),
+      'the partitions table has worker, claims, takeovers and lease columns (' + heads.join(', ') + ')');
+    const workers = await page.$$eval('table.partitions td[data-worker]', (l) => l.map((c) => c.textContent));
+    check(workers.length > 0 && workers.every((w) => w.length > 1 && w !== '–'), 'each partition shows its worker (' + workers.join(', ') + ')');
+    check(await page.$$eval('table.partitions tbody tr', (l) => l.every((r) =>
+      !r.cells[r.cells.length - 1].textContent.includes('worker '))), 'and not under the exit message');
+    await page.waitForSelector('#lineage-table tr[data-lineage="' + PART_FAILED + '"]');
+    check((await text(page, '#continued-from')).startsWith('This execution continued from '),
+      'the restart says what it continued from: ' + await text(page, '#continued-from'));
+    check(await page.$eval('#continued-from', (e) => Number(e.dataset.items)) > 0, 'a positive number of items');
+    check((await text(page, '#lineage-table tr[data-lineage="' + PART_FAILED + '"]')).includes('FAILED'),
+      'the lineage lists the failed execution with its status');
+    check(await page.$eval('#lineage-table tr[data-lineage="' + PART + '"] td[data-cumulative]', (c) => c.dataset.cumulative) === '50',
+      'and the cumulative items of the two: every account once');
+    await page.click('#lock-audit-link');
+    await page.waitForSelector('#audit tbody tr[data-audit]');
+    const auditLocks = await page.$$eval('#audit tbody tr[data-audit]', (l) => l.map((r) => r.cells[1].textContent));
+    check(auditLocks.length > 0 && auditLocks.some((n) => n.startsWith('cbatch.partition:')) &&
+      await page.$eval('#audit-execution', (e) => e.value) === PART,
+    'the lock audit link opens the audit filtered by this execution (' + auditLocks.length + ' rows)');
+    check(await page.$(`#audit [data-partition-of="${PART}"] a[href="#/execution/${PART}"]`) !== null,
+      'a partition lock\'s audit row names its job, step and execution (linked)');
+
     /* 3. The jobs overview and the history chart. */
     await page.goto(ADMIN + '/#/', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-job="ledger"] [data-status]');
@@ -113,6 +144,8 @@ async function main() {
     /* 4. Locks: the running job's lease counts down between refreshes. */
     await page.goto(ADMIN + '/#/locks', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-lock="ledger"] td[data-lease]');
+    check(await page.$$eval('#locks tr[data-lock]', (l) => l.every((r) => !r.textContent.includes('released'))),
+      'held locks only by default (the partitioned runs\' released job lock is not listed)');
     const lease1 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
     await new Promise((r) => setTimeout(r, 1500));
     const lease2 = await text(page, 'tr[data-lock="ledger"] td[data-lease]');
@@ -169,6 +202,10 @@ async function main() {
     const width = await narrow.evaluate(() => document.documentElement.scrollWidth);
     check(width <= 391, `at 390 px wide the page does not overflow (${width} px)`);
     await narrow.screenshot({ path: path.join(ART, 'dashboard-390.png'), fullPage: true });
+    await narrow.goto(ADMIN + '/#/execution/' + PART, { waitUntil: 'networkidle0' });
+    await narrow.waitForSelector('#lineage-table');
+    const pwidth = await narrow.evaluate(() => document.documentElement.scrollWidth);
+    check(pwidth <= 391, `at 390 px wide the partitioned execution page does not overflow (${pwidth} px)`);
 
     /* 8. Stop with the token: the execution turns STOPPED. */
     await page.bringToFront();
@@ -229,10 +266,23 @@ async function main() {
       return r && r.cells[2].textContent === 'FORCE_UNLOCKED' && r.cells[4].textContent.includes('host ops-3 is gone');
     }, { timeout: 10000 }, LOCK);
     check(true, 'unlock with a reason: the audit trail shows FORCE_UNLOCKED with the reason');
-    check(await page.evaluate((name) => {
+    /* Held locks by default: the released one leaves the list... */
+    await page.waitForFunction((name) => ![...document.querySelectorAll('tr[data-lock]')].some((t) => t.dataset.lock === name),
+      { timeout: 10000 }, LOCK);
+    check(await page.$$eval('#locks tr[data-lock]', (l) => l.every((r) => !r.textContent.includes('released'))),
+      'the locks page shows held locks only by default');
+    check((await text(page, '#locks-hidden')).includes('recently released not shown'), 'and says how many released ones it hides');
+    /* ...and shows, released, behind the filter. */
+    await page.select('#locks-show', 'recent');
+    await page.waitForFunction((name) => {
       const r = [...document.querySelectorAll('tr[data-lock]')].find((t) => t.dataset.lock === name);
       return r && r.textContent.includes('released');
-    }, LOCK), 'and the lock shows released');
+    }, { timeout: 10000 }, LOCK);
+    check(true, 'the released lock shows, released, behind the filter');
+    await page.select('#locks-show', 'all');
+    await page.waitForFunction(() => location.hash.includes('show=all') &&
+      [...document.querySelectorAll('tr[data-lock]')].some((t) => t.textContent.includes('released')), { timeout: 10000 });
+    check(true, 'the whole history is behind the filter too');
 
     for (const p of [page, ro, narrow]) {
       const v = await cspViolations(p);

@@ -9,8 +9,8 @@
 # and the servers' logs.
 #
 # It starts a PostgreSQL cluster of its own (scripts/pg-cluster.sh), runs a
-# ledger job to completion (with a parameter that is an HTML injection
-# attempt) and starts a long one (400,000 accounts, two per chunk), starts
+# partitioned ledger job that fails and its restart, a ledger job to
+# completion (with a parameter that is an HTML injection attempt) and starts a long one (400,000 accounts, two per chunk), starts
 # `serve` twice, with an admin token and without, and runs dashboard.test.js
 # (puppeteer-core driving the system's Chromium, headless) against both.
 # Afterwards the stopped job's process must have ended and its execution be
@@ -109,6 +109,19 @@ q() {
 }
 
 ex schema init >/dev/null
+# A partitioned run that fails on account 30, and its restart: the execution
+# page's partition columns and the restart's lineage.
+ex example-setup ledger --rows 50 --negative-at 30 >/dev/null
+prc=0
+ex run ledger_partitioned run.id:long=1 -partition.threads:long=2 >/dev/null 2>&1 || prc=$?
+[ $prc -eq 1 ] || {
+	echo "FAILED: the partitioned run was to fail on account 30 (exit $prc)"
+	exit 1
+}
+part_failed_id=$(q "SELECT max(job_execution_id) FROM batch_job_execution")
+q "UPDATE account SET amount = 1 WHERE id = 30"
+ex restart "$part_failed_id" >/dev/null
+part_id=$(q "SELECT max(job_execution_id) FROM batch_job_execution")
 ex example-setup ledger --rows 50 >/dev/null
 ex run ledger day:date=2026-06-01 'note=<img src=x onerror=alert(1)>' >/dev/null
 done_id=$(q "SELECT max(job_execution_id) FROM batch_job_execution")
@@ -177,6 +190,7 @@ rc=0
 CBATCH_CHROMIUM="$chromium" ADMIN_URL="http://127.0.0.1:$admin_port" \
 	RO_URL="http://127.0.0.1:$ro_port" ADMIN_TOKEN="$token" DONE_ID="$done_id" \
 	RUNNING_ID="$running_id" LOCK_NAME="$lock_name" ARTIFACTS="$work" \
+	PART_ID="$part_id" PART_FAILED_ID="$part_failed_id" \
 	NODE_PATH="$work/node_modules" \
 	node "$here/dashboard.test.js" || rc=$?
 [ $rc -eq 0 ] || {
