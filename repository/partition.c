@@ -240,25 +240,6 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 	p[5] = dead;
 	p[7] = dead_managers;
 	snprintf(lease, sizeof(lease), "%.3f", lease_seconds);
-	{
-		/* The backstop: a claimant frozen inside its chunk whose session no
-		 * path ended still loses it (and its row locks) after a few leases;
-		 * set on every claim, so that a reconnected session has it again. */
-		char ms[32];
-		const char *q[1] = { ms };
-
-		snprintf(ms, sizeof(ms), "%.0f",
-			 lease_seconds * CB__PARTITION_IDLE_LEASES * 1000.0);
-		rc = cb__repo_command(conn, "set the idle transaction timeout",
-				      "SELECT set_config('idle_in_transaction_session_timeout', "
-				      "$1, false)",
-				      1, q, err);
-		if (rc < 0) {
-			free(names);
-			free(dead);
-			return rc;
-		}
-	}
 	if (job_execution_id > 0) {
 		snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 		p[4] = exec;

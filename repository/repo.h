@@ -333,11 +333,10 @@ typedef struct cb__claim {
  * @p runnable (cb__work_runnable's JSON) says which steps, as defined where,
  * the caller can run. Partitions of executions whose manager is a dead
  * process of this host are not claimed. out->found = 0: nothing to claim.
- * The session's idle_in_transaction_session_timeout is set to
- * CB__PARTITION_IDLE_LEASES leases first: the backstop for a frozen claimant
- * whose session no path ended.
+ * The claim also sets the session's idle_in_transaction_session_timeout to
+ * 4 leases (batch_partition_claim): the backstop for a frozen claimant whose
+ * session no path ended.
  */
-#define CB__PARTITION_IDLE_LEASES 4
 int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id, const char *worker,
 			     double lease_seconds, const char *const *job_names, size_t njobs,
 			     long long job_execution_id, const char *runnable, cb_error *err);

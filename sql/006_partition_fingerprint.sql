@@ -112,6 +112,11 @@ DECLARE
     v_lock varchar;
     v_version bigint;
 BEGIN
+    -- The backstop for a frozen claimant whose session no path ended: an idle
+    -- transaction loses its session (and its row locks) after 4 leases. Set
+    -- on every claim, so that a reconnected session has it again.
+    PERFORM set_config('idle_in_transaction_session_timeout',
+                       round(p_lease_seconds * 4 * 1000)::text, false);
     IF p_runnable IS NOT NULL AND p_job_execution_id IS NULL AND NOT EXISTS (SELECT 1 FROM batch_partition_worker w
          WHERE w.owner_id = p_owner_id AND w.runs = p_runnable
            AND w.last_seen > clock_timestamp() - interval '5 seconds') THEN
