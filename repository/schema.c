@@ -276,7 +276,7 @@ static int apply_function(PGconn *conn, const struct cb__schema_function *f, cb_
 
 		rc = run_returned(conn, what,
 				  "SELECT format('COMMENT ON FUNCTION %s IS %s', p.oid::regprocedure, "
-				  "$2) FROM pg_proc p WHERE p.proname = $1 AND "
+				  "$2::text) FROM pg_proc p WHERE p.proname = $1 AND "
 				  "p.pronamespace = current_schema()::regnamespace",
 				  2, p2, err);
 	}
@@ -337,7 +337,9 @@ static int run_migration(PGconn *conn, const struct cb__migration *m, cb_error *
 	PGresult *res = PQexec(conn, m->sql);
 	int rc = 0;
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+	/* A migration may be all comments: what it did is in its functions' files now. */
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK &&
+	    PQresultStatus(res) != PGRES_EMPTY_QUERY) {
 		snprintf(what, sizeof(what), "migration %s", m->name);
 		rc = cb_pg_error(err, conn, res, what);
 	}
