@@ -62,7 +62,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 	res = cb__repo_exec(conn, "end the sessions of a dead execution's partitions",
 			    "SELECT batch_execution_claimants_end(e.job_execution_id) "
 			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			    "AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "AND batch_status_is_live(e.status) "
 			    "AND " CB__OWNER_LOST_SQL("e"),
 			    1, p, err);
 	if (!res)
@@ -74,7 +74,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 		" " CB__LAST_SIGN_SQL(
 			"e") " AS last_sign "
 			     " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			     " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			     " AND batch_status_is_live(e.status) "
 			     " AND " CB__OWNER_LOST_SQL(
 				     "e") "), "
 					  "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
@@ -83,7 +83,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 					  " last_updated = clock_timestamp(), "
 					  " version = s.version + 1 FROM d "
 					  " WHERE s.job_execution_id = d.job_execution_id "
-					  " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
+					  " AND batch_status_is_live(s.status) RETURNING 1) "
 					  "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
 					  " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
 					  "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
@@ -402,7 +402,7 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 			    "exit_message = left($4, 2500), end_time = clock_timestamp(), "
 			    "last_updated = clock_timestamp(), version = version + 1 "
 			    "WHERE job_execution_id = $1 "
-			    "AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+			    "AND batch_status_is_live(status)",
 			    4, p, err);
 	if (!res)
 		return CB_EDB;

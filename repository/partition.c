@@ -305,7 +305,8 @@ int cb__repo_partition_finish(int *ours, PGconn *conn, const cb__claim *c, const
 	res = cb__repo_exec(conn, "finish partition",
 			    "SELECT batch_partition_finish(p_step_execution_id => $1, "
 			    "p_fencing_token => $2, p_owner_id => $3, p_status => $4, "
-			    "p_exit_code => $5, p_exit_message => $6, p_rollbacks => $7)", 7, p, err);
+			    "p_exit_code => $5, p_exit_message => $6, p_rollbacks => $7)",
+			    7, p, err);
 	if (!res)
 		return CB_EDB;
 	*ours = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;

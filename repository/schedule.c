@@ -371,7 +371,7 @@ int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firin
 			    "SELECT e.job_execution_id, e.owner_id, e.lock_name "
 			    "FROM batch_schedule_firing_execution($1) x "
 			    "JOIN batch_job_execution e USING (job_execution_id) "
-			    "WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "WHERE batch_status_is_live(e.status) "
 			    "AND e.owner_id IS NOT NULL",
 			    1, p, err);
 	if (!res)

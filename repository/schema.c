@@ -42,9 +42,9 @@ json_t *cb__status_vocabulary(void)
 	for (size_t i = 0; i < cb__statuses_count; i++) {
 		const struct cb__status_word *w = &cb__statuses[i];
 
-		if (json_array_append_new(all, json_pack("{s:s, s:b, s:b}", "name", w->name,
-							  "live", w->live, "restartable",
-							  w->restartable)) < 0 ||
+		if (json_array_append_new(all, json_pack("{s:s, s:b, s:b}", "name", w->name, "live",
+							 w->live, "restartable", w->restartable)) <
+			    0 ||
 		    (w->live && json_array_append_new(live, json_string(w->name)) < 0))
 			goto fail;
 	}
@@ -150,10 +150,10 @@ static int function_arrays(char **names, char **hashes, cb_error *err)
 }
 
 /* The function files whose function is missing or carries another hash. */
-#define STALE_FUNCTIONS                                                                   \
-	"SELECT w.name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(name, hash, n) " \
-	"WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = w.name "            \
-	"AND p.pronamespace = current_schema()::regnamespace "                            \
+#define STALE_FUNCTIONS                                                                            \
+	"SELECT w.name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(name, hash, n) "   \
+	"WHERE NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = w.name "                      \
+	"AND p.pronamespace = current_schema()::regnamespace "                                     \
 	"AND obj_description(p.oid, 'pg_proc') = '" FUNCTION_MARK "' || w.hash) ORDER BY w.n"
 
 static int current_version(int *out, int *stale, PGconn *conn, cb_error *err)
@@ -167,10 +167,11 @@ static int current_version(int *out, int *stale, PGconn *conn, cb_error *err)
 		return rc;
 	params[0] = names;
 	params[1] = hashes;
-	res = cb__repo_exec(conn, "read schema version",
-			    "SELECT coalesce(max(version), 0), (SELECT count(*) FROM (" STALE_FUNCTIONS
-			    ") s) FROM batch_schema_version",
-			    2, params, err);
+	res = cb__repo_exec(
+		conn, "read schema version",
+		"SELECT coalesce(max(version), 0), (SELECT count(*) FROM (" STALE_FUNCTIONS
+		") s) FROM batch_schema_version",
+		2, params, err);
 	free(names);
 	free(hashes);
 	if (!res)
@@ -229,8 +230,8 @@ static int run_returned(PGconn *conn, const char *what, const char *sql, int npa
 /* The overloads of a name, each as "oid:ctid": CREATE OR REPLACE writes a new
  * version of the row it replaces, so an entry still there afterwards is an
  * overload that the file did not define. */
-#define OVERLOADS                                                                          \
-	"SELECT coalesce(array_agg(p.oid::text || ':' || p.ctid::text), '{}') FROM pg_proc p " \
+#define OVERLOADS                                                                                  \
+	"SELECT coalesce(array_agg(p.oid::text || ':' || p.ctid::text), '{}') FROM pg_proc p "     \
 	"WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace"
 
 /*
@@ -304,11 +305,12 @@ static int apply_function(PGconn *conn, const struct cb__schema_function *f, cb_
 	if (rc == 0) {
 		const char *p2[2] = { f->name, mark };
 
-		rc = run_returned(conn, what,
-				  "SELECT format('COMMENT ON FUNCTION %s IS %s', p.oid::regprocedure, "
-				  "$2::text) FROM pg_proc p WHERE p.proname = $1 AND "
-				  "p.pronamespace = current_schema()::regnamespace",
-				  2, p2, err);
+		rc = run_returned(
+			conn, what,
+			"SELECT format('COMMENT ON FUNCTION %s IS %s', p.oid::regprocedure, "
+			"$2::text) FROM pg_proc p WHERE p.proname = $1 AND "
+			"p.pronamespace = current_schema()::regnamespace",
+			2, p2, err);
 	}
 	PQfreemem(mark);
 	PQclear(before);
@@ -401,8 +403,8 @@ static int upgrade(PGconn *conn, int v, cb_error *err)
 	int rc = stale_functions(&stale, &n, conn, err);
 
 	if (rc == 0 && n > 0)
-		rc = cb__repo_command(conn, "schema functions", "SET LOCAL check_function_bodies = off",
-				      0, NULL, err);
+		rc = cb__repo_command(conn, "schema functions",
+				      "SET LOCAL check_function_bodies = off", 0, NULL, err);
 	for (size_t i = 0; rc == 0 && i < cb__migrations_count; i++) {
 		const struct cb__migration *m = &cb__migrations[i];
 

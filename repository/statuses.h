@@ -7,7 +7,7 @@
 
 struct cb__status_word {
 	const char *name; /* as stored in the status columns */
-	int live;	  /* may still run: at most one live execution per instance */
+	int live;         /* may still run: at most one live execution per instance */
 	int restartable;  /* a restart may follow it */
 };
 

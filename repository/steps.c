@@ -231,7 +231,7 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 		"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
 		"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
 		"version = version + 1 WHERE step_execution_id = $1 "
-		"AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+		"AND batch_status_is_live(status)",
 		5, p, err);
 }
 

@@ -6,5 +6,5 @@ RETURNS text LANGUAGE sql AS $$
     SELECT batch_partition_claimants_end(array(
         SELECT x.step_execution_id FROM batch_step_execution x
          WHERE x.job_execution_id = p_job_execution_id AND x.partition_index IS NOT NULL
-           AND x.status IN ('STARTING', 'STARTED', 'STOPPING')), false)
+           AND batch_status_is_live(x.status)), false)
 $$;

@@ -61,14 +61,14 @@ BEGIN
        -- for the restart, which buries them)
        AND (e.lock_name IS NULL OR EXISTS (SELECT 1 FROM batch_lock l
              WHERE l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token
-               AND NOT l.released AND l.locked_until >= clock_timestamp()))
+               AND batch_lock_is_held(l.released, l.locked_until)))
        -- ... and its manager is not a process known to be gone
        AND (p_dead_managers IS NULL OR e.owner_id IS NULL
             OR NOT e.owner_id = ANY (p_dead_managers))
        AND (x.lock_name IS NULL OR x.owner_id = ANY (p_dead_owners)
             OR NOT EXISTS (SELECT 1 FROM batch_lock l
              WHERE l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
-               AND NOT l.released AND l.locked_until >= clock_timestamp()))
+               AND batch_lock_is_held(l.released, l.locked_until)))
      ORDER BY x.step_execution_id
      LIMIT 1
        FOR UPDATE OF x SKIP LOCKED;

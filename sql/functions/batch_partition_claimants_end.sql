@@ -25,8 +25,8 @@ BEGIN
         CONTINUE WHEN EXISTS (SELECT 1 FROM batch_lock o
              WHERE o.owner_backend_pid = l.owner_backend_pid
                AND o.owner_backend_start = l.owner_backend_start
-               AND o.lock_name <> l.lock_name AND NOT o.released
-               AND o.locked_until >= clock_timestamp());
+               AND o.lock_name <> l.lock_name
+               AND batch_lock_is_held(o.released, o.locked_until));
         SELECT * INTO e FROM batch_lock_end_session(l.owner_backend_pid, l.owner_backend_start);
         IF NOT e.ended THEN
             RAISE EXCEPTION 'partition lock "%" of % cannot be ended: %', l.lock_name,

@@ -6,6 +6,6 @@ RETURNS SETOF varchar LANGUAGE sql STABLE AS $$
     SELECT DISTINCT x.owner_id FROM batch_step_execution x
       JOIN batch_lock l ON l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
      WHERE x.partition_index IS NOT NULL AND x.status = 'STARTED'
-       AND NOT l.released AND l.locked_until >= clock_timestamp()
+       AND batch_lock_is_held(l.released, l.locked_until)
        AND left(x.owner_id, length(p_host) + 1) = p_host || ':'
 $$;

@@ -10,7 +10,7 @@ BEGIN
     WITH d AS (
         DELETE FROM batch_lock b USING batch_step_execution x
          WHERE x.step_execution_id = ANY (p_partitions) AND x.partition_index IS NOT NULL
-           AND x.status NOT IN ('STARTING', 'STARTED', 'STOPPING')
+           AND NOT batch_status_is_live(x.status)
            AND b.lock_name = x.lock_name
         RETURNING b.lock_name, b.owner_id, b.fencing_token, b.released, x.job_execution_id,
                   x.status),

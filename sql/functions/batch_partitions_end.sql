@@ -10,7 +10,7 @@ DECLARE
 BEGIN
     SELECT array_agg(x.step_execution_id) INTO v_open FROM batch_step_execution x
      WHERE x.manager_step_execution_id = p_manager_step_execution_id
-       AND x.status IN ('STARTING', 'STARTED', 'STOPPING');
+       AND batch_status_is_live(x.status);
     IF v_open IS NOT NULL THEN
         PERFORM batch_partition_claimants_end(v_open, false);
     END IF;
@@ -20,7 +20,7 @@ BEGIN
            end_time = clock_timestamp(), last_updated = clock_timestamp(),
            version = x.version + 1
      WHERE x.manager_step_execution_id = p_manager_step_execution_id
-       AND x.status IN ('STARTING', 'STARTED', 'STOPPING');
+       AND batch_status_is_live(x.status);
     IF v_open IS NOT NULL THEN
         PERFORM batch_partition_locks_drop(v_open, 'its manager step ended');
     END IF;

@@ -23,7 +23,7 @@ BEGIN
            AND x.status IN ('STARTING', 'STARTED')
            AND (x.lock_name IS NULL OR NOT EXISTS (SELECT 1 FROM batch_lock l
                  WHERE l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
-                   AND NOT l.released AND l.locked_until >= clock_timestamp()));
+                   AND batch_lock_is_held(l.released, l.locked_until)));
     END IF;
     IF v_ids IS NOT NULL THEN
         PERFORM batch_partition_claimants_end(v_ids, true);
@@ -36,7 +36,7 @@ BEGIN
            AND x.status IN ('STARTING', 'STARTED')
            AND (x.lock_name IS NULL OR NOT EXISTS (SELECT 1 FROM batch_lock l
                  WHERE l.lock_name = x.lock_name AND l.fencing_token = x.fencing_token
-                   AND NOT l.released AND l.locked_until >= clock_timestamp()));
+                   AND batch_lock_is_held(l.released, l.locked_until)));
         PERFORM batch_partition_locks_drop(v_ids, 'stopped while its claimant''s lease lapsed');
     END IF;
     SELECT count(*), count(*) FILTER (WHERE x.status = 'COMPLETED'),

@@ -14,7 +14,7 @@ BEGIN
       JOIN batch_job_execution e ON e.job_execution_id = x.job_execution_id
       JOIN batch_lock b ON b.lock_name = x.lock_name
      WHERE e.job_instance_id = p_job_instance_id AND m.step_name = p_manager
-       AND x.status NOT IN ('STARTING', 'STARTED', 'STOPPING');
+       AND NOT batch_status_is_live(x.status);
     IF v_ids IS NULL THEN
         RETURN 0;
     END IF;

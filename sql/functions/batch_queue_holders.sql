@@ -42,8 +42,7 @@ BEGIN
               JOIN batch_step_execution s ON s.lock_name = l.lock_name
                AND s.fencing_token = l.fencing_token
              WHERE s.job_execution_id = p_job_execution_id AND s.partition_index IS NOT NULL
-               AND s.status = 'STARTED' AND NOT l.released
-               AND l.locked_until >= clock_timestamp()
+               AND s.status = 'STARTED' AND batch_lock_is_held(l.released, l.locked_until)
                AND l.owner_backend_pid = h.pid AND l.owner_backend_start = h.backend_start);
         -- A claimant of this job whose partition lock lapsed: end it.
         SELECT l.lock_name, l.owner_id INTO e FROM batch_lock l

@@ -21,7 +21,7 @@ BEGIN
       INTO last_sign
       FROM batch_job_execution e
      WHERE e.job_execution_id = p_job_execution_id AND e.owner_id = p_owner_id
-       AND e.status IN ('STARTING', 'STARTED', 'STOPPING')
+       AND batch_status_is_live(e.status)
        FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
@@ -31,7 +31,7 @@ BEGIN
            end_time = greatest(s.start_time, s.last_updated, last_sign),
            last_updated = clock_timestamp(), version = s.version + 1
      WHERE s.job_execution_id = p_job_execution_id
-       AND s.status IN ('STARTING', 'STARTED', 'STOPPING');
+       AND batch_status_is_live(s.status);
     UPDATE batch_job_execution e
        SET status = 'FAILED', exit_code = 'FAILED', exit_message = left(p_message, 2500),
            end_time = last_sign, last_updated = clock_timestamp(), version = e.version + 1

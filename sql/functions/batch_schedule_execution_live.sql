@@ -5,6 +5,6 @@ LANGUAGE sql STABLE AS $$
     SELECT EXISTS (
         SELECT 1 FROM batch_job_execution e
           JOIN batch_lock l ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token
-         WHERE e.job_execution_id = p_exec AND e.status IN ('STARTING', 'STARTED', 'STOPPING')
-           AND NOT l.released AND l.locked_until >= clock_timestamp())
+         WHERE e.job_execution_id = p_exec AND batch_status_is_live(e.status)
+           AND batch_lock_is_held(l.released, l.locked_until))
 $$;

@@ -18,7 +18,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT * INTO e FROM batch_job_execution x WHERE x.job_execution_id = f.job_execution_id;
-    IF e.status IN ('STARTING', 'STARTED', 'STOPPING') AND p_cause = 'orphaned' THEN
+    IF batch_status_is_live(e.status) AND p_cause = 'orphaned' THEN
         unfinished := 'was ' || e.status || ' when its node was found gone';
     ELSIF e.status = 'STOPPED' AND p_cause IN ('orphaned', 'stopping')
           AND e.exit_message NOT LIKE '%stopped by operator%' THEN

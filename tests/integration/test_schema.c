@@ -19,8 +19,8 @@
 #include "cbtest.h"
 
 /* Everything the schema defines, one line each, sorted; its md5. */
-#define SCHEMA_DIGEST                                                                              \
-	"SELECT md5(string_agg(x, E'\\n' ORDER BY x)) FROM ("                                        \
+#define SCHEMA_DIGEST                                                                               \
+	"SELECT md5(string_agg(x, E'\\n' ORDER BY x)) FROM ("                                       \
 	"SELECT 'fn ' || p.oid::regprocedure || E'\\n' || pg_get_functiondef(p.oid) AS x "          \
 	"FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace "                             \
 	"UNION ALL SELECT 'col ' || a.attrelid::regclass || '.' || a.attname || ' ' || "            \
@@ -32,7 +32,7 @@
 	"UNION ALL SELECT 'idx ' || pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c " \
 	"ON c.oid = i.indrelid WHERE c.relnamespace = 'public'::regnamespace "                      \
 	"UNION ALL SELECT 'con ' || conrelid::regclass || ' ' || conname || ' ' || "                \
-	"pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = 'public'::regnamespace "  \
+	"pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = 'public'::regnamespace " \
 	"UNION ALL SELECT 'tg ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal) s"
 
 static char db[CBT_CONNINFO_MAX];
@@ -87,9 +87,10 @@ static PGconn *history_db(char *conninfo, size_t size, int k)
 			CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 			cbt_exec(conn, text);
 			free(text);
-			snprintf(sql, sizeof(sql),
-				 "INSERT INTO batch_schema_version (version, name) VALUES (%d, '%s')",
-				 v, list[i]->d_name);
+			snprintf(
+				sql, sizeof(sql),
+				"INSERT INTO batch_schema_version (version, name) VALUES (%d, '%s')",
+				v, list[i]->d_name);
 			cbt_exec(conn, sql);
 		}
 		free(list[i]);
