@@ -1,8 +1,22 @@
--- The chunk checkpoint as in version 3, and: the session running it is
--- checked to be the client's (p_session_pid/p_session_start, CB003
--- otherwise: in the same round trip as the chunk, no extra one), and the lock
--- row records that verified session (a partition's claim records the
--- claimant's session unverified; its first chunk makes it verified).
+-- The chunk checkpoint: one statement that the engine pipelines with the
+-- chunk's writes and COMMIT. It raises (so the pipeline aborts and the COMMIT
+-- is refused) instead of returning 0 rows, because in a pipeline a 0-row
+-- answer is only read after COMMIT has already run.
+--   CB001  the step execution's version is not the one this process holds
+--   CB002  the execution lost its lock (fencing token no longer current)
+--   CB003  the session running it is not the client's (p_session_pid,
+--          p_session_start): checked in the same round trip as the chunk
+-- The lock row records that verified session (a partition's claim records
+-- the claimant's session unverified; its first chunk makes it verified).
+-- A partition's chunk does not take the job execution's row lock: every
+-- partition commits into the same job execution row, so taking its lock in
+-- each checkpoint would queue their commits behind each other, and a restart
+-- that buries a dead execution (steps, then the job row) would deadlock with
+-- them. A partition reads the job's status without locking; its manager keeps
+-- the execution's heartbeat.
+-- Returns the job execution's status, so a `stop` request is seen for free.
+-- Called with named arguments (repository/steps.c): a parameter renamed or
+-- removed here fails there at once.
 CREATE OR REPLACE FUNCTION batch_chunk_checkpoint(
     p_step_execution_id bigint, p_version bigint,
     p_read bigint, p_write bigint, p_filter bigint, p_commit bigint,

@@ -1,3 +1,4 @@
+-- Firings removed (cleanup, a schedule removed): their statuses no longer count.
 CREATE OR REPLACE FUNCTION batch_firing_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r record;

@@ -1,3 +1,4 @@
+-- New firings: the status counts and schedule counters of their schedules (per statement).
 CREATE OR REPLACE FUNCTION batch_firing_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r record;

@@ -1,3 +1,4 @@
+-- A job's newest COMPLETED or FAILED end time (batch_job_outcome), a high-water mark.
 CREATE OR REPLACE FUNCTION batch_job_outcome_note(p_job_instance_id bigint, p_status varchar,
     p_end timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$

@@ -1,7 +1,25 @@
--- As in version 2, and: p_session_pid/p_session_start, when given, must be
--- the session running this (CB003 otherwise, nothing recorded); a new row's
--- token comes from batch_lock_token_seq; a row deleted while we wait for it
--- is looked for again.
+-- Take the lock, or take it over when its lease has expired, or when the
+-- caller knows its owner to be dead (p_dead_owner: the holder's owner id, whose
+-- process the caller found gone on its own host). One call, one audit row. The
+-- fencing token grows on every new owner, never resets: a new row's token
+-- comes from batch_lock_token_seq (which a deleted row's token moved past),
+-- an existing row's owner takes its token + 1. All times are the database's:
+-- client clocks play no part.
+--
+-- Nothing here waits long on a previous owner's locks: the row lock is taken
+-- with a short lock_timeout. Under it, a replaced owner's session is ended
+-- (batch_lock_end_session: whatever else it holds, executions and data rows,
+-- is freed before the new owner's launch needs it), so that the old owner,
+-- if it still runs, sees the takeover as soon as its session is gone. If an
+-- open transaction holds the row itself (a frozen owner inside its chunk),
+-- its session is ended first, and the lock taken again. A row that stays
+-- locked by a holder with a live lease is a skip at once; one whose owner's
+-- session could not be ended gives up after about 5 s (a skip, saying why).
+-- A row deleted while we wait for it (cleanup) is looked for again.
+-- The caller's own session (pg_backend_pid) is recorded as the new owner's;
+-- p_session_pid/p_session_start, when given, must be that session (CB003
+-- otherwise, nothing recorded: see batch_session_check).
+-- note: what happened to the old owner's session (also in the audit detail).
 CREATE OR REPLACE FUNCTION batch_lock_acquire(p_lock_name varchar, p_owner_id varchar,
     p_lease_seconds double precision, p_dead_owner varchar DEFAULT NULL,
     p_session_pid int DEFAULT NULL, p_session_start timestamptz DEFAULT NULL,

@@ -1,5 +1,6 @@
--- As in version 2, and the session recorded is checked to be the client's
--- (p_session_pid/p_session_start, CB003 otherwise).
+-- Record the caller's session as the owner's again (after the owner
+-- reconnected), if the lock is still its own. The session is checked to be
+-- the client's (p_session_pid/p_session_start, CB003 otherwise).
 CREATE OR REPLACE FUNCTION batch_lock_record_session(p_lock_name varchar, p_owner_id varchar,
     p_fencing_token bigint, p_session_pid int DEFAULT NULL,
     p_session_start timestamptz DEFAULT NULL)

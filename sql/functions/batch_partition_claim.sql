@@ -1,4 +1,14 @@
--- As in version 3, and:
+-- Claim one open partition: one that nobody has claimed yet, or whose
+-- claimant's partition lock lapsed (lease expired or released), of a STARTED
+-- job execution whose own owner is alive, optionally only of some jobs or of
+-- one execution. The row is taken FOR UPDATE SKIP LOCKED, so concurrent
+-- claimants never wait for each other and never take the same partition;
+-- its lock is then acquired (or taken over, ending a frozen owner's session)
+-- with batch_lock_acquire, and the step execution's version moves on, so the
+-- old owner's next checkpoint is refused even before its lock is looked at.
+-- p_dead_owners: claimants the caller found dead on its own host (their
+-- process is gone): their partitions are taken over at once, without waiting
+-- for the lease (audited OWNER_DEAD_TAKEOVER). No row: nothing to claim.
 -- p_runnable: what the caller can run, a JSON array of {"job", "step",
 -- "fingerprint"} ("step" null: the caller has the job but no partitioned
 -- step in it). A partition is offered only when its job and manager step are

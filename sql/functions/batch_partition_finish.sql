@@ -1,5 +1,12 @@
--- As in version 3, and a partition that ends (not handed back) loses its lock
--- row after the release (which audits it): its name is never claimed again.
+-- End a claimed partition: only while it still carries the caller's fencing
+-- token (a fenced owner cannot end the partition its successor runs).
+-- p_status 'STARTING' hands it back unfinished (a worker asked to stop): the
+-- next claimant resumes it from its committed context, and its lock row
+-- stays (the next claimant's token must grow from it). The partition lock is
+-- released either way (which audits it), and the managers and workers are
+-- woken; a partition that ends (not handed back) then loses its lock row: its
+-- name is never claimed again. False: the partition was no longer this
+-- owner's.
 CREATE OR REPLACE FUNCTION batch_partition_finish(p_step_execution_id bigint,
     p_fencing_token bigint, p_owner_id varchar, p_status varchar, p_exit_code varchar,
     p_exit_message varchar, p_rollbacks bigint)

@@ -1,3 +1,4 @@
+-- Add a partition's items to its job's counter for worker p_worker's host (sharded).
 CREATE OR REPLACE FUNCTION batch_partition_host_add(p_job varchar, p_worker varchar, p_read bigint,
     p_write bigint)
 RETURNS void LANGUAGE plpgsql AS $$

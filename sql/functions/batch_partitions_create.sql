@@ -1,5 +1,9 @@
--- As in version 3, and the manager's step definition fingerprint
--- (NULL: claimable by any worker with the job and the step).
+-- Create a manager step execution (STARTED) and its partitions (STARTING) in
+-- one transaction, only while the job execution is STARTED. p_partitions is a
+-- JSON array of {"index": i, "context": {...}}; p_fingerprint the manager's
+-- step definition fingerprint (NULL: claimable by any worker with the job and
+-- the step). Returns the job execution's status and the manager's id (NULL
+-- when not created).
 CREATE OR REPLACE FUNCTION batch_partitions_create(p_job_execution_id bigint, p_manager varchar,
     p_manager_context jsonb, p_partitions jsonb, p_fingerprint varchar DEFAULT NULL,
     OUT job_status varchar, OUT manager_step_execution_id bigint)

@@ -1,7 +1,10 @@
--- As in version 3; the partitions still open end FAILED only after their
+-- End the manager: its counts are the sums of its partitions'; partitions
+-- still open (the manager gives up: its lock was lost, the repository failed)
+-- end FAILED with it, their version moved on, so that no worker commits
+-- another chunk of an execution that has ended. They end only after their
 -- claimants' sessions ended (a frozen claimant keeps its chunk's rows locked,
 -- a live one could not commit another chunk anyway), and every partition's
--- lock row goes with it.
+-- lock row goes with them.
 CREATE OR REPLACE FUNCTION batch_partitions_end(p_manager_step_execution_id bigint,
     p_status varchar, p_exit_code varchar, p_exit_message varchar)
 RETURNS void LANGUAGE plpgsql AS $$

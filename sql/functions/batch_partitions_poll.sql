@@ -1,7 +1,9 @@
--- As in version 3; while stopping, the partitions that end STOPPED here
--- (nobody runs them: never claimed, or their claimant's lease lapsed) have
--- their lapsed claimants' sessions ended first (a frozen one would keep its
--- rows locked from the restart), and their lock rows removed.
+-- The manager's view of its partitions, and its one duty towards them: while
+-- the job execution is being stopped, partitions that nobody runs (never
+-- claimed, or their claimant's lease lapsed) end STOPPED here, since no
+-- worker will claim them any more; their lapsed claimants' sessions are ended
+-- first (a frozen one would keep its rows locked from the restart), and their
+-- lock rows removed.
 CREATE OR REPLACE FUNCTION batch_partitions_poll(p_manager_step_execution_id bigint,
     OUT job_status varchar, OUT total int, OUT completed int, OUT failed int,
     OUT stopped int, OUT running int, OUT open int,

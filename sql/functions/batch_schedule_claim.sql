@@ -1,4 +1,23 @@
--- The claim of 009; a MANUAL instant is never late (no misfire event).
+-- Claim fire instant p_fire_time of a schedule for node p_node, in one
+-- transaction under the schedule's row lock. The caller computed the kind,
+-- the parameters and the next instant (p_next_fire_time) from the instant
+-- itself and the clock it last read; a SCHEDULED instant is judged again
+-- here, by clock_timestamp() read once the row lock is held: later than the
+-- schedule's grace (and the node's second of slack), it is recorded as a
+-- misfire of that one instant (MISFIRE_SKIP under policy SKIP, with no job
+-- key and no parameters, since nothing runs; MISFIRE_RUN under RUN_ONCE). A
+-- MANUAL instant ("fire now") is never late. Then the overlap policy is
+-- judged, under the same row lock. Outcomes:
+--   CLAIMED          the firing row is ours, of kind claimed_kind: launch it
+--                    unless that is MISFIRE_SKIP (recorded as missed)
+--   SKIPPED_CLAIMED  another node has it (claimed_by); recorded as such
+--   SKIPPED_OVERLAP  recorded as skipped (claimed_by: why, the live firing)
+--   QUEUED           recorded, launched later by batch_schedule_take_queued
+--   CHANGED          the schedule was paused or edited since the caller read
+--                    it (version): read it again
+--   GONE             the schedule was removed
+-- next_fire_time is the schedule's shared cursor after the call; db_now the
+-- database's clock at the judgement. Called with named arguments.
 CREATE OR REPLACE FUNCTION batch_schedule_claim(p_schedule_id bigint, p_version bigint,
     p_fire_time timestamptz, p_kind varchar, p_missed_until timestamptz, p_missed_count bigint,
     p_param_time timestamptz, p_next_fire_time timestamptz, p_node varchar,

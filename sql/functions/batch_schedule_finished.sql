@@ -1,5 +1,6 @@
--- The end of a firing's child, as in 004, with p_stopping (the node was
--- stopping, and asked its children to stop): then the recovery is planned.
+-- The child of a launched firing has exited with p_exit_code. p_stopping:
+-- the node was stopping, and asked its children to stop. The recovery of
+-- the firing is then planned (batch_schedule_plan_recovery).
 CREATE OR REPLACE FUNCTION batch_schedule_finished(p_firing_id bigint, p_node varchar, p_exit_code int,
     p_message varchar, p_stopping boolean,
     OUT job_execution_id bigint, OUT exit_status varchar)

@@ -1,8 +1,13 @@
--- The launch's compare-and-set of 008, now also refused when node p_node's
--- own lease has run out: the other nodes no longer count its claim as live
--- (batch_schedule_live_firing), so launching it could overlap what they
--- launched meanwhile. Such a claim ends FAILED_TO_LAUNCH. A restart's launch
--- is recorded RESTARTED with its attempt.
+-- The compare-and-set before a launch: firing p_firing_id becomes LAUNCHED
+-- with child p_pid (which waits for the answer before it execs) only if it
+-- is still node p_node's, still CLAIMED, and node p_node's own lease holds
+-- (when it has run out, the other nodes no longer count its claim as live,
+-- batch_schedule_live_firing, so launching it could overlap what they
+-- launched meanwhile: such a claim ends FAILED_TO_LAUNCH). Otherwise nothing
+-- is changed but an event saying why nothing was launched; the answer is
+-- false and firing_state says what the firing is now (its status, and who
+-- has it or reported it). A restart's launch is recorded RESTARTED with its
+-- attempt.
 CREATE OR REPLACE FUNCTION batch_schedule_launch(p_firing_id bigint, p_node varchar, p_pid int,
     p_message varchar, OUT launched boolean, OUT firing_state varchar)
 LANGUAGE plpgsql AS $$

@@ -1,5 +1,8 @@
--- Orphans as in 004, each with its recovery planned; only those of schedule
--- p_schedule_id unless it is NULL.
+-- Firings left open by nodes that are gone: their lease ran out, or they
+-- stopped, or (p_dead_nodes) the caller saw that their process is gone.
+-- Marked ORPHANED once, by whichever node gets there first, with the
+-- execution they launched (if any), each with its recovery planned; only
+-- those of schedule p_schedule_id unless it is NULL. Returns what it marked.
 CREATE OR REPLACE FUNCTION batch_schedule_orphans_of(p_node varchar, p_dead_nodes varchar[],
     p_schedule_id bigint)
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, node_id varchar,

@@ -1,3 +1,4 @@
+-- Add p_delta to the count of p_kind ('job' or 'schedule') p_subject in status p_status.
 CREATE OR REPLACE FUNCTION batch_status_add(p_kind varchar, p_subject varchar, p_status varchar,
     p_delta numeric)
 RETURNS void LANGUAGE plpgsql AS $$

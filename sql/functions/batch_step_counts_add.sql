@@ -1,3 +1,4 @@
+-- Add (p_sign 1) or take back (-1) a step's counts in its job's item counters.
 CREATE OR REPLACE FUNCTION batch_step_counts_add(p_job_execution_id bigint, p_sign int,
     p_read numeric, p_write numeric, p_skip numeric, p_filter numeric, p_commit numeric,
     p_rollback numeric, p_duplicate numeric)

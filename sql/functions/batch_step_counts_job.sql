@@ -1,3 +1,4 @@
+-- As batch_step_counts_add, for a job known by name.
 CREATE OR REPLACE FUNCTION batch_step_counts_job(v_job varchar, p_sign int,
     p_read numeric, p_write numeric, p_skip numeric, p_filter numeric, p_commit numeric,
     p_rollback numeric, p_duplicate numeric)
