@@ -5,9 +5,9 @@
 
 /* A versioned migration, sql/migrations/NNN_*.sql: tables, indexes, data moves. */
 struct cb__migration {
-	int version;		  /* from the file name's leading number */
-	const char *name;	  /* the file name */
-	const char *sql;	  /* the whole file */
+	int version;              /* from the file name's leading number */
+	const char *name;         /* the file name */
+	const char *sql;          /* the whole file */
 	const char *const *needs; /* functions it calls while it runs, NULL-terminated */
 };
 
