@@ -353,9 +353,14 @@ static int upgrade(PGconn *conn, int v, cb_error *err)
 	size_t n = 0;
 	int rc = stale_functions(&stale, &n, conn, err);
 
+	/* Quiet too: a trigger's file drops it IF EXISTS, which is a NOTICE on
+	 * every new repository. */
 	if (rc == 0 && n > 0)
 		rc = cb__repo_command(conn, "schema functions",
 				      "SET LOCAL check_function_bodies = off", 0, NULL, err);
+	if (rc == 0 && n > 0)
+		rc = cb__repo_command(conn, "schema functions",
+				      "SET LOCAL client_min_messages = warning", 0, NULL, err);
 	for (size_t i = 0; rc == 0 && i < cb__migrations_count; i++) {
 		const struct cb__migration *m = &cb__migrations[i];
 
