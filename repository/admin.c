@@ -14,10 +14,10 @@
 	"'create_time', e.create_time, 'start_time', e.start_time, 'end_time', e.end_time, "       \
 	"'last_updated', e.last_updated, 'owner_id', e.owner_id, "                                 \
 	"'restart_of', e.restart_of, 'fencing_token', e.fencing_token, 'lock_name', e.lock_name, " \
-	"'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND NOT EXISTS ("           \
+	"'owner_lost', batch_status_is_live(e.status) AND NOT EXISTS ("                            \
 	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                         \
-	" l.fencing_token = e.fencing_token AND NOT l.released AND "                               \
-	" l.locked_until >= clock_timestamp()), "                                                  \
+	" l.fencing_token = e.fencing_token AND "                                                  \
+	" batch_lock_is_held(l.released, l.locked_until)), "                                       \
 	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - "        \
 	"e.start_time), "                                                                          \
 	"'parameters', coalesce((SELECT jsonb_object_agg(p.parameter_name, jsonb_build_object("    \
@@ -265,7 +265,7 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 		"SELECT s.ended FROM batch_job_execution e JOIN batch_lock l "
 		" ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token, "
 		" LATERAL batch_lock_end_session(l.owner_backend_pid, l.owner_backend_start) s "
-		"WHERE e.job_execution_id = $1 AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		"WHERE e.job_execution_id = $1 AND batch_status_is_live(e.status) "
 		" AND NOT l.released AND l.locked_until < clock_timestamp()",
 		1, p, err);
 	if (rc < 0)
@@ -278,7 +278,7 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 		"WITH u AS (UPDATE batch_lock l SET released = true, "
 		" updated_at = clock_timestamp() FROM batch_job_execution e "
 		" WHERE e.job_execution_id = $1 "
-		" AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		" AND batch_status_is_live(e.status) "
 		" AND l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
 		" AND NOT l.released AND l.locked_until < clock_timestamp() "
 		" RETURNING l.lock_name, l.owner_id, l.fencing_token, l.locked_until) "
@@ -294,7 +294,7 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 		conn, "read job execution",
 		"SELECT e.status, (SELECT max(x.job_execution_id) FROM "
 		" batch_job_execution x WHERE x.job_instance_id = e.job_instance_id), "
-		" e.status IN ('STARTING', 'STARTED', 'STOPPING') AND "
+		" batch_status_is_live(e.status) AND "
 		" " CB__OWNER_LOST_SQL(
 			"e") ", coalesce(e.owner_id, ''), "
 			     " coalesce((SELECT l.locked_until::text FROM batch_lock l "
@@ -357,13 +357,13 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 		" " CB__LAST_SIGN_SQL(
 			"e") " AS last_sign "
 			     " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			     " AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), "
+			     " AND batch_status_is_live(e.status)), "
 			     "s AS (UPDATE batch_step_execution s SET status = $5, exit_code = $5, "
 			     " exit_message = $2, "
 			     " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
 			     " last_updated = clock_timestamp(), version = s.version + 1 FROM d "
 			     " WHERE s.job_execution_id = d.job_execution_id "
-			     " AND s.status IN ('STARTING', 'STARTED', 'STOPPING')) "
+			     " AND batch_status_is_live(s.status)) "
 			     "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
 			     " exit_message = left(format($4, d.owner_id, "
 			     "  coalesce(d.heartbeat_time::text, 'never')), 2500), "

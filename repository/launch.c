@@ -62,7 +62,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 	res = cb__repo_exec(conn, "end the sessions of a dead execution's partitions",
 			    "SELECT batch_execution_claimants_end(e.job_execution_id) "
 			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			    "AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "AND batch_status_is_live(e.status) "
 			    "AND " CB__OWNER_LOST_SQL("e"),
 			    1, p, err);
 	if (!res)
@@ -74,7 +74,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 		" " CB__LAST_SIGN_SQL(
 			"e") " AS last_sign "
 			     " FROM batch_job_execution e WHERE e.job_execution_id = $1 "
-			     " AND e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			     " AND batch_status_is_live(e.status) "
 			     " AND " CB__OWNER_LOST_SQL(
 				     "e") "), "
 					  "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
@@ -83,7 +83,7 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 					  " last_updated = clock_timestamp(), "
 					  " version = s.version + 1 FROM d "
 					  " WHERE s.job_execution_id = d.job_execution_id "
-					  " AND s.status IN ('STARTING', 'STARTED', 'STOPPING') RETURNING 1) "
+					  " AND batch_status_is_live(s.status) RETURNING 1) "
 					  "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
 					  " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
 					  "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
@@ -104,235 +104,272 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 				1, p, err);
 }
 
-int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
-		    const cb_params *params, int restartable, const char *owner_id,
-		    long long expect_restart_of, const char *lock_name, long long fencing_token,
-		    const char *dead_why, cb_error *err)
-{
-	char token[24];
-	char inst[24], prev[24] = "", exec[24], *pjson = NULL;
-	PGresult *res = NULL;
-	cb_status last = CB_STATUS_UNKNOWN;
-	long long last_id = 0, abandoned_id = 0;
-	int rc;
+/*
+ * A launch, phase by phase, in one transaction: the instance (created or
+ * found, and locked), its newest execution, the verdict on it (complete,
+ * abandoned, running, dead, restartable), then the new execution with its
+ * parameters, context and lock tag. The phases share this struct.
+ */
+struct launch {
+	cb__launch *out;
+	PGconn *conn;
+	const char *job_name;
+	int restartable;
+	const char *dead_why;
+	cb_error *err;
+	char *pjson;         /* the parameters, as batch_job_execution_params rows in JSON */
+	char inst[24];       /* the instance's id */
+	char prev[24];       /* the execution restarted, "" if none */
+	cb_status last;      /* the newest execution's status */
+	long long last_id;   /* the newest execution, 0 if none */
+	long long abandoned; /* an abandoned execution of the instance, 0 if none */
+	int keep_burial;     /* refused, but a dead execution was buried: commit that */
+};
 
-	memset(out, 0, sizeof(*out));
-	rc = params_json(&pjson, params, err);
+/* The DO UPDATE locks the instance row, so launches of one instance queue up
+ * here and each sees the executions the previous one made. */
+static int launch_instance(struct launch *l, const char *job_key)
+{
+	const char *p[2] = { l->job_name, job_key };
+	PGresult *res = cb__repo_exec(l->conn, "create job instance",
+				      "INSERT INTO batch_job_instance (job_name, job_key) "
+				      "VALUES ($1, $2) ON CONFLICT (job_name, job_key) DO UPDATE "
+				      "SET version = batch_job_instance.version + 1 "
+				      "RETURNING job_instance_id, (xmax = 0)",
+				      2, p, l->err);
+
+	if (!res)
+		return CB_EDB;
+	l->out->job_instance_id = atoll(PQgetvalue(res, 0, 0));
+	l->out->instance_created = PQgetvalue(res, 0, 1)[0] == 't';
+	PQclear(res);
+	snprintf(l->inst, sizeof(l->inst), "%lld", l->out->job_instance_id);
+	return 0;
+}
+
+/* FOR UPDATE: the status read here is the one acted on (its owner cannot end
+ * it meanwhile). An abandoned execution anywhere in the instance forbids a
+ * restart, not only the newest one. */
+static int launch_newest(struct launch *l)
+{
+	const char *p[1] = { l->inst };
+	PGresult *res = cb__repo_exec(l->conn, "find last execution",
+				      "SELECT e.job_execution_id, e.status, (SELECT "
+				      " max(a.job_execution_id) FROM batch_job_execution a "
+				      " WHERE a.job_instance_id = $1 AND a.status = 'ABANDONED') "
+				      "FROM batch_job_execution e WHERE e.job_instance_id = $1 "
+				      "ORDER BY e.job_execution_id DESC LIMIT 1 FOR UPDATE",
+				      1, p, l->err);
+
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		l->last_id = atoll(PQgetvalue(res, 0, 0));
+		l->last = cb_status_parse(PQgetvalue(res, 0, 1));
+		if (!PQgetisnull(res, 0, 2))
+			l->abandoned = atoll(PQgetvalue(res, 0, 2));
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* The newest execution still claims to run: refused while its owner lives;
+ * buried and restarted when its owner is dead. */
+static int launch_over_live(struct launch *l)
+{
+	int dead = 0, rc = bury_if_dead(&dead, l->conn, l->last_id, l->dead_why, l->err);
+
 	if (rc < 0)
 		return rc;
-	rc = cb__repo_command(conn, "begin launch", "BEGIN", 0, NULL, err);
-	if (rc < 0)
-		goto done;
-
-	/* The DO UPDATE locks the instance row, so launches of one instance
-	 * queue up here and each sees the executions the previous one made. */
-	{
-		const char *p[2] = { job_name, job_key };
-
-		res = cb__repo_exec(
-			conn, "create job instance",
-			"INSERT INTO batch_job_instance (job_name, job_key) VALUES ($1, $2) "
-			"ON CONFLICT (job_name, job_key) DO UPDATE "
-			"SET version = batch_job_instance.version + 1 "
-			"RETURNING job_instance_id, (xmax = 0)",
-			2, p, err);
-		if (!res) {
-			rc = CB_EDB;
-			goto fail;
-		}
-		out->job_instance_id = atoll(PQgetvalue(res, 0, 0));
-		out->instance_created = PQgetvalue(res, 0, 1)[0] == 't';
-		PQclear(res);
-		snprintf(inst, sizeof(inst), "%lld", out->job_instance_id);
+	if (!dead)
+		return cb_error_set(
+			l->err, CB_ERUNNING,
+			"job '%s' instance %lld is already running (execution %lld, %s)",
+			l->job_name, l->out->job_instance_id, l->last_id, cb_status_name(l->last));
+	l->out->dead_owner = 1;
+	if (!l->restartable) {
+		/* Keep the burial: the execution is dead either way. */
+		l->keep_burial = 1;
+		return cb_error_set(l->err, CB_ENORESTART,
+				    "job '%s' is not restartable: execution %lld of instance %lld "
+				    "lost its owner and was marked FAILED",
+				    l->job_name, l->last_id, l->out->job_instance_id);
 	}
-	{
-		const char *p[1] = { inst };
+	l->out->restart_of = l->last_id;
+	snprintf(l->prev, sizeof(l->prev), "%lld", l->last_id);
+	return 0;
+}
 
-		/* FOR UPDATE: the status read here is the one acted on (its owner
-		 * cannot end it meanwhile). An abandoned execution anywhere in the
-		 * instance forbids a restart, not only the newest one. */
-		res = cb__repo_exec(conn, "find last execution",
-				    "SELECT e.job_execution_id, e.status, (SELECT "
-				    " max(a.job_execution_id) FROM batch_job_execution a "
-				    " WHERE a.job_instance_id = $1 AND a.status = 'ABANDONED') "
-				    "FROM batch_job_execution e WHERE e.job_instance_id = $1 "
-				    "ORDER BY e.job_execution_id DESC LIMIT 1 FOR UPDATE",
-				    1, p, err);
-		if (!res) {
-			rc = CB_EDB;
-			goto fail;
-		}
-		if (PQntuples(res) == 1) {
-			last_id = atoll(PQgetvalue(res, 0, 0));
-			last = cb_status_parse(PQgetvalue(res, 0, 1));
-			if (!PQgetisnull(res, 0, 2))
-				abandoned_id = atoll(PQgetvalue(res, 0, 2));
-		}
-		PQclear(res);
-		res = NULL;
-	}
-	if (expect_restart_of > 0 && last_id != expect_restart_of) {
-		rc = cb_error_set(err, CB_EINVAL,
-				  "execution %lld is not the newest execution of its instance "
-				  "(that is %lld): restart the newest one",
-				  expect_restart_of, last_id);
-		goto fail;
-	}
-	if (last_id) {
-		switch (last) {
+/* The verdict on the newest execution: a new instance, a restart, or a refusal. */
+static int launch_verdict(struct launch *l, long long expect_restart_of)
+{
+	const char *job = l->job_name;
+	long long inst = l->out->job_instance_id, last = l->last_id;
+	int rc;
+
+	if (expect_restart_of > 0 && last != expect_restart_of)
+		return cb_error_set(l->err, CB_EINVAL,
+				    "execution %lld is not the newest execution of its instance "
+				    "(that is %lld): restart the newest one",
+				    expect_restart_of, last);
+	if (last) {
+		switch (l->last) {
 		case CB_STATUS_COMPLETED:
-			rc = cb_error_set(
-				err, CB_ECOMPLETE,
-				"job '%s' instance %lld is already complete (execution %lld); "
-				"use --next for a new instance",
-				job_name, out->job_instance_id, last_id);
-			goto fail;
+			return cb_error_set(l->err, CB_ECOMPLETE,
+					    "job '%s' instance %lld is already complete (execution "
+					    "%lld); use --next for a new instance",
+					    job, inst, last);
 		case CB_STATUS_ABANDONED:
-			rc = cb_error_set(
-				err, CB_ENORESTART,
-				"job '%s' instance %lld was abandoned (execution %lld) and "
-				"cannot be restarted",
-				job_name, out->job_instance_id, last_id);
-			goto fail;
+			return cb_error_set(l->err, CB_ENORESTART,
+					    "job '%s' instance %lld was abandoned (execution %lld) "
+					    "and cannot be restarted",
+					    job, inst, last);
 		case CB_STATUS_STARTING:
 		case CB_STATUS_STARTED:
-		case CB_STATUS_STOPPING: {
-			int dead = 0;
-
-			rc = bury_if_dead(&dead, conn, last_id, dead_why, err);
+		case CB_STATUS_STOPPING:
+			rc = launch_over_live(l);
 			if (rc < 0)
-				goto fail;
-			if (dead) {
-				out->dead_owner = 1;
-				if (!restartable) {
-					rc = cb_error_set(
-						err, CB_ENORESTART,
-						"job '%s' is not restartable: execution %lld "
-						"of instance %lld lost its owner and was marked "
-						"FAILED",
-						job_name, last_id, out->job_instance_id);
-					/* Keep the burial: the execution is dead either way. */
-					cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
-					goto done;
-				}
-				out->restart_of = last_id;
-				snprintf(prev, sizeof(prev), "%lld", last_id);
-				break;
-			}
-			rc = cb_error_set(
-				err, CB_ERUNNING,
-				"job '%s' instance %lld is already running (execution %lld, %s)",
-				job_name, out->job_instance_id, last_id, cb_status_name(last));
-			goto fail;
-		}
+				return rc;
+			break;
 		case CB_STATUS_FAILED:
 		case CB_STATUS_STOPPED:
-			if (!restartable) {
-				rc = cb_error_set(err, CB_ENORESTART,
-						  "job '%s' is not restartable and instance %lld "
-						  "already ran (execution %lld, %s)",
-						  job_name, out->job_instance_id, last_id,
-						  cb_status_name(last));
-				goto fail;
-			}
-			out->restart_of = last_id;
-			snprintf(prev, sizeof(prev), "%lld", last_id);
+			if (!l->restartable)
+				return cb_error_set(l->err, CB_ENORESTART,
+						    "job '%s' is not restartable and instance %lld "
+						    "already ran (execution %lld, %s)",
+						    job, inst, last, cb_status_name(l->last));
+			l->out->restart_of = last;
+			snprintf(l->prev, sizeof(l->prev), "%lld", last);
 			break;
 		default:
-			rc = cb_error_set(
-				err, CB_ENORESTART,
-				"job '%s' instance %lld: last execution %lld is in status %s; "
-				"abandon it first",
-				job_name, out->job_instance_id, last_id, cb_status_name(last));
-			goto fail;
+			return cb_error_set(l->err, CB_ENORESTART,
+					    "job '%s' instance %lld: last execution %lld is in "
+					    "status %s; abandon it first",
+					    job, inst, last, cb_status_name(l->last));
 		}
 	}
-	if (out->restart_of && abandoned_id) {
-		rc = cb_error_set(err, CB_ENORESTART,
-				  "job '%s' instance %lld cannot be restarted: its execution %lld "
-				  "was abandoned",
-				  job_name, out->job_instance_id, abandoned_id);
-		if (!out->dead_owner)
-			goto fail;
-		/* Keep the burial: the execution is dead either way. */
-		cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
-		out->restart_of = 0;
-		goto done;
+	if (l->out->restart_of && l->abandoned) {
+		/* A dead execution buried above stays buried either way. */
+		l->keep_burial = l->out->dead_owner;
+		if (l->keep_burial)
+			l->out->restart_of = 0;
+		return cb_error_set(
+			l->err, CB_ENORESTART,
+			"job '%s' instance %lld cannot be restarted: its execution %lld "
+			"was abandoned",
+			job, inst, l->abandoned);
 	}
+	return 0;
+}
+
+/* The new STARTING execution, its parameters, its context (the restarted
+ * execution's) and its lock's tag. */
+static int launch_execution(struct launch *l, const char *owner_id, const char *lock_name,
+			    long long fencing_token)
+{
+	char token[24], exec[24];
+	const char *prev = l->prev[0] ? l->prev : NULL;
+	PGresult *res;
+	int rc = 0;
+
 	snprintf(token, sizeof(token), "%lld", fencing_token);
 	{
-		const char *p[5] = { inst, owner_id, prev[0] ? prev : NULL, lock_name,
-				     lock_name ? token : NULL };
+		const char *p[5] = { l->inst, owner_id, prev, lock_name, lock_name ? token : NULL };
 
 		res = cb__repo_exec(
-			conn, "create job execution",
+			l->conn, "create job execution",
 			"INSERT INTO batch_job_execution (job_instance_id, status, owner_id, "
 			"restart_of, heartbeat_time, lock_name, fencing_token) "
 			"VALUES ($1, 'STARTING', $2, $3, clock_timestamp(), $4, $5::bigint) "
 			"RETURNING job_execution_id",
-			5, p, err);
-		if (!res) {
-			/* The partial unique index is the backstop against a racing launch. */
-			if (strcmp(err->sqlstate, "23505") == 0) {
-				cb_error_clear(err);
-				rc = cb_error_set(err, CB_ERUNNING,
-						  "job '%s' instance %lld is already running",
-						  job_name, out->job_instance_id);
-			} else {
-				rc = CB_EDB;
-			}
-			goto fail;
-		}
-		out->job_execution_id = atoll(PQgetvalue(res, 0, 0));
-		PQclear(res);
-		res = NULL;
-		snprintf(exec, sizeof(exec), "%lld", out->job_execution_id);
+			5, p, l->err);
 	}
+	if (!res) {
+		/* The partial unique index is the backstop against a racing launch. */
+		if (strcmp(l->err->sqlstate, "23505") == 0) {
+			cb_error_clear(l->err);
+			rc = cb_error_set(l->err, CB_ERUNNING,
+					  "job '%s' instance %lld is already running", l->job_name,
+					  l->out->job_instance_id);
+		} else {
+			rc = CB_EDB;
+		}
+		return rc;
+	}
+	l->out->job_execution_id = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	snprintf(exec, sizeof(exec), "%lld", l->out->job_execution_id);
 	{
-		const char *p[2] = { exec, pjson };
+		const char *p[2] = { exec, l->pjson };
 
 		rc = cb__repo_command(
-			conn, "store job parameters",
+			l->conn, "store job parameters",
 			"INSERT INTO batch_job_execution_params (job_execution_id, "
 			"parameter_name, parameter_type, parameter_value, identifying) "
 			"SELECT $1, x.name, x.type, x.value, x.identifying "
 			"FROM jsonb_to_recordset($2::jsonb) AS "
 			"x(name text, type text, value text, identifying boolean)",
-			2, p, err);
-		if (rc < 0)
-			goto fail;
+			2, p, l->err);
 	}
-	{
-		const char *p[2] = { exec, prev[0] ? prev : NULL };
+	if (rc == 0) {
+		const char *p[2] = { exec, prev };
 
-		rc = cb__repo_command(conn, "create job execution context",
+		rc = cb__repo_command(l->conn, "create job execution context",
 				      "INSERT INTO batch_job_execution_context "
 				      "(job_execution_id, serialized_context) SELECT $1, coalesce(("
 				      "SELECT serialized_context FROM batch_job_execution_context "
 				      "WHERE job_execution_id = $2), '{}')",
-				      2, p, err);
-		if (rc < 0)
-			goto fail;
+				      2, p, l->err);
 	}
-	if (lock_name) {
+	if (rc == 0 && lock_name) {
 		const char *p[3] = { lock_name, token, exec };
 
-		rc = cb__repo_command(conn, "tag lock with execution",
+		rc = cb__repo_command(l->conn, "tag lock with execution",
 				      "UPDATE batch_lock SET job_execution_id = $3::bigint "
 				      "WHERE lock_name = $1 AND fencing_token = $2::bigint",
-				      3, p, err);
-		if (rc < 0)
-			goto fail;
+				      3, p, l->err);
 	}
-	rc = cb__repo_command(conn, "commit launch", "COMMIT", 0, NULL, err);
-	if (rc < 0)
-		goto fail;
-	goto done;
-fail:
-	rollback_quietly(conn);
-	out->job_execution_id = 0;
-done:
-	free(pjson);
+	return rc;
+}
+
+int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const char *job_key,
+		    const cb_params *params, int restartable, const char *owner_id,
+		    long long expect_restart_of, const char *lock_name, long long fencing_token,
+		    const char *dead_why, cb_error *err)
+{
+	struct launch l = { .out = out,
+			    .conn = conn,
+			    .job_name = job_name,
+			    .restartable = restartable,
+			    .dead_why = dead_why,
+			    .err = err,
+			    .last = CB_STATUS_UNKNOWN };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = params_json(&l.pjson, params, err);
+	if (rc == 0)
+		rc = cb__repo_command(conn, "begin launch", "BEGIN", 0, NULL, err);
+	if (rc < 0) {
+		free(l.pjson);
+		return rc;
+	}
+	rc = launch_instance(&l, job_key);
+	if (rc == 0)
+		rc = launch_newest(&l);
+	if (rc == 0)
+		rc = launch_verdict(&l, expect_restart_of);
+	if (rc == 0)
+		rc = launch_execution(&l, owner_id, lock_name, fencing_token);
+	if (rc == 0)
+		rc = cb__repo_command(conn, "commit launch", "COMMIT", 0, NULL, err);
+	if (rc < 0 && l.keep_burial) {
+		cb__repo_command(conn, "commit", "COMMIT", 0, NULL, NULL);
+	} else if (rc < 0) {
+		rollback_quietly(conn);
+		out->job_execution_id = 0;
+	}
+	free(l.pjson);
 	return rc;
 }
 
@@ -402,7 +439,7 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 			    "exit_message = left($4, 2500), end_time = clock_timestamp(), "
 			    "last_updated = clock_timestamp(), version = version + 1 "
 			    "WHERE job_execution_id = $1 "
-			    "AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+			    "AND batch_status_is_live(status)",
 			    4, p, err);
 	if (!res)
 		return CB_EDB;

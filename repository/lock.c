@@ -175,8 +175,8 @@ static int live_holder(char *out, size_t size, PGconn *conn, const char *lock_na
 
 	out[0] = '\0';
 	res = cb__repo_exec(conn, "read lock holder",
-			    "SELECT owner_id FROM batch_lock WHERE lock_name = $1 AND NOT released "
-			    "AND locked_until >= clock_timestamp()",
+			    "SELECT owner_id FROM batch_lock WHERE lock_name = $1 "
+			    "AND batch_lock_is_held(released, locked_until)",
 			    1, p, err);
 	if (!res)
 		return CB_EDB;
@@ -214,7 +214,9 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, c
 		conn, "acquire lock",
 		"SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
 		"coalesce(old_session_ended, true), coalesce(note, '') "
-		"FROM batch_lock_acquire($1, $2, $3::float8, $4, $5::int, $6::timestamptz)",
+		"FROM batch_lock_acquire(p_lock_name => $1, p_owner_id => $2, "
+		"p_lease_seconds => $3::float8, p_dead_owner => $4, p_session_pid => $5::int, "
+		"p_session_start => $6::timestamptz)",
 		6, p, err);
 	if (!res)
 		return CB_EDB;
@@ -312,10 +314,11 @@ int cb__lock_heartbeat(int *alive, PGconn *conn, const char *lock_name, const ch
 	snprintf(tok, sizeof(tok), "%lld", token);
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 	fmt_double(lease, sizeof(lease), lease_seconds);
-	res = cb__repo_exec(
-		conn, "heartbeat",
-		"SELECT batch_lock_heartbeat($1, $2, $3::bigint, $4::float8, $5::bigint)", 5, p,
-		err);
+	res = cb__repo_exec(conn, "heartbeat",
+			    "SELECT batch_lock_heartbeat(p_lock_name => $1, p_owner_id => $2, "
+			    "p_fencing_token => $3::bigint, p_lease_seconds => $4::float8, "
+			    "p_job_execution_id => $5::bigint)",
+			    5, p, err);
 	if (!res)
 		return err->code ? err->code : CB_EDB;
 	*alive = PQgetvalue(res, 0, 0)[0] == 't';
@@ -332,9 +335,11 @@ int cb__lock_release(PGconn *conn, const char *lock_name, const char *owner_id, 
 	snprintf(tok, sizeof(tok), "%lld", token);
 	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
 	fmt_double(least, sizeof(least), at_least_seconds);
-	return cb__repo_command(
-		conn, "release lock",
-		"SELECT batch_lock_release($1, $2, $3::bigint, $4::float8, $5::bigint)", 5, p, err);
+	return cb__repo_command(conn, "release lock",
+				"SELECT batch_lock_release(p_lock_name => $1, p_owner_id => $2, "
+				"p_fencing_token => $3::bigint, p_at_least_seconds => $4::float8, "
+				"p_job_execution_id => $5::bigint)",
+				5, p, err);
 }
 
 int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, const char *outcome,

@@ -35,7 +35,7 @@
 	"r AS (SELECT i.job_name, count(*) AS n, "                                                    \
 	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age "    \
 	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "             \
-	"  WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') GROUP BY i.job_name), "              \
+	"  WHERE batch_status_is_live(e.status) GROUP BY i.job_name), "                               \
 	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "              \
 	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "       \
 	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                        \
@@ -133,7 +133,7 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		"  FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
 		"  JOIN batch_job_instance i USING (job_instance_id) "
 		"  WHERE x.partition_index IS NOT NULL "
-		"  AND e.status IN ('STARTING', 'STARTED', 'STOPPING')), " JOBS JOB_SERIES_CTES
+		"  AND batch_status_is_live(e.status)), " JOBS JOB_SERIES_CTES
 		/* Schedules: what their firings came to (counted when recorded). */
 		"sf AS (SELECT b.job_name, b.schedule_name, b.paused, b.next_fire_time, "
 		"  (SELECT k.v FROM k WHERE k.metric = 'schedule_fired_count' "

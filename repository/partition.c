@@ -249,8 +249,10 @@ int cb__repo_partition_claim(cb__claim *out, PGconn *conn, const char *owner_id,
 		"SELECT step_execution_id, job_execution_id, job_instance_id, job_name, "
 		" step_name, manager_step_name, partition_index, lock_name, "
 		" fencing_token, version, outcome, coalesce(previous_owner, '') "
-		"FROM batch_partition_claim($1, $2, $3::float8, $4::varchar[], $5::bigint, "
-		" $6::varchar[], $7::jsonb, $8::varchar[])",
+		"FROM batch_partition_claim(p_owner_id => $1, p_worker => $2, "
+		" p_lease_seconds => $3::float8, p_job_names => $4::varchar[], "
+		" p_job_execution_id => $5::bigint, p_dead_owners => $6::varchar[], "
+		" p_runnable => $7::jsonb, p_dead_managers => $8::varchar[])",
 		8, p, err);
 	free(names);
 	free(dead);
@@ -301,7 +303,10 @@ int cb__repo_partition_finish(int *ours, PGconn *conn, const cb__claim *c, const
 	snprintf(token, sizeof(token), "%lld", c->fencing_token);
 	snprintf(rb, sizeof(rb), "%lld", rollbacks);
 	res = cb__repo_exec(conn, "finish partition",
-			    "SELECT batch_partition_finish($1, $2, $3, $4, $5, $6, $7)", 7, p, err);
+			    "SELECT batch_partition_finish(p_step_execution_id => $1, "
+			    "p_fencing_token => $2, p_owner_id => $3, p_status => $4, "
+			    "p_exit_code => $5, p_exit_message => $6, p_rollbacks => $7)",
+			    7, p, err);
 	if (!res)
 		return CB_EDB;
 	*ours = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;

@@ -69,7 +69,7 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 #define CB__OWNER_LOST_SQL(e)                                                                      \
 	"(" e ".lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "                 \
 	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "           \
-	"AND NOT l.released AND l.locked_until >= clock_timestamp()))"
+	"AND batch_lock_is_held(l.released, l.locked_until)))"
 #define CB__LAST_SIGN_SQL(e)                                                                       \
 	"least(clock_timestamp(), greatest(" e ".heartbeat_time, " e ".last_updated))"
 

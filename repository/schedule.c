@@ -302,9 +302,12 @@ int cb__repo_schedule_claim(cb__claim_res *out, PGconn *conn, const cb__claim_re
 			    "SELECT outcome, firing_id, claimed_by, "
 			    " extract(epoch FROM next_fire_time)::bigint, claimed_kind, "
 			    " extract(epoch FROM db_now) "
-			    "FROM batch_schedule_claim($1, $2, to_timestamp($3::bigint), $4, "
-			    " to_timestamp($5::bigint), $6, to_timestamp($7::bigint), "
-			    " to_timestamp($8::bigint), $9, $10, $11::jsonb)",
+			    "FROM batch_schedule_claim(p_schedule_id => $1, p_version => $2, "
+			    " p_fire_time => to_timestamp($3::bigint), p_kind => $4, "
+			    " p_missed_until => to_timestamp($5::bigint), p_missed_count => $6, "
+			    " p_param_time => to_timestamp($7::bigint), "
+			    " p_next_fire_time => to_timestamp($8::bigint), p_node => $9, "
+			    " p_job_key => $10, p_parameters => $11::jsonb)",
 			    11, p, err);
 	if (!res)
 		return CB_EDB;
@@ -368,7 +371,7 @@ int cb__repo_schedule_bury_dead(long long *buried, PGconn *conn, long long firin
 			    "SELECT e.job_execution_id, e.owner_id, e.lock_name "
 			    "FROM batch_schedule_firing_execution($1) x "
 			    "JOIN batch_job_execution e USING (job_execution_id) "
-			    "WHERE e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+			    "WHERE batch_status_is_live(e.status) "
 			    "AND e.owner_id IS NOT NULL",
 			    1, p, err);
 	if (!res)

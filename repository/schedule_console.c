@@ -130,7 +130,7 @@ int cb__repo_instance_state(char *state, size_t size, long long *execution_id, P
 		"SELECT CASE WHEN EXISTS (SELECT 1 FROM batch_job_execution a "
 		"   WHERE a.job_instance_id = i.job_instance_id AND a.status = 'ABANDONED') "
 		"  THEN 'ABANDONED' WHEN e.status = 'COMPLETED' THEN 'COMPLETED' "
-		"  WHEN e.status IN ('STARTING', 'STARTED', 'STOPPING') "
+		"  WHEN batch_status_is_live(e.status) "
 		"   AND batch_schedule_execution_live(e.job_execution_id) THEN 'RUNNING' "
 		"  ELSE '' END, e.job_execution_id "
 		"FROM batch_job_instance i "

@@ -10,11 +10,18 @@
 
 #define CHECKPOINT_NPARAMS 18
 
+/* Named arguments: a parameter renamed, added without a default or removed in
+ * sql/functions/batch_chunk_checkpoint.sql fails loudly at prepare time instead
+ * of shifting values into the wrong counters. */
 static const char checkpoint_sql[] =
-	"SELECT batch_chunk_checkpoint($1::bigint, $2::bigint, $3::bigint, $4::bigint, "
-	"$5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::jsonb, "
-	"$12::bigint, $13::jsonb, $14::varchar, $15::bigint, $16::float8, $17::int, "
-	"$18::timestamptz)";
+	"SELECT batch_chunk_checkpoint(p_step_execution_id => $1::bigint, "
+	"p_version => $2::bigint, p_read => $3::bigint, p_write => $4::bigint, "
+	"p_filter => $5::bigint, p_commit => $6::bigint, p_read_skip => $7::bigint, "
+	"p_write_skip => $8::bigint, p_process_skip => $9::bigint, p_duplicate => $10::bigint, "
+	"p_context => $11::jsonb, p_job_execution_id => $12::bigint, p_job_context => $13::jsonb, "
+	"p_lock_name => $14::varchar, p_fencing_token => $15::bigint, "
+	"p_lease_seconds => $16::float8, p_session_pid => $17::int, "
+	"p_session_start => $18::timestamptz)";
 
 int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err)
 {
@@ -224,7 +231,7 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 		"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
 		"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
 		"version = version + 1 WHERE step_execution_id = $1 "
-		"AND status IN ('STARTING', 'STARTED', 'STOPPING')",
+		"AND batch_status_is_live(status)",
 		5, p, err);
 }
 

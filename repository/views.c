@@ -44,7 +44,7 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 		"  e.job_execution_id, 'status', e.status, 'exit_code', e.exit_code,"
 		"  'start_time', e.start_time, 'end_time', e.end_time, 'duration_seconds',"
 		"  extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - e.start_time),"
-		"  'owner_lost', e.status IN ('STARTING', 'STARTED', 'STOPPING') AND " CB__OWNER_LOST_SQL(
+		"  'owner_lost', batch_status_is_live(e.status) AND " CB__OWNER_LOST_SQL(
 			"e") ") AS j"
 			     "  FROM batch_job_summary m JOIN batch_job_execution e"
 			     "  ON e.job_execution_id = m.last_execution_id"

@@ -1897,7 +1897,8 @@ static void test_schema_upgrade_from_version_1_keeps_locks_and_audit(void)
 
 	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
 		       "CREATE SCHEMA public;");
-	snprintf(path, sizeof(path), "%s/sql/001_initial.sql", cbt_source_dir());
+	snprintf(path, sizeof(path), "%s/tests/data/schema_history/001_initial.sql",
+		 cbt_source_dir());
 	f = fopen(path, "rb");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	fseek(f, 0, SEEK_END);

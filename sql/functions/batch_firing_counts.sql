@@ -1,0 +1,10 @@
+-- What a firing counts for in the schedule counters of metrics.
+CREATE OR REPLACE FUNCTION batch_firing_counts(p_status varchar, p_kind varchar, p_missed bigint,
+    OUT fired int, OUT missed bigint, OUT nolaunch int, OUT orphaned int,
+    OUT overlapped int)
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (p_status IN ('LAUNCHED', 'FINISHED', 'ORPHANED'))::int,
+           CASE WHEN p_kind <> 'SCHEDULED' AND p_missed > 0 THEN p_missed ELSE 0 END,
+           (p_status = 'FAILED_TO_LAUNCH')::int, (p_status = 'ORPHANED')::int,
+           (p_status = 'SKIPPED_OVERLAP')::int
+$$;

@@ -1,0 +1,14 @@
+-- cbatch job repository: the sessions of partitions that end.
+--
+-- A partition's claimant runs its chunks on its own database session, which
+-- batch_lock_acquire records on the partition's lock row
+-- ("cbatch.partition:<step execution id>"). When that claimant freezes inside
+-- a chunk transaction (SIGSTOP, a paused VM), its session keeps the chunk's
+-- row locks for as long as it stays frozen. A takeover of the same lock name
+-- ends it, but a partition that is ended, buried or superseded is never
+-- claimed again (a restart makes new partitions, with new names): so every
+-- path that ends open partitions ends their claimants' sessions first, before
+-- anything touches the rows they may hold. Then the lock row goes: its
+-- partition can never be claimed again, so its name is never reused and its
+-- fencing token can never repeat; batch_lock_audit keeps the history (it has
+-- no foreign key to batch_lock).

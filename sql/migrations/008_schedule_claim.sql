@@ -1,0 +1,18 @@
+-- cbatch job repository: a stalled scheduler node runs nothing the policy
+-- forbids, and a child that died leaves no execution looking alive.
+--
+-- Lateness is judged at claim time, by the database's clock, under the
+-- schedule's row lock: a node that read the clock, then stalled (a stop, a
+-- swap, a wait on another node's claim) before claiming, no longer decides
+-- from its stale reading. A late SCHEDULED instant becomes a one-instant
+-- misfire: under SKIP it is recorded MISFIRED and nothing is launched; under
+-- RUN_ONCE it is run once, recorded as a misfire run.
+--
+-- A launch confirms its claim (batch_schedule_launch) before the child execs:
+-- the firing must still be this node's and CLAIMED, so that a node stalled
+-- between its claim and its launch never runs a firing the others already
+-- reported ORPHANED.
+--
+-- A child that has exited while its execution still claims to run (its
+-- process is provably gone: it was the node's own child) has its execution
+-- buried (batch_schedule_bury) so that the firing's outcome is the real one.
