@@ -310,8 +310,46 @@ static void launch_audit(struct launch_run *lr)
 	lr->audited = lr->lost || lr->run.fenced;
 }
 
+/* The launch's error after a failed verdict says what happened first: the
+ * run's own failure, and an outage that leaves the execution to its lease. */
+static int launch_explain(struct launch_run *lr, int rc)
+{
+	cb_error *err = lr->err;
+
+	if (rc < 0 && lr->runerr.code) {
+		/* What the run failed with first: it may be long (a step's own
+		 * error and a failed reconnect), so not cut at a prefix's length. */
+		char both[CB_ERROR_MESSAGE_MAX];
+
+		if (snprintf(both, sizeof(both), "%s; then: %s", lr->runerr.message, err->message) <
+		    0)
+			both[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", both);
+	}
+	if (outage(rc, lr->conn)) {
+		/* First, so that the long errors of libpq after it cannot cut it. */
+		char until[64], msg[CB_ERROR_MESSAGE_MAX];
+		time_t t = time(NULL) + (time_t)(lease_end(&lr->lc) - cb__now() + 0.999);
+		struct tm tm;
+
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			snprintf(until, sizeof(until), "the end of its lease");
+		if (snprintf(msg, sizeof(msg),
+			     "the repository stayed unreachable for the rest of the lease: "
+			     "execution %lld is left STARTED and is recognised as dead when its "
+			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
+			     lr->l.job_execution_id, until, err->message) < 0)
+			msg[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", msg);
+	}
+	return rc;
+}
+
 /* Finish: write the verdict (the execution's end), which an outage must not
- * lose, and make the launch's error say what happened first. */
+ * lose; a takeover since makes this process's outcome FAILED. */
 static int launch_finish(struct launch_run *lr)
 {
 	cb_job_result *out = lr->out;
@@ -349,36 +387,7 @@ static int launch_finish(struct launch_run *lr)
 				       &ignored);
 		}
 	}
-	if (rc < 0 && lr->runerr.code) {
-		/* What the run failed with first: it may be long (a step's own
-		 * error and a failed reconnect), so not cut at a prefix's length. */
-		char both[CB_ERROR_MESSAGE_MAX];
-
-		if (snprintf(both, sizeof(both), "%s; then: %s", lr->runerr.message, err->message) <
-		    0)
-			both[0] = '\0';
-		cb_error_clear(err);
-		cb_error_set(err, rc, "%s", both);
-	}
-	if (outage(rc, lr->conn)) {
-		/* First, so that the long errors of libpq after it cannot cut it. */
-		char until[64], msg[CB_ERROR_MESSAGE_MAX];
-		time_t t = time(NULL) + (time_t)(lease_end(&lr->lc) - cb__now() + 0.999);
-		struct tm tm;
-
-		if (!gmtime_r(&t, &tm) ||
-		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
-			snprintf(until, sizeof(until), "the end of its lease");
-		if (snprintf(msg, sizeof(msg),
-			     "the repository stayed unreachable for the rest of the lease: "
-			     "execution %lld is left STARTED and is recognised as dead when its "
-			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
-			     lr->l.job_execution_id, until, err->message) < 0)
-			msg[0] = '\0';
-		cb_error_clear(err);
-		cb_error_set(err, rc, "%s", msg);
-	}
-	return rc;
+	return launch_explain(lr, rc);
 }
 
 /* Release: give the lock back. Only releases if the lock is still ours
