@@ -102,7 +102,7 @@ static long next_step(const cb_job *job, long idx, cb_status step_status, const 
  * outcome (status, exit status, message) and record (its end and the job's
  * context in the repository). What the phases hand on lives here.
  */
-struct visit {
+struct step_visit {
 	/* given */
 	cb__run *run;
 	const cb_step_def *def;
@@ -127,7 +127,7 @@ struct visit {
 /* History: a step that completed in an earlier execution of this instance is
  * not run again (unless it allows it), and one at its start limit fails.
  * @return 1 when that decided the visit, 0 to go on, <0 an error. */
-static int visit_history(struct visit *v)
+static int visit_history(struct step_visit *v)
 {
 	const cb_step_def *def = v->def;
 	int rc;
@@ -161,7 +161,7 @@ static int visit_history(struct visit *v)
  * from the last committed context. A stop requested between steps ends the
  * visit here. @return 1 when that decided the visit, 0 to go on, <0 an
  * error. */
-static int visit_create(struct visit *v)
+static int visit_create(struct step_visit *v)
 {
 	cb__run *run = v->run;
 	const cb_step_def *def = v->def;
@@ -214,7 +214,7 @@ static int visit_create(struct visit *v)
 }
 
 /* Run: the step's kind between the before_step and after_step listeners. */
-static void visit_run(struct visit *v)
+static void visit_run(struct step_visit *v)
 {
 	cb__run *run = v->run;
 	const cb_step_def *def = v->def;
@@ -248,7 +248,7 @@ static void visit_run(struct visit *v)
 }
 
 /* Outcome: what the step ended with, as the flow reads it. */
-static void visit_outcome(struct visit *v)
+static void visit_outcome(struct step_visit *v)
 {
 	cb__step_outcome *oc = &v->oc;
 
@@ -269,7 +269,7 @@ static void visit_outcome(struct visit *v)
 
 /* Record: the step's end (a partitioned step's partitions with it) and the
  * job's context, after a reconnect if the connection was lost. */
-static int visit_record(struct visit *v)
+static int visit_record(struct step_visit *v)
 {
 	cb__run *run = v->run;
 	cb_error *err = v->err;
@@ -302,7 +302,7 @@ static int visit_record(struct visit *v)
 static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, size_t es_size,
 		 char *message, size_t msg_size, cb_error *err)
 {
-	struct visit v;
+	struct step_visit v;
 	int rc;
 
 	memset(&v, 0, sizeof(v));
