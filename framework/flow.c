@@ -95,132 +95,199 @@ static long next_step(const cb_job *job, long idx, cb_status step_status, const 
 	return find_step(job, best->to);
 }
 
-/* Run (or pass over) step @p idx. Fills its status, exit status and message. */
-static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, size_t es_size,
-		 char *message, size_t msg_size, cb_error *err)
-{
-	const cb_job *job = run->job;
-	const cb_step_def *def = &job->steps[idx];
+/*
+ * One visit of a step, in its phases: history (passed over when it completed
+ * earlier, refused at its start limit), create (its step execution, resuming
+ * the last committed context), run (listeners around the step's kind),
+ * outcome (status, exit status, message) and record (its end and the job's
+ * context in the repository). What the phases hand on lives here.
+ */
+struct step_visit {
+	/* given */
+	cb__run *run;
+	const cb_step_def *def;
+	cb_error *err;
+	/* what the visit says: the step's status, exit status and message */
+	cb_status *status;
+	char *exit_status;
+	size_t es_size;
+	char *message;
+	size_t msg_size;
+	/* history, create */
 	cb__step_history hist;
-	cb__step_outcome oc;
-	cb_step_context sc;
+	json_t *context; /* owned until the step has run */
 	long long step_id;
-	json_t *context;
-	cb_error partition_failure = CB_ERROR_INIT;
-	int rc, partition_failed = 0;
+	cb_error partition_failure; /* the partitioner's error, when partition_failed */
+	int partition_failed;
+	/* run */
+	cb_step_context sc;
+	cb__step_outcome oc;
+};
 
-	message[0] = '\0';
-	rc = cb__repo_step_history(&hist, run->conn, run->job_instance_id, def->name, err);
+/* History: a step that completed in an earlier execution of this instance is
+ * not run again (unless it allows it), and one at its start limit fails.
+ * @return 1 when that decided the visit, 0 to go on, <0 an error. */
+static int visit_history(struct step_visit *v)
+{
+	const cb_step_def *def = v->def;
+	int rc;
+
+	rc = cb__repo_step_history(&v->hist, v->run->conn, v->run->job_instance_id, def->name,
+				   v->err);
 	if (rc < 0)
 		return rc;
-	if (hist.found && hist.status == CB_STATUS_COMPLETED && !def->allow_start_if_complete) {
+	if (v->hist.found && v->hist.status == CB_STATUS_COMPLETED &&
+	    !def->allow_start_if_complete) {
 		/* Completed in an earlier execution of this instance: not rerun. */
-		json_decref(hist.context);
-		*status = CB_STATUS_COMPLETED;
-		snprintf(exit_status, es_size, "%s",
-			 hist.exit_code[0] ? hist.exit_code : "COMPLETED");
-		return 0;
+		json_decref(v->hist.context);
+		*v->status = CB_STATUS_COMPLETED;
+		snprintf(v->exit_status, v->es_size, "%s",
+			 v->hist.exit_code[0] ? v->hist.exit_code : "COMPLETED");
+		return 1;
 	}
-	if (def->start_limit && hist.start_count >= (long long)def->start_limit) {
-		json_decref(hist.context);
-		*status = CB_STATUS_FAILED;
-		snprintf(exit_status, es_size, "FAILED");
-		snprintf(message, msg_size, "step '%s' reached its start limit (%u executions)",
-			 def->name, def->start_limit);
-		return 0;
+	if (def->start_limit && v->hist.start_count >= (long long)def->start_limit) {
+		json_decref(v->hist.context);
+		*v->status = CB_STATUS_FAILED;
+		snprintf(v->exit_status, v->es_size, "FAILED");
+		snprintf(v->message, v->msg_size,
+			 "step '%s' reached its start limit (%u executions)", def->name,
+			 def->start_limit);
+		return 1;
 	}
+	return 0;
+}
+
+/* Create: the step execution (a partitioned step's with its partitions),
+ * from the last committed context. A stop requested between steps ends the
+ * visit here. @return 1 when that decided the visit, 0 to go on, <0 an
+ * error. */
+static int visit_create(struct step_visit *v)
+{
+	cb__run *run = v->run;
+	const cb_step_def *def = v->def;
+	cb_error *err = v->err;
+	int rc;
+
 	/* Resume from the last committed context, unless the step completed
 	 * and is being run again on purpose. */
-	if (hist.found && hist.status != CB_STATUS_COMPLETED) {
-		context = hist.context;
+	if (v->hist.found && v->hist.status != CB_STATUS_COMPLETED) {
+		v->context = v->hist.context;
 	} else {
-		json_decref(hist.context);
-		context = json_object();
+		json_decref(v->hist.context);
+		v->context = json_object();
 	}
-	if (!context)
+	if (!v->context)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	if (cb__step_partitioned(def)) {
-		rc = cb__partition_begin(&step_id, run, def, context, err);
+		rc = cb__partition_begin(&v->step_id, run, def, v->context, err);
 		if (rc < 0 && rc != CB_ECANCELED && rc != CB_EDB && rc != CB_EFENCED) {
 			/* The partitioner (or what it left) failed: the step is
 			 * recorded as a failed execution of its own. */
 			cb_error why = *err;
 
 			cb_error_clear(err);
-			rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id,
-						  def->name, context, err);
+			rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id,
+						  def->name, v->context, err);
 			if (rc == 0) {
-				partition_failure = why;
-				partition_failed = 1;
+				v->partition_failure = why;
+				v->partition_failed = 1;
 			}
 		}
 	} else {
-		rc = cb__repo_step_create(&step_id, run->conn, run->job_execution_id, def->name,
-					  context, err);
+		rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id, def->name,
+					  v->context, err);
 	}
 	if (rc == CB_ECANCELED) {
 		/* Stop requested between steps: this step does not start. */
-		json_decref(context);
+		json_decref(v->context);
 		cb_error_clear(err);
-		*status = CB_STATUS_STOPPED;
-		snprintf(exit_status, es_size, "STOPPED");
-		snprintf(message, msg_size, "stopped before step '%s'", def->name);
-		return 0;
+		*v->status = CB_STATUS_STOPPED;
+		snprintf(v->exit_status, v->es_size, "STOPPED");
+		snprintf(v->message, v->msg_size, "stopped before step '%s'", def->name);
+		return 1;
 	}
 	if (rc < 0) {
-		json_decref(context);
+		json_decref(v->context);
 		return rc;
 	}
-	memset(&sc, 0, sizeof(sc));
-	sc.job_name = job->name;
-	sc.step_name = def->name;
-	sc.job_instance_id = run->job_instance_id;
-	sc.job_execution_id = run->job_execution_id;
-	sc.step_execution_id = step_id;
-	sc.params = run->params;
-	sc.conn = run->conn;
-	sc.job_context = run->job_context;
-	memset(&oc, 0, sizeof(oc));
-	CB__NOTIFY(job, before_step, &sc);
-	if (partition_failed) {
-		oc.status = CB_STATUS_FAILED;
-		oc.error = partition_failure;
-		oc.before_chunks = 1;
+	return 0;
+}
+
+/* Run: the step's kind between the before_step and after_step listeners. */
+static void visit_run(struct step_visit *v)
+{
+	cb__run *run = v->run;
+	const cb_step_def *def = v->def;
+	cb_step_context *sc = &v->sc;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->job_name = run->job->name;
+	sc->step_name = def->name;
+	sc->job_instance_id = run->job_instance_id;
+	sc->job_execution_id = run->job_execution_id;
+	sc->step_execution_id = v->step_id;
+	sc->params = run->params;
+	sc->conn = run->conn;
+	sc->job_context = run->job_context;
+	memset(&v->oc, 0, sizeof(v->oc));
+	CB__NOTIFY(run->job, before_step, sc);
+	if (v->partition_failed) {
+		v->oc.status = CB_STATUS_FAILED;
+		v->oc.error = v->partition_failure;
+		v->oc.before_chunks = 1;
 	} else if (cb__step_partitioned(def)) {
-		cb__step_partitioned_run(run, def, &sc, context, &oc);
+		cb__step_partitioned_run(run, def, sc, v->context, &v->oc);
 	} else if (def->kind == CB_STEP_TASKLET) {
-		cb__step_tasklet_run(run, def, &sc, context, &oc);
+		cb__step_tasklet_run(run, def, sc, v->context, &v->oc);
 	} else {
-		cb__step_chunk_run(run, def, &sc, context, &oc);
+		cb__step_chunk_run(run, def, sc, v->context, &v->oc);
 	}
-	json_decref(context);
-	CB__NOTIFY(job, after_step, &sc, oc.status);
-	if (oc.status == CB_STATUS_FAILED) {
-		if (oc.error.code == CB_EFENCED)
-			run->fenced = 1;
+	json_decref(v->context);
+	v->context = NULL;
+	CB__NOTIFY(run->job, after_step, sc, v->oc.status);
+}
+
+/* Outcome: what the step ended with, as the flow reads it. */
+static void visit_outcome(struct step_visit *v)
+{
+	cb__step_outcome *oc = &v->oc;
+
+	if (oc->status == CB_STATUS_FAILED) {
+		if (oc->error.code == CB_EFENCED)
+			v->run->fenced = 1;
 		/* e.g. a writer's file exists, a reader's is missing: nothing written */
-		run->invalid_input = oc.before_chunks && oc.error.code == CB_EINVAL;
-		cb_error_prefix(&oc.error, "step '%s'", def->name);
-		snprintf(message, msg_size, "%s", oc.error.message);
-	} else if (oc.status == CB_STATUS_STOPPED) {
-		snprintf(message, msg_size, "stopped during step '%s'", def->name);
+		v->run->invalid_input = oc->before_chunks && oc->error.code == CB_EINVAL;
+		cb_error_prefix(&oc->error, "step '%s'", v->def->name);
+		snprintf(v->message, v->msg_size, "%s", oc->error.message);
+	} else if (oc->status == CB_STATUS_STOPPED) {
+		snprintf(v->message, v->msg_size, "stopped during step '%s'", v->def->name);
 	}
-	snprintf(exit_status, es_size, "%s",
-		 sc.exit_status[0] ? sc.exit_status : cb_status_name(oc.status));
-	*status = oc.status;
+	snprintf(v->exit_status, v->es_size, "%s",
+		 v->sc.exit_status[0] ? v->sc.exit_status : cb_status_name(oc->status));
+	*v->status = oc->status;
+}
+
+/* Record: the step's end (a partitioned step's partitions with it) and the
+ * job's context, after a reconnect if the connection was lost. */
+static int visit_record(struct step_visit *v)
+{
+	cb__run *run = v->run;
+	cb_error *err = v->err;
+	int rc;
+
 	if (PQstatus(run->conn) == CONNECTION_BAD)
 		PQreset(run->conn);
-	if (cb__step_partitioned(def) && !partition_failed)
-		rc = cb__repo_partitions_end(run->conn, step_id, oc.status, exit_status, message,
-					     err);
+	if (cb__step_partitioned(v->def) && !v->partition_failed)
+		rc = cb__repo_partitions_end(run->conn, v->step_id, v->oc.status, v->exit_status,
+					     v->message, err);
 	else
-		rc = cb__repo_step_finish(run->conn, step_id, oc.status, exit_status, message,
-					  oc.rollbacks, err);
-	if (rc < 0 && message[0]) {
+		rc = cb__repo_step_finish(run->conn, v->step_id, v->oc.status, v->exit_status,
+					  v->message, v->oc.rollbacks, err);
+	if (rc < 0 && v->message[0]) {
 		/* The repository went away with the step: its own error first. */
 		char both[CB_ERROR_MESSAGE_MAX];
 
-		if (snprintf(both, sizeof(both), "%s; then: %s", message, err->message) < 0)
+		if (snprintf(both, sizeof(both), "%s; then: %s", v->message, err->message) < 0)
 			both[0] = '\0';
 		cb_error_clear(err);
 		cb_error_set(err, rc, "%s", both);
@@ -229,6 +296,30 @@ static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, s
 		rc = cb__repo_save_job_context(run->conn, run->job_execution_id, run->job_context,
 					       err);
 	return rc;
+}
+
+/* Run (or pass over) step @p idx. Fills its status, exit status and message. */
+static int visit(cb__run *run, long idx, cb_status *status, char *exit_status, size_t es_size,
+		 char *message, size_t msg_size, cb_error *err)
+{
+	struct step_visit v;
+	int rc;
+
+	memset(&v, 0, sizeof(v));
+	v.run = run;
+	v.def = &run->job->steps[idx];
+	v.err = err;
+	v.status = status;
+	v.exit_status = exit_status;
+	v.es_size = es_size;
+	v.message = message;
+	v.msg_size = msg_size;
+	message[0] = '\0';
+	if ((rc = visit_history(&v)) != 0 || (rc = visit_create(&v)) != 0)
+		return rc < 0 ? rc : 0;
+	visit_run(&v);
+	visit_outcome(&v);
+	return visit_record(&v);
 }
 
 int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err)

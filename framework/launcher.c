@@ -77,25 +77,53 @@ static int outage(int rc, PGconn *conn)
 	return rc == CB_EDB && PQstatus(conn) == CONNECTION_BAD;
 }
 
-static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *job,
-			      const cb_params *params, long long expect_restart_of,
-			      const cb_launch_options *opts, cb_error *err)
-{
-	char key[CB_JOB_KEY_LEN + 1], dead_why[512] = "", *lock_name = NULL;
-	char saved_timeout[64] = "";
-	double lease = opts->lease_seconds > 0 ? opts->lease_seconds : job->lease_seconds;
+/*
+ * One execution from its parameters to its released lock, in the phases of
+ * run_execution_body: validate, lock, launch, start, heartbeat, flow, fence
+ * verdict, audit, finish, release. What the phases hand on to each other
+ * lives here and nowhere else; each phase is a function of this struct.
+ */
+struct launch_run {
+	/* given */
+	cb_job_result *out;
+	PGconn *conn;
+	const cb_job *job;
+	const cb_params *params;
+	long long expect_restart_of;
+	const cb_launch_options *opts;
+	cb_error *err; /* the launch's own error: what the caller gets */
+	/* validate */
+	char key[CB_JOB_KEY_LEN + 1];
+	char *lock_name; /* owned */
+	/* lock */
+	double lease;
 	cb__lock_grant grant;
+	char dead_why[512];
+	char saved_timeout[64]; /* lock waits to restore, "" when not bounded */
+	/* launch, start, heartbeat, flow */
 	cb__launch l;
 	cb__run run;
-	cb_error runerr = CB_ERROR_INIT;
-	cb_status started = CB_STATUS_UNKNOWN;
-	struct lease_clock lc = { NULL, 0, 0 };
-	double delay = 0.2;
-	int rc, audited = 0;
+	cb_error runerr; /* what the run failed with, apart from the verdict's (zeroed: none) */
+	cb_status started;
+	struct lease_clock lc;
+	double delay; /* the reconnect backoff, shared by every wait */
+	/* fence verdict, audit */
+	int lost; /* the heartbeat found the lock gone */
+	char lost_why[CB_ERROR_MESSAGE_MAX];
+	int audited; /* HEARTBEAT_FAILED or FENCED is recorded */
+};
 
-	rc = cb_job_validate_params(job, params, err);
+/* Validate: the parameters (and the job's own validator), then the job key
+ * and the lock name they give. Nothing is written before this passes. */
+static int launch_validate(struct launch_run *lr)
+{
+	const cb_job *job = lr->job;
+	cb_error *err = lr->err;
+	int rc;
+
+	rc = cb_job_validate_params(job, lr->params, err);
 	if (rc == 0 && job->validator) {
-		rc = job->validator(job->validator_ctx, conn, params, err);
+		rc = job->validator(job->validator_ctx, lr->conn, lr->params, err);
 		if (rc > 0)
 			rc = 0;
 		else if (rc < 0 && !err->code)
@@ -105,134 +133,235 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 				     job->name, cb_strcode(rc));
 	}
 	if (rc == 0)
-		rc = cb_params_job_key(key, params, err);
+		rc = cb_params_job_key(lr->key, lr->params, err);
 	if (rc == 0)
-		rc = cb_job_lock_name(&lock_name, job, params, err);
-	if (rc == 0)
-		rc = cb__lock_take(&grant, conn, job, lock_name, lease, err);
+		rc = cb_job_lock_name(&lr->lock_name, job, lr->params, err);
+	return rc;
+}
+
+/* Lock: take the job's lock; a takeover says why the old owner is dead. */
+static int launch_lock(struct launch_run *lr)
+{
+	cb__lock_grant *grant = &lr->grant;
+	int rc;
+
+	rc = cb__lock_take(grant, lr->conn, lr->job, lr->lock_name, lr->lease, lr->err);
 	if (rc < 0)
-		goto out;
-	lc.renewed = cb__now();
-	lc.lease = lease;
-	if (grant.outcome == CB__LOCK_TAKEOVER)
-		snprintf(dead_why, sizeof(dead_why), "owner %s lost: lease expired at %s",
-			 grant.holder, grant.held_until);
-	else if (grant.outcome == CB__LOCK_OWNER_DEAD)
-		snprintf(dead_why, sizeof(dead_why),
+		return rc;
+	lr->lc.renewed = cb__now();
+	lr->lc.lease = lr->lease;
+	if (grant->outcome == CB__LOCK_TAKEOVER)
+		snprintf(lr->dead_why, sizeof(lr->dead_why), "owner %s lost: lease expired at %s",
+			 grant->holder, grant->held_until);
+	else if (grant->outcome == CB__LOCK_OWNER_DEAD)
+		snprintf(lr->dead_why, sizeof(lr->dead_why),
 			 "owner %s lost: its process on this host is gone (lease was until %s)",
-			 grant.holder, grant.held_until);
-	if (!grant.old_session_ended) {
+			 grant->holder, grant->held_until);
+	if (!grant->old_session_ended) {
 		/* The replaced owner's session could not be ended (privilege): its
 		 * open transaction may hold rows this run needs. Wait for them at
 		 * most a lease (55P03, retryable), never for as long as it is frozen. */
 		cb_error ignored = CB_ERROR_INIT;
 
-		cb__lock_bound_waits(saved_timeout, sizeof(saved_timeout), conn, lease, &ignored);
+		cb__lock_bound_waits(lr->saved_timeout, sizeof(lr->saved_timeout), lr->conn,
+				     lr->lease, &ignored);
 	}
-	rc = cb__repo_launch(&l, conn, job->name, key, params, job->restartable, cb__owner_id(),
-			     expect_restart_of, lock_name, grant.fencing_token,
-			     dead_why[0] ? dead_why : NULL, err);
+	return 0;
+}
+
+/* Launch: the instance and a new STARTING execution (burying a dead owner's);
+ * the result names them, and the run is set up. */
+static int launch_execution(struct launch_run *lr)
+{
+	cb_job_result *out = lr->out;
+	cb__run *run = &lr->run;
+	int rc;
+
+	rc = cb__repo_launch(&lr->l, lr->conn, lr->job->name, lr->key, lr->params,
+			     lr->job->restartable, cb__owner_id(), lr->expect_restart_of,
+			     lr->lock_name, lr->grant.fencing_token,
+			     lr->dead_why[0] ? lr->dead_why : NULL, lr->err);
 	if (rc < 0) {
 		cb_error ignored = CB_ERROR_INIT;
 
 		/* Nothing ran: give the lock back at once. */
-		cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token, 0, 0,
-				 &ignored);
-		goto out;
+		cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), lr->grant.fencing_token,
+				 0, 0, &ignored);
+		return rc;
 	}
-	out->job_instance_id = l.job_instance_id;
-	out->job_execution_id = l.job_execution_id;
-	out->restarted = l.restart_of != 0;
-	out->dead_owner = l.dead_owner;
-	out->fencing_token = grant.fencing_token;
-	snprintf(out->lock_name, sizeof(out->lock_name), "%s", lock_name);
+	out->job_instance_id = lr->l.job_instance_id;
+	out->job_execution_id = lr->l.job_execution_id;
+	out->restarted = lr->l.restart_of != 0;
+	out->dead_owner = lr->l.dead_owner;
+	out->fencing_token = lr->grant.fencing_token;
+	snprintf(out->lock_name, sizeof(out->lock_name), "%s", lr->lock_name);
 
-	memset(&run, 0, sizeof(run));
-	run.conn = conn;
-	run.job = job;
-	run.opts = opts;
-	run.params = params;
-	run.job_instance_id = l.job_instance_id;
-	run.job_execution_id = l.job_execution_id;
-	run.started = cb__now();
-	run.lock_name = lock_name;
-	run.fencing_token = grant.fencing_token;
-	run.lease_seconds = lease;
+	memset(run, 0, sizeof(*run));
+	run->conn = lr->conn;
+	run->job = lr->job;
+	run->opts = lr->opts;
+	run->params = lr->params;
+	run->job_instance_id = lr->l.job_instance_id;
+	run->job_execution_id = lr->l.job_execution_id;
+	run->started = cb__now();
+	run->lock_name = lr->lock_name;
+	run->fencing_token = lr->grant.fencing_token;
+	run->lease_seconds = lr->lease;
+	return 0;
+}
 
-	rc = cb__repo_job_started(&started, conn, l.job_execution_id, &runerr);
-	if (rc == 0 && started == CB_STATUS_STOPPING) {
+/* Start: STARTING -> STARTED, and the job's context. A stop that arrived
+ * while it was starting ends it here. */
+static int launch_start(struct launch_run *lr)
+{
+	int rc;
+
+	rc = cb__repo_job_started(&lr->started, lr->conn, lr->l.job_execution_id, &lr->runerr);
+	if (rc == 0 && lr->started == CB_STATUS_STOPPING) {
 		/* A stop arrived between the launch and the start: honour it
 		 * without running a step; the instance stays restartable. */
-		result_set(out, CB_STATUS_STOPPED, "STOPPED",
+		result_set(lr->out, CB_STATUS_STOPPED, "STOPPED",
 			   "stopped before it started: a stop was requested while it was "
 			   "starting");
 	} else if (rc == 0) {
-		rc = cb__repo_job_context(&run.job_context, conn, l.job_execution_id, &runerr);
+		rc = cb__repo_job_context(&lr->run.job_context, lr->conn, lr->l.job_execution_id,
+					  &lr->runerr);
 	}
-	if (rc == 0 && started == CB_STATUS_STARTED)
-		rc = cb__heartbeat_start(&run.heartbeat, conn, lock_name, cb__owner_id(),
-					 grant.fencing_token, lease, l.job_execution_id, &runerr);
-	lc.hb = run.heartbeat;
-	if (rc == 0 && started == CB_STATUS_STARTED) {
-		CB__NOTIFY(job, before_job, job->name, l.job_execution_id);
-		rc = cb__flow_run(&run, out, &runerr);
+	return rc;
+}
+
+/* Heartbeat: the lease thread, for a started execution. */
+static int launch_heartbeat(struct launch_run *lr, int rc)
+{
+	if (rc == 0 && lr->started == CB_STATUS_STARTED)
+		rc = cb__heartbeat_start(&lr->run.heartbeat, lr->conn, lr->lock_name,
+					 cb__owner_id(), lr->grant.fencing_token, lr->lease,
+					 lr->l.job_execution_id, &lr->runerr);
+	lr->lc.hb = lr->run.heartbeat;
+	return rc;
+}
+
+/* Flow: the steps. A repository that failed mid-run (here or in an earlier
+ * phase) makes the outcome FAILED, and the repository is waited for so that
+ * the verdict can be written. */
+static void launch_flow(struct launch_run *lr, int rc)
+{
+	if (rc == 0 && lr->started == CB_STATUS_STARTED) {
+		CB__NOTIFY(lr->job, before_job, lr->job->name, lr->l.job_execution_id);
+		rc = cb__flow_run(&lr->run, lr->out, &lr->runerr);
 	}
-	json_decref(run.job_context);
+	json_decref(lr->run.job_context);
 	if (rc < 0) {
 		/* The repository itself failed mid-run: record what we can. */
-		result_set(out, CB_STATUS_FAILED, "FAILED", runerr.message);
-		reach_repository(conn, &lc, &delay);
+		result_set(lr->out, CB_STATUS_FAILED, "FAILED", lr->runerr.message);
+		reach_repository(lr->conn, &lr->lc, &lr->delay);
 	}
-	{
-		char why[CB_ERROR_MESSAGE_MAX];
-		int lost = cb__heartbeat_lost(run.heartbeat, why, sizeof(why));
-		cb_error ignored = CB_ERROR_INIT;
+}
 
-		lease_end(&lc);
-		lc.hb = NULL;
-		cb__heartbeat_stop(run.heartbeat);
-		if (out->status == CB_STATUS_FAILED && !run.fenced) {
-			/* A takeover ends the old owner's session: its chunk then fails
-			 * on the connection, not on the fence. Say what happened. */
-			int held = 1;
+/* Fence verdict: stop the heartbeat, and decide whether this run lost its
+ * lock (the heartbeat saw it, a chunk was refused by the fence, or the lock
+ * no longer carries our token). */
+static void launch_fence_verdict(struct launch_run *lr)
+{
+	cb_job_result *out = lr->out;
+	cb_error ignored = CB_ERROR_INIT;
 
-			reach_repository(conn, &lc, &delay);
-			if (cb__lock_held(&held, conn, lock_name, cb__owner_id(),
-					  grant.fencing_token, &ignored) == 0 &&
-			    !held) {
-				char msg[CB_ERROR_MESSAGE_MAX];
+	lr->lost = cb__heartbeat_lost(lr->run.heartbeat, lr->lost_why, sizeof(lr->lost_why));
+	lease_end(&lr->lc);
+	lr->lc.hb = NULL;
+	cb__heartbeat_stop(lr->run.heartbeat);
+	if (out->status == CB_STATUS_FAILED && !lr->run.fenced) {
+		/* A takeover ends the old owner's session: its chunk then fails
+		 * on the connection, not on the fence. Say what happened. */
+		int held = 1;
 
-				if (snprintf(
-					    msg, sizeof(msg),
-					    "fenced off: lock '%s' no longer carries fencing token "
-					    "%lld (taken over or released); %s",
-					    lock_name, grant.fencing_token, out->exit_message) < 0)
-					msg[0] = '\0';
-				result_set(out, CB_STATUS_FAILED, "FAILED", msg);
-				run.fenced = !lost;
-			}
-			cb_error_clear(&ignored);
+		reach_repository(lr->conn, &lr->lc, &lr->delay);
+		if (cb__lock_held(&held, lr->conn, lr->lock_name, cb__owner_id(),
+				  lr->grant.fencing_token, &ignored) == 0 &&
+		    !held) {
+			char msg[CB_ERROR_MESSAGE_MAX];
+
+			if (snprintf(msg, sizeof(msg),
+				     "fenced off: lock '%s' no longer carries fencing token "
+				     "%lld (taken over or released); %s",
+				     lr->lock_name, lr->grant.fencing_token, out->exit_message) < 0)
+				msg[0] = '\0';
+			result_set(out, CB_STATUS_FAILED, "FAILED", msg);
+			lr->run.fenced = !lr->lost;
 		}
-		/* Both when both: a chunk refused by the fence counts as fenced
-		 * even if the heartbeat had noticed the loss first. */
-		if (lost)
-			cb__lock_audit(conn, lock_name, cb__owner_id(), "HEARTBEAT_FAILED",
-				       grant.fencing_token, l.job_execution_id, why, &ignored);
-		if (run.fenced)
-			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
-				       grant.fencing_token, l.job_execution_id, out->exit_message,
-				       &ignored);
-		audited = lost || run.fenced;
 	}
-	if (started != CB_STATUS_STOPPING) /* after_job pairs with before_job */
-		CB__NOTIFY(job, after_job, job->name, l.job_execution_id, out->status,
-			   out->exit_message);
+}
+
+/* Audit: a lost lock is recorded as such. Both when both: a chunk refused by
+ * the fence counts as fenced even if the heartbeat had noticed the loss
+ * first. */
+static void launch_audit(struct launch_run *lr)
+{
+	cb_error ignored = CB_ERROR_INIT;
+
+	if (lr->lost)
+		cb__lock_audit(lr->conn, lr->lock_name, cb__owner_id(), "HEARTBEAT_FAILED",
+			       lr->grant.fencing_token, lr->l.job_execution_id, lr->lost_why,
+			       &ignored);
+	if (lr->run.fenced)
+		cb__lock_audit(lr->conn, lr->lock_name, cb__owner_id(), "FENCED",
+			       lr->grant.fencing_token, lr->l.job_execution_id,
+			       lr->out->exit_message, &ignored);
+	lr->audited = lr->lost || lr->run.fenced;
+}
+
+/* The launch's error after a failed verdict says what happened first: the
+ * run's own failure, and an outage that leaves the execution to its lease. */
+static int launch_explain(struct launch_run *lr, int rc)
+{
+	cb_error *err = lr->err;
+
+	if (rc < 0 && lr->runerr.code) {
+		/* What the run failed with first: it may be long (a step's own
+		 * error and a failed reconnect), so not cut at a prefix's length. */
+		char both[CB_ERROR_MESSAGE_MAX];
+
+		if (snprintf(both, sizeof(both), "%s; then: %s", lr->runerr.message, err->message) <
+		    0)
+			both[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", both);
+	}
+	if (outage(rc, lr->conn)) {
+		/* First, so that the long errors of libpq after it cannot cut it. */
+		char until[64], msg[CB_ERROR_MESSAGE_MAX];
+		time_t t = time(NULL) + (time_t)(lease_end(&lr->lc) - cb__now() + 0.999);
+		struct tm tm;
+
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
+			snprintf(until, sizeof(until), "the end of its lease");
+		if (snprintf(msg, sizeof(msg),
+			     "the repository stayed unreachable for the rest of the lease: "
+			     "execution %lld is left STARTED and is recognised as dead when its "
+			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
+			     lr->l.job_execution_id, until, err->message) < 0)
+			msg[0] = '\0';
+		cb_error_clear(err);
+		cb_error_set(err, rc, "%s", msg);
+	}
+	return rc;
+}
+
+/* Finish: write the verdict (the execution's end), which an outage must not
+ * lose; a takeover since makes this process's outcome FAILED. */
+static int launch_finish(struct launch_run *lr)
+{
+	cb_job_result *out = lr->out;
+	cb_error *err = lr->err;
+	int rc;
+
 	/* The verdict is what an outage must not lose: retried until the lease
 	 * ends. */
 	for (;;) {
-		rc = cb__repo_job_finish(conn, l.job_execution_id, out->status, out->exit_code,
-					 out->exit_message, err);
-		if (!outage(rc, conn) || !reach_repository(conn, &lc, &delay))
+		rc = cb__repo_job_finish(lr->conn, lr->l.job_execution_id, out->status,
+					 out->exit_code, out->exit_message, err);
+		if (!outage(rc, lr->conn) || !reach_repository(lr->conn, &lr->lc, &lr->delay))
 			break;
 		cb_error_clear(err);
 	}
@@ -247,63 +376,73 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 		result_set(out, CB_STATUS_FAILED, "FAILED", msg);
 		cb_error_clear(err);
 		rc = 0;
-		if (!audited) {
+		if (!lr->audited) {
 			/* A zombie woken after the takeover may find nothing left to
 			 * write before its heartbeat notices: it lost its lock all the
 			 * same, and the audit must say so. */
 			cb_error ignored = CB_ERROR_INIT;
 
-			cb__lock_audit(conn, lock_name, cb__owner_id(), "FENCED",
-				       grant.fencing_token, l.job_execution_id, msg, &ignored);
+			cb__lock_audit(lr->conn, lr->lock_name, cb__owner_id(), "FENCED",
+				       lr->grant.fencing_token, lr->l.job_execution_id, msg,
+				       &ignored);
 		}
 	}
-	if (rc < 0 && runerr.code) {
-		/* What the run failed with first: it may be long (a step's own
-		 * error and a failed reconnect), so not cut at a prefix's length. */
-		char both[CB_ERROR_MESSAGE_MAX];
+	return launch_explain(lr, rc);
+}
 
-		if (snprintf(both, sizeof(both), "%s; then: %s", runerr.message, err->message) < 0)
-			both[0] = '\0';
-		cb_error_clear(err);
-		cb_error_set(err, rc, "%s", both);
-	}
-	if (outage(rc, conn)) {
-		/* First, so that the long errors of libpq after it cannot cut it. */
-		char until[64], msg[CB_ERROR_MESSAGE_MAX];
-		time_t t = time(NULL) + (time_t)(lease_end(&lc) - cb__now() + 0.999);
-		struct tm tm;
+/* Release: give the lock back. Only releases if the lock is still ours
+ * (owner and token); an outage is waited out as for the verdict, so that the
+ * next run need not wait for the lease. */
+static void launch_release(struct launch_run *lr)
+{
+	cb_error ignored = CB_ERROR_INIT;
 
-		if (!gmtime_r(&t, &tm) ||
-		    !strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm))
-			snprintf(until, sizeof(until), "the end of its lease");
-		if (snprintf(msg, sizeof(msg),
-			     "the repository stayed unreachable for the rest of the lease: "
-			     "execution %lld is left STARTED and is recognised as dead when its "
-			     "lease ends, at %s (a restart or `abandon` then ends it); %s",
-			     l.job_execution_id, until, err->message) < 0)
-			msg[0] = '\0';
-		cb_error_clear(err);
-		cb_error_set(err, rc, "%s", msg);
+	while (cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), lr->grant.fencing_token,
+				lr->job->lock_at_least_seconds, lr->l.job_execution_id,
+				&ignored) == CB_EDB &&
+	       PQstatus(lr->conn) == CONNECTION_BAD &&
+	       reach_repository(lr->conn, &lr->lc, &lr->delay))
+		cb_error_clear(&ignored);
+}
+
+static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *job,
+			      const cb_params *params, long long expect_restart_of,
+			      const cb_launch_options *opts, cb_error *err)
+{
+	struct launch_run lr;
+	int rc;
+
+	memset(&lr, 0, sizeof(lr));
+	lr.out = out;
+	lr.conn = conn;
+	lr.job = job;
+	lr.params = params;
+	lr.expect_restart_of = expect_restart_of;
+	lr.opts = opts;
+	lr.err = err;
+	lr.lease = opts->lease_seconds > 0 ? opts->lease_seconds : job->lease_seconds;
+	lr.started = CB_STATUS_UNKNOWN;
+	lr.delay = 0.2;
+
+	if ((rc = launch_validate(&lr)) == 0 && (rc = launch_lock(&lr)) == 0 &&
+	    (rc = launch_execution(&lr)) == 0) {
+		rc = launch_start(&lr);
+		rc = launch_heartbeat(&lr, rc);
+		launch_flow(&lr, rc);
+		launch_fence_verdict(&lr);
+		launch_audit(&lr);
+		if (lr.started != CB_STATUS_STOPPING) /* after_job pairs with before_job */
+			CB__NOTIFY(job, after_job, job->name, lr.l.job_execution_id, out->status,
+				   out->exit_message);
+		rc = launch_finish(&lr);
+		launch_release(&lr);
 	}
-	{
+	if (lr.saved_timeout[0]) {
 		cb_error ignored = CB_ERROR_INIT;
 
-		/* Only releases if the lock is still ours (owner and token); an
-		 * outage is waited out as for the verdict, so that the next run
-		 * need not wait for the lease. */
-		while (cb__lock_release(conn, lock_name, cb__owner_id(), grant.fencing_token,
-					job->lock_at_least_seconds, l.job_execution_id,
-					&ignored) == CB_EDB &&
-		       PQstatus(conn) == CONNECTION_BAD && reach_repository(conn, &lc, &delay))
-			cb_error_clear(&ignored);
+		cb__lock_restore_waits(conn, lr.saved_timeout, &ignored);
 	}
-out:
-	if (saved_timeout[0]) {
-		cb_error ignored = CB_ERROR_INIT;
-
-		cb__lock_restore_waits(conn, saved_timeout, &ignored);
-	}
-	free(lock_name);
+	free(lr.lock_name);
 	return rc;
 }
 

@@ -681,166 +681,244 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 	return 0;
 }
 
-/* Offer the instant at the cursor. @return 1 to go on with the next, 0 to
- * leave this schedule for this tick, <0 a database error. */
-static int offer(struct node *n, struct sched *s, cb_error *err)
-{
-	long long i = s->cursor, cutoff = (long long)n->db_now - s->grace;
-	long long next = 0, last = i, count = 0, param_time = i;
-	const char *kind = "SCHEDULED";
-	cb__claim_req q;
+/*
+ * One offer of the instant at a schedule's cursor, in its phases: instants
+ * (a misfire range behind the grace cutoff, and the next instant after it),
+ * parameters (the templates filled for the instant the run is as of), claim
+ * (batch_schedule_claim, judged by the database's clock), cursor (past what
+ * the claim covered) and outcome (what the claim said: launch, skip, queue,
+ * or read the schedule again). What the phases hand on lives here.
+ */
+struct offering {
+	/* given */
+	struct node *n;
+	struct sched *s;
+	cb_error *err;
+	/* instants */
+	long long at;         /* the instant at the cursor */
+	long long next;       /* the instant after the last one this claim covers */
+	long long last;       /* the last instant of a misfire range, else at */
+	long long count;      /* instants in the misfire range (-1: too many to count) */
+	long long param_time; /* the instant the run's parameters are as of */
+	const char *kind;     /* SCHEDULED, MISFIRE_RUN or MISFIRE_SKIP */
+	int launch;           /* a run follows a claim (not MISFIRE_SKIP) */
+	/* parameters */
+	char **words;      /* owned; NULL when they could not be made */
+	cb_params *params; /* owned */
+	char key[CB_JOB_KEY_LEN + 1];
+	char fill_error[CB_ERROR_MESSAGE_MAX]; /* why not: the firing's failure to launch */
+	/* claim */
 	cb__claim_res r;
-	cb_civil local;
-	int offset, rc, launch;
-	char **words = NULL, *ptext = NULL, key[CB_JOB_KEY_LEN + 1] = "", when[64];
-	char fill_error[CB_ERROR_MESSAGE_MAX] = "";
-	cb_params *params = NULL;
-	json_t *arr;
+	char when[64]; /* the instant as people read it */
+};
 
-	if (i < cutoff) {
-		if ((rc = missed_range(s, i, cutoff, &last, &count, err)) < 0)
+/* Instants: a cursor behind the grace cutoff starts a misfire range, run
+ * once as of its last instant or skipped; the claim covers up to @p next. */
+static int offer_instants(struct offering *o)
+{
+	struct sched *s = o->s;
+	long long cutoff = (long long)o->n->db_now - s->grace;
+	int rc;
+
+	if (o->at < cutoff) {
+		if ((rc = missed_range(s, o->at, cutoff, &o->last, &o->count, o->err)) < 0)
 			return rc;
-		kind = s->skip_misfires ? "MISFIRE_SKIP" : "MISFIRE_RUN";
-		param_time = last;
+		o->kind = s->skip_misfires ? "MISFIRE_SKIP" : "MISFIRE_RUN";
+		o->param_time = o->last;
 	}
-	rc = cb__cron_next_instant(&next, s->cron, last, cb__pg_zone_lookup, s->zone, err);
+	rc = cb__cron_next_instant(&o->next, s->cron, o->last, cb__pg_zone_lookup, s->zone, o->err);
 	if (rc == CB_ENOTFOUND) {
 		/* It never fires again: park the cursor far away. */
-		next = i + 400LL * 366 * 86400;
-		cb_error_clear(err);
+		o->next = o->at + 400LL * 366 * 86400;
+		cb_error_clear(o->err);
 	} else if (rc < 0) {
 		return rc;
 	}
-	launch = strcmp(kind, "MISFIRE_SKIP") != 0;
-	if (launch && running_children(n) >= n->o->max_running) {
-		SAY(n, 2, "%s: %d jobs running here, leaving the instant to other nodes", s->name,
-		    n->o->max_running);
-		return 0;
-	}
-	if (launch) {
-		cb_error fe = CB_ERROR_INIT;
+	o->launch = strcmp(o->kind, "MISFIRE_SKIP") != 0;
+	return 0;
+}
 
-		if (zone_local(&local, &offset, s->zone, param_time, err) < 0)
-			return CB_EDB;
-		/* A template that cannot be filled is this firing's failure to
-		 * launch, recorded as such, not the node's. */
-		if (cb__schedule_fill(&words, &params, s->params, s->name, param_time, &local,
-				      offset, &fe) < 0 ||
-		    cb_params_job_key(key, params, &fe) < 0) {
-			snprintf(fill_error, sizeof(fill_error), "%s", fe.message);
-			cb__schedule_words_free(words);
-			words = NULL;
-		}
+/* Parameters: the schedule's templates filled for the instant, and the job
+ * key they make. */
+static int offer_parameters(struct offering *o)
+{
+	struct sched *s = o->s;
+	cb_error fe = CB_ERROR_INIT;
+	cb_civil local;
+	int offset;
+
+	if (!o->launch)
+		return 0;
+	if (zone_local(&local, &offset, s->zone, o->param_time, o->err) < 0)
+		return CB_EDB;
+	/* A template that cannot be filled is this firing's failure to
+	 * launch, recorded as such, not the node's. */
+	if (cb__schedule_fill(&o->words, &o->params, s->params, s->name, o->param_time, &local,
+			      offset, &fe) < 0 ||
+	    cb_params_job_key(o->key, o->params, &fe) < 0) {
+		snprintf(o->fill_error, sizeof(o->fill_error), "%s", fe.message);
+		cb__schedule_words_free(o->words);
+		o->words = NULL;
 	}
+	return 0;
+}
+
+/* Claim: one node's insert of (schedule, instant) wins. The database's clock
+ * at the claim may make an instant taken on time by the tick's a misfire. */
+static int offer_claim(struct offering *o)
+{
+	struct node *n = o->n;
+	struct sched *s = o->s;
+	cb__claim_req q;
+	char *ptext;
+	json_t *arr;
+	int rc;
+
 	arr = json_array();
-	for (size_t w = 0; arr && words && words[w]; w++)
-		json_array_append_new(arr, json_string(words[w]));
+	for (size_t w = 0; arr && o->words && o->words[w]; w++)
+		json_array_append_new(arr, json_string(o->words[w]));
 	ptext = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
-	if (!ptext) {
-		cb__schedule_words_free(words);
-		cb_params_free(params);
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	}
+	if (!ptext)
+		return cb_error_set(o->err, CB_ENOMEM, "out of memory");
 	memset(&q, 0, sizeof(q));
 	q.schedule_id = s->id;
 	q.version = s->version;
-	q.fire_time = i;
-	q.kind = kind;
-	q.missed_until = last;
-	q.missed_count = count;
-	q.param_time = param_time;
-	q.next_fire = next;
+	q.fire_time = o->at;
+	q.kind = o->kind;
+	q.missed_until = o->last;
+	q.missed_count = o->count;
+	q.param_time = o->param_time;
+	q.next_fire = o->next;
 	q.node = n->id;
-	q.job_key = key[0] ? key : NULL;
+	q.job_key = o->key[0] ? o->key : NULL;
 	q.parameters = ptext;
 	test_pause(n, PAUSE_CLAIM);
-	rc = cb__repo_schedule_claim(&r, n->conn, &q, err);
+	rc = cb__repo_schedule_claim(&o->r, n->conn, &q, o->err);
 	free(ptext);
-	if (rc < 0) {
-		cb__schedule_words_free(words);
-		cb_params_free(params);
+	if (rc < 0)
 		return rc;
-	}
 	/* The claim read the database's clock after any stall: after one, the
 	 * instants still due are judged by it, not by the tick's reading (not
 	 * after the mere milliseconds of a claim, which would split a misfire
 	 * range at a second's boundary). */
-	if (r.db_now > n->db_now + 1.0)
-		n->db_now = r.db_now;
-	fmt_instant(when, sizeof(when), s, i);
-	if (r.outcome == CB__CLAIM_CLAIMED && r.kind[0] && strcmp(r.kind, kind) != 0) {
+	if (o->r.db_now > n->db_now + 1.0)
+		n->db_now = o->r.db_now;
+	fmt_instant(o->when, sizeof(o->when), s, o->at);
+	if (o->r.outcome == CB__CLAIM_CLAIMED && o->r.kind[0] && strcmp(o->r.kind, o->kind) != 0) {
 		/* Taken on time by the tick's clock, late by the database's at the
 		 * claim: recorded as a misfire of this one instant. */
 		SAY(n, 1, "%s %s: claimed %.1fs after the instant, past the grace of %ds", s->name,
-		    when, r.db_now - (double)i, s->grace);
-		kind = strcmp(r.kind, "MISFIRE_SKIP") == 0 ? "MISFIRE_SKIP" : "MISFIRE_RUN";
-		launch = strcmp(kind, "MISFIRE_SKIP") != 0;
-		count = 1;
+		    o->when, o->r.db_now - (double)o->at, s->grace);
+		o->kind = strcmp(o->r.kind, "MISFIRE_SKIP") == 0 ? "MISFIRE_SKIP" : "MISFIRE_RUN";
+		o->launch = strcmp(o->kind, "MISFIRE_SKIP") != 0;
+		o->count = 1;
 	}
-	if (r.outcome == CB__CLAIM_CLAIMED || r.outcome == CB__CLAIM_SKIPPED ||
-	    r.outcome == CB__CLAIM_OVERLAP || r.outcome == CB__CLAIM_QUEUED) {
-		/* Past this instant, and past whatever another node's claim
-		 * covered, before anything else can fail: an instant is offered
-		 * once by each node. */
-		s->cursor = next;
-		if (r.has_next && r.next_fire > s->cursor)
-			s->cursor = r.next_fire;
+	return 0;
+}
+
+/* Cursor: past this instant, and past whatever another node's claim covered,
+ * before anything else can fail: an instant is offered once by each node. */
+static void offer_cursor(struct offering *o)
+{
+	int outcome = o->r.outcome;
+
+	if (outcome == CB__CLAIM_CLAIMED || outcome == CB__CLAIM_SKIPPED ||
+	    outcome == CB__CLAIM_OVERLAP || outcome == CB__CLAIM_QUEUED) {
+		o->s->cursor = o->next;
+		if (o->r.has_next && o->r.next_fire > o->s->cursor)
+			o->s->cursor = o->r.next_fire;
 	}
-	switch (r.outcome) {
+}
+
+/* Outcome: what the claim said. @return 1 to go on with the next instant, 0
+ * to leave this schedule for this tick, <0 a database error. */
+static int offer_outcome(struct offering *o)
+{
+	struct node *n = o->n;
+	struct sched *s = o->s;
+	int rc;
+
+	switch (o->r.outcome) {
 	case CB__CLAIM_CHANGED:
 	case CB__CLAIM_GONE:
 		s->version = -1; /* read it again next tick */
 		s->has_cursor = 0;
-		rc = 0;
-		goto out;
+		return 0;
 	case CB__CLAIM_SKIPPED:
 		n->res->skipped_claimed++;
-		SAY(n, 2, "%s %s: claimed by %s", s->name, when, r.claimed_by);
+		SAY(n, 2, "%s %s: claimed by %s", s->name, o->when, o->r.claimed_by);
 		break;
 	case CB__CLAIM_OVERLAP:
 		n->res->skipped_overlap++;
-		SAY(n, 1, "%s %s: skipped, %s", s->name, when, r.claimed_by);
+		SAY(n, 1, "%s %s: skipped, %s", s->name, o->when, o->r.claimed_by);
 		break;
 	case CB__CLAIM_QUEUED:
 		n->res->queued++;
-		SAY(n, 1, "%s %s: queued, %s", s->name, when, r.claimed_by);
+		SAY(n, 1, "%s %s: queued, %s", s->name, o->when, o->r.claimed_by);
 		break;
 	default:
-		if (!launch) {
+		if (!o->launch) {
 			n->res->misfired++;
 			SAY(n, 1,
 			    "%s: %lld firings missed from %s on recorded, none run (misfire "
 			    "policy SKIP)",
-			    s->name, count, when);
+			    s->name, o->count, o->when);
 			break;
 		}
-		if (strcmp(kind, "MISFIRE_RUN") == 0) {
+		if (strcmp(o->kind, "MISFIRE_RUN") == 0) {
 			char first[64];
 
 			n->res->misfired++;
-			snprintf(first, sizeof(first), "%s", when);
-			fmt_instant(when, sizeof(when), s, last);
-			if (count < 0)
+			snprintf(first, sizeof(first), "%s", o->when);
+			fmt_instant(o->when, sizeof(o->when), s, o->last);
+			if (o->count < 0)
 				SAY(n, 1,
 				    "%s: over %d firings missed from %s to %s; running once "
 				    "now, as of the last",
-				    s->name, MISSED_COUNT_CAP, first, when);
+				    s->name, MISSED_COUNT_CAP, first, o->when);
 			else
 				SAY(n, 1,
 				    "%s: %lld firings missed from %s to %s; running once now, "
 				    "as of the last",
-				    s->name, count, first, when);
+				    s->name, o->count, first, o->when);
 		}
-		if ((rc = launch_firing(n, r.firing_id, s->name, when, s->job, "run", s->job, words,
-					fill_error, err)) < 0)
-			goto out;
+		if ((rc = launch_firing(n, o->r.firing_id, s->name, o->when, s->job, "run", s->job,
+					o->words, o->fill_error, o->err)) < 0)
+			return rc;
 		break;
 	}
-	rc = 1;
-out:
-	cb__schedule_words_free(words);
-	cb_params_free(params);
+	return 1;
+}
+
+/* Offer the instant at the cursor. @return 1 to go on with the next, 0 to
+ * leave this schedule for this tick, <0 a database error. */
+static int offer(struct node *n, struct sched *s, cb_error *err)
+{
+	struct offering o;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.n = n;
+	o.s = s;
+	o.err = err;
+	o.at = s->cursor;
+	o.last = o.at;
+	o.param_time = o.at;
+	o.kind = "SCHEDULED";
+	if ((rc = offer_instants(&o)) < 0)
+		return rc;
+	if (o.launch && running_children(n) >= n->o->max_running) {
+		SAY(n, 2, "%s: %d jobs running here, leaving the instant to other nodes", s->name,
+		    n->o->max_running);
+		return 0;
+	}
+	if ((rc = offer_parameters(&o)) == 0 && (rc = offer_claim(&o)) == 0) {
+		offer_cursor(&o);
+		rc = offer_outcome(&o);
+	}
+	cb__schedule_words_free(o.words);
+	cb_params_free(o.params);
 	return rc;
 }
 

@@ -39,6 +39,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Process exit codes of the CLI. */
 enum {
 	CB_EXIT_COMPLETED = 0, /**< the job completed (or an admin command succeeded) */
@@ -110,6 +113,8 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv);
  * @p out receives a new connection (PQfinish it). @return 0 or CB_EDB.
  */
 int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -82,6 +82,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** A parsed cron expression (opaque, immutable). */
 typedef struct cb_cron cb_cron;
 
@@ -141,6 +144,8 @@ int cb_cron_is_fixed_time(const cb_cron *c);
  *         (as `0 0 30 2 *`, February the 30th) or before the year 10000
  */
 int cb_cron_next(const cb_cron *c, const cb_civil *after, cb_civil *out, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Return codes. One sign convention: <0 error, 0 ok, >0 non-error status. */
 enum {
 	CB_OK = 0,
@@ -85,6 +88,8 @@ int cb_error_prefix(cb_error *err, const char *fmt, ...)
 
 /** A static, human-readable name for a return code ("CB_EINVAL"). */
 const char *cb_strcode(int code);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** What a step execution tells its plug-ins. Borrowed; lives for the step. */
 typedef struct cb_step_context cb_step_context;
 
@@ -258,6 +261,8 @@ typedef struct cb_writer {
 	 */
 	int (*write_filtered)(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err);
 } cb_writer;
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

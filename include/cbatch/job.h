@@ -25,6 +25,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** A job definition: a named sequence of steps. Opaque; see the lifecycle above. */
 typedef struct cb_job cb_job;
 
@@ -274,6 +277,8 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
  */
 int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job, long long job_execution_id,
 		   const cb_launch_options *opts, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Default lease (lock at most for), in seconds. */
 #define CB_DEFAULT_LEASE_SECONDS 60.0
 
@@ -110,6 +113,8 @@ int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lo
  */
 int cb_lock_force_unlock(PGconn *conn, const char *lock_name, const char *who, const char *reason,
 			 cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

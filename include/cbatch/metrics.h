@@ -17,6 +17,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /**
  * Repository metrics in Prometheus text exposition format, named by
  * Prometheus's conventions (README "Metrics"): every name starts with
@@ -47,6 +50,8 @@ int cb_metrics_text(char **out, PGconn *conn, cb_error *err);
  * @return 0, CB_EDB, CB_ENOMEM.
  */
 int cb_metrics_json(json_t **out, PGconn *conn, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Parameter types. The numeric values are stable. */
 typedef enum cb_param_type {
 	CB_PARAM_STRING = 0,
@@ -142,6 +145,8 @@ int cb_params_job_key(char *out, const cb_params *p, cb_error *err);
  * only if a value did — values never do) and @p len its length; free() it.
  */
 int cb_params_canonical(char **out, size_t *len, const cb_params *p, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

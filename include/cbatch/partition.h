@@ -69,6 +69,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** The most partitions one step may have. */
 #define CB_MAX_PARTITIONS 4096
 
@@ -195,6 +198,8 @@ struct cb_registry;
  */
 int cb_worker_run(cb_worker_result *out, const struct cb_registry *reg, PGconn *like,
 		  const cb_worker_options *opts, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 typedef struct cb_tx cb_tx;
 
 /**
@@ -95,6 +98,8 @@ static inline int cb_row_col(const cb_row *r, const char *name)
 {
 	return PQfnumber(r->res, name);
 }
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 #define CB_PG_KEYSET_OPTIONS_VERSION 1
 
 /**
@@ -426,6 +429,8 @@ typedef struct cb_pg_cursor_options {
 
 /** Fill @p out with a cursor reader (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */
 int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

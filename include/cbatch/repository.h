@@ -17,6 +17,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Job and step execution statuses, as stored (by name) in the repository. */
 typedef enum cb_status {
 	CB_STATUS_STARTING = 0,
@@ -203,6 +206,8 @@ typedef struct cb_cleanup_result {
  */
 int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_options *opt,
 		    cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

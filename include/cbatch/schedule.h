@@ -85,6 +85,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** Version of cb_schedule_def: 2 added the overlap and recovery members. */
 #define CB_SCHEDULE_DEF_VERSION 2
 
@@ -254,6 +257,8 @@ typedef struct cb_scheduler_result {
  */
 int cb_scheduler_run(cb_scheduler_result *out, const struct cb_registry *reg,
 		     const cb_scheduler_options *opts, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

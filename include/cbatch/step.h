@@ -28,6 +28,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** The most writers a chunk step may have; they run in order, in one transaction. */
 #define CB_MAX_WRITERS 8
 /** Commit interval used when a step does not set one. */
@@ -273,6 +276,8 @@ typedef struct cb_listener {
 	{                                                                                          \
 		.version = CB_LISTENER_VERSION                                                     \
 	}
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /**
  * Where a writer puts one item's column values: the writer hands @p out to a
  * bind callback, which calls cb_values_set* once per column (in the writer's
@@ -547,6 +550,8 @@ typedef struct cb_jsonl_writer_options {
  * position. @return 0, CB_EINVAL, CB_ENOMEM.
  */
 int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /** One zone and the last few stretches of its rules (opaque). */
 typedef struct cb_zone cb_zone;
 
@@ -59,6 +62,8 @@ void cb_zone_free(cb_zone *z);
  * {fire_utc}). At least 26 bytes make room for any year 0-9999.
  */
 void cb_time_format(char *buf, size_t size, long long instant, int offset);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

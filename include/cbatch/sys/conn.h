@@ -16,6 +16,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /**
  * Open a new connection with @p like's parameters (host, port, database,
  * user, password, options...) and @p application_name, so that operators
@@ -30,6 +33,8 @@ extern "C" {
  *         NULL when libpq could not allocate it
  */
 PGconn *cb_pg_connect_like(PGconn *like, const char *application_name);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,9 @@
 extern "C" {
 #endif
 
+/* Declared here, exported from libcbatch (built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /**
  * Called with each result of a statement queued with cb_tx_send, in order,
  * when the pipeline is flushed.
@@ -177,6 +180,8 @@ int cb_tx_copy(cb_tx *tx, const char *copy_sql, const char *data, size_t len, cb
  * @return 0, CB_EINVAL (@p n negative), CB_EDB, CB_ENOMEM
  */
 int cb_tx_count_duplicates(cb_tx *tx, long long n, cb_error *err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
