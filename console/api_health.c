@@ -63,9 +63,9 @@ void cb__api_metrics(cb__request *r)
 }
 
 /* The version, the schema, whether actions are allowed, the clocks, and the
- * statuses' names (which are live). The
- * database's part is null (with why) when it cannot be reached: this is
- * what an operator looks at first when something is wrong. */
+ * statuses' names (and which are live). The database's part is null (with
+ * why) when it cannot be reached: this is what an operator looks at first
+ * when something is wrong. */
 void cb__api_info(cb__request *r)
 {
 	cb_error err = CB_ERROR_INIT;

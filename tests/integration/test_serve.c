@@ -612,6 +612,19 @@ static void test_info(void)
 	CU_ASSERT(json_is_true(json_object_get(v, "read_only")));
 	CBT_PASS(json_is_string(json_object_get(v, "server_time")) ? 0 : -1, NULL);
 	CBT_PASS(json_is_string(json_object_get(v, "database_time")) ? 0 : -1, NULL);
+	/* The status vocabulary the dashboard uses, in the enum's order. */
+	CBT_EQ_LL(json_array_size(json_object_get(v, "statuses")), CB_STATUS_UNKNOWN + 1);
+	for (int s = CB_STATUS_STARTING; s <= CB_STATUS_UNKNOWN; s++)
+		CBT_EQ_STR(json_string_value(
+				   json_array_get(json_object_get(v, "statuses"), (size_t)s)),
+			   cb_status_name((cb_status)s));
+	CBT_EQ_LL(json_array_size(json_object_get(v, "live_statuses")), 3);
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 0)),
+		   "STARTING");
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 1)),
+		   "STARTED");
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 2)),
+		   "STOPPING");
 	json_decref(v);
 }
 
