@@ -7,7 +7,9 @@
  * calls the route's GET or POST handler, which replies exactly once through
  * the cb__reply_* helpers (every reply carries the security headers; errors
  * are JSON {"error": {"status", "message"}}). Handlers that need the
- * repository borrow a connection from the pool and give it back.
+ * repository borrow a connection from the pool and give it back. A
+ * read-only list has no handler of its own: its route row describes it and
+ * cb__list_serve (list.c) serves every list.
  */
 #ifndef CB_CONSOLE_H
 #define CB_CONSOLE_H

@@ -21,7 +21,7 @@ export function readOnly() { return info && info.read_only; }
 /* Every status's name, in the server's order. */
 export function statuses() { return (info && info.statuses) || []; }
 
-/* Is @status live (STARTING, STARTED, STOPPING as the server says)? */
+/* Is this status live (running, or claiming to be): one of the server's live_statuses? */
 export function isLive(status) { return ((info && info.live_statuses) || []).includes(status); }
 
 /* Leave the current page: its polls stop, its late answers are dropped. */
@@ -34,10 +34,12 @@ export function leavePage() {
 /* The current page, for alive(): const g = pageGeneration(); ... if (!alive(g)) return; */
 export function pageGeneration() { return generation; }
 
+/* Call fn every ms milliseconds while the current page is shown. */
 export function every(ms, fn) {
   const g = pageGeneration();
   const t = setInterval(() => { if (g === generation) fn(); }, ms);
   timers.push(t);
 }
 
+/* Is the page of generation g still the one shown? */
 export function alive(g) { return g === generation; }
