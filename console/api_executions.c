@@ -5,15 +5,11 @@
  */
 #include "console.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cbatch/repository.h"
 #include "views.h"
-
-static const char *const statuses[] = { "STARTING", "STARTED",   "STOPPING", "STOPPED", "COMPLETED",
-					"FAILED",   "ABANDONED", "UNKNOWN",  NULL };
 
 /* A JSON string of @p s, or null. */
 static json_t *text_or_null(const char *s)
@@ -21,60 +17,51 @@ static json_t *text_or_null(const char *s)
 	return s ? cb__json_text(s) : json_null();
 }
 
-void cb__api_executions(cb__request *r)
+/* ?status= is one of the statuses' names. */
+int cb__check_executions(cb__request *r, const cb__qargs *a)
 {
-	static const char *const keys[] = {
-		"job", "status", "from", "to", "limit", "before", NULL
-	};
-	cb_error err = CB_ERROR_INIT;
-	cb__exec_filter f = { 0 };
-	long long limit, before;
-	PGconn *conn;
-	json_t *list = NULL, *next, *filter;
-	size_t n, i;
-	int rc;
+	const char *status = cb__qargs_text(a, "status");
+	char names[200];
 
-	if (cb__query_only(r, keys) < 0 || cb__query_text(r, "job", 100, &f.job_name) < 0 ||
-	    cb__query_text(r, "status", 100, &f.status) < 0 ||
-	    cb__query_time(r, "from", &f.from) < 0 || cb__query_time(r, "to", &f.to) < 0 ||
-	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
-	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
-		return;
-	if (f.status) {
-		for (i = 0; statuses[i] && strcmp(statuses[i], f.status) != 0; i++)
-			;
-		if (!statuses[i]) {
-			cb__reply_error(r, MHD_HTTP_BAD_REQUEST,
-					"invalid status '%s': expected one of STARTING, STARTED, "
-					"STOPPING, STOPPED, COMPLETED, FAILED, ABANDONED, UNKNOWN",
-					f.status);
-			return;
-		}
-	}
-	f.limit = (int)limit;
-	f.before = before;
-	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
-		cb__reply_repo_error(r, rc, &err);
-		return;
-	}
-	rc = cb__repo_find_executions(&list, conn, &f, &err);
-	cb__pool_put(r->console->pool, conn);
-	if (rc < 0) {
-		cb__reply_repo_error(r, rc, &err);
-		return;
-	}
-	n = json_array_size(list);
-	next = n == (size_t)limit ? json_incref(json_object_get(json_array_get(list, n - 1),
-								"job_execution_id")) :
-				    json_null();
-	/* The filter as understood, so that a client sees what it asked for. */
-	filter = json_pack("{s:o,s:o,s:o,s:o,s:I,s:o}", "job", text_or_null(f.job_name), "status",
-			   text_or_null(f.status), "from", text_or_null(f.from), "to",
-			   text_or_null(f.to), "limit", (json_int_t)limit, "before",
-			   before ? json_integer(before) : json_null());
-	cb__reply_json(r, MHD_HTTP_OK,
-		       json_pack("{s:o,s:o,s:o}", "executions", list, "next_before", next, "filter",
-				 filter));
+	if (!status || cb__status_known(status))
+		return 0;
+	cb__statuses_list(names, sizeof(names));
+	cb__reply_error(r, MHD_HTTP_BAD_REQUEST, "invalid status '%s': expected one of %s", status,
+			names);
+	return -1;
+}
+
+int cb__fetch_executions(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			 cb_error *err)
+{
+	cb__exec_filter f = { 0 };
+
+	(void)r;
+	f.job_name = cb__qargs_text(a, "job");
+	f.status = cb__qargs_text(a, "status");
+	f.from = cb__qargs_text(a, "from");
+	f.to = cb__qargs_text(a, "to");
+	f.limit = (int)cb__qargs_int(a, "limit");
+	f.before = cb__qargs_int(a, "before");
+	return cb__repo_find_executions(&out->rows, conn, &f, err);
+}
+
+/* The page, and the filter as understood, so that a client sees what it
+ * asked for. */
+json_t *cb__doc_executions(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next)
+{
+	long long before = cb__qargs_int(a, "before");
+	json_t *filter = json_pack("{s:o,s:o,s:o,s:o,s:I,s:o}", "job",
+				   text_or_null(cb__qargs_text(a, "job")), "status",
+				   text_or_null(cb__qargs_text(a, "status")), "from",
+				   text_or_null(cb__qargs_text(a, "from")), "to",
+				   text_or_null(cb__qargs_text(a, "to")), "limit",
+				   (json_int_t)cb__qargs_int(a, "limit"), "before",
+				   before ? json_integer(before) : json_null());
+
+	(void)r;
+	return json_pack("{s:o,s:o,s:o}", "executions", rows, "next_before", next, "filter",
+			 filter);
 }
 
 /*

@@ -62,9 +62,10 @@ void cb__api_metrics(cb__request *r)
 	free(text);
 }
 
-/* The version, the schema, whether actions are allowed, and the clocks. The
- * database's part is null (with why) when it cannot be reached: this is
- * what an operator looks at first when something is wrong. */
+/* The version, the schema, whether actions are allowed, the clocks, and the
+ * statuses' names (and which are live). The database's part is null (with
+ * why) when it cannot be reached: this is what an operator looks at first
+ * when something is wrong. */
 void cb__api_info(cb__request *r)
 {
 	cb_error err = CB_ERROR_INIT;
@@ -99,5 +100,11 @@ void cb__api_info(cb__request *r)
 	json_object_set_new(doc, "database_time", dbnow[0] ? json_string(dbnow) : json_null());
 	json_object_set_new(doc, "database_error",
 			    rc < 0 ? cb__json_text(err.message) : json_null());
+	/* The status vocabulary, for the dashboard: never from the database,
+	 * so that it is there when the database is not. */
+	if (cb__statuses_describe(doc) < 0) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	cb__reply_json(r, MHD_HTTP_OK, doc);
 }

@@ -14,7 +14,6 @@
  */
 #include "console.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,25 +58,11 @@ static void reply_error(cb__request *r, int rc, const cb_error *err)
 		cb__reply_repo_error(r, rc, err);
 }
 
-void cb__api_schedules(cb__request *r)
+int cb__fetch_schedules(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			cb_error *err)
 {
-	cb_error err = CB_ERROR_INIT;
-	PGconn *conn;
-	json_t *list = NULL;
-	int rc;
-
-	if (cb__query_only(r, NULL) < 0)
-		return;
-	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
-		cb__reply_repo_error(r, rc, &err);
-		return;
-	}
-	rc = cb_schedule_list(&list, conn, NULL, &err);
-	cb__pool_put(r->console->pool, conn);
-	if (rc < 0)
-		reply_error(r, rc, &err);
-	else
-		cb__reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "schedules", list));
+	(void)r, (void)a;
+	return cb_schedule_list(&out->rows, conn, NULL, err);
 }
 
 void cb__api_schedule(cb__request *r)
@@ -115,38 +100,25 @@ void cb__api_schedule(cb__request *r)
 	cb__reply_json(r, MHD_HTTP_OK, s);
 }
 
-void cb__api_schedule_firings(cb__request *r)
+int cb__check_schedule_name(cb__request *r)
 {
-	static const char *const keys[] = { "limit", "before", NULL };
-	cb_error err = CB_ERROR_INIT;
-	long long limit, before;
-	PGconn *conn;
-	json_t *list = NULL, *next;
-	size_t n;
-	int rc;
+	return path_name(r);
+}
 
-	if (cb__query_only(r, keys) < 0 || path_name(r) < 0 ||
-	    cb__query_int(r, "limit", 1, 500, 50, &limit) < 0 ||
-	    cb__query_int(r, "before", 1, LLONG_MAX, 0, &before) < 0)
-		return;
-	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
-		cb__reply_repo_error(r, rc, &err);
-		return;
-	}
-	rc = cb__repo_schedule_firings(&list, conn, r->id, before, (int)limit, &err);
-	cb__pool_put(r->console->pool, conn);
-	if (rc < 0) {
-		reply_error(r, rc, &err);
-		return;
-	}
-	n = json_array_size(list);
-	next = n == (size_t)limit ?
-		       json_incref(json_object_get(json_array_get(list, n - 1), "firing_id")) :
-		       json_null();
-	cb__reply_json(r, MHD_HTTP_OK,
-		       json_pack("{s:s,s:o,s:o,s:I,s:o}", "schedule", r->id, "firings", list,
-				 "next_before", next, "limit", (json_int_t)limit, "before",
-				 before ? json_integer(before) : json_null()));
+int cb__fetch_schedule_firings(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			       cb_error *err)
+{
+	return cb__repo_schedule_firings(&out->rows, conn, r->id, cb__qargs_int(a, "before"),
+					 (int)cb__qargs_int(a, "limit"), err);
+}
+
+json_t *cb__doc_schedule_firings(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next)
+{
+	long long before = cb__qargs_int(a, "before");
+
+	return json_pack("{s:s,s:o,s:o,s:I,s:o}", "schedule", r->id, "firings", rows, "next_before",
+			 next, "limit", (json_int_t)cb__qargs_int(a, "limit"), "before",
+			 before ? json_integer(before) : json_null());
 }
 
 static void pause_resume(cb__request *r, int pause)

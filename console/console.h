@@ -7,7 +7,9 @@
  * calls the route's GET or POST handler, which replies exactly once through
  * the cb__reply_* helpers (every reply carries the security headers; errors
  * are JSON {"error": {"status", "message"}}). Handlers that need the
- * repository borrow a connection from the pool and give it back.
+ * repository borrow a connection from the pool and give it back. A
+ * read-only list has no handler of its own: its route row describes it and
+ * cb__list_serve (list.c) serves every list.
  */
 #ifndef CB_CONSOLE_H
 #define CB_CONSOLE_H
@@ -111,13 +113,83 @@ typedef struct cb__request {
 
 typedef void (*cb__handler)(cb__request *r);
 
+/* ---- list.c: the read-only lists ------------------------------------------- */
+
+/*
+ * A list is a route row, not a handler: the row names its query parameters
+ * and the call that fetches its rows, and one handler (cb__list_serve) does
+ * the rest for every list, in this order: unknown or repeated query keys
+ * (400), the path's check, each parameter in the row's order (400 naming
+ * it), the list's own check; then a pooled connection (503 when none came
+ * free), the call, the connection back, and the document:
+ * {ROWS: [...], NEXT: cursor} unless the list builds its own.
+ */
+
+typedef enum cb__qkind {
+	CB__Q_INT,  /* an integer in [min, max]; dflt when absent */
+	CB__Q_TEXT, /* 1..max bytes of UTF-8 text, no control characters; NULL when absent */
+	CB__Q_TIME  /* an ISO-8601 timestamp; NULL when absent */
+} cb__qkind;
+
+typedef struct cb__qparam {
+	const char *key; /* NULL ends a list's parameters */
+	cb__qkind kind;
+	long long min, max, dflt;
+} cb__qparam;
+
+#define CB__QPARAMS_MAX 8 /* as many as cb__query_only tells apart */
+
+/* A list's query, checked: each value by its key (borrowed from the request). */
+typedef struct cb__qargs {
+	const cb__qparam *params;
+	long long num[CB__QPARAMS_MAX];
+	const char *text[CB__QPARAMS_MAX];
+} cb__qargs;
+
+/* The value of @p key, a parameter of the list (CB__Q_INT), or 0. */
+long long cb__qargs_int(const cb__qargs *a, const char *key);
+/* The value of @p key (CB__Q_TEXT, CB__Q_TIME), or NULL when absent. */
+const char *cb__qargs_text(const cb__qargs *a, const char *key);
+
+/* What a list's call fetched: its rows, and where the next page starts
+ * when the call knows it (cursor lists leave it NULL). Both new. */
+typedef struct cb__page {
+	json_t *rows;
+	json_t *next;
+} cb__page;
+
+typedef struct cb__list {
+	const char *rows_key;    /* the document's member for the rows: "jobs" */
+	const cb__qparam *query; /* the query's keys, in the order they are checked; NULL: none */
+	/* The path's {id} segment checked before the query's values, and the
+	 * values checked together after them: 0, or -1 having replied. NULL: none. */
+	int (*path)(cb__request *r);
+	int (*check)(cb__request *r, const cb__qargs *a);
+	/* The call, on a borrowed connection: 0 and *out filled, or < 0 and
+	 * @p err says why (whatever it put in *out is freed). */
+	int (*fetch)(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+		     cb_error *err);
+	/* Keyset paging: a full page ("limit" rows) continues before its last
+	 * row's @c cursor member, a shorter one nowhere (null). NULL: the call
+	 * says (next) or the list is not paged. */
+	const char *cursor;
+	const char *next_key; /* the document's member for the next page; NULL: none */
+	/* The document from @p rows and @p next (both stolen), when more than
+	 * {ROWS, NEXT}; NULL: just those. */
+	json_t *(*doc)(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next);
+} cb__list;
+
+/* Serve GET/HEAD of the list @p l. */
+void cb__list_serve(cb__request *r, const cb__list *l);
+
 /* ---- router.c: the route table -------------------------------------------- */
 
 typedef struct cb__route {
-	const char *pattern; /* "/api/v1/executions/{id}"; "{id}" matches one segment */
-	cb__handler get;     /* also serves HEAD; NULL: an action (GET is 405) */
-	cb__handler post;    /* actions (admin token required); NULL: none */
-	int api;             /* JSON replies, no-store */
+	const char *pattern;  /* "/api/v1/executions/{id}"; "{id}" matches one segment */
+	cb__handler get;      /* also serves HEAD; NULL: an action (GET is 405) or a list */
+	cb__handler post;     /* actions (admin token required); NULL: none */
+	int api;              /* JSON replies, no-store */
+	const cb__list *list; /* a read-only list: GET and HEAD serve it */
 } cb__route;
 
 /* Route and run a complete request (the body, if any, is in r->body). */
@@ -172,12 +244,34 @@ void cb__api_healthz(cb__request *r);
 void cb__api_readyz(cb__request *r);
 void cb__api_metrics(cb__request *r);
 void cb__api_info(cb__request *r);
-void cb__api_jobs(cb__request *r);
-void cb__api_executions(cb__request *r);
 void cb__api_execution(cb__request *r);
 void cb__api_execution_skips(cb__request *r);
-void cb__api_locks(cb__request *r);
-void cb__api_lock_audit(cb__request *r);
+
+/* The lists' calls and checks (the lists themselves are rows in router.c). */
+int cb__fetch_jobs(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a, cb_error *err);
+int cb__fetch_executions(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			 cb_error *err);
+int cb__check_executions(cb__request *r, const cb__qargs *a);
+json_t *cb__doc_executions(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next);
+int cb__fetch_locks(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a, cb_error *err);
+int cb__fetch_lock_audit(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			 cb_error *err);
+int cb__fetch_schedules(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			cb_error *err);
+int cb__fetch_schedule_firings(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
+			       cb_error *err);
+int cb__check_schedule_name(cb__request *r);
+json_t *cb__doc_schedule_firings(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next);
+
+/* statuses.c: the execution statuses' names, and which are live, as one
+ * table for the API: /api/v1/info shows it, the executions filter checks
+ * against it. */
+/* {"statuses": [names], "live_statuses": [names]} members added to @p doc. */
+int cb__statuses_describe(json_t *doc);
+/* Non-zero if @p name is a status's name. */
+int cb__status_known(const char *name);
+/* "STARTING, STARTED, ...", the names for a message. */
+void cb__statuses_list(char *out, size_t size);
 
 /* api_actions.c: POST only, past the router's read-only, origin and token
  * checks; each does what the CLI's command does, recorded the same way. */
@@ -195,9 +289,7 @@ void cb__request_actor(cb__request *r, char *out, size_t size);
 
 /* api_schedules.c: the schedules, their firings and actions; a job's
  * declared parameters and a launch from the console. */
-void cb__api_schedules(cb__request *r);
 void cb__api_schedule(cb__request *r);
-void cb__api_schedule_firings(cb__request *r);
 void cb__api_schedule_pause(cb__request *r);
 void cb__api_schedule_resume(cb__request *r);
 void cb__api_schedule_fire(cb__request *r);

@@ -8,33 +8,76 @@
  */
 #include "console.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The lists' query parameters: key, kind, and for an integer its range and
+ * default (for text its longest length). */
+// clang-format off
+#define INT(key, min, max, dflt) { key, CB__Q_INT, min, max, dflt }
+#define TEXT(key, max)           { key, CB__Q_TEXT, 0, max, 0 }
+#define TIME(key)                { key, CB__Q_TIME, 0, 0, 0 }
+#define BEFORE                   INT("before", 1, LLONG_MAX, 0) /* a keyset cursor: 0 is none */
+// clang-format on
+
+static const cb__qparam executions_query[] = {
+	TEXT("job", 100), TEXT("status", 100),      TIME("from"),
+	TIME("to"),       INT("limit", 1, 500, 50), BEFORE,
+	{ NULL }
+};
+/* ?all=1: every lock row, else the held and recently released ones. */
+static const cb__qparam locks_query[] = {
+	INT("all", 0, 1, 0), INT("limit", 1, 1000, 100), TEXT("after", 400), { NULL }
+};
+/* ?lock=NAME, ?execution=ID: that execution's own lock and its partitions'. */
+static const cb__qparam audit_query[] = { TEXT("lock", 400),
+					  INT("execution", 1, LLONG_MAX, 0),
+					  INT("limit", 1, 500, 50),
+					  BEFORE,
+					  { NULL } };
+static const cb__qparam firings_query[] = { INT("limit", 1, 500, 50), BEFORE, { NULL } };
+
+/* A route's kind: a read (GET and HEAD), an action (POST), or a read-only
+ * list given by its rows' member, its query and its call, keyset paged by a
+ * cursor member of its rows or by what the call says (see cb__list). */
+// clang-format off
+#define GET(handler)  .get = handler, .api = 1
+#define POST(handler) .post = handler, .api = 1
+#define LIST(...)     .list = &(const cb__list){ __VA_ARGS__ }, .api = 1
+// clang-format on
+
 static const cb__route routes[] = {
-	{ "/healthz", cb__api_healthz, NULL, 1 },
-	{ "/readyz", cb__api_readyz, NULL, 1 },
-	{ "/metrics", cb__api_metrics, NULL, 1 },
-	{ "/api/v1/info", cb__api_info, NULL, 1 },
-	{ "/api/v1/jobs", cb__api_jobs, NULL, 1 },
-	{ "/api/v1/executions", cb__api_executions, NULL, 1 },
-	{ "/api/v1/executions/{id}", cb__api_execution, NULL, 1 },
-	{ "/api/v1/executions/{id}/skips", cb__api_execution_skips, NULL, 1 },
-	{ "/api/v1/executions/{id}/stop", NULL, cb__api_stop, 1 },
-	{ "/api/v1/executions/{id}/abandon", NULL, cb__api_abandon, 1 },
-	{ "/api/v1/executions/{id}/restart", NULL, cb__api_restart, 1 },
-	{ "/api/v1/jobs/{id}", cb__api_job, NULL, 1 },
-	{ "/api/v1/jobs/{id}/executions", NULL, cb__api_job_launch, 1 },
-	{ "/api/v1/schedules", cb__api_schedules, NULL, 1 },
-	{ "/api/v1/schedules/{id}", cb__api_schedule, NULL, 1 },
-	{ "/api/v1/schedules/{id}/firings", cb__api_schedule_firings, NULL, 1 },
-	{ "/api/v1/schedules/{id}/pause", NULL, cb__api_schedule_pause, 1 },
-	{ "/api/v1/schedules/{id}/resume", NULL, cb__api_schedule_resume, 1 },
-	{ "/api/v1/schedules/{id}/fire", NULL, cb__api_schedule_fire, 1 },
-	{ "/api/v1/locks", cb__api_locks, NULL, 1 },
-	{ "/api/v1/locks/audit", cb__api_lock_audit, NULL, 1 },
+	{ "/healthz", GET(cb__api_healthz) },
+	{ "/readyz", GET(cb__api_readyz) },
+	{ "/metrics", GET(cb__api_metrics) },
+	{ "/api/v1/info", GET(cb__api_info) },
+	{ "/api/v1/jobs", LIST("jobs", .fetch = cb__fetch_jobs) },
+	{ "/api/v1/executions", LIST("executions", executions_query, .check = cb__check_executions,
+				     .fetch = cb__fetch_executions, .cursor = "job_execution_id",
+				     .next_key = "next_before", .doc = cb__doc_executions) },
+	{ "/api/v1/executions/{id}", GET(cb__api_execution) },
+	{ "/api/v1/executions/{id}/skips", GET(cb__api_execution_skips) },
+	{ "/api/v1/executions/{id}/stop", POST(cb__api_stop) },
+	{ "/api/v1/executions/{id}/abandon", POST(cb__api_abandon) },
+	{ "/api/v1/executions/{id}/restart", POST(cb__api_restart) },
+	{ "/api/v1/jobs/{id}", GET(cb__api_job) },
+	{ "/api/v1/jobs/{id}/executions", POST(cb__api_job_launch) },
+	{ "/api/v1/schedules", LIST("schedules", .fetch = cb__fetch_schedules) },
+	{ "/api/v1/schedules/{id}", GET(cb__api_schedule) },
+	{ "/api/v1/schedules/{id}/firings",
+	  LIST("firings", firings_query, .path = cb__check_schedule_name,
+	       .fetch = cb__fetch_schedule_firings, .cursor = "firing_id",
+	       .next_key = "next_before", .doc = cb__doc_schedule_firings) },
+	{ "/api/v1/schedules/{id}/pause", POST(cb__api_schedule_pause) },
+	{ "/api/v1/schedules/{id}/resume", POST(cb__api_schedule_resume) },
+	{ "/api/v1/schedules/{id}/fire", POST(cb__api_schedule_fire) },
+	{ "/api/v1/locks",
+	  LIST("locks", locks_query, .fetch = cb__fetch_locks, .next_key = "next_after") },
+	{ "/api/v1/locks/audit", LIST("audit", audit_query, .fetch = cb__fetch_lock_audit,
+				      .cursor = "audit_id", .next_key = "next_before") },
 	/* Lock names are free text: theirs is every segment up to "/unlock". */
-	{ "/api/v1/locks/{name}/unlock", NULL, cb__api_unlock, 1 },
+	{ "/api/v1/locks/{name}/unlock", POST(cb__api_unlock) },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -144,7 +187,9 @@ void cb__route_request(cb__request *r)
 		return;
 	}
 	r->api = route->api;
-	r->allow = !route->get ? "POST" : route->post ? "GET, HEAD, POST" : "GET, HEAD";
+	r->allow = !route->get && !route->list ? "POST" :
+		   route->post                 ? "GET, HEAD, POST" :
+						 "GET, HEAD";
 	if (id) {
 		if (!(r->id_buf = malloc(id_len + 1))) {
 			r->result = MHD_NO;
@@ -154,6 +199,10 @@ void cb__route_request(cb__request *r)
 		memcpy(r->id_buf, id, id_len);
 		r->id_buf[id_len] = '\0';
 		r->id = r->id_buf;
+	}
+	if (read && route->list) {
+		cb__list_serve(r, route->list);
+		return;
 	}
 	if (read && route->get) {
 		route->get(r);

@@ -429,122 +429,164 @@ static long in_flight(cb__console *c)
 	return n;
 }
 
-int cb__serve_run(const cb__serve_options *o, cb_error *err)
-{
-	FILE *log = o->log ? o->log : stderr;
+/*
+ * One run of `serve`, phase by phase: check the options (configure), set up
+ * the console's state (open_console), block the stop signals, start the
+ * daemon and say where it listens (start), serve until a signal
+ * (wait_for_stop), let what is in flight finish (drain), free it all
+ * (release). Each phase leaves in this struct what the next one needs.
+ */
+struct run {
+	const cb__serve_options *o;
+	FILE *log;
 	cb__console c;
+	int family; /* 4 or 6 */
 	char addr[64];
+	int port; /* as asked (0: any), then as bound */
+	int pool, per_client;
 	struct sockaddr_storage ss;
-	sigset_t sigs, old;
-	struct sigaction ign;
-	const union MHD_DaemonInfo *info;
-	int family, port, pool = o->pool ? o->pool : CB__SERVE_DEFAULT_POOL, sig = 0, rc;
-	int per_client = o->per_client ? o->per_client : CB__SERVE_DEFAULT_PER_CLIENT;
-	unsigned threads, flags;
-	double t0;
-	struct timespec ts;
+	sigset_t sigs, old; /* the stop signals, and the mask before they were blocked */
+	int sig;            /* the one that stopped the server */
+};
 
-	memset(&c, 0, sizeof(c));
-	memset(&ss, 0, sizeof(ss));
-	if ((rc = cb__serve_parse_listen(&family, addr, sizeof(addr), &port,
+/* The options checked, the admin token read, the allowed hosts and the
+ * listening address made. */
+static int configure(struct run *s, cb_error *err)
+{
+	const cb__serve_options *o = s->o;
+	int rc;
+
+	if ((rc = cb__serve_parse_listen(&s->family, s->addr, sizeof(s->addr), &s->port,
 					 o->listen ? o->listen : CB__SERVE_DEFAULT_LISTEN, err)) <
 	    0)
 		return rc;
-	if (pool < 1 || pool > CB__SERVE_MAX_POOL)
-		return cb_error_set(err, CB_EINVAL, "invalid --pool %d: expected 1..%d", pool,
+	if (s->pool < 1 || s->pool > CB__SERVE_MAX_POOL)
+		return cb_error_set(err, CB_EINVAL, "invalid --pool %d: expected 1..%d", s->pool,
 				    CB__SERVE_MAX_POOL);
-	if (per_client < 1 || per_client > CB__SERVE_MAX_PER_CLIENT)
+	if (s->per_client < 1 || s->per_client > CB__SERVE_MAX_PER_CLIENT)
 		return cb_error_set(err, CB_EINVAL,
-				    "invalid --client-connections %d: expected 1..%d", per_client,
-				    CB__SERVE_MAX_PER_CLIENT);
-	if (o->token_file && (rc = read_token(&c.token, o->token_file, err)) < 0)
+				    "invalid --client-connections %d: expected 1..%d",
+				    s->per_client, CB__SERVE_MAX_PER_CLIENT);
+	if (o->token_file && (rc = read_token(&s->c.token, o->token_file, err)) < 0)
 		return rc;
-	atomic_init(&c.port, port);
-	if ((rc = cb__hosts_build(&c, family, addr, o->allowed_hosts, o->nallowed_hosts, err)) <
-	    0) {
-		free(c.token);
-		free(c.hosts);
+	atomic_init(&s->c.port, s->port);
+	if ((rc = cb__hosts_build(&s->c, s->family, s->addr, o->allowed_hosts, o->nallowed_hosts,
+				  err)) < 0)
 		return rc;
-	}
-	if (family == 4) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	if (s->family == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&s->ss;
 
 		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		inet_pton(AF_INET, addr, &sin->sin_addr);
+		sin->sin_port = htons((uint16_t)s->port);
+		inet_pton(AF_INET, s->addr, &sin->sin_addr);
 	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&s->ss;
 
 		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		inet_pton(AF_INET6, addr, &sin6->sin6_addr);
+		sin6->sin6_port = htons((uint16_t)s->port);
+		inet_pton(AF_INET6, s->addr, &sin6->sin6_addr);
 	}
-	c.job_names = names_json(o);
-	c.jobs = o->job_names;
-	c.njobs = o->njobs;
-	c.reg = o->reg;
-	c.conninfo = o->conninfo;
-	c.log = log;
-	pthread_mutex_init(&c.lock, NULL);
-	if ((rc = cb__pool_new(&c.pool, o->conninfo, pool, POOL_WAIT, err)) < 0)
-		goto done;
+	return 0;
+}
+
+/* What the requests read: the program's jobs, the log, the pool. */
+static int open_console(struct run *s, cb_error *err)
+{
+	const cb__serve_options *o = s->o;
+	int rc;
+
+	s->c.job_names = names_json(o);
+	s->c.jobs = o->job_names;
+	s->c.njobs = o->njobs;
+	s->c.reg = o->reg;
+	s->c.conninfo = o->conninfo;
+	s->c.log = s->log;
+	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0)
+		return rc;
 	/* Connecting to a database that does not answer must not hold a request
 	 * (and its pool slot) for long; a connect_timeout in the conninfo wins. */
 	setenv("PGCONNECT_TIMEOUT", "5", 0);
+	return 0;
+}
 
-	/* Before any thread exists: they all inherit the mask, so the signals
-	 * reach only sigwait() below. A client gone mid-reply is no signal. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+/* Before any thread exists: they all inherit the mask, so the signals
+ * reach only sigtimedwait() in wait_for_stop. A client gone mid-reply is no
+ * signal. */
+static void block_signals(struct run *s)
+{
+	struct sigaction ign;
+
+	sigemptyset(&s->sigs);
+	sigaddset(&s->sigs, SIGTERM);
+	sigaddset(&s->sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &s->sigs, &s->old);
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &ign, NULL);
+}
+
+/* The daemon started, its port known and announced. */
+static int start(struct run *s, cb_error *err)
+{
+	const union MHD_DaemonInfo *info;
+	unsigned threads, flags;
 
 	/* Requests that wait on the repository hold a thread: more threads than
 	 * connections, so that /healthz answers while the pool is busy. */
-	threads = (unsigned)(pool * 2 < 4 ? 4 : pool * 2);
+	threads = (unsigned)(s->pool * 2 < 4 ? 4 : s->pool * 2);
 	flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-	if (family == 6)
+	if (s->family == 6)
 		flags |= MHD_USE_IPv6;
-	c.daemon = MHD_start_daemon(
-		flags, (uint16_t)port, NULL, NULL, on_request, &c, MHD_OPTION_EXTERNAL_LOGGER,
-		on_mhd_log, log, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	s->c.daemon = MHD_start_daemon(
+		flags, (uint16_t)s->port, NULL, NULL, on_request, &s->c, MHD_OPTION_EXTERNAL_LOGGER,
+		on_mhd_log, s->log, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->ss,
 		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, &c, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)IDLE_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &c, MHD_OPTION_END);
-	if (!c.daemon) {
-		rc = cb_error_set(err, CB_ERROR,
-				  "cannot listen on %s%s%s:%d (in use, or not an "
-				  "address of this host?)",
-				  family == 6 ? "[" : "", addr, family == 6 ? "]" : "", port);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		goto done;
-	}
-	info = MHD_get_daemon_info(c.daemon, MHD_DAEMON_INFO_BIND_PORT);
+		(unsigned)CONNECTIONS_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)s->per_client, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s->c,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->c, MHD_OPTION_END);
+	if (!s->c.daemon)
+		return cb_error_set(err, CB_ERROR,
+				    "cannot listen on %s%s%s:%d (in use, or not an "
+				    "address of this host?)",
+				    s->family == 6 ? "[" : "", s->addr, s->family == 6 ? "]" : "",
+				    s->port);
+	info = MHD_get_daemon_info(s->c.daemon, MHD_DAEMON_INFO_BIND_PORT);
 	if (info && info->port)
-		port = info->port;
+		s->port = info->port;
 	/* Before the port is announced: no client can know it earlier. */
-	atomic_store(&c.port, port);
-	fprintf(log, "serve: listening on http://%s%s%s:%d (%s, %d repository connection%s)\n",
-		family == 6 ? "[" : "", addr, family == 6 ? "]" : "", port,
-		c.token ? "admin actions enabled" : "read-only", pool, pool == 1 ? "" : "s");
-	fflush(log);
+	atomic_store(&s->c.port, s->port);
+	fprintf(s->log, "serve: listening on http://%s%s%s:%d (%s, %d repository connection%s)\n",
+		s->family == 6 ? "[" : "", s->addr, s->family == 6 ? "]" : "", s->port,
+		s->c.token ? "admin actions enabled" : "read-only", s->pool,
+		s->pool == 1 ? "" : "s");
+	fflush(s->log);
+	return 0;
+}
 
+/* Serve until SIGTERM or SIGINT, closing slow request heads every second. */
+static void wait_for_stop(struct run *s)
+{
 	for (;;) {
-		sig = sigtimedwait(&sigs, NULL, &(struct timespec){ 1, 0 });
-		if (sig > 0)
+		s->sig = sigtimedwait(&s->sigs, NULL, &(struct timespec){ 1, 0 });
+		if (s->sig > 0)
 			break;
-		reap(&c);
+		reap(&s->c);
 	}
-	c.stopping = 1;
-	/* Stop accepting, then let what is in flight finish and be sent. */
+}
+
+/* Stop accepting, then let what is in flight finish and be sent (at most
+ * DRAIN_SECONDS), and stop the daemon. */
+static void drain(struct run *s)
+{
+	struct timespec ts;
+	double t0;
+
+	s->c.stopping = 1;
 	{
 		/* Ours to close now: new connections are refused, not queued. */
-		MHD_socket ls = MHD_quiesce_daemon(c.daemon);
+		MHD_socket ls = MHD_quiesce_daemon(s->c.daemon);
 
 		if (ls != MHD_INVALID_SOCKET)
 			close(ls);
@@ -552,7 +594,7 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 	for (;;) {
-		long n = in_flight(&c);
+		long n = in_flight(&s->c);
 		double now;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -560,23 +602,51 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 		if (n == 0)
 			break;
 		if (now - t0 > DRAIN_SECONDS) {
-			fprintf(log, "serve: %ld request%s still in flight after %d s: closing\n",
-				n, n == 1 ? "" : "s", DRAIN_SECONDS);
+			fprintf(s->log,
+				"serve: %ld request%s still in flight after %d s: closing\n", n,
+				n == 1 ? "" : "s", DRAIN_SECONDS);
 			break;
 		}
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
 	}
-	MHD_stop_daemon(c.daemon);
-	c.daemon = NULL;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	fprintf(log, "serve: stopped on %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	fflush(log);
-	rc = 0;
+	MHD_stop_daemon(s->c.daemon);
+	s->c.daemon = NULL;
+}
+
+/* Whatever the phases made (after any of them). */
+static void release(struct run *s)
+{
+	cb__pool_free(s->c.pool);
+	pthread_mutex_destroy(&s->c.lock);
+	free(s->c.token);
+	free(s->c.job_names);
+	free(s->c.hosts);
+}
+
+int cb__serve_run(const cb__serve_options *o, cb_error *err)
+{
+	struct run s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.log = o->log ? o->log : stderr;
+	s.pool = o->pool ? o->pool : CB__SERVE_DEFAULT_POOL;
+	s.per_client = o->per_client ? o->per_client : CB__SERVE_DEFAULT_PER_CLIENT;
+	pthread_mutex_init(&s.c.lock, NULL);
+	if ((rc = configure(&s, err)) < 0 || (rc = open_console(&s, err)) < 0)
+		goto done;
+	block_signals(&s);
+	if ((rc = start(&s, err)) < 0) {
+		pthread_sigmask(SIG_SETMASK, &s.old, NULL);
+		goto done;
+	}
+	wait_for_stop(&s);
+	drain(&s);
+	pthread_sigmask(SIG_SETMASK, &s.old, NULL);
+	fprintf(s.log, "serve: stopped on %s\n", s.sig == SIGINT ? "SIGINT" : "SIGTERM");
+	fflush(s.log);
 done:
-	cb__pool_free(c.pool);
-	pthread_mutex_destroy(&c.lock);
-	free(c.token);
-	free(c.job_names);
-	free(c.hosts);
+	release(&s);
 	return rc;
 }

@@ -94,6 +94,20 @@ async function main() {
     /* Its parameter shows as text in the list too. */
     check((await text(page, `tr[data-execution="${DONE}"]`)).includes('note=' + XSS),
       'the injected parameter shows as text in the list');
+    /* The page is ES modules (its pages in modules of their own), loaded
+     * under the same CSP; its status filter is the server's vocabulary. */
+    check(await page.$eval('script[src="/app.js"]', (e) => e.type) === 'module' &&
+      await page.evaluate(() => performance.getEntriesByType('resource')
+        .some((r) => new URL(r.name).pathname === '/pages/executions.js')),
+      'the dashboard runs as ES modules (app.js, pages/executions.js)');
+    const vocabulary = await page.evaluate(async () => {
+      const info = await (await fetch('/api/v1/info')).json();
+      return { statuses: info.statuses, live: info.live_statuses,
+        offered: [...document.querySelectorAll('#filter-status option')].map((o) => o.value).filter(Boolean) };
+    });
+    check(JSON.stringify(vocabulary.offered) === JSON.stringify(vocabulary.statuses) &&
+      vocabulary.statuses.length === 8 && JSON.stringify(vocabulary.live) === '["STARTING","STARTED","STOPPING"]',
+      'the status filter offers /api/v1/info\'s statuses (' + vocabulary.offered.join(', ') + ')');
 
     /* 2. The injected parameter on its execution page: text, no element, no dialog. */
     await page.goto(ADMIN + '/#/execution/' + DONE, { waitUntil: 'networkidle0' });

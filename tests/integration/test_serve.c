@@ -556,13 +556,30 @@ static void test_dashboard_assets(void)
 	static const struct {
 		const char *path, *type, *needle;
 	} assets[] = {
-		{ "/", "text/html; charset=utf-8", "<script src=\"/app.js\" defer></script>" },
+		{ "/", "text/html; charset=utf-8",
+		  "<script src=\"/app.js\" type=\"module\"></script>" },
 		{ "/index.html", "text/html; charset=utf-8",
 		  "<link rel=\"stylesheet\" href=\"/app.css\">" },
 		{ "/app.js", "text/javascript; charset=utf-8", "textContent" },
+		{ "/pages/jobs.js", "text/javascript; charset=utf-8", "export function pageJobs" },
 		{ "/app.css", "text/css; charset=utf-8", "@media (max-width: 600px)" },
 		{ "/favicon.svg", "image/svg+xml", "<svg" },
 		{ "/robots.txt", "text/plain; charset=utf-8", "Disallow: /" },
+	};
+	static const char *const modules[] = {
+		"/app.js",
+		"/api.js",
+		"/dom.js",
+		"/format.js",
+		"/state.js",
+		"/widgets.js",
+		"/pages/execution.js",
+		"/pages/executions.js",
+		"/pages/job.js",
+		"/pages/jobs.js",
+		"/pages/locks.js",
+		"/pages/schedule.js",
+		"/pages/schedules.js",
 	};
 	struct resp r;
 	char v[256];
@@ -587,13 +604,18 @@ static void test_dashboard_assets(void)
 		}
 		resp_free(&r);
 	}
-	/* The script never parses markup out of data. */
-	CBT_EQ_LL(http(&r, srv.port, "GET", "/app.js", NULL, 0, NULL), 0);
-	CU_ASSERT(strstr(r.body, "innerHTML") == NULL || strstr(r.body, "never with innerHTML"));
-	CU_ASSERT(strstr(r.body, ".innerHTML =") == NULL &&
-		  strstr(r.body, "insertAdjacentHTML") == NULL &&
-		  strstr(r.body, "document.write") == NULL && strstr(r.body, "eval(") == NULL);
-	resp_free(&r);
+	/* The script (each of its modules) never parses markup out of data. */
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+		CBT_EQ_LL(http(&r, srv.port, "GET", modules[i], NULL, 0, NULL), 0);
+		CBT_EQ_LL(r.status, 200);
+		CU_ASSERT(strstr(r.body, "innerHTML") == NULL ||
+			  strstr(r.body, "never with innerHTML"));
+		CU_ASSERT(strstr(r.body, ".innerHTML =") == NULL &&
+			  strstr(r.body, "insertAdjacentHTML") == NULL &&
+			  strstr(r.body, "document.write") == NULL &&
+			  strstr(r.body, "eval(") == NULL);
+		resp_free(&r);
+	}
 	expect_error("POST", "/", 405, NULL);
 	expect_error("GET", "/app.js.map", 404, NULL);
 }
@@ -612,6 +634,19 @@ static void test_info(void)
 	CU_ASSERT(json_is_true(json_object_get(v, "read_only")));
 	CBT_PASS(json_is_string(json_object_get(v, "server_time")) ? 0 : -1, NULL);
 	CBT_PASS(json_is_string(json_object_get(v, "database_time")) ? 0 : -1, NULL);
+	/* The status vocabulary the dashboard uses, in the enum's order. */
+	CBT_EQ_LL(json_array_size(json_object_get(v, "statuses")), CB_STATUS_UNKNOWN + 1);
+	for (int s = CB_STATUS_STARTING; s <= CB_STATUS_UNKNOWN; s++)
+		CBT_EQ_STR(json_string_value(
+				   json_array_get(json_object_get(v, "statuses"), (size_t)s)),
+			   cb_status_name((cb_status)s));
+	CBT_EQ_LL(json_array_size(json_object_get(v, "live_statuses")), 3);
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 0)),
+		   "STARTING");
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 1)),
+		   "STARTED");
+	CBT_EQ_STR(json_string_value(json_array_get(json_object_get(v, "live_statuses"), 2)),
+		   "STOPPING");
 	json_decref(v);
 }
 

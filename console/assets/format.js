@@ -1,0 +1,25 @@
+/* Times, durations and counts as the pages show them. */
+
+export function fmtTime(s) {
+  if (!s) return '–';
+  const d = new Date(s);
+  if (isNaN(d)) return String(s);
+  const p = (n) => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' +
+    p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+}
+
+export function fmtDuration(sec) {
+  if (sec === null || sec === undefined || isNaN(sec)) return '–';
+  sec = Number(sec);
+  if (sec < 0) return '-' + fmtDuration(-sec);
+  if (sec < 10) return sec.toFixed(2) + ' s';
+  if (sec < 60) return sec.toFixed(1) + ' s';
+  const h = Math.floor(sec / 3600), m = Math.floor((sec % 3600) / 60), s = Math.floor(sec % 60);
+  return h ? h + ' h ' + m + ' min' : m + ' min ' + s + ' s';
+}
+
+export function fmtNum(n) {
+  if (n === null || n === undefined) return '–';
+  return Number(n).toLocaleString('en-US', { maximumFractionDigits: 1 });
+}
