@@ -42,11 +42,11 @@
 /* Lock audit rows that go besides those of the executions that go (alias
  * a): recorded before the cutoff ($1), and tied to no execution or to one
  * that is gone. Walked in event_time order through its index, up to the
- * cutoff only. */
+ * cutoff only. (A scalar subquery, not NOT EXISTS: one probe of the key per
+ * row, never a hash of every execution.) */
 #define AUDIT_SQL(a)                                                                               \
-	"(" a ".event_time < $1::timestamptz AND (" a ".job_execution_id IS NULL "                 \
-	" OR NOT EXISTS (SELECT 1 FROM batch_job_execution ae "                                    \
-	"  WHERE ae.job_execution_id = " a ".job_execution_id)))"
+	"(" a ".event_time < $1::timestamptz AND (SELECT ae.job_execution_id "                     \
+	" FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id) IS NULL)"
 
 /* Lock rows that go (alias x): not touched since the cutoff ($1) nor held
  * past it, and either released (and of no live execution) or of no
@@ -466,8 +466,8 @@ fail:
 	return rc;
 }
 
-/* One batch of the other lock audit rows (AUDIT_SQL) after @p at, in
- * event_time order, up to the cutoff. */
+/* One batch of the other lock audit rows (AUDIT_SQL) from @p at on, in
+ * event_time order (through its index), up to the cutoff. */
 static int audit_batch(long long *removed, int *done, cursor *at, PGconn *conn, const plan *p,
 		       const cb_cleanup_options *opt, cb_error *err)
 {
@@ -485,9 +485,11 @@ static int audit_batch(long long *removed, int *done, cursor *at, PGconn *conn, 
 		return rc;
 	res = cb__repo_exec(
 		conn, "remove lock audit rows",
+		/* From the last time on, that time included: the rows passed
+		 * over there stay and are passed over again, the rest went. */
 		"WITH c AS (SELECT b.audit_id, b.event_time FROM batch_lock_audit b "
-		"  WHERE (b.event_time, b.audit_id) > ($2::timestamptz, $3::bigint) "
-		"  AND " AUDIT_SQL("b") " ORDER BY b.event_time, b.audit_id LIMIT $4::bigint), "
+		"  WHERE b.event_time >= $2::timestamptz AND $3::bigint IS NOT NULL "
+		"  AND " AUDIT_SQL("b") " ORDER BY b.event_time LIMIT $4::bigint), "
 		"z AS (SELECT * FROM c ORDER BY event_time DESC, audit_id DESC LIMIT 1), "
 		"d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN (SELECT audit_id FROM c) "
 		"  RETURNING 1) "
