@@ -96,3 +96,12 @@ SELECT clock_timestamp() - p_older_than,
        coalesce((SELECT array_agg(k.first_kept ORDER BY k.job_name) FROM k), '{}'),
        coalesce((SELECT array_agg(DISTINCT f.id) FROM f WHERE f.id IS NOT NULL), '{}')
 $$;
+
+-- Executions of a rare (job, status) pair, newest first, read by walking the
+-- status's executions newest first and keeping its job's: the instance of
+-- each comes with the key (an index-only walk, no visit of every execution
+-- of that status to learn its instance), and the job of each instance from
+-- batch_job_instance_name_ix (index-only too). Only the rows shown are read.
+CREATE INDEX batch_job_execution_status_inst_ix ON batch_job_execution (status, job_execution_id)
+    INCLUDE (job_instance_id);
+DROP INDEX batch_job_execution_status_ix;
