@@ -267,10 +267,15 @@ static int begin_bounded(PGconn *conn, const cb_cleanup_options *opt, cb_error *
 	 * try again instead (set_config: a value as a parameter, not pasted).
 	 * No JIT: the statements' estimates are large (every row of a big
 	 * repository could be looked at) but each batch stops after a few
-	 * thousand rows, and compiling them cost ten times the work. */
+	 * thousand rows, and compiling them cost ten times the work. No sort
+	 * where an index gives the order: each batch walks on from where the
+	 * last one stopped, in index order, and stops after its few thousand
+	 * rows; the estimates (the rule's many conditions make the rows that
+	 * pass look few) would rather fetch every row up to the cutoff and sort
+	 * them, in every batch. */
 	rc = cb__repo_command(conn, "bound lock waits",
 			      "SELECT set_config('lock_timeout', $1, true), "
-			      "set_config('jit', 'off', true)",
+			      "set_config('jit', 'off', true), set_config('enable_sort', 'off', true)",
 			      1, pa, err);
 	if (rc < 0)
 		rollback_quietly(conn);

@@ -79,7 +79,9 @@ $$;
 CREATE FUNCTION batch_cleanup_plan(p_older_than interval, p_keep_last bigint DEFAULT 0)
 RETURNS TABLE (cutoff timestamptz, keep_names text[], keep_first bigint[],
                protected_ids bigint[])
-LANGUAGE sql VOLATILE AS $$
+-- (no JIT: the keep-last part, planned whether asked for or not, looks
+-- costly enough to compile the whole, which costs more than the rest)
+LANGUAGE sql VOLATILE SET jit = off AS $$
 WITH k AS (SELECT x.job_name, min(x.job_execution_id) AS first_kept FROM (
              SELECT i.job_name, e.job_execution_id, row_number() OVER (
                     PARTITION BY i.job_name ORDER BY e.job_execution_id DESC) AS rn
