@@ -36,7 +36,7 @@
  * (sql/015_history_scale_2.sql), the removal rule, with the plan's
  *   $1 cutoff (timestamptz)   $2 keep-last job names (text[])
  *   $3 their first kept execution ids (bigint[])   $4 protected ids (bigint[]) */
-#define LIVE "('STARTING', 'STARTED', 'STOPPING')"
+#define LIVE      "('STARTING', 'STARTED', 'STOPPING')"
 #define REMOVABLE "batch_cleanup_removable($1::timestamptz, $2::text[], $3::bigint[], $4::bigint[])"
 
 /* Lock audit rows that go besides those of the executions that go (alias
@@ -46,7 +46,8 @@
  * row, never a hash of every execution.) */
 #define AUDIT_SQL(a)                                                                               \
 	"(" a ".event_time < $1::timestamptz AND (SELECT ae.job_execution_id "                     \
-	" FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id) IS NULL)"
+	" FROM batch_job_execution ae WHERE ae.job_execution_id = " a                              \
+	".job_execution_id) IS NULL)"
 
 /* Lock rows that go (alias x): not touched since the cutoff ($1) nor held
  * past it, and either released (and of no live execution) or of no
@@ -224,8 +225,8 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 		"  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
 		/* (disjoint: the executions in d are there now) */
 		", (SELECT count(*) FROM batch_lock_audit a JOIN d ON a.job_execution_id = d.id) "
-		" + (SELECT count(*) FROM batch_lock_audit a WHERE " AUDIT_SQL("a") "), "
-		LOCKS_DRY_COUNT,
+		" + (SELECT count(*) FROM batch_lock_audit a WHERE " AUDIT_SQL(
+			"a") "), " LOCKS_DRY_COUNT,
 		4, pa, err);
 	if (!res)
 		return CB_EDB;
@@ -273,10 +274,11 @@ static int begin_bounded(PGconn *conn, const cb_cleanup_options *opt, cb_error *
 	 * rows; the estimates (the rule's many conditions make the rows that
 	 * pass look few) would rather fetch every row up to the cutoff and sort
 	 * them, in every batch. */
-	rc = cb__repo_command(conn, "bound lock waits",
-			      "SELECT set_config('lock_timeout', $1, true), "
-			      "set_config('jit', 'off', true), set_config('enable_sort', 'off', true)",
-			      1, pa, err);
+	rc = cb__repo_command(
+		conn, "bound lock waits",
+		"SELECT set_config('lock_timeout', $1, true), "
+		"set_config('jit', 'off', true), set_config('enable_sort', 'off', true)",
+		1, pa, err);
 	if (rc < 0)
 		rollback_quietly(conn);
 	return rc;
@@ -494,12 +496,13 @@ static int audit_batch(long long *removed, int *done, cursor *at, PGconn *conn, 
 		 * over there stay and are passed over again, the rest went. */
 		"WITH c AS (SELECT b.audit_id, b.event_time FROM batch_lock_audit b "
 		"  WHERE b.event_time >= $2::timestamptz AND $3::bigint IS NOT NULL "
-		"  AND " AUDIT_SQL("b") " ORDER BY b.event_time LIMIT $4::bigint), "
-		"z AS (SELECT * FROM c ORDER BY event_time DESC, audit_id DESC LIMIT 1), "
-		"d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN (SELECT audit_id FROM c) "
-		"  RETURNING 1) "
-		"SELECT (SELECT count(*) FROM d), (SELECT event_time FROM z), "
-		" (SELECT extract(epoch FROM event_time) FROM z), (SELECT audit_id FROM z)",
+		"  AND " AUDIT_SQL(
+			"b") " ORDER BY b.event_time LIMIT $4::bigint), "
+			     "z AS (SELECT * FROM c ORDER BY event_time DESC, audit_id DESC LIMIT 1), "
+			     "d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN (SELECT audit_id FROM c) "
+			     "  RETURNING 1) "
+			     "SELECT (SELECT count(*) FROM d), (SELECT event_time FROM z), "
+			     " (SELECT extract(epoch FROM event_time) FROM z), (SELECT audit_id FROM z)",
 		4, pa, err);
 	if (!res) {
 		rollback_quietly(conn);
@@ -645,7 +648,7 @@ static int retryable(cb_error *err, int rc, int attempt)
  * on dense old history, say little about the rest), and not guessed before
  * a warm-up of a few batches and seconds.
  */
-#define PACE_SAMPLES 8
+#define PACE_SAMPLES        8
 #define PACE_WARMUP_BATCHES 4
 #define PACE_WARMUP_SECONDS 2.0
 
@@ -698,12 +701,13 @@ static int pace_start(pace *pc, PGconn *conn, const plan *p, int audit, cb_error
 
 	memset(pc, 0, sizeof(*pc));
 	pc->started = now_seconds();
-	res = cb__repo_exec(conn, "measure cleanup",
-			    audit ? "SELECT extract(epoch FROM min(event_time)) FROM batch_lock_audit "
-				    "WHERE event_time < $1::timestamptz" :
-				    "SELECT extract(epoch FROM min(end_time)) FROM batch_job_execution "
-				    "WHERE end_time < $1::timestamptz",
-			    1, pa, err);
+	res = cb__repo_exec(
+		conn, "measure cleanup",
+		audit ? "SELECT extract(epoch FROM min(event_time)) FROM batch_lock_audit "
+			"WHERE event_time < $1::timestamptz" :
+			"SELECT extract(epoch FROM min(end_time)) FROM batch_job_execution "
+			"WHERE end_time < $1::timestamptz",
+		1, pa, err);
 	if (!res)
 		return CB_EDB;
 	pc->hi = p->cutoff_epoch;
