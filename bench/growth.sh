@@ -18,6 +18,11 @@
 # executions (CLEANUP_SHARE) with a ledger run timed while it runs and alone.
 # Prints one markdown table row per operation and size, and the ratio of each
 # size's median to the smallest size's.
+#
+# GROWTH_KEEP=1 leaves the cluster running and the databases in place;
+# GROWTH_REUSE=1 then times an existing growth_N database of that cluster
+# instead of generating it again (10M takes half an hour; its cleanup has
+# removed the oldest 1/CLEANUP_SHARE of it by then).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +33,8 @@ SIZES=${SIZES:-"1000 100000 1000000"}
 ROUNDS=${ROUNDS:-5}
 CLEANUP_SHARE=${CLEANUP_SHARE:-20} # 1/20 of the executions, the oldest
 dir=${GROWTH_BENCH_DIR:-/tmp/cbatch-growth-bench-pg}
+GROWTH_KEEP=${GROWTH_KEEP:-0}
+GROWTH_REUSE=${GROWTH_REUSE:-0}
 
 for t in psql curl; do
 	command -v "$t" >/dev/null || { echo "growth: $t is needed" >&2; exit 2; }
@@ -45,12 +52,16 @@ stop_server() {
 }
 cleanup() {
 	stop_server
-	bash "$root/scripts/pg-cluster.sh" stop "$dir" >/dev/null 2>&1 || true
+	[ "$GROWTH_KEEP" = 1 ] || bash "$root/scripts/pg-cluster.sh" stop "$dir" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-bash "$root/scripts/pg-cluster.sh" start "$dir" >/dev/null
+if [ "$GROWTH_REUSE" = 1 ] && bash "$root/scripts/pg-cluster.sh" status "$dir" >/dev/null 2>&1; then
+	: # (start would wipe it)
+else
+	bash "$root/scripts/pg-cluster.sh" start "$dir" >/dev/null
+fi
 admin="host=$dir port=5432 user=postgres dbname=postgres"
 
 now_ms() { date +%s%3N; }
@@ -74,16 +85,22 @@ time_op() {
 record() { printf '%s\t%s\t%s\n' "$1" "$size" "$2" >>"$work/results"; }
 
 for size in $SIZES; do
-	psql "$admin" -qc "DROP DATABASE IF EXISTS growth_$size" -qc "CREATE DATABASE growth_$size"
 	db="host=$dir port=5432 user=postgres dbname=growth_$size"
-	"$cli" --db "$db" schema init >/dev/null
-	echo "growth: generating $size executions..." >&2
-	t0=$(now_ms)
-	PGOPTIONS="-c cbatch_bench.executions=$size" psql "$db" -qX -v ON_ERROR_STOP=1 \
-		-f "$root/bench/growth_gen.sql" >/dev/null
-	psql "$db" -qXc "VACUUM ANALYZE"
-	gen=$(($(now_ms) - t0))
-	record "generate (set-based) + VACUUM ANALYZE" "$gen"
+	if [ "$GROWTH_REUSE" = 1 ] && psql "$db" -qXAtc "SELECT 1 FROM batch_job_execution LIMIT 1" \
+		2>/dev/null | grep -q 1; then
+		echo "growth: reusing growth_$size" >&2
+		"$cli" --db "$db" schema init >/dev/null
+	else
+		psql "$admin" -qc "DROP DATABASE IF EXISTS growth_$size" -qc "CREATE DATABASE growth_$size"
+		"$cli" --db "$db" schema init >/dev/null
+		echo "growth: generating $size executions..." >&2
+		t0=$(now_ms)
+		PGOPTIONS="-c cbatch_bench.executions=$size" psql "$db" -qX -v ON_ERROR_STOP=1 \
+			-f "$root/bench/growth_gen.sql" >/dev/null
+		psql "$db" -qXc "VACUUM ANALYZE"
+		gen=$(($(now_ms) - t0))
+		record "generate (set-based) + VACUUM ANALYZE" "$gen"
+	fi
 	record "database size MB" "$(psql "$db" -qXAtc "SELECT pg_database_size(current_database()) / 1048576")"
 	"$ex" --db "$db" example-setup ledger --rows 2000 >/dev/null
 
@@ -134,9 +151,14 @@ for size in $SIZES; do
 	record "ledger run during cleanup (20000 rows)" "$(($(now_ms) - t1))"
 	wait "$cpid" || true
 	record "cleanup of the oldest 1/$CLEANUP_SHARE" "$(($(now_ms) - t0))"
-	grep -m1 'executions so far' "$work/cleanup.err" >&2 || true
+	# how long it took to start (its first batch), and its first estimates
+	record "cleanup: its first batch after (ms)" "$(sed -n \
+		's/.*executions so far, \([0-9.]*\)s.*/\1/p' "$work/cleanup.err" |
+		head -n1 | awk '{printf "%d", $1 * 1000}')"
+	grep 'executions so far' "$work/cleanup.err" | head -n8 >&2 || true
+	grep 'about' "$work/cleanup.err" | awk 'NR % 25 == 1' | head -n8 >&2 || true
 	tail -n1 "$work/cleanup.err" >&2 || true
-	psql "$admin" -qc "DROP DATABASE growth_$size"
+	[ "$GROWTH_KEEP" = 1 ] || psql "$admin" -qc "DROP DATABASE growth_$size"
 done
 
 first=${SIZES%% *}

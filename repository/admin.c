@@ -114,20 +114,27 @@ int cb__repo_find_executions(json_t **out, PGconn *conn, const cb__exec_filter *
 	}
 	/* Unset filters are NULL parameters; PQexecParams plans with the values
 	 * known, so a NULL filter costs nothing and paging walks the primary key
-	 * backwards from `before`. */
+	 * backwards from `before`. The ids are found first, from keys alone
+	 * where they suffice (a rare job/status pair walks its status's
+	 * executions with their instance in the key, and each instance's job in
+	 * batch_job_instance_name_ix, without visiting the rows it passes over);
+	 * only the rows shown are read whole. */
 	res = cb__repo_exec(
 		conn, "list executions",
 		"SELECT coalesce(jsonb_agg(x.j ORDER BY x.id DESC), '[]') FROM ("
 		" SELECT e.job_execution_id AS id, " EXECUTION_JSON
 		" || jsonb_build_object('partitions', " PARTITION_SUMMARY_JSON
 		", 'items_read', " ITEMS_READ ") AS j "
-		" FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id)"
-		" WHERE ($1::text IS NULL OR i.job_name = $1)"
-		" AND ($3::text IS NULL OR e.status = $3)"
-		" AND ($4::timestamptz IS NULL OR e.create_time >= $4::timestamptz)"
-		" AND ($5::timestamptz IS NULL OR e.create_time <= $5::timestamptz)"
-		" AND ($6::bigint IS NULL OR e.job_execution_id < $6::bigint)"
-		" ORDER BY e.job_execution_id DESC LIMIT $2::int) x",
+		" FROM (SELECT k.job_execution_id FROM batch_job_execution k"
+		"  JOIN batch_job_instance ki ON ki.job_instance_id = k.job_instance_id"
+		"  WHERE ($1::text IS NULL OR ki.job_name = $1)"
+		"  AND ($3::text IS NULL OR k.status = $3)"
+		"  AND ($4::timestamptz IS NULL OR k.create_time >= $4::timestamptz)"
+		"  AND ($5::timestamptz IS NULL OR k.create_time <= $5::timestamptz)"
+		"  AND ($6::bigint IS NULL OR k.job_execution_id < $6::bigint)"
+		"  ORDER BY k.job_execution_id DESC LIMIT $2::int) w"
+		" JOIN batch_job_execution e ON e.job_execution_id = w.job_execution_id"
+		" JOIN batch_job_instance i ON i.job_instance_id = e.job_instance_id) x",
 		6, p, err);
 	if (!res)
 		return CB_EDB;

@@ -3,31 +3,27 @@
  * cutoff, with their step executions (partitions included), contexts,
  * parameters and lock audit rows, and the instances left with no execution.
  *
- * What stays, whatever its age (a restart or a launch still reads it):
- *  - every execution of an instance that has a live execution (a running
- *    restart reads its earlier executions' steps: step history, start counts,
- *    summaries, the newest execution of each partition index);
- *  - every execution of an instance whose newest execution is not COMPLETED
- *    or ABANDONED: a restart reads the newest one's contexts, the newest
- *    execution of each step and of each partition index over the whole
- *    instance, and any ABANDONED execution in it (which forbids the restart);
- *  - the newest execution of an instance unless all of its executions go
- *    with it, so that a COMPLETED instance never turns into a FAILED one;
- *  - with keep_last, the N newest executions of each job name;
- *  - for each job name, the first execution of its newest instance and one
- *    execution of the instance with its largest run.id: `--next` reads both,
- *    and without them it would count run.id from 1 again.
+ * What may go is one SQL function, batch_cleanup_removable() (with the plan
+ * of batch_cleanup_plan(), both in sql/015_history_scale_2.sql, where the
+ * rule is written out and can be tried in psql). In short: what stays,
+ * whatever its age, is every execution of a running or restartable
+ * instance, the newest of an instance unless all of it goes, with
+ * keep_last the N newest of each job name, and what `--next` reads (the
+ * first execution of each job's newest instance).
  *
- * The executions go in batches, one short transaction each: the batch's
+ * Nothing reads the history as a whole, before the first batch or after the
+ * last: the plan reads a few rows per job name, and the executions are
+ * walked in end_time order through their index from the oldest up to the
+ * cutoff. They go in batches, one short transaction each: the batch's
  * instances are locked first (SKIP LOCKED: a launch or an operator's stop or
  * abandon holding one is passed over, never waited for; a launch that comes
- * after waits at most for this transaction), then what may go is judged again
- * under those locks and deleted in one statement. The lock audit follows in
- * batches of its own (it has no index on job_execution_id, so it is walked
- * once in audit_id order instead of searched per batch), then the lock rows
- * that nothing uses any more (LOCK_SQL): released or long expired, of
- * executions that are gone, such as the one-off names of firings with a
- * fire-time parameter.
+ * after waits at most for this transaction), then what may go of those
+ * instances is judged again under those locks and deleted in one statement,
+ * with the lock audit rows of those executions. The audit rows of no
+ * execution (or of one gone before) follow, walked in event_time order up
+ * to the cutoff, then the lock rows that nothing uses any more (LOCK_SQL):
+ * released or long expired, of executions that are gone, such as the
+ * one-off names of firings with a fire-time parameter.
  */
 #include "repo.h"
 
@@ -36,31 +32,22 @@
 #include <string.h>
 #include <time.h>
 
-/* Parameters shared by the statements that judge executions:
+/* The statements that judge executions call batch_cleanup_removable()
+ * (sql/015_history_scale_2.sql), the removal rule, with the plan's
  *   $1 cutoff (timestamptz)   $2 keep-last job names (text[])
  *   $3 their first kept execution ids (bigint[])   $4 protected ids (bigint[]) */
-#define LIVE "('STARTING', 'STARTED', 'STOPPING')"
+#define LIVE      "('STARTING', 'STARTED', 'STOPPING')"
+#define REMOVABLE "batch_cleanup_removable($1::timestamptz, $2::text[], $3::bigint[], $4::bigint[])"
 
-/* Everything but the newest-execution rule, for execution alias e. */
-#define BASE_SQL(e)                                                                                    \
-	e ".end_time < $1::timestamptz AND " e ".status NOT IN " LIVE " "                              \
-	  "AND NOT (" e ".job_execution_id = ANY ($4::bigint[])) "                                     \
-	  "AND NOT EXISTS (SELECT 1 FROM batch_job_execution v "                                       \
-	  " WHERE v.job_instance_id = " e ".job_instance_id AND v.status IN " LIVE ") "                \
-	  "AND (SELECT n.status FROM batch_job_execution n "                                           \
-	  " WHERE n.job_instance_id = " e ".job_instance_id "                                          \
-	  " ORDER BY n.job_execution_id DESC LIMIT 1) IN ('COMPLETED', 'ABANDONED') "                  \
-	  "AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::bigint[]) AS k(job_name, first_kept) " \
-	  " JOIN batch_job_instance ki ON ki.job_name = k.job_name "                                   \
-	  " WHERE ki.job_instance_id = " e ".job_instance_id "                                         \
-	  " AND " e ".job_execution_id >= k.first_kept) "
-
-/* Lock audit rows that go (alias a): tied to an execution that is gone, or
- * tied to none and older than the cutoff ($1). */
+/* Lock audit rows that go besides those of the executions that go (alias
+ * a): recorded before the cutoff ($1), and tied to no execution or to one
+ * that is gone. Walked in event_time order through its index, up to the
+ * cutoff only. (A scalar subquery, not NOT EXISTS: one probe of the key per
+ * row, never a hash of every execution.) */
 #define AUDIT_SQL(a)                                                                               \
-	"((" a ".job_execution_id IS NULL AND " a ".event_time < $1::timestamptz) "                \
-	" OR (" a ".job_execution_id IS NOT NULL AND NOT EXISTS (SELECT 1 "                        \
-	"  FROM batch_job_execution ae WHERE ae.job_execution_id = " a ".job_execution_id)))"
+	"(" a ".event_time < $1::timestamptz AND (SELECT ae.job_execution_id "                     \
+	" FROM batch_job_execution ae WHERE ae.job_execution_id = " a                              \
+	".job_execution_id) IS NULL)"
 
 /* Lock rows that go (alias x): not touched since the cutoff ($1) nor held
  * past it, and either released (and of no live execution) or of no
@@ -158,6 +145,7 @@ static void read_counts(cb_cleanup_counts *c, const PGresult *res)
 /* The state every batch is judged by, fixed when the cleanup starts. */
 typedef struct plan {
 	char cutoff[64];
+	double cutoff_epoch;
 	char *keep_names; /* text[] literal from the server, "{}" when none */
 	char *keep_first; /* bigint[] literal */
 	char *protected_ids;
@@ -178,8 +166,9 @@ static int dup_value(char **out, const PGresult *res, int col, cb_error *err)
 
 /*
  * The cutoff in the database's clock, and what is kept by count rather than
- * by age. New executions made while the cleanup runs are newer than the
- * cutoff, so none of this can go stale in a way that deletes more.
+ * by age (batch_cleanup_plan: a few rows per job name, not the history).
+ * New executions made while the cleanup runs are newer than the cutoff, so
+ * none of this can go stale in a way that deletes more.
  */
 static int make_plan(plan *p, PGconn *conn, const cb_cleanup_options *opt, cb_error *err)
 {
@@ -192,34 +181,15 @@ static int make_plan(plan *p, PGconn *conn, const cb_cleanup_options *opt, cb_er
 	snprintf(secs, sizeof(secs), "%.6f", opt->older_than_seconds);
 	snprintf(keep, sizeof(keep), "%lld", opt->keep_last);
 	/* Arrays travel back as the server printed them: no client-side quoting. */
-	res = cb__repo_exec(
-		conn, "plan cleanup",
-		"WITH k AS (SELECT job_name, min(job_execution_id) AS first_kept FROM ("
-		"  SELECT i.job_name, e.job_execution_id, row_number() OVER ("
-		"   PARTITION BY i.job_name ORDER BY e.job_execution_id DESC) AS rn "
-		"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE $2::bigint > 0) x WHERE rn <= $2::bigint GROUP BY job_name), "
-		/* --next reads the parameters of the newest instance's first execution */
-		"f AS (SELECT (SELECT min(e.job_execution_id) FROM batch_job_execution e "
-		"   WHERE e.job_instance_id = m.inst) AS id "
-		"  FROM (SELECT max(job_instance_id) AS inst FROM batch_job_instance "
-		"   GROUP BY job_name) m), "
-		/* ... and counts on from the largest run.id of all the job's instances */
-		"r AS (SELECT DISTINCT ON (i.job_name) p.job_execution_id AS id "
-		"  FROM batch_job_execution_params p JOIN batch_job_execution e USING (job_execution_id) "
-		"  JOIN batch_job_instance i USING (job_instance_id) "
-		"  WHERE p.parameter_name = 'run.id' AND p.parameter_type = 'long' AND p.identifying "
-		"  AND p.parameter_value ~ '^[-+]?[0-9]{1,18}$' "
-		"  ORDER BY i.job_name, p.parameter_value::bigint DESC, p.job_execution_id) "
-		"SELECT clock_timestamp() - make_interval(secs => $1::double precision), "
-		" coalesce((SELECT array_agg(job_name ORDER BY job_name) FROM k), '{}'), "
-		" coalesce((SELECT array_agg(first_kept ORDER BY job_name) FROM k), '{}'), "
-		" coalesce((SELECT array_agg(DISTINCT id) FROM (SELECT id FROM f UNION "
-		"  SELECT id FROM r) u WHERE id IS NOT NULL), '{}')",
-		2, pa, err);
+	res = cb__repo_exec(conn, "plan cleanup",
+			    "SELECT cutoff, keep_names, keep_first, protected_ids, "
+			    " extract(epoch FROM cutoff) FROM batch_cleanup_plan("
+			    "make_interval(secs => $1::double precision), $2::bigint)",
+			    2, pa, err);
 	if (!res)
 		return CB_EDB;
 	snprintf(p->cutoff, sizeof(p->cutoff), "%s", PQgetvalue(res, 0, 0));
+	p->cutoff_epoch = atof(PQgetvalue(res, 0, 4));
 	if ((rc = dup_value(&p->keep_names, res, 1, err)) < 0 ||
 	    (rc = dup_value(&p->keep_first, res, 2, err)) < 0 ||
 	    (rc = dup_value(&p->protected_ids, res, 3, err)) < 0) {
@@ -240,30 +210,23 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 
 	res = cb__repo_exec(
 		conn, "count what cleanup would remove",
-		"WITH s AS (SELECT e.job_execution_id AS id, e.job_instance_id AS inst, "
-		"  NOT EXISTS (SELECT 1 FROM batch_job_execution o WHERE "
-		"   o.job_instance_id = e.job_instance_id "
-		"   AND o.job_execution_id > e.job_execution_id) AS newest "
-		"  FROM batch_job_execution e WHERE " BASE_SQL(
-			"e") "), "
-			     /* the newest goes only with all the others (which are then in s too) */
-			     "d AS (SELECT * FROM s WHERE NOT newest OR NOT EXISTS (SELECT 1 "
-			     "  FROM batch_job_execution o WHERE o.job_instance_id = s.inst "
-			     "  AND o.job_execution_id <> s.id AND (o.end_time IS NULL "
-			     "   OR o.end_time >= $1::timestamptz OR o.job_execution_id = ANY ($4::bigint[])))), "
-			     "je AS (SELECT 1 FROM d), ji AS (SELECT 1 FROM d WHERE newest), "
-			     "st AS (SELECT x.partition_index FROM batch_step_execution x JOIN d "
-			     "  ON x.job_execution_id = d.id), "
-			     "sc AS (SELECT 1 FROM batch_step_execution_context c JOIN batch_step_execution x "
-			     "  USING (step_execution_id) JOIN d ON x.job_execution_id = d.id), "
-			     "jc AS (SELECT 1 FROM batch_job_execution_context c JOIN d "
-			     "  ON c.job_execution_id = d.id), "
-			     "pa AS (SELECT 1 FROM batch_job_execution_params c JOIN d "
-			     "  ON c.job_execution_id = d.id), "
-			     "r AS (SELECT 1 FROM batch_job_execution x JOIN d ON x.restart_of = d.id "
-			     "  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
-			     ", (SELECT count(*) FROM batch_lock_audit a WHERE a.job_execution_id IN "
-			     "  (SELECT id FROM d) OR " AUDIT_SQL("a") "), " LOCKS_DRY_COUNT,
+		"WITH d AS (SELECT r.job_execution_id AS id, r.last_of_instance AS newest "
+		"  FROM " REMOVABLE " r), "
+		"je AS (SELECT 1 FROM d), ji AS (SELECT 1 FROM d WHERE newest), "
+		"st AS (SELECT x.partition_index FROM batch_step_execution x JOIN d "
+		"  ON x.job_execution_id = d.id), "
+		"sc AS (SELECT 1 FROM batch_step_execution_context c JOIN batch_step_execution x "
+		"  USING (step_execution_id) JOIN d ON x.job_execution_id = d.id), "
+		"jc AS (SELECT 1 FROM batch_job_execution_context c JOIN d "
+		"  ON c.job_execution_id = d.id), "
+		"pa AS (SELECT 1 FROM batch_job_execution_params c JOIN d "
+		"  ON c.job_execution_id = d.id), "
+		"r AS (SELECT 1 FROM batch_job_execution x JOIN d ON x.restart_of = d.id "
+		"  WHERE x.job_execution_id NOT IN (SELECT id FROM d)) " COUNTS_SELECT
+		/* (disjoint: the executions in d are there now) */
+		", (SELECT count(*) FROM batch_lock_audit a JOIN d ON a.job_execution_id = d.id) "
+		" + (SELECT count(*) FROM batch_lock_audit a WHERE " AUDIT_SQL(
+			"a") "), " LOCKS_DRY_COUNT,
 		4, pa, err);
 	if (!res)
 		return CB_EDB;
@@ -305,64 +268,99 @@ static int begin_bounded(PGconn *conn, const cb_cleanup_options *opt, cb_error *
 	 * try again instead (set_config: a value as a parameter, not pasted).
 	 * No JIT: the statements' estimates are large (every row of a big
 	 * repository could be looked at) but each batch stops after a few
-	 * thousand rows, and compiling them cost ten times the work. */
-	rc = cb__repo_command(conn, "bound lock waits",
-			      "SELECT set_config('lock_timeout', $1, true), "
-			      "set_config('jit', 'off', true)",
-			      1, pa, err);
+	 * thousand rows, and compiling them cost ten times the work. No sort
+	 * where an index gives the order: each batch walks on from where the
+	 * last one stopped, in index order, and stops after its few thousand
+	 * rows; the estimates (the rule's many conditions make the rows that
+	 * pass look few) would rather fetch every row up to the cutoff and sort
+	 * them, in every batch. */
+	rc = cb__repo_command(
+		conn, "bound lock waits",
+		"SELECT set_config('lock_timeout', $1, true), "
+		"set_config('jit', 'off', true), set_config('enable_sort', 'off', true)",
+		1, pa, err);
 	if (rc < 0)
 		rollback_quietly(conn);
 	return rc;
 }
 
+/* Where a walk in time order has got: the last row's time as the server
+ * printed it (exact, for the next comparison) and as epoch seconds (for the
+ * progress), and its id. */
+typedef struct cursor {
+	char time[64];
+	double epoch;
+	long long id;
+} cursor;
+
+static void cursor_start(cursor *c)
+{
+	snprintf(c->time, sizeof(c->time), "-infinity");
+	c->epoch = 0;
+	c->id = 0;
+}
+
+static void cursor_take(cursor *c, const PGresult *res, int col)
+{
+	snprintf(c->time, sizeof(c->time), "%s", PQgetvalue(res, 0, col));
+	c->epoch = atof(PQgetvalue(res, 0, col + 1));
+	c->id = atoll(PQgetvalue(res, 0, col + 2));
+}
+
 /*
- * One batch of executions after id @p last: *done = 1 when none is left.
- * *last moves past every execution looked at; *skipped counts the instances
- * passed over because someone held them.
+ * One batch of executions after @p at, in end_time order (through its index,
+ * up to the cutoff only): *done = 1 when none is left. @p at moves past
+ * every execution looked at; *skipped counts the instances passed over
+ * because someone held them. Each instance taken loses every execution the
+ * rule lets go, wherever the walk is, so that its newest can go with them.
  */
-static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, long long *skipped,
+static int execution_batch(cb_cleanup_counts *out, int *done, cursor *at, long long *skipped,
 			   PGconn *conn, const plan *p, const cb_cleanup_options *opt,
 			   cb_error *err)
 {
-	char slast[24], slimit[24], smax[24], *insts = NULL, *ids = NULL;
-	long long seen, scanned_max, instances, n_instances = 0;
+	char slast[24], slimit[24], *insts = NULL, *ids = NULL;
+	long long seen, instances, n_instances = 0;
+	cursor next;
 	PGresult *res;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	*done = 0;
-	snprintf(slast, sizeof(slast), "%lld", *last);
+	snprintf(slast, sizeof(slast), "%lld", at->id);
 	snprintf(slimit, sizeof(slimit), "%lld", opt->batch);
 	if ((rc = begin_bounded(conn, opt, err)) < 0)
 		return rc;
 	{
-		const char *pa[6] = { p->cutoff,        p->keep_names, p->keep_first,
-				      p->protected_ids, slast,         slimit };
+		const char *pa[7] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids,
+				      at->time,  slast,         slimit };
 
 		res = cb__repo_exec(
 			conn, "pick executions to remove",
-			"WITH c AS (SELECT e.job_execution_id, e.job_instance_id "
-			"  FROM batch_job_execution e WHERE e.job_execution_id > $5::bigint "
-			"  AND " BASE_SQL(
-				"e") " ORDER BY e.job_execution_id LIMIT $6::bigint), "
-				     "l AS (SELECT i.job_instance_id FROM batch_job_instance i "
-				     "  WHERE i.job_instance_id = ANY (ARRAY(SELECT job_instance_id FROM c)) "
-				     "  FOR UPDATE SKIP LOCKED) "
-				     "SELECT (SELECT count(*) FROM c), (SELECT max(job_execution_id) FROM c), "
-				     " (SELECT count(DISTINCT job_instance_id) FROM c), "
-				     " coalesce((SELECT array_agg(job_instance_id) FROM l), '{}'), "
-				     " (SELECT count(*) FROM l)",
-			6, pa, err);
+			"WITH c AS (SELECT r.job_execution_id, r.job_instance_id, r.end_time "
+			"  FROM " REMOVABLE " r "
+			"  WHERE (r.end_time, r.job_execution_id) > ($5::timestamptz, $6::bigint) "
+			"  ORDER BY r.end_time, r.job_execution_id LIMIT $7::bigint), "
+			"z AS (SELECT * FROM c ORDER BY end_time DESC, job_execution_id DESC LIMIT 1), "
+			"l AS (SELECT i.job_instance_id FROM batch_job_instance i "
+			"  WHERE i.job_instance_id = ANY (ARRAY(SELECT job_instance_id FROM c)) "
+			"  FOR UPDATE SKIP LOCKED) "
+			"SELECT (SELECT count(*) FROM c), "
+			" (SELECT count(DISTINCT job_instance_id) FROM c), "
+			" coalesce((SELECT array_agg(job_instance_id) FROM l), '{}'), "
+			" (SELECT count(*) FROM l), (SELECT end_time FROM z), "
+			" (SELECT extract(epoch FROM end_time) FROM z), (SELECT job_execution_id FROM z)",
+			7, pa, err);
 	}
 	if (!res) {
 		rc = CB_EDB;
 		goto fail;
 	}
 	seen = atoll(PQgetvalue(res, 0, 0));
-	scanned_max = seen ? atoll(PQgetvalue(res, 0, 1)) : *last;
-	instances = atoll(PQgetvalue(res, 0, 2));
-	*skipped += instances - atoll(PQgetvalue(res, 0, 4));
-	insts = strdup(PQgetvalue(res, 0, 3));
+	instances = atoll(PQgetvalue(res, 0, 1));
+	*skipped += instances - atoll(PQgetvalue(res, 0, 3));
+	insts = strdup(PQgetvalue(res, 0, 2));
+	if (seen > 0)
+		cursor_take(&next, res, 4);
 	PQclear(res);
 	if (!insts) {
 		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
@@ -373,32 +371,19 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 		free(insts);
 		return cb__repo_command(conn, "end cleanup batch", "COMMIT", 0, NULL, err);
 	}
-	snprintf(smax, sizeof(smax), "%lld", scanned_max);
 	{
-		const char *pa[7] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids,
-				      slast,     smax,          insts };
+		const char *pa[5] = { p->cutoff, p->keep_names, p->keep_first, p->protected_ids,
+				      insts };
 
 		/* A new snapshot, under the instance locks: judged again, so that
-		 * a launch that committed meanwhile is seen. */
+		 * a launch that committed meanwhile is seen. An instance goes with
+		 * its newest execution (which goes only with all the others). */
 		res = cb__repo_exec(
 			conn, "judge executions to remove",
-			"WITH s0 AS (SELECT e.job_execution_id AS id, e.job_instance_id AS inst "
-			"  FROM batch_job_execution e WHERE e.job_instance_id = ANY ($7::bigint[]) "
-			"  AND e.job_execution_id > $5::bigint AND e.job_execution_id <= $6::bigint "
-			"  AND " BASE_SQL(
-				"e") "), "
-				     /* the newest of an instance goes only with all of the others */
-				     "s AS (SELECT * FROM s0 WHERE EXISTS (SELECT 1 FROM batch_job_execution o "
-				     "   WHERE o.job_instance_id = s0.inst AND o.job_execution_id > s0.id) "
-				     "  OR NOT EXISTS (SELECT 1 FROM batch_job_execution o "
-				     "   WHERE o.job_instance_id = s0.inst "
-				     "   AND o.job_execution_id NOT IN (SELECT id FROM s0))) "
-				     /* an instance goes with its newest execution (then with all) */
-				     "SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(inst) FILTER ("
-				     "  WHERE NOT EXISTS (SELECT 1 FROM batch_job_execution o "
-				     "   WHERE o.job_instance_id = s.inst AND o.job_execution_id > s.id)), '{}') "
-				     "FROM s",
-			7, pa, err);
+			"SELECT coalesce(array_agg(r.job_execution_id), '{}'), "
+			" coalesce(array_agg(r.job_instance_id) FILTER (WHERE r.last_of_instance), '{}') "
+			"FROM " REMOVABLE " r WHERE r.job_instance_id = ANY ($5::bigint[])",
+			5, pa, err);
 	}
 	free(insts);
 	insts = NULL;
@@ -417,10 +402,10 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 		const char *pa[2] = { ids, insts };
 
 		/* Ids as arrays, not a join with a CTE: each table is reached by
-		 * its index on job_execution_id. Foreign keys are checked at the
-		 * end of the statement, when children and parents are gone
-		 * together; a surviving restart's link to a removed execution is
-		 * cleared (it is history, not state). */
+		 * its index on job_execution_id (the lock audit too). Foreign keys
+		 * are checked at the end of the statement, when children and
+		 * parents are gone together; a surviving restart's link to a
+		 * removed execution is cleared (it is history, not state). */
 		res = cb__repo_exec(
 			conn, "remove executions",
 			"WITH r AS (UPDATE batch_job_execution x SET restart_of = NULL "
@@ -435,12 +420,14 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 			"  WHERE c.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
 			"pa AS (DELETE FROM batch_job_execution_params c "
 			"  WHERE c.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
+			"au AS (DELETE FROM batch_lock_audit a "
+			"  WHERE a.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
 			"je AS (DELETE FROM batch_job_execution e "
 			"  WHERE e.job_execution_id = ANY ($1::bigint[]) RETURNING 1), "
 			/* The instances go in the next statement: the triggers that
 			 * take removed executions out of their job's status counts
 			 * read the job name from the instance when this one ends. */
-			"ji AS (SELECT 1 WHERE false) " COUNTS_SELECT,
+			"ji AS (SELECT 1 WHERE false) " COUNTS_SELECT ", (SELECT count(*) FROM au)",
 			1, pa, err);
 	}
 	if (res) {
@@ -470,13 +457,14 @@ static int execution_batch(cb_cleanup_counts *out, int *done, long long *last, l
 	}
 	read_counts(out, res);
 	out->job_instances = n_instances;
+	out->lock_audit = atoll(PQgetvalue(res, 0, 8));
 	PQclear(res);
 	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
 	if (rc < 0) {
 		memset(out, 0, sizeof(*out));
 		goto fail;
 	}
-	*last = scanned_max;
+	*at = next;
 	return 0;
 fail:
 	free(ids);
@@ -485,30 +473,37 @@ fail:
 	return rc;
 }
 
-/* One batch of lock audit rows after audit_id @p last. */
-static int audit_batch(long long *removed, int *done, long long *last, PGconn *conn, const plan *p,
+/* One batch of the other lock audit rows (AUDIT_SQL) from @p at on, in
+ * event_time order (through its index), up to the cutoff. */
+static int audit_batch(long long *removed, int *done, cursor *at, PGconn *conn, const plan *p,
 		       const cb_cleanup_options *opt, cb_error *err)
 {
 	char slast[24], slimit[24];
-	const char *pa[3] = { p->cutoff, slast, slimit };
+	const char *pa[4] = { p->cutoff, at->time, slast, slimit };
 	PGresult *res;
 	int rc;
 
 	*removed = 0;
 	*done = 0;
-	snprintf(slast, sizeof(slast), "%lld", *last);
+	snprintf(slast, sizeof(slast), "%lld", at->id);
 	/* Audit rows are small and never updated: more of them per transaction. */
 	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
 	if ((rc = begin_bounded(conn, opt, err)) < 0)
 		return rc;
 	res = cb__repo_exec(
 		conn, "remove lock audit rows",
-		"WITH d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN ("
-		"  SELECT b.audit_id FROM batch_lock_audit b WHERE b.audit_id > $2::bigint "
-		"  AND " AUDIT_SQL("b") " ORDER BY b.audit_id LIMIT $3::bigint) "
-					"  RETURNING a.audit_id) "
-					"SELECT count(*), max(audit_id) FROM d",
-		3, pa, err);
+		/* From the last time on, that time included: the rows passed
+		 * over there stay and are passed over again, the rest went. */
+		"WITH c AS (SELECT b.audit_id, b.event_time FROM batch_lock_audit b "
+		"  WHERE b.event_time >= $2::timestamptz AND $3::bigint IS NOT NULL "
+		"  AND " AUDIT_SQL(
+			"b") " ORDER BY b.event_time LIMIT $4::bigint), "
+			     "z AS (SELECT * FROM c ORDER BY event_time DESC, audit_id DESC LIMIT 1), "
+			     "d AS (DELETE FROM batch_lock_audit a WHERE a.audit_id IN (SELECT audit_id FROM c) "
+			     "  RETURNING 1) "
+			     "SELECT (SELECT count(*) FROM d), (SELECT event_time FROM z), "
+			     " (SELECT extract(epoch FROM event_time) FROM z), (SELECT audit_id FROM z)",
+		4, pa, err);
 	if (!res) {
 		rollback_quietly(conn);
 		return CB_EDB;
@@ -517,7 +512,7 @@ static int audit_batch(long long *removed, int *done, long long *last, PGconn *c
 	if (*removed == 0)
 		*done = 1;
 	else
-		*last = atoll(PQgetvalue(res, 0, 1));
+		cursor_take(at, res, 1);
 	PQclear(res);
 	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
 	if (rc < 0) {
@@ -645,16 +640,27 @@ static int retryable(cb_error *err, int rc, int attempt)
 	return 1;
 }
 
-/* Where a phase walks ids from lo to hi (fixed when it starts): how far it
- * got, and since when, for the estimate of the time left. */
-typedef struct span {
-	long long lo, hi;
-	double started;
-} span;
+/*
+ * How far a phase has got and how long it will still take. A phase walks
+ * time from lo (its oldest row) to hi (the cutoff); the fraction is the
+ * share of that time passed. The time left is the rest at the pace of the
+ * last few batches (a moving rate: the first batches, on a cold cache or
+ * on dense old history, say little about the rest), and not guessed before
+ * a warm-up of a few batches and seconds.
+ */
+#define PACE_SAMPLES        8
+#define PACE_WARMUP_BATCHES 4
+#define PACE_WARMUP_SECONDS 2.0
+
+typedef struct pace {
+	double lo, hi, started;
+	int n; /* samples taken; the newest PACE_SAMPLES are kept */
+	double t[PACE_SAMPLES], f[PACE_SAMPLES];
+} pace;
 
 static void report(const cb_cleanup_options *opt, const char *phase, long long batch,
 		   const cb_cleanup_counts *b, const cb_cleanup_counts *total, double seconds,
-		   const span *sp, long long at)
+		   pace *pc, double at)
 {
 	cb_cleanup_progress pr;
 
@@ -667,38 +673,45 @@ static void report(const cb_cleanup_options *opt, const char *phase, long long b
 	pr.seconds = seconds;
 	pr.fraction = -1;
 	pr.eta_seconds = -1;
-	if (sp && sp->hi > sp->lo) {
-		double f = (double)(at - sp->lo) / (double)(sp->hi - sp->lo);
-		double spent = now_seconds() - sp->started;
+	if (pc && pc->hi > pc->lo) {
+		double f = (at - pc->lo) / (pc->hi - pc->lo), now = now_seconds();
+		int i = pc->n % PACE_SAMPLES, oldest;
 
 		pr.fraction = f < 0 ? 0 : f > 1 ? 1 : f;
-		if (pr.fraction > 0)
-			pr.eta_seconds = spent * (1 - pr.fraction) / pr.fraction;
+		pc->t[i] = now;
+		pc->f[i] = pr.fraction;
+		pc->n++;
+		oldest = pc->n <= PACE_SAMPLES ? 0 : pc->n % PACE_SAMPLES;
+		if (pc->n >= PACE_WARMUP_BATCHES && now - pc->started >= PACE_WARMUP_SECONDS &&
+		    now > pc->t[oldest] && pr.fraction > pc->f[oldest]) {
+			double rate = (pr.fraction - pc->f[oldest]) / (now - pc->t[oldest]);
+
+			pr.eta_seconds = (1 - pr.fraction) / rate;
+		}
 	}
 	opt->progress(opt->progress_ctx, &pr);
 }
 
-/* The ids a phase will walk: from the smallest to the largest that may go
- * (executions that ended before the cutoff; audit rows as they are now). */
-static int phase_span(span *sp, PGconn *conn, const plan *p, int audit, cb_error *err)
+/* The time a phase will walk: from its oldest row before the cutoff (one
+ * step down an index on that time) to the cutoff. */
+static int pace_start(pace *pc, PGconn *conn, const plan *p, int audit, cb_error *err)
 {
 	const char *pa[1] = { p->cutoff };
 	PGresult *res;
 
-	memset(sp, 0, sizeof(*sp));
-	sp->started = now_seconds();
-	res = cb__repo_exec(conn, "measure cleanup",
-			    audit ? "SELECT coalesce(min(audit_id), 0) - 1, "
-				    "coalesce(max(audit_id), 0) FROM batch_lock_audit "
-				    "WHERE $1::text IS NOT NULL" :
-				    "SELECT coalesce(min(job_execution_id), 0) - 1, "
-				    "coalesce(max(job_execution_id), 0) FROM batch_job_execution "
-				    "WHERE end_time < $1::timestamptz",
-			    1, pa, err);
+	memset(pc, 0, sizeof(*pc));
+	pc->started = now_seconds();
+	res = cb__repo_exec(
+		conn, "measure cleanup",
+		audit ? "SELECT extract(epoch FROM min(event_time)) FROM batch_lock_audit "
+			"WHERE event_time < $1::timestamptz" :
+			"SELECT extract(epoch FROM min(end_time)) FROM batch_job_execution "
+			"WHERE end_time < $1::timestamptz",
+		1, pa, err);
 	if (!res)
 		return CB_EDB;
-	sp->lo = atoll(PQgetvalue(res, 0, 0));
-	sp->hi = atoll(PQgetvalue(res, 0, 1));
+	pc->hi = p->cutoff_epoch;
+	pc->lo = PQgetisnull(res, 0, 0) ? pc->hi : atof(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return 0;
 }
@@ -707,9 +720,10 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		    cb_error *err)
 {
 	plan p;
-	span sp;
+	pace pc;
+	cursor at;
 	char *last_lock = NULL;
-	long long last = 0, batch = 0, skipped = 0;
+	long long batch = 0, skipped = 0;
 	int rc, done = 0, passes = 0, attempt = 0;
 	double t0 = now_seconds();
 
@@ -730,13 +744,14 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		plan_free(&p);
 		return rc;
 	}
-	/* Executions first (their audit rows become orphans), then the audit. */
-	if ((rc = phase_span(&sp, conn, &p, 0, err)) < 0)
+	/* Executions first (with their audit rows), then the rest of the audit. */
+	if ((rc = pace_start(&pc, conn, &p, 0, err)) < 0)
 		goto out;
+	cursor_start(&at);
 	while (!done) {
 		cb_cleanup_counts b;
 
-		rc = execution_batch(&b, &done, &last, &skipped, conn, &p, opt, err);
+		rc = execution_batch(&b, &done, &at, &skipped, conn, &p, opt, err);
 		if (rc < 0) {
 			if (retryable(err, rc, attempt++))
 				continue;
@@ -749,7 +764,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			if (skipped > 0 && ++passes < 3) {
 				out->skipped_instances = skipped;
 				skipped = 0;
-				last = 0;
+				cursor_start(&at);
 				done = 0;
 			}
 			continue;
@@ -757,19 +772,19 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		add_counts(&out->removed, &b);
 		out->batches = ++batch;
 		report(opt, "executions", batch, &b, &out->removed, now_seconds() - t0,
-		       passes ? NULL : &sp, last);
+		       passes ? NULL : &pc, at.epoch);
 	}
 	out->skipped_instances = skipped;
-	last = 0;
+	cursor_start(&at);
 	done = 0;
 	attempt = 0;
-	if ((rc = phase_span(&sp, conn, &p, 1, err)) < 0)
+	if ((rc = pace_start(&pc, conn, &p, 1, err)) < 0)
 		goto out;
 	while (!done) {
 		cb_cleanup_counts b;
 
 		memset(&b, 0, sizeof(b));
-		rc = audit_batch(&b.lock_audit, &done, &last, conn, &p, opt, err);
+		rc = audit_batch(&b.lock_audit, &done, &at, conn, &p, opt, err);
 		if (rc < 0) {
 			if (retryable(err, rc, attempt++))
 				continue;
@@ -780,7 +795,8 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		out->removed.lock_audit += b.lock_audit;
 		out->batches = ++batch;
-		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0, &sp, last);
+		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0, &pc,
+		       at.epoch);
 	}
 	done = 0;
 	attempt = 0;

@@ -47,7 +47,8 @@ static int parse_duration(double *out, const char *s)
 	return 0;
 }
 
-/* ", 42% of the executions, about 1m10s left" (empty when not known). */
+/* ", 42% of the executions, about 1m10s left" (empty when not known; no
+ * time left until the pace has settled, over the first few batches). */
 static void eta_text(char *out, size_t size, const cb_cleanup_progress *p, const char *what)
 {
 	long long s;
@@ -56,7 +57,8 @@ static void eta_text(char *out, size_t size, const cb_cleanup_progress *p, const
 	if (p->fraction < 0)
 		return;
 	if (p->eta_seconds < 0) {
-		snprintf(out, size, ", %.0f%% of the %s", p->fraction * 100, what);
+		snprintf(out, size, ", %.0f%% of the %s, estimating the time left",
+			 p->fraction * 100, what);
 		return;
 	}
 	s = (long long)(p->eta_seconds + 0.5);

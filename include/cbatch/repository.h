@@ -155,9 +155,10 @@ typedef struct cb_cleanup_progress {
 	long long batch;   /* 1, 2, ... over both phases */
 	cb_cleanup_counts counts, total;
 	double seconds; /* since the cleanup started */
-	/* How far the phase has got through what it walks (0..1, from the ids
-	 * passed; -1: not known for this phase) and the seconds it will still
-	 * take at its pace so far (-1: not known). */
+	/* How far the phase has got through what it walks (0..1, the share of
+	 * the time from its oldest row to the cutoff passed; -1: not known for
+	 * this phase) and the seconds it will still take at its recent pace
+	 * (-1: not known yet, over the first few batches, or at all). */
 	double fraction;
 	double eta_seconds;
 } cb_cleanup_progress;
@@ -197,8 +198,8 @@ typedef struct cb_cleanup_result {
  * released (or whose lease ended before it) and whose execution is gone or
  * was none. Never an execution of an instance that is running or
  * restartable, nor the newest of an instance unless all of it goes, nor what
- * --next reads (the first execution of each job's newest instance, and one of the
- * instance with the largest run.id). In short transactions of opt->batch
+ * --next reads (the first execution of each job's newest instance): the rule
+ * is batch_cleanup_removable() in SQL. In short transactions of opt->batch
  * executions, safe while jobs run. Schedule firings keep their
  * job_execution_id (no foreign key: history of the schedule).
  * @return 0, CB_EINVAL (bad options), CB_EDB / CB_ERETRY (a batch failed:

@@ -21,6 +21,7 @@
 #include "cbtest.h"
 #include "cbatch/lock.h"
 #include "cbatch/metrics.h"
+#include "cbatch/repository.h"
 #include "repo.h"
 #include "schedule_repo.h"
 #include "views.h"
@@ -257,6 +258,50 @@ static void test_rare_job_status_pair(void)
 	check_plans("executions ?status=");
 }
 
+/* Cleanup's statements that read executions or the audit: the plan, the
+ * measure, and those of a batch (the statements that open and close its
+ * transaction are not queries). */
+static const char *const cleanup_reads[] = { "plan cleanup",
+					     "measure cleanup",
+					     "pick executions to remove",
+					     "judge executions to remove",
+					     "remove executions",
+					     "remove instances",
+					     "remove lock audit rows",
+					     NULL };
+
+static void observe_cleanup(void *ctx, const char *what, const char *sql, int n,
+			    const char *const *values)
+{
+	for (int i = 0; i < nstmts; i++)
+		if (strcmp(stmts[i].what, what) == 0)
+			return; /* the first of each is enough */
+	for (int i = 0; cleanup_reads[i]; i++)
+		if (strcmp(cleanup_reads[i], what) == 0) {
+			observe(ctx, what, sql, n, values);
+			return;
+		}
+}
+
+/* (last: it removes the oldest executions) */
+static void test_cleanup_of_the_oldest(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_cleanup_options o = CB_CLEANUP_OPTIONS_INIT;
+	cb_cleanup_result r;
+
+	/* the oldest 500 of the 50,000, 2 minutes apart, in batches of 100 */
+	o.older_than_seconds = (50000 - 500) * 120.0;
+	o.batch = 100;
+	cb__repo_observer = observe_cleanup;
+	CBT_PASS(cb_repo_cleanup(&r, conn, &o, &err), &err);
+	cb__repo_observer = observe;
+	CU_ASSERT(r.removed.job_executions >= 450 && r.removed.job_executions <= 500);
+	CU_ASSERT(r.removed.lock_audit >= 2 * r.removed.job_executions);
+	CBT_EQ_LL(nstmts, 7);
+	check_plans("cleanup");
+}
+
 static const CU_TestInfo tests[] = {
 	{ "lock listing", test_lock_listing },
 	{ "metrics", test_metrics },
@@ -264,6 +309,7 @@ static const CU_TestInfo tests[] = {
 	{ "schedule list", test_schedule_list },
 	{ "run --next lookups", test_run_next_lookups },
 	{ "executions of a rare job/status pair", test_rare_job_status_pair },
+	{ "cleanup of the oldest", test_cleanup_of_the_oldest },
 	CU_TEST_INFO_NULL,
 };
 
