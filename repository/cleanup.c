@@ -4,7 +4,7 @@
  * parameters and lock audit rows, and the instances left with no execution.
  *
  * What may go is one SQL function, batch_cleanup_removable() (with the plan
- * of batch_cleanup_plan(), both in sql/015_history_scale_2.sql, where the
+ * of batch_cleanup_plan(), both in sql/functions/, where the
  * rule is written out and can be tried in psql). In short: what stays,
  * whatever its age, is every execution of a running or restartable
  * instance, the newest of an instance unless all of it goes, with
@@ -33,10 +33,9 @@
 #include <time.h>
 
 /* The statements that judge executions call batch_cleanup_removable()
- * (sql/015_history_scale_2.sql), the removal rule, with the plan's
+ * (sql/functions/batch_cleanup_removable.sql), the removal rule, with the plan's
  *   $1 cutoff (timestamptz)   $2 keep-last job names (text[])
  *   $3 their first kept execution ids (bigint[])   $4 protected ids (bigint[]) */
-#define LIVE      "('STARTING', 'STARTED', 'STOPPING')"
 #define REMOVABLE "batch_cleanup_removable($1::timestamptz, $2::text[], $3::bigint[], $4::bigint[])"
 
 /* Lock audit rows that go besides those of the executions that go (alias
@@ -58,7 +57,7 @@
 #define LOCK_SQL(x, gone)                                                                          \
 	"(" x ".updated_at < $1::timestamptz AND " x ".locked_until < $1::timestamptz AND ("       \
 	" (" x ".released AND NOT EXISTS (SELECT 1 FROM batch_job_execution le "                   \
-	"   WHERE le.job_execution_id = " x ".job_execution_id AND le.status IN " LIVE ")) "       \
+	"   WHERE le.job_execution_id = " x ".job_execution_id AND batch_status_is_live(le.status))) "\
 	" OR " x ".job_execution_id IS NULL OR NOT EXISTS (SELECT 1 FROM batch_job_execution le "  \
 	"   WHERE le.job_execution_id = " x ".job_execution_id)" gone "))"
 
