@@ -2362,8 +2362,9 @@ int main(int argc, char **argv)
 		snprintf(self_exe, sizeof(self_exe), "%s", argv[0]);
 	if (argc == 4 && strcmp(argv[1], "--probe") == 0)
 		return probe_main(argv[2], argv[3]);
-	/* `integration_test_lock WORD`: only the tests whose name contains WORD. */
-	if (argc == 2) {
+	/* `integration_test_lock WORD`: only the tests whose name contains WORD
+	 * (--list and --run NAME are the harness's). */
+	if (argc == 2 && argv[1][0] != '-') {
 		static CU_TestInfo some[sizeof(tests) / sizeof(tests[0])];
 		size_t k = 0;
 

@@ -659,7 +659,7 @@ int main(int argc, char **argv)
 	static CU_TestInfo selected[sizeof(tests) / sizeof(tests[0])];
 	size_t n = 0;
 
-	if (argc < 2)
+	if (argc < 2 || argv[1][0] == '-') /* --list, --run: the harness's */
 		return cbt_main("transitions", init, clean, tests);
 	for (size_t i = 0; tests[i].pName; i++)
 		if (strstr(tests[i].pName, argv[1]))

@@ -1508,7 +1508,8 @@ int main(int argc, char **argv)
 		CU_TEST_INFO_NULL,
 	};
 
-	if (argc > 1) {
+	/* Not the harness's --list / --run. */
+	if (argc > 1 && argv[1][0] != '-') {
 		only_case = argv[1];
 		return cbt_main("csv", init, clean, one);
 	}
