@@ -94,8 +94,8 @@ __attribute__((used, section(".init_array"))) static void (*const cbt_capture_ar
 
 /* What the arguments ask of the runner. */
 struct cbt_request {
-	int list;		/* --list: print the case names, run nothing */
-	const char *runs[64];	/* --run NAME (repeatable): only these cases, in this order */
+	int list;             /* --list: print the case names, run nothing */
+	const char *runs[64]; /* --run NAME (repeatable): only these cases, in this order */
 	size_t nruns;
 };
 
@@ -106,7 +106,8 @@ static int parse_request(const char *name, struct cbt_request *rq)
 		if (strcmp(cbt_argv[i], "--list") == 0) {
 			rq->list = 1;
 		} else if (strcmp(cbt_argv[i], "--run") == 0) {
-			if (i + 1 >= cbt_argc || rq->nruns == sizeof(rq->runs) / sizeof(rq->runs[0])) {
+			if (i + 1 >= cbt_argc ||
+			    rq->nruns == sizeof(rq->runs) / sizeof(rq->runs[0])) {
 				fprintf(stderr, "%s: --run needs a case name (see --list)\n", name);
 				return -1;
 			}
@@ -322,8 +323,8 @@ static int run_suites(const char *name, const CU_SuiteInfo *suites)
 		/* A suite none of whose cases is asked for is left out: no init, no cleanup. */
 		if (rq.nruns > 0 && !suite_selected(s, qualify, &rq))
 			continue;
-		suite = CU_add_suite_with_setup_and_teardown(s->pName, s->pInitFunc, s->pCleanupFunc,
-							     case_setup, case_teardown);
+		suite = CU_add_suite_with_setup_and_teardown(
+			s->pName, s->pInitFunc, s->pCleanupFunc, case_setup, case_teardown);
 		if (!suite) {
 			fprintf(stderr, "%s: cannot add suite '%s': %s\n", name, s->pName,
 				CU_get_error_msg());

@@ -39,7 +39,6 @@ int clean(void)
 
 char out[65536], errout[65536];
 
-
 /* argv = prefix..., cbatch-examples --db CONNINFO, then the NULL-terminated va list. */
 static void build_argv(const char **argv, const char *const *prefix, const char *conninfo,
 		       const char *first, va_list ap)
@@ -112,7 +111,7 @@ void drop_role(PGconn *conn, const char *role)
 
 /* As ex, in the background; stdout and stderr go to tmpdir/@p log. */
 pid_t ex_spawn_with(const char *const *prefix, const char *conninfo, const char *log,
-			   const char *first, ...)
+		    const char *first, ...)
 {
 	const char *argv[MAXARGS];
 	char path[PATH_MAX];
@@ -124,7 +123,6 @@ pid_t ex_spawn_with(const char *const *prefix, const char *conninfo, const char 
 	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), log);
 	return cbt_spawn(argv, path);
 }
-
 
 /* The contents of tmpdir/@p log (truncated to @p size). */
 void read_log(const char *log, char *buf, size_t size)
@@ -191,7 +189,6 @@ void assert_exactly_once(PGconn *conn)
 		  0);
 }
 
-
 /* After a SIGKILL: a pipeline sent before the kill may still commit
  * server-side, so look only once the dead client's sessions are gone. */
 void wait_no_client_sessions(PGconn *conn)
@@ -241,8 +238,6 @@ int still_running(pid_t pid)
 
 /* ---- a job whose one call outlasts the lease (the heartbeat test) ------------ */
 
-
-
 /*
  * One call that takes longer than the lease. Past the lease it launches the
  * same job instance from another process (this program as --probe), and
@@ -289,9 +284,7 @@ cb_job *long_task_job(long_task *t)
 	return job;
 }
 
-
 /* ---- a job that freezes itself inside a chunk transaction -------------------- */
-
 
 /*
  * The numbers job (1..FREEZE_ROWS into `sink (n PRIMARY KEY)`) whose writer,
@@ -400,7 +393,6 @@ int probe_main(const char *conninfo, const char *job_name)
 		return 4;
 	return rc == 0 && r.status == CB_STATUS_COMPLETED ? 0 : 1;
 }
-
 
 /* ---- probes: this program again, as --probe -------------------------------- */
 

@@ -763,7 +763,6 @@ static void test_reserved(void)
 
 /* ---- runner ------------------------------------------------------------- */
 
-
 static CU_TestInfo parse_tests[] = {
 	{ "every type, '-' prefix, default string", test_parse_every_type },
 	{ "canonical values", test_parse_canonical_values },
