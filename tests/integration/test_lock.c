@@ -370,9 +370,11 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	snprintf(zparam, sizeof(zparam), "z:long=%d", round);
 	snprintf(tparam, sizeof(tparam), "z:long=%d", same_instance ? round : 100 + round);
 	snprintf(log, sizeof(log), "lock-zombie-%d.log", round);
-	add_rows(conn, 100000);
+	/* 20,000 rows at 10 ms a chunk of 10: 20 s at least, far more than it
+	 * needs to write 300 (the taker, without the throttle, runs fast). */
+	add_rows(conn, 20000);
 	pid = ex_spawn_with(NULL, zombie_db, log, "run", "ledger", zparam, "-chunk.size:long=10",
-			    "--lease", "1", NULL);
+			    "-sleepMs:long=10", "--lease", "1", NULL);
 	{
 		if (!cbt_wait_untilp(
 			    conn, 60000,
@@ -798,12 +800,14 @@ static void test_clock_skew_neither_steals_nor_keeps_a_lock(void)
 		double left;
 		pid_t pid, wrapper;
 
-		add_rows(conn, 100000);
+		/* Throttled (20 s at least): still running when it is killed. */
+		add_rows(conn, 20000);
 		snprintf(param, sizeof(param), "s:long=%d", 2 + i);
 		snprintf(log, sizeof(log), "lock-skew-%d.log", i);
 		cbt_faketime_prefix(prefix, asan, sizeof(asan), offsets[i]);
 		wrapper = ex_spawn_with(prefix, db, log, "run", "ledger", param,
-					"-chunk.size:long=10", "--lease", "1", NULL);
+					"-chunk.size:long=10", "-sleepMs:long=10", "--lease", "1",
+					NULL);
 		/* faketime runs the job as its child: find the job by its execution. */
 		if (!cbt_wait_until(
 			    conn, 60000,
