@@ -35,6 +35,10 @@ int sales_totals_register(cb_registry *reg, cb_error *err);
 /* Register the `tick` job. */
 int tick_register(cb_registry *reg, cb_error *err);
 
+/* The throttle (throttle.c): with `-sleepMs:long=N` (N > 0) in the step's
+ * parameters, add a writer that waits N ms first in each chunk; else nothing. */
+int example_throttle_add(cb_chunk_parts *parts, const cb_step_context *sc, cb_error *err);
+
 /* `example-setup`: create an example's tables and demo data. */
 int examples_setup_command(void *ctx, PGconn *conn, int argc, char **argv);
 

@@ -6,6 +6,8 @@
  *   writers    upsert ledger by account_id; mark the account processed
  *
  * All of it commits in one transaction per chunk with the step's checkpoint.
+ * `-sleepMs:long=N` (not identifying) makes each chunk wait N ms inside its
+ * transaction, before its writes (throttle.c): a slow run for tests.
  */
 #include "examples.h"
 
@@ -54,7 +56,7 @@ int ledger_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	cb_writer w;
 	int rc;
 
-	(void)user, (void)sc;
+	(void)user;
 	ro.table = "account";
 	ro.columns = account_columns;
 	ro.key_columns = account_key;
@@ -62,6 +64,8 @@ int ledger_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	if ((rc = cb_pg_keyset_reader_new(&parts->reader, &ro, err)) < 0)
 		return rc;
 	parts->processor = (cb_processor){ .version = CB_PROCESSOR_VERSION, .process = validate };
+	if ((rc = example_throttle_add(parts, sc, err)) < 0)
+		return rc;
 
 	uo.table = "ledger";
 	uo.columns = ledger_columns;

@@ -28,7 +28,6 @@
  * run slow in tests), and the reserved `-partition.threads:long=K` /
  * `-chunk.size:long=N`.
  */
-#include <time.h>
 
 #include "examples.h"
 
@@ -74,29 +73,12 @@ static int bind_invoice_id(void *ctx, const cb_step_context *sc, const void *ite
 	return 0;
 }
 
-/* The throttle (-sleepMs): a writer that only waits, first in the chunk. */
-static int throttle_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
-{
-	long long ms = *(long long *)state;
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	(void)tx, (void)items, (void)n, (void)err;
-	nanosleep(&ts, NULL);
-	return 0;
-}
-
-static void throttle_free(void *state)
-{
-	free(state);
-}
-
 static int sales_totals_build(void *user, const cb_step_context *sc, cb_chunk_parts *parts,
 			      cb_error *err)
 {
 	cb_pg_keyset_options ro = CB_PG_KEYSET_OPTIONS_INIT;
 	cb_pg_upsert_options uo = CB_PG_UPSERT_OPTIONS_INIT;
 	cb_pg_status_options so = CB_PG_STATUS_OPTIONS_INIT;
-	long long sleep_ms = 0;
 	cb_writer w;
 	int rc;
 
@@ -108,22 +90,8 @@ static int sales_totals_build(void *user, const cb_step_context *sc, cb_chunk_pa
 	if ((rc = cb_pg_keyset_reader_new(&parts->reader, &ro, err)) < 0)
 		return rc;
 
-	cb_params_get_long(cb_step_context_params(sc), "sleepMs", &sleep_ms);
-	if (sleep_ms > 0) {
-		long long *state = malloc(sizeof(*state));
-
-		if (!state)
-			return cb_error_set(err, CB_ENOMEM, "out of memory");
-		*state = sleep_ms;
-		w = (cb_writer){ .version = CB_WRITER_VERSION,
-				 .state = state,
-				 .write = throttle_write,
-				 .free = throttle_free };
-		if ((rc = cb_chunk_parts_add_writer(parts, &w, err)) < 0) {
-			free(state);
-			return rc;
-		}
-	}
+	if ((rc = example_throttle_add(parts, sc, err)) < 0)
+		return rc;
 
 	uo.table = "customer_total";
 	uo.columns = total_columns;

@@ -75,6 +75,136 @@ static void passf(const char *file, int line, const char *what)
 
 /* ---- runner -------------------------------------------------------------- */
 
+/*
+ * The program's arguments, for --list and --run. glibc calls the functions of
+ * .init_array with main's argc and argv, so the harness sees them without every
+ * test's main having to pass them on (most are `int main(void)`).
+ */
+static int cbt_argc;
+static char **cbt_argv;
+
+static void capture_args(int argc, char **argv, char **envp)
+{
+	(void)envp;
+	cbt_argc = argc;
+	cbt_argv = argv;
+}
+__attribute__((used, section(".init_array"))) static void (*const cbt_capture_args)(
+	int, char **, char **) = capture_args;
+
+/* What the arguments ask of the runner. */
+struct cbt_request {
+	int list;             /* --list: print the case names, run nothing */
+	const char *runs[64]; /* --run NAME (repeatable): only these cases, in this order */
+	size_t nruns;
+};
+
+static int parse_request(const char *name, struct cbt_request *rq)
+{
+	memset(rq, 0, sizeof(*rq));
+	for (int i = 1; i < cbt_argc; i++) {
+		if (strcmp(cbt_argv[i], "--list") == 0) {
+			rq->list = 1;
+		} else if (strcmp(cbt_argv[i], "--run") == 0) {
+			if (i + 1 >= cbt_argc ||
+			    rq->nruns == sizeof(rq->runs) / sizeof(rq->runs[0])) {
+				fprintf(stderr, "%s: --run needs a case name (see --list)\n", name);
+				return -1;
+			}
+			rq->runs[rq->nruns++] = cbt_argv[++i];
+		}
+		/* Anything else belongs to the test program itself (e.g. test_csv's case). */
+	}
+	return 0;
+}
+
+/*
+ * A case's name as --list prints it and ctest names it: lower case, every run of
+ * other characters than [a-z0-9] one '_' (CUnit's names are sentences, with
+ * spaces, commas and semicolons that a shell or a CMake list would split).
+ * Prefixed with "<suite>." when the program has several suites.
+ */
+static void case_slug(char *out, size_t outsz, const char *suite, const char *test)
+{
+	size_t n = 0;
+	int gap = 0;
+
+	if (suite) {
+		case_slug(out, outsz, NULL, suite);
+		n = strlen(out);
+		if (n + 1 < outsz)
+			out[n++] = '.';
+	}
+	for (const char *c = test; *c && n + 1 < outsz; c++) {
+		char ch = *c >= 'A' && *c <= 'Z' ? (char)(*c - 'A' + 'a') : *c;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
+			if (gap && n > 0 && out[n - 1] != '.' && n + 2 < outsz)
+				out[n++] = '_';
+			out[n++] = ch;
+			gap = 0;
+		} else {
+			gap = 1;
+		}
+	}
+	out[n] = '\0';
+}
+
+/* Does --run @p want name this case (by its slug or its exact CUnit name)? */
+static int case_named(const char *want, const char *suite, const char *test)
+{
+	char slug[512];
+
+	case_slug(slug, sizeof(slug), suite, test);
+	if (strcmp(want, slug) == 0 || strcmp(want, test) == 0)
+		return 1;
+	if (suite) {
+		size_t sl = strlen(suite);
+
+		return strncmp(want, suite, sl) == 0 && want[sl] == '.' &&
+		       strcmp(want + sl + 1, test) == 0;
+	}
+	return 0;
+}
+
+/* Wall time per case: CUnit's own summary reports CPU time, which says nothing
+ * about tests that mostly wait for other processes. */
+static double case_started;
+static double run_started;
+
+/* The suites' own setup and teardown, which the timing wraps (cbt_main_suites). */
+static const CU_SuiteInfo *timed_suites;
+
+static const CU_SuiteInfo *current_suite_info(void)
+{
+	CU_pSuite s = CU_get_current_suite();
+
+	for (const CU_SuiteInfo *si = timed_suites; s && si && si->pName; si++)
+		if (strcmp(si->pName, s->pName) == 0)
+			return si;
+	return NULL;
+}
+
+static void case_setup(void)
+{
+	const CU_SuiteInfo *si = current_suite_info();
+
+	case_started = cbt_now();
+	if (si && si->pSetUpFunc)
+		si->pSetUpFunc();
+}
+
+static void case_teardown(void)
+{
+	const CU_SuiteInfo *si = current_suite_info();
+
+	if (si && si->pTearDownFunc)
+		si->pTearDownFunc();
+	/* Printed before CUnit's "passed"/"FAILED" on the test's line. */
+	printf("[%.2f s] ", cbt_now() - case_started);
+	fflush(stdout);
+}
+
 /* Run what is registered, report, clean up. @name labels the final line. */
 static int run_registered(const char *name)
 {
@@ -82,6 +212,7 @@ static int run_registered(const char *name)
 	int ok;
 
 	CU_basic_set_mode(CU_BRM_VERBOSE);
+	run_started = cbt_now();
 	if (CU_basic_run_tests() != CUE_SUCCESS)
 		fprintf(stderr, "%s: CUnit: %s\n", name, CU_get_error_msg());
 
@@ -94,16 +225,26 @@ static int run_registered(const char *name)
 	ok = suites_failed == 0 && tests_failed == 0 && failures == 0 && records == 0 &&
 	     CU_get_error() == CUE_SUCCESS;
 	printf("\n%s: %s: %u test(s) run, %u failed, %u failed assertion(s), "
-	       "%u suite init/cleanup failure(s)\n",
-	       name, ok ? "PASS" : "FAIL", tests_run, tests_failed, failures, suites_failed);
+	       "%u suite init/cleanup failure(s), %.2f s wall time\n",
+	       name, ok ? "PASS" : "FAIL", tests_run, tests_failed, failures, suites_failed,
+	       cbt_now() - run_started);
 	fflush(stdout);
 	CU_cleanup_registry();
 	return ok ? 0 : 1;
 }
 
-static int add_tests(CU_pSuite suite, const char *suite_name, const CU_TestInfo *tests)
+/* Add the cases of @p tests that @p rq selects; mark each selected name found. */
+static int add_tests(CU_pSuite suite, const char *suite_name, const char *qualifier,
+		     const CU_TestInfo *tests, const struct cbt_request *rq, int *found)
 {
 	for (const CU_TestInfo *t = tests; t && t->pName; t++) {
+		int take = rq->nruns == 0;
+
+		for (size_t i = 0; i < rq->nruns; i++)
+			if (case_named(rq->runs[i], qualifier, t->pName))
+				take = found[i] = 1;
+		if (!take)
+			continue;
 		if (!CU_add_test(suite, t->pName, t->pTestFunc)) {
 			fprintf(stderr, "%s: cannot add test '%s': %s\n", suite_name, t->pName,
 				CU_get_error_msg());
@@ -111,6 +252,35 @@ static int add_tests(CU_pSuite suite, const char *suite_name, const CU_TestInfo 
 		}
 	}
 	return 0;
+}
+
+/*
+ * --list: one slug per line. Two cases with the same slug could not be told
+ * apart by --run or ctest, so that fails the listing (and so the build).
+ */
+static int list_cases(const char *name, const CU_SuiteInfo *suites, int qualify)
+{
+	char slug[512], other[512];
+	int dup = 0;
+
+	for (const CU_SuiteInfo *s = suites; s->pName; s++)
+		for (const CU_TestInfo *t = s->pTests; t && t->pName; t++) {
+			case_slug(slug, sizeof(slug), qualify ? s->pName : NULL, t->pName);
+			for (const CU_SuiteInfo *s2 = suites; s2 <= s; s2++)
+				for (const CU_TestInfo *t2 = s2->pTests;
+				     t2 && t2->pName && !(s2 == s && t2 == t); t2++) {
+					case_slug(other, sizeof(other), qualify ? s2->pName : NULL,
+						  t2->pName);
+					if (strcmp(slug, other) == 0) {
+						fprintf(stderr, "%s: two cases named '%s'\n", name,
+							slug);
+						dup = 1;
+					}
+				}
+			printf("%s\n", slug);
+		}
+	fflush(stdout);
+	return dup ? 1 : 0;
 }
 
 static int start_registry(const char *name)
@@ -124,46 +294,72 @@ static int start_registry(const char *name)
 	return 0;
 }
 
-int cbt_main(const char *suite_name, CU_InitializeFunc init, CU_CleanupFunc clean,
-	     const CU_TestInfo *tests)
+static int suite_selected(const CU_SuiteInfo *s, int qualify, const struct cbt_request *rq)
 {
-	CU_pSuite suite;
-
-	if (start_registry(suite_name) < 0)
-		return 1;
-	suite = CU_add_suite(suite_name, init, clean);
-	if (!suite) {
-		fprintf(stderr, "%s: cannot add the suite: %s\n", suite_name, CU_get_error_msg());
-		CU_cleanup_registry();
-		return 1;
-	}
-	if (add_tests(suite, suite_name, tests) < 0) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	return run_registered(suite_name);
+	for (const CU_TestInfo *t = s->pTests; t && t->pName; t++)
+		for (size_t i = 0; i < rq->nruns; i++)
+			if (case_named(rq->runs[i], qualify ? s->pName : NULL, t->pName))
+				return 1;
+	return 0;
 }
 
-int cbt_main_suites(const char *name, const CU_SuiteInfo *suites)
+/* The runner of both entry points: several suites, qualified names if more than one. */
+static int run_suites(const char *name, const CU_SuiteInfo *suites)
 {
+	struct cbt_request rq;
+	int found[64] = { 0 };
+	int qualify = suites[0].pName && suites[1].pName;
+
+	if (parse_request(name, &rq) < 0)
+		return 2;
+	if (rq.list)
+		return list_cases(name, suites, qualify);
 	if (start_registry(name) < 0)
 		return 1;
-	for (const CU_SuiteInfo *s = suites; s && s->pName; s++) {
-		CU_pSuite suite = CU_add_suite_with_setup_and_teardown(
-			s->pName, s->pInitFunc, s->pCleanupFunc, s->pSetUpFunc, s->pTearDownFunc);
+	timed_suites = suites;
+	for (const CU_SuiteInfo *s = suites; s->pName; s++) {
+		CU_pSuite suite;
 
+		/* A suite none of whose cases is asked for is left out: no init, no cleanup. */
+		if (rq.nruns > 0 && !suite_selected(s, qualify, &rq))
+			continue;
+		suite = CU_add_suite_with_setup_and_teardown(
+			s->pName, s->pInitFunc, s->pCleanupFunc, case_setup, case_teardown);
 		if (!suite) {
 			fprintf(stderr, "%s: cannot add suite '%s': %s\n", name, s->pName,
 				CU_get_error_msg());
 			CU_cleanup_registry();
 			return 1;
 		}
-		if (add_tests(suite, s->pName, s->pTests) < 0) {
+		if (add_tests(suite, s->pName, qualify ? s->pName : NULL, s->pTests, &rq, found) <
+		    0) {
 			CU_cleanup_registry();
 			return 1;
 		}
 	}
+	for (size_t i = 0; i < rq.nruns; i++)
+		if (!found[i]) {
+			fprintf(stderr, "%s: no case named '%s' (see --list)\n", name, rq.runs[i]);
+			CU_cleanup_registry();
+			return 1;
+		}
 	return run_registered(name);
+}
+
+int cbt_main(const char *suite_name, CU_InitializeFunc init, CU_CleanupFunc clean,
+	     const CU_TestInfo *tests)
+{
+	const CU_SuiteInfo suites[] = {
+		{ suite_name, init, clean, NULL, NULL, (CU_TestInfo *)tests },
+		CU_SUITE_INFO_NULL,
+	};
+
+	return run_suites(suite_name, suites);
+}
+
+int cbt_main_suites(const char *name, const CU_SuiteInfo *suites)
+{
+	return run_suites(name, suites);
 }
 
 /* ---- assertions ---------------------------------------------------------- */

@@ -12,6 +12,12 @@
  *     static const CU_TestInfo tests[] = { { "x", test_x }, CU_TEST_INFO_NULL };
  *     int main(void) { return cbt_main("mytest", init, clean, tests); }
  *
+ * Every test program so made answers `--list` (its cases, one a line, as
+ * lower-case words joined by '_'; "suite.case" when it has several suites) and
+ * `--run CASE` (repeatable: only those cases, between the suite's init and
+ * cleanup), and prints each case's wall time ("[1.23 s]") and the run's in its
+ * final line. ctest runs each case as its own test (tests/CMakeLists.txt).
+ *
  * Integration tests get the throwaway cluster from ctest through the environment:
  * CBATCH_TEST_PGHOST (socket directory), CBATCH_TEST_PGPORT, CBATCH_TEST_PGUSER,
  * and the binaries under test from CBATCH_TEST_EXAMPLES and CBATCH_TEST_CLI;
@@ -44,6 +50,9 @@
  * Run one suite and report. Initialises the CUnit registry, adds the suite
  * (@p init and @p clean may be NULL) and the @p tests (terminated by
  * CU_TEST_INFO_NULL), runs them in verbose basic mode and prints a final line.
+ * Reads the program's arguments itself: --list prints the cases and runs
+ * nothing (no init), --run CASE runs only the cases named; other arguments are
+ * left to the program.
  * @return 0 only if every test passed and the suite's init and cleanup succeeded;
  *         1 otherwise (including CUnit's own errors). Use it as main's return.
  */

@@ -97,6 +97,9 @@ static int restart_cluster(void)
 	return rc;
 }
 
+#define DB_ROWS      20000
+#define DB_ROWS_TEXT "20000"
+
 static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 {
 	PGconn *conn = cbt_connect(db);
@@ -108,12 +111,16 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
 		       "CREATE SCHEMA public;");
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);
-	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", "200000", NULL), 0);
+	/* Throttled (DB_ROWS at 10 ms a chunk of 10: 20 s at least), so that the
+	 * job still runs when the cluster restarts. */
+	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", DB_ROWS_TEXT, NULL), 0);
 
 	snprintf(log, sizeof(log), "%s/dbrestart-job.log", cbt_tmpdir());
 	{
-		const char *argv[] = { cbt_examples_bin(),    "--db",    db,  "run", "ledger",
-				       "-chunk.size:long=10", "--lease", "2", NULL };
+		const char *argv[] = {
+			cbt_examples_bin(), "--db",    db,  "run", "ledger", "-chunk.size:long=10",
+			"-sleepMs:long=10", "--lease", "2", NULL
+		};
 
 		pid = cbt_spawn(argv, log);
 	}
@@ -151,7 +158,7 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 			  "lld", exec),
 		  written);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), written);
-	if (written >= 200000)
+	if (written >= DB_ROWS)
 		CBT_FAILF("the job finished before the restart; the test proves nothing");
 	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
 	CBT_EQ_LL(cbt_queryp_ll(
@@ -178,12 +185,12 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 			  "AND status = 'FAILED'",
 			  "lld", exec),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), 200000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), DB_ROWS);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l ON "
 				     "l.account_id = a.id AND l.amount = a.amount AND "
 				     "l.seller_id = a.seller_id"),
-		  200000);
+		  DB_ROWS);
 	PQfinish(conn);
 }
 

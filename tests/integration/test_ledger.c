@@ -265,14 +265,31 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 	PQfinish(conn);
 }
 
+/*
+ * A stop and SIGTERM must land mid-run: THROTTLED_ROWS at 20 ms a chunk of 50
+ * take 8 s at least, against about 20 chunks before the stop (a restart by id
+ * keeps the throttle; a new run does not).
+ */
+#define THROTTLED_ROWS 20000
+
+static pid_t spawn_run_throttled(const char *chunk, const char *logname)
+{
+	char path[512];
+	const char *argv[] = { cbt_examples_bin(), "--db",    db,  "run", "ledger", chunk,
+			       "-sleepMs:long=20", "--lease", "2", NULL };
+
+	snprintf(path, sizeof(path), "%s/%s", cbt_tmpdir(), logname);
+	return cbt_spawn(argv, path);
+}
+
 static void test_stop_from_another_process_then_restart(void)
 {
 	PGconn *conn = cbt_connect(db);
 	char id[24];
 	pid_t pid;
 
-	reset(conn, 100000, 0);
-	pid = spawn_run("-chunk.size:long=50", "stop.log");
+	reset(conn, THROTTLED_ROWS, 0);
+	pid = spawn_run_throttled("-chunk.size:long=50", "stop.log");
 	wait_for_rows(conn, 1000);
 	snprintf(id, sizeof(id), "%lld", last_execution(conn));
 	CBT_EQ_LL(cli("stop", id, NULL, NULL, NULL), 0);
@@ -280,11 +297,11 @@ static void test_stop_from_another_process_then_restart(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
 				     "'STOPPED'"),
 		  1);
-	if (cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= 100000)
+	if (cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= THROTTLED_ROWS)
 		CBT_FAILF("the job finished before the stop; the test proves nothing");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger") % 50, 0);
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 100000);
+	assert_exactly_once(conn, THROTTLED_ROWS);
 	PQfinish(conn);
 }
 
@@ -293,8 +310,8 @@ static void test_sigterm_stops_after_the_current_chunk(void)
 	PGconn *conn = cbt_connect(db);
 	pid_t pid;
 
-	reset(conn, 100000, 0);
-	pid = spawn_run("-chunk.size:long=50", "sigterm.log");
+	reset(conn, THROTTLED_ROWS, 0);
+	pid = spawn_run_throttled("-chunk.size:long=50", "sigterm.log");
 	wait_for_rows(conn, 1000);
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
@@ -303,7 +320,7 @@ static void test_sigterm_stops_after_the_current_chunk(void)
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger") % 50, 0);
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 100000);
+	assert_exactly_once(conn, THROTTLED_ROWS);
 	PQfinish(conn);
 }
 

@@ -28,34 +28,26 @@
 #include <unistd.h>
 
 #include "cbtest.h"
+#include "sched.h"
 
-static char db[CBT_CONNINFO_MAX];
-static PGconn *conn;
-static char out[65536], errout[65536];
+static cbt_sched sched;
 
 static int init(void)
 {
-	return cbt_repo_db(db, sizeof(db), "sales_sched", &conn);
+	return cbt_sched_init(&sched, "sales_sched");
 }
 
 static int clean(void)
 {
-	PQfinish(conn);
-	cbt_db_drop(db);
-	return 0;
+	return cbt_sched_clean(&sched);
 }
 
-static int ex(const char *const *args)
-{
-	return cbt_examples_run(NULL, db, args, out, sizeof(out), errout, sizeof(errout));
-}
-#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
-#define SPAWN(log, ...)                                                                            \
-	cbt_examples_spawn(NULL, db, log, (const char *const[]){ __VA_ARGS__, NULL })
+#define EX(...)         CBT_SCHED_EX(&sched, __VA_ARGS__)
+#define SPAWN(log, ...) CBT_SCHED_SPAWN(&sched, (log), __VA_ARGS__)
 
 static void log_path(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, "%s/sales-sched-%d-%s.log", cbt_tmpdir(), (int)getpid(), name);
+	cbt_sched_log_path(&sched, buf, size, name);
 }
 
 /* A fresh schedule `totals` of sales_totals every second, each firing about
@@ -64,7 +56,7 @@ static void fresh(long long rows, const char *recover_delay)
 {
 	char n[24];
 
-	cbt_exec(conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+	cbt_sched_clear(&sched);
 	snprintf(n, sizeof(n), "%lld", rows);
 	CBT_EQ_LL(EX("example-setup", "sales_totals", "--rows", n, "--reset"), 0);
 	CBT_EQ_LL(EX("schedule", "add", "totals", "--cron", "* * * * * *", "--job", "sales_totals",
@@ -77,7 +69,7 @@ static void fresh(long long rows, const char *recover_delay)
 static void add_invoices(long long n)
 {
 	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
+		cbt_queryp_ll(sched.conn,
 			      "WITH base AS (SELECT coalesce(max(id), 0) AS b FROM invoice), "
 			      "ins AS (INSERT INTO invoice (id, customer_id, amount, issued_at) "
 			      "SELECT b + g, 1 + ((b + g) * 7919) % 500, (1 + ((b + g) * 104729) "
@@ -97,50 +89,39 @@ static void feed(int seconds, long long per_batch)
 	}
 }
 
-/* Executions launched for schedule `totals` (firings and their restarts). */
-#define EXECS                                                                                      \
-	"WITH e AS (SELECT x.job_execution_id, x.status, x.start_time, "                           \
-	" coalesce(x.end_time, clock_timestamp()) AS end_time FROM batch_job_execution x "         \
-	" JOIN batch_job_execution_params p USING (job_execution_id) "                             \
-	" WHERE p.parameter_name = 'schedule.name' AND p.parameter_value = 'totals' "              \
-	" AND x.start_time IS NOT NULL) "
-
+/* The executions and firings of schedule `totals` (the only one). */
 static long long scheduled_overlaps(void)
 {
-	return cbt_query_ll(conn, EXECS "SELECT count(*) FROM e a JOIN e b ON a.job_execution_id < "
-					"b.job_execution_id AND a.start_time < b.end_time AND "
-					"b.start_time < a.end_time");
+	return cbt_sched_overlaps(&sched, "totals");
 }
 
 static long long scheduled_execs(const char *status)
 {
-	return cbt_queryp_ll(conn, EXECS "SELECT count(*) FROM e WHERE status LIKE $1", "s",
-			     status);
+	return cbt_sched_execs(&sched, "totals", status);
 }
 
 static long long firings(const char *status)
 {
-	return cbt_queryp_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE status = $1",
-			     "s", status);
+	return cbt_sched_firings(&sched, "totals", status);
 }
 
 static long long processed(void)
 {
-	return cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE processed");
+	return cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE processed");
 }
 
 static long long conflicts(void)
 {
-	return cbt_query_ll(conn, "SELECT coalesce(sum(transition_conflict_count), 0) "
-				  "FROM batch_step_execution");
+	return cbt_query_ll(sched.conn, "SELECT coalesce(sum(transition_conflict_count), 0) "
+					"FROM batch_step_execution");
 }
 
 /* What committed is exact on its own: the totals of the processed invoices. */
 static void expect_processed_counted_once(void)
 {
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT coalesce(sum(invoice_count), 0) - "
-				     "(SELECT count(*) FROM invoice WHERE processed) "
-				     "FROM customer_total"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT coalesce(sum(invoice_count), 0) - "
+					   "(SELECT count(*) FROM invoice WHERE processed) "
+					   "FROM customer_total"),
 		  0);
 }
 
@@ -159,13 +140,13 @@ static void drain_and_expect_exactly_once(void)
 	for (int i = 0; i < 5 && rc != 0; i++)
 		rc = EX("run", "sales_totals", param, "--lease", "2");
 	CBT_EQ_LL(rc, 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed"), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT coalesce(sum(invoice_count), 0) - "
-				     "(SELECT count(*) FROM invoice) FROM customer_total"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE NOT processed"), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT coalesce(sum(invoice_count), 0) - "
+					   "(SELECT count(*) FROM invoice) FROM customer_total"),
 		  0);
 	CBT_EQ_LL(
 		cbt_query_ll(
-			conn,
+			sched.conn,
 			"SELECT count(*) FROM (SELECT customer_id, sum(amount) s, count(*) n, "
 			" min(issued_at) f, max(issued_at) l FROM invoice GROUP BY customer_id) e "
 			"FULL JOIN customer_total t USING (customer_id) "
@@ -219,7 +200,7 @@ static void test_two_nodes_and_a_manual_run_count_once(void)
 	a = node("pair-a", "10");
 	b = node("pair-b", "10");
 	add_invoices(800);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
 	log_path(log, sizeof(log), "manual");
@@ -236,17 +217,20 @@ static void test_two_nodes_and_a_manual_run_count_once(void)
 	CU_ASSERT(firings("SKIPPED_OVERLAP") >= 2);
 	/* Both nodes competed for the instants (which one wins each is timing:
 	 * the loser records it too, as an event). */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT node_id) FROM batch_schedule_event"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(DISTINCT node_id) FROM batch_schedule_event"),
 		  2);
 	/* The manual run did run beside firings, and they met: chunks were
 	 * rolled back and read again. */
-	CU_ASSERT(cbt_query_ll(conn,
-			       EXECS ", m AS (SELECT x.start_time, x.end_time FROM "
-				     "batch_job_execution x JOIN batch_job_execution_params p "
-				     "USING (job_execution_id) WHERE p.parameter_name = 'asOf' AND "
-				     "p.parameter_value = 'operator-2026-12-02') SELECT count(*) "
-				     "FROM e, m WHERE e.start_time < m.end_time AND m.start_time < "
-				     "e.end_time") > 0);
+	CU_ASSERT(cbt_queryp_ll(sched.conn,
+				CBT_SCHED_EXECS
+				", m AS (SELECT x.start_time, x.end_time FROM "
+				"batch_job_execution x JOIN batch_job_execution_params p "
+				"USING (job_execution_id) WHERE p.parameter_name = 'asOf' AND "
+				"p.parameter_value = 'operator-2026-12-02') SELECT count(*) "
+				"FROM e, m WHERE e.start_time < m.end_time AND m.start_time < "
+				"e.end_time",
+				"s", "totals") > 0);
 	CU_ASSERT(conflicts() > conflicts_before);
 	drain_and_expect_exactly_once();
 }
@@ -261,28 +245,28 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 
 	fresh(4000, "1");
 	a = node("kill-a", NULL);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
-	exec = cbt_query_ll(conn, "SELECT min(job_execution_id) FROM batch_job_execution "
-				  "WHERE status = 'STARTED'");
-	inst = cbt_queryp_ll(conn,
+	exec = cbt_query_ll(sched.conn, "SELECT min(job_execution_id) FROM batch_job_execution "
+					"WHERE status = 'STARTED'");
+	inst = cbt_queryp_ll(sched.conn,
 			     "SELECT job_instance_id FROM batch_job_execution "
 			     "WHERE job_execution_id = $1",
 			     "lld", exec);
 	b = node("kill-b", NULL);
 	CU_ASSERT_FATAL(cbt_wait_until(
-		conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+		sched.conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
 	kill(a, SIGKILL);
 	CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
-	if (cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
+	if (cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
 		CBT_FAILF("the firing finished before the kill; the test proves nothing");
 	add_invoices(500);
-	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'STOPPED'",
 				  "lld", exec));
-	CU_ASSERT(cbt_wait_untilp(conn, 30000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 30000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_instance_id = $1 AND job_execution_id > $2 AND "
 				  "status = 'COMPLETED'",
@@ -290,7 +274,7 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 	/* Firings go on on the survivor, after the restart. */
 	feed(2, 500);
 	CU_ASSERT(cbt_wait_untilp(
-		conn, 20000,
+		sched.conn, 20000,
 		"SELECT count(*) FROM batch_job_execution x JOIN "
 		"batch_job_execution_params p USING (job_execution_id) WHERE "
 		"p.parameter_name = 'schedule.name' AND x.job_instance_id <> $1 AND "
@@ -298,8 +282,9 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 		"lld lld", inst, exec));
 	kill(b, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
-				     "'RESTARTED' AND attempt = 1"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+			       "'RESTARTED' AND attempt = 1"),
 		  1);
 	CBT_EQ_LL(scheduled_overlaps(), 0);
 	drain_and_expect_exactly_once();
@@ -316,45 +301,47 @@ static void test_killed_run_restarted_and_next_firings_count_once(void)
 	fresh(4000, "1");
 	a = node("child", NULL);
 	CU_ASSERT_FATAL(cbt_wait_until(
-		conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+		sched.conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
 	/* The running firing, once its execution is recorded. */
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 10000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 10000,
 				       "SELECT count(*) FROM batch_schedule_firing f JOIN "
 				       "batch_job_instance i USING (job_key) JOIN "
 				       "batch_job_execution x USING (job_instance_id) WHERE "
 				       "f.status = 'LAUNCHED' AND f.pid IS NOT NULL AND "
 				       "x.status = 'STARTED'"));
-	firing = cbt_query_ll(conn, "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
-				    "batch_job_instance i USING (job_key) JOIN "
-				    "batch_job_execution x USING (job_instance_id) WHERE "
-				    "f.status = 'LAUNCHED' AND f.pid IS NOT NULL AND "
-				    "x.status = 'STARTED'");
+	firing = cbt_query_ll(sched.conn,
+			      "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
+			      "batch_job_instance i USING (job_key) JOIN "
+			      "batch_job_execution x USING (job_instance_id) WHERE "
+			      "f.status = 'LAUNCHED' AND f.pid IS NOT NULL AND "
+			      "x.status = 'STARTED'");
 	CU_ASSERT_FATAL(firing > 0);
-	child = (pid_t)cbt_queryp_ll(
-		conn, "SELECT pid FROM batch_schedule_firing WHERE firing_id = $1", "lld", firing);
-	exec = cbt_queryp_ll(conn,
+	child = (pid_t)cbt_queryp_ll(sched.conn,
+				     "SELECT pid FROM batch_schedule_firing WHERE firing_id = $1",
+				     "lld", firing);
+	exec = cbt_queryp_ll(sched.conn,
 			     "SELECT max(x.job_execution_id) FROM batch_schedule_firing f JOIN "
 			     "batch_job_instance i USING (job_key) JOIN batch_job_execution x "
 			     "USING (job_instance_id) WHERE f.firing_id = $1",
 			     "lld", firing);
 	CU_ASSERT_FATAL(child > 0);
 	kill(child, SIGKILL);
-	if (cbt_query_ll(conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
+	if (cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
 		CBT_FAILF("the firing finished before the kill; the test proves nothing");
 	add_invoices(500);
-	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'FAILED' AND exit_message "
 				  "LIKE '%owner lost%'",
 				  "lld", exec));
 	CU_ASSERT(cbt_wait_untilp(
-		conn, 30000,
+		sched.conn, 30000,
 		"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 AND "
 		"outcome = 'RESTARTED'",
 		"lld", firing));
 	feed(3, 500);
 	/* A later firing ran to its end after the restart. */
-	CU_ASSERT(cbt_wait_untilp(conn, 20000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 20000,
 				  "SELECT count(*) FROM batch_schedule_firing WHERE firing_id > $1 "
 				  "AND status = 'FINISHED' AND exit_code = 0",
 				  "lld", firing));

@@ -11,6 +11,7 @@
  * firing is ORPHANED; a child killed mid-step has its execution buried.
  */
 #include "cbtest.h"
+#include "sched.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -21,45 +22,36 @@
 
 #include "cbatch.h"
 
-static char db[CBT_CONNINFO_MAX];
-static PGconn *conn;
-static char out[262144], errout[65536];
+static cbt_sched sched;
 
 static int init(void)
 {
-	return cbt_repo_db(db, sizeof(db), "schedule", &conn);
+	return cbt_sched_init(&sched, "schedule");
 }
 
 static int clean(void)
 {
-	PQfinish(conn);
-	cbt_db_drop(db);
-	return 0;
+	return cbt_sched_clean(&sched);
 }
 
-static int ex(const char *const *args)
-{
-	return cbt_examples_run(NULL, db, args, out, sizeof(out), errout, sizeof(errout));
-}
-#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
-#define SPAWN(log, ...)                                                                            \
-	cbt_examples_spawn(NULL, db, log, (const char *const[]){ __VA_ARGS__, NULL })
+#define EX(...)         CBT_SCHED_EX(&sched, __VA_ARGS__)
+#define SPAWN(log, ...) CBT_SCHED_SPAWN(&sched, (log), __VA_ARGS__)
 
 static void log_path(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, "%s/schedule-%d-%s.log", cbt_tmpdir(), (int)getpid(), name);
+	cbt_sched_log_path(&sched, buf, size, name);
 }
 
 static void fresh(void)
 {
-	cbt_exec(conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+	cbt_sched_clear(&sched);
 	CBT_EQ_LL(EX("example-setup", "tick", "--reset"), 0);
 }
 
 /* The count of @p sql with one text parameter. */
 static long long count1(const char *sql, const char *v)
 {
-	return cbt_queryp_ll(conn, sql, "s", v);
+	return cbt_queryp_ll(sched.conn, sql, "s", v);
 }
 
 static void test_add_list_show_pause_resume_remove(void)
@@ -72,24 +64,25 @@ static void test_add_list_show_pause_resume_remove(void)
 	CBT_EQ_LL(EX("schedule", "add", "nightly", "--cron", "0 3 * * *", "--tz", "Europe/Berlin",
 		     "--job", "tick", "at={fire_utc}"),
 		  0);
-	CBT_CONTAINS(out, "schedule 'nightly' added: '0 3 * * *' in Europe/Berlin runs tick");
+	CBT_CONTAINS(sched.out, "schedule 'nightly' added: '0 3 * * *' in Europe/Berlin runs tick");
 	/* December: Central European Time, +01:00. */
-	CBT_CONTAINS(out, "T03:00:00+01:00");
+	CBT_CONTAINS(sched.out, "T03:00:00+01:00");
 	/* The cursor is the next 03:00 in Berlin, as the server itself reckons it. */
 	want = cbt_query_ll(
-		conn, "WITH l AS (SELECT clock_timestamp() AT TIME ZONE 'Europe/Berlin' AS t) "
-		      "SELECT extract(epoch FROM ((date_trunc('day', t) + CASE WHEN t::time < "
-		      "'03:00' THEN interval '0' ELSE interval '1 day' END + interval '3 hours') "
-		      "AT TIME ZONE 'Europe/Berlin'))::bigint FROM l");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
-				     "FROM batch_schedule WHERE schedule_name = 'nightly'"),
+		sched.conn,
+		"WITH l AS (SELECT clock_timestamp() AT TIME ZONE 'Europe/Berlin' AS t) "
+		"SELECT extract(epoch FROM ((date_trunc('day', t) + CASE WHEN t::time < "
+		"'03:00' THEN interval '0' ELSE interval '1 day' END + interval '3 hours') "
+		"AT TIME ZONE 'Europe/Berlin'))::bigint FROM l");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
+					   "FROM batch_schedule WHERE schedule_name = 'nightly'"),
 		  want);
 	CBT_EQ_LL(EX("schedule", "list"), 0);
-	CBT_CONTAINS(out, "nightly");
-	CBT_CONTAINS(out, "Europe/Berlin");
-	CBT_CONTAINS(out, "active");
+	CBT_CONTAINS(sched.out, "nightly");
+	CBT_CONTAINS(sched.out, "Europe/Berlin");
+	CBT_CONTAINS(sched.out, "active");
 	CBT_EQ_LL(EX("--json", "schedule", "list"), 0);
-	doc = json_loads(out, 0, &je);
+	doc = json_loads(sched.out, 0, &je);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	{
 		json_t *s = json_array_get(json_object_get(doc, "schedules"), 0);
@@ -102,29 +95,29 @@ static void test_add_list_show_pause_resume_remove(void)
 	}
 	json_decref(doc);
 	CBT_EQ_LL(EX("schedule", "show", "nightly"), 0);
-	CBT_CONTAINS(out, "cron        0 3 * * *");
-	CBT_CONTAINS(out, "at={fire_utc}");
-	CBT_CONTAINS(out, "RUN_ONCE, grace 60s");
-	CBT_CONTAINS(out, "nothing fired yet");
+	CBT_CONTAINS(sched.out, "cron        0 3 * * *");
+	CBT_CONTAINS(sched.out, "at={fire_utc}");
+	CBT_CONTAINS(sched.out, "RUN_ONCE, grace 60s");
+	CBT_CONTAINS(sched.out, "nothing fired yet");
 
-	ver = cbt_query_ll(conn, "SELECT version FROM batch_schedule");
+	ver = cbt_query_ll(sched.conn, "SELECT version FROM batch_schedule");
 	CBT_EQ_LL(EX("schedule", "pause", "nightly"), 0);
-	CBT_CONTAINS(out, "schedule 'nightly' paused");
+	CBT_CONTAINS(sched.out, "schedule 'nightly' paused");
 	CBT_EQ_LL(EX("schedule", "pause", "nightly"), 0);
-	CBT_CONTAINS(out, "was already paused");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT version FROM batch_schedule"), ver + 1);
+	CBT_CONTAINS(sched.out, "was already paused");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT version FROM batch_schedule"), ver + 1);
 	CBT_EQ_LL(EX("schedule", "list"), 0);
-	CBT_CONTAINS(out, "paused");
+	CBT_CONTAINS(sched.out, "paused");
 	CBT_EQ_LL(EX("schedule", "resume", "nightly"), 0);
-	CBT_CONTAINS(out, "resumed");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT version FROM batch_schedule"), ver + 2);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
-				     "FROM batch_schedule"),
+	CBT_CONTAINS(sched.out, "resumed");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT version FROM batch_schedule"), ver + 2);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT extract(epoch FROM next_fire_time)::bigint "
+					   "FROM batch_schedule"),
 		  want);
 	CBT_EQ_LL(EX("schedule", "remove", "nightly"), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule"), 0);
 	CBT_EQ_LL(EX("schedule", "remove", "nightly"), 2);
-	CBT_CONTAINS(errout, "no schedule named 'nightly'");
+	CBT_CONTAINS(sched.errout, "no schedule named 'nightly'");
 	CBT_EQ_LL(EX("schedule", "show", "nightly"), 2);
 	CBT_EQ_LL(EX("schedule", "history", "nightly"), 2);
 }
@@ -138,54 +131,54 @@ static void test_bad_input_is_refused_and_nothing_written(void)
 	CBT_EQ_LL(EX("schedule", "add", "b1", "--cron", "0 25 * * *", "--job", "tick",
 		     "at={fire_utc}"),
 		  2);
-	CBT_CONTAINS(errout, "hour field: 25 at character 3 is out of range 0-23");
+	CBT_CONTAINS(sched.errout, "hour field: 25 at character 3 is out of range 0-23");
 	CBT_EQ_LL(EX("schedule", "add", "b2", "--cron", "0 3 * * *", "--tz", "Mars/Base", "--job",
 		     "tick", "at={fire_utc}"),
 		  2);
-	CBT_CONTAINS(errout, "Mars/Base");
+	CBT_CONTAINS(sched.errout, "Mars/Base");
 	CBT_EQ_LL(EX("schedule", "add", "b3", "--cron", "0 3 * * *", "--job", "nope"), 2);
-	CBT_CONTAINS(errout, "nope");
+	CBT_CONTAINS(sched.errout, "nope");
 	CBT_EQ_LL(EX("schedule", "add", "b4", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_dat}"),
 		  2);
-	CBT_CONTAINS(errout, "unknown placeholder '{fire_dat}' at character 4");
+	CBT_CONTAINS(sched.errout, "unknown placeholder '{fire_dat}' at character 4");
 	CBT_EQ_LL(EX("schedule", "add", "b5", "--job", "tick", "at=x"), 2);
-	CBT_CONTAINS(errout, "--cron is required");
+	CBT_CONTAINS(sched.errout, "--cron is required");
 	CBT_EQ_LL(EX("schedule", "add", "ok", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}"),
 		  2);
-	CBT_CONTAINS(errout, "schedule 'ok' already exists");
+	CBT_CONTAINS(sched.errout, "schedule 'ok' already exists");
 	/* The templates, filled for the first instant, must suit the job. */
 	CBT_EQ_LL(EX("schedule", "add", "b6", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}", "other=1"),
 		  2);
-	CBT_CONTAINS(errout, "other");
+	CBT_CONTAINS(sched.errout, "other");
 	CBT_EQ_LL(EX("schedule", "add", "b7", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long={fire_date}"),
 		  2);
-	CBT_CONTAINS(errout, "sleepMs");
+	CBT_CONTAINS(sched.errout, "sleepMs");
 	CBT_EQ_LL(EX("schedule", "add", "b8", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}", "--misfire", "sometimes"),
 		  2);
-	CBT_CONTAINS(errout, "--misfire must be run-once or skip");
+	CBT_CONTAINS(sched.errout, "--misfire must be run-once or skip");
 	CBT_EQ_LL(EX("schedule", "add", "b9 x", "--cron", "0 3 * * *", "--job", "tick"), 2);
 	CBT_EQ_LL(EX("schedule", "add", "b10", "--cron", "0 0 30 2 *", "--job", "tick",
 		     "at={fire_utc}"),
 		  2);
 	CBT_EQ_LL(EX("schedule", "frobnicate"), 2);
-	CBT_CONTAINS(errout, "unknown sub-command 'frobnicate'");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
+	CBT_CONTAINS(sched.errout, "unknown sub-command 'frobnicate'");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule"), 1);
 	/* A schedule whose identifying parameters ignore the instant is allowed,
 	 * with a warning: every firing would be one instance. */
 	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "at=x"), 0);
-	CBT_CONTAINS(errout, "warning: no identifying parameter uses {fire_date}");
+	CBT_CONTAINS(sched.errout, "warning: no identifying parameter uses {fire_date}");
 }
 
 /* The "local" member of each element of the JSON array under "next". */
 static size_t next_locals(char locals[][64], size_t max)
 {
 	json_error_t je;
-	json_t *doc = json_loads(out, 0, &je), *arr = json_object_get(doc, "next");
+	json_t *doc = json_loads(sched.out, 0, &je), *arr = json_object_get(doc, "next");
 	size_t n = 0;
 
 	for (; n < json_array_size(arr) && n < max; n++)
@@ -241,7 +234,7 @@ static void test_next_lists_instants_with_dst_of_the_servers_zone(void)
 	CBT_EQ_LL(EX("--json", "schedule", "next", "tens", "--count", "3"), 0);
 	{
 		json_error_t je;
-		json_t *doc = json_loads(out, 0, &je), *arr = json_object_get(doc, "next");
+		json_t *doc = json_loads(sched.out, 0, &je), *arr = json_object_get(doc, "next");
 		long long a = json_integer_value(json_object_get(json_array_get(arr, 0), "epoch"));
 		long long b = json_integer_value(json_object_get(json_array_get(arr, 1), "epoch"));
 		long long c = json_integer_value(json_object_get(json_array_get(arr, 2), "epoch"));
@@ -274,30 +267,31 @@ static void test_one_node_fires_every_second_once_with_filled_parameters(void)
 	log_path(log, sizeof(log), "every");
 	pid = node(log, "5");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
-	n = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	n = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing");
 	CU_ASSERT(n >= 3);
-	first = cbt_query_ll(conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
-				   "FROM batch_schedule_firing");
-	last = cbt_query_ll(conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
-				  "FROM batch_schedule_firing");
+	first = cbt_query_ll(sched.conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
+					 "FROM batch_schedule_firing");
+	last = cbt_query_ll(sched.conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
+					"FROM batch_schedule_firing");
 	/* Every second from the first to the last, none twice. */
 	CBT_EQ_LL(last - first + 1, n);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_firing "
 			       "WHERE status = 'FINISHED' AND exit_code = 0 "
 			       "AND exit_status = 'COMPLETED' AND job_execution_id IS NOT NULL"),
 		  n);
 	/* One committed run per instant, for that very instant. */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), n);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM tick_log"), n);
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_firing f JOIN tick_log t ON "
 			       "t.fired_for = to_char(f.fire_time AT TIME ZONE 'UTC', "
 			       "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
 			       "AND t.job_execution_id = f.job_execution_id"),
 		  n);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution_params "
-				     "WHERE parameter_name = 'schedule.name' AND NOT identifying "
-				     "AND parameter_value = 'every'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_job_execution_params "
+			       "WHERE parameter_name = 'schedule.name' AND NOT identifying "
+			       "AND parameter_value = 'every'"),
 		  n);
 	CBT_EQ_LL(count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1", "FIRED"),
 		  n);
@@ -305,10 +299,10 @@ static void test_one_node_fires_every_second_once_with_filled_parameters(void)
 		count1("SELECT count(*) FROM batch_schedule_event WHERE outcome = $1", "FINISHED"),
 		n);
 	CBT_EQ_LL(EX("schedule", "history", "every", "--limit", "4"), 0);
-	CBT_CONTAINS(out, "FINISHED");
-	CBT_CONTAINS(out, "exit 0 (completed)");
+	CBT_CONTAINS(sched.out, "FINISHED");
+	CBT_CONTAINS(sched.out, "exit 0 (completed)");
 	CBT_EQ_LL(EX("schedule", "list"), 0);
-	CBT_CONTAINS(out, "FINISHED COMPLETED");
+	CBT_CONTAINS(sched.out, "FINISHED COMPLETED");
 	{
 		char *text = cbt_slurp(log, NULL);
 
@@ -333,25 +327,25 @@ static void test_sigterm_stops_the_running_job_restartable(void)
 	log_path(log, sizeof(log), "slow");
 	pid = SPAWN(log, "scheduler", "--max-running", "1");
 	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
 	t0 = cbt_now();
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
 	CU_ASSERT(cbt_now() - t0 < 10.0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
-				     "WHERE status = 'FINISHED' AND exit_code = 5 "
-				     "AND exit_status = 'STOPPED'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing"), 1);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing "
+					   "WHERE status = 'FINISHED' AND exit_code = 5 "
+					   "AND exit_status = 'STOPPED'"),
 		  1);
-	exec = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_schedule_firing");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_scheduler_node "
-				     "WHERE stopped_at IS NOT NULL"),
+	exec = cbt_query_ll(sched.conn, "SELECT job_execution_id FROM batch_schedule_firing");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_scheduler_node "
+					   "WHERE stopped_at IS NOT NULL"),
 		  1);
 	snprintf(id, sizeof(id), "%lld", exec);
 	CBT_EQ_LL(EX("restart", id), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM tick_log"), 1);
 	{
 		char *text = cbt_slurp(log, NULL);
 
@@ -364,12 +358,12 @@ static void test_sigterm_stops_the_running_job_restartable(void)
 static void test_unfillable_template_is_failed_to_launch(void)
 {
 	char log[512];
-	long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	long long execs = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution");
 	pid_t pid;
 
 	fresh();
 	/* As an older program or a hand edit might have left it. */
-	cbt_exec(conn,
+	cbt_exec(sched.conn,
 		 "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
 		 "job_name, parameters, next_fire_time) VALUES ('broken', '0 0 1 1 *', 'UTC', "
 		 "'tick', '[\"at={fire_nope}\"]', date_trunc('second', clock_timestamp()) + "
@@ -377,18 +371,19 @@ static void test_unfillable_template_is_failed_to_launch(void)
 	log_path(log, sizeof(log), "broken");
 	pid = node(log, "4");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_firing "
 			       "WHERE status = 'FAILED_TO_LAUNCH' AND job_execution_id IS NULL"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_event WHERE "
 			       "outcome = 'FAILED_TO_LAUNCH' AND message LIKE '%{fire_nope}%'"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution"), execs);
 	/* The cursor moved on: next New Year, not this second again. */
-	CU_ASSERT(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE next_fire_time > "
-				     "clock_timestamp() + interval '1 day'") == 1);
+	CU_ASSERT(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule WHERE next_fire_time > "
+			       "clock_timestamp() + interval '1 day'") == 1);
 }
 
 /* ALTER DATABASE <this one> ALLOW_CONNECTIONS @p allow, from another
@@ -398,8 +393,8 @@ static void allow_connections(int allow)
 	char admin[CBT_CONNINFO_MAX + 32], name[128], sql[512], *q;
 	PGconn *a;
 
-	cbt_query_str(conn, "SELECT current_database()", name, sizeof(name));
-	snprintf(admin, sizeof(admin), "%s dbname=postgres", db);
+	cbt_query_str(sched.conn, "SELECT current_database()", name, sizeof(name));
+	snprintf(admin, sizeof(admin), "%s dbname=postgres", sched.db);
 	a = cbt_connect(admin);
 	q = PQescapeIdentifier(a, name, strlen(name));
 	snprintf(sql, sizeof(sql), "ALTER DATABASE %s ALLOW_CONNECTIONS %s", q,
@@ -422,20 +417,20 @@ static void test_lost_repository_fires_nothing_then_catches_up(void)
 	log_path(log, sizeof(log), "steady");
 	pid = SPAWN(log, "scheduler", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT (count(*) >= 2)::int FROM batch_schedule_firing "
 				       "WHERE status = 'FINISHED'"));
 	/* The repository goes away for the node: no new sessions, and its
 	 * sessions are cut. */
-	cbt_exec(conn, "SELECT pg_sleep(0.3)");
+	cbt_exec(sched.conn, "SELECT pg_sleep(0.3)");
 	allow_connections(0);
-	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
-	before = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
+	cbt_exec(sched.conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+			     "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	before = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing");
 	cbt_sleep_ms(4000);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), before);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing"), before);
 	allow_connections(1);
-	CU_ASSERT(cbt_wait_untilp(conn, 30000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 30000,
 				  "SELECT (count(*) >= $1)::int FROM batch_schedule_firing "
 				  "WHERE status = 'FINISHED'",
 				  "lld", before + 6));
@@ -443,11 +438,11 @@ static void test_lost_repository_fires_nothing_then_catches_up(void)
 	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
 	/* The instants of the outage were taken once it was over (within the
 	 * misfire grace): none missing, none twice. */
-	n = cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing");
-	first = cbt_query_ll(conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
-				   "FROM batch_schedule_firing");
-	last = cbt_query_ll(conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
-				  "FROM batch_schedule_firing");
+	n = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing");
+	first = cbt_query_ll(sched.conn, "SELECT extract(epoch FROM min(fire_time))::bigint "
+					 "FROM batch_schedule_firing");
+	last = cbt_query_ll(sched.conn, "SELECT extract(epoch FROM max(fire_time))::bigint "
+					"FROM batch_schedule_firing");
 	CBT_EQ_LL(last - first + 1, n);
 	{
 		char *text = cbt_slurp(log, NULL);
@@ -488,7 +483,7 @@ static void add_once(const char *name, const char *policy, const char *grace, co
 {
 	const char *p[4] = { name, policy, grace, params };
 	PGresult *r = PQexecParams(
-		conn,
+		sched.conn,
 		"INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
 		"job_name, parameters, misfire_policy, misfire_grace_seconds, next_fire_time) "
 		"VALUES ($1, '0 0 1 1 *', 'UTC', 'tick', $4::jsonb, $2, $3::int, "
@@ -507,13 +502,13 @@ static void add_once(const char *name, const char *policy, const char *grace, co
 static void test_stalled_claim_past_the_grace_is_misfired_under_skip(void)
 {
 	char log[512];
-	long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	long long execs = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution");
 	pid_t pid;
 
 	fresh();
 	add_once("stalled", "SKIP", "1", "[\"at={fire_utc}\"]");
 	log_path(log, sizeof(log), "stalled-claim");
-	pid = cbt_examples_spawn(PAUSE_AT("claim"), db, log,
+	pid = cbt_examples_spawn(PAUSE_AT("claim"), sched.db, log,
 				 (const char *const[]){ "scheduler", "--lease", "5", NULL });
 	CU_ASSERT_FATAL(pid > 0);
 	if (!wait_stopped(pid, 15000)) {
@@ -522,30 +517,30 @@ static void test_stalled_claim_past_the_grace_is_misfired_under_skip(void)
 		return;
 	}
 	/* Stopped on time, just before its claim: 3 s later is 2 s past the grace. */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 0);
-	CU_ASSERT(cbt_query_ll(conn, "SELECT (clock_timestamp() < next_fire_time + interval "
-				     "'1 second')::int FROM batch_schedule") == 1);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing"), 0);
+	CU_ASSERT(cbt_query_ll(sched.conn, "SELECT (clock_timestamp() < next_fire_time + interval "
+					   "'1 second')::int FROM batch_schedule") == 1);
 	cbt_sleep_ms(3000);
 	kill(pid, SIGCONT);
 	CU_ASSERT(cbt_wait_until(
-		conn, 10000,
+		sched.conn, 10000,
 		"SELECT count(*) FROM batch_schedule_firing WHERE status <> 'CLAIMED'"));
 	cbt_sleep_ms(500);
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
-				     "kind = 'MISFIRE_SKIP' AND status = 'MISFIRED' AND "
-				     "missed_count = 1 AND missed_until = fire_time"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					   "kind = 'MISFIRE_SKIP' AND status = 'MISFIRED' AND "
+					   "missed_count = 1 AND missed_until = fire_time"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_event WHERE "
 			       "outcome = 'MISFIRED' AND message LIKE '%past the grace of 1s%'"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
-				     "outcome = 'FIRED'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'FIRED'"),
 		  0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM tick_log"), 0);
 	{
 		char *text = cbt_slurp(log, NULL);
 
@@ -560,13 +555,13 @@ static void test_stalled_claim_past_the_grace_is_misfired_under_skip(void)
 static void test_stalled_launch_of_an_orphaned_firing_runs_nothing(void)
 {
 	char log[512];
-	long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	long long execs = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution");
 	pid_t pid;
 
 	fresh();
 	add_once("orphan", "RUN_ONCE", "60", "[\"at={fire_utc}\"]");
 	log_path(log, sizeof(log), "stalled-launch");
-	pid = cbt_examples_spawn(PAUSE_AT("launch"), db, log,
+	pid = cbt_examples_spawn(PAUSE_AT("launch"), sched.db, log,
 				 (const char *const[]){ "scheduler", "--lease", "1", NULL });
 	CU_ASSERT_FATAL(pid > 0);
 	if (!wait_stopped(pid, 15000)) {
@@ -574,34 +569,35 @@ static void test_stalled_launch_of_an_orphaned_firing_runs_nothing(void)
 		cbt_wait(pid);
 		return;
 	}
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
-				     "WHERE status = 'CLAIMED'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing "
+					   "WHERE status = 'CLAIMED'"),
 		  1);
 	/* Its lease runs out; another node reports the firing, as the others do. */
 	cbt_sleep_ms(1500);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_orphans('other-node', "
-				     "'{}')"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule_orphans('other-node', "
+			       "'{}')"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_firing WHERE "
 			       "status = 'ORPHANED' AND message LIKE '%it started no execution%'"),
 		  1);
 	kill(pid, SIGCONT);
-	CU_ASSERT(cbt_wait_until(conn, 10000,
+	CU_ASSERT(cbt_wait_until(sched.conn, 10000,
 				 "SELECT count(*) FROM batch_schedule_event WHERE "
 				 "outcome = 'FAILED_TO_LAUNCH' AND message LIKE "
 				 "'not launched: the firing is ORPHANED by node other-node%'"));
 	cbt_sleep_ms(500);
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
-				     "status = 'ORPHANED' AND pid IS NULL"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					   "status = 'ORPHANED' AND pid IS NULL"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE "
-				     "outcome = 'FIRED'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'FIRED'"),
 		  0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM tick_log"), 0);
 	{
 		char *text = cbt_slurp(log, NULL);
 
@@ -624,38 +620,39 @@ static void test_dead_child_execution_is_buried_and_the_firing_says_so(void)
 	log_path(log, sizeof(log), "killed");
 	pid = SPAWN(log, "scheduler", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT count(*) FROM batch_job_execution e JOIN "
 				       "batch_step_execution s USING (job_execution_id) "
 				       "WHERE e.status = 'STARTED' AND s.status = 'STARTED'"));
-	exec = cbt_query_ll(conn, "SELECT job_execution_id FROM batch_job_execution "
-				  "WHERE status = 'STARTED'");
-	cbt_query_str(conn, "SELECT lock_name FROM batch_job_execution WHERE status = 'STARTED'",
-		      lock, sizeof(lock));
-	child = cbt_query_ll(conn,
+	exec = cbt_query_ll(sched.conn, "SELECT job_execution_id FROM batch_job_execution "
+					"WHERE status = 'STARTED'");
+	cbt_query_str(sched.conn,
+		      "SELECT lock_name FROM batch_job_execution WHERE status = 'STARTED'", lock,
+		      sizeof(lock));
+	child = cbt_query_ll(sched.conn,
 			     "SELECT pid FROM batch_schedule_firing WHERE status = 'LAUNCHED'");
 	CU_ASSERT_FATAL(child > 1);
 	CBT_EQ_LL(kill((pid_t)child, SIGKILL), 0);
 	CU_ASSERT(cbt_wait_until(
-		conn, 10000,
+		sched.conn, 10000,
 		"SELECT count(*) FROM batch_schedule_firing WHERE status = 'FINISHED'"));
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 15000), 0);
 	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
+		cbt_queryp_ll(sched.conn,
 			      "SELECT count(*) FROM batch_schedule_firing WHERE "
 			      "status = 'FINISHED' AND exit_code = 137 AND exit_status = 'FAILED' "
 			      "AND job_execution_id = $1",
 			      "lld", exec),
 		1);
-	CBT_EQ_LL(cbt_queryp_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
 				"$1 AND status = 'FAILED' AND end_time IS NOT NULL AND "
 				"exit_message LIKE '%killed by signal 9%'",
 				"lld", exec),
 		  1);
 	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
+		cbt_queryp_ll(sched.conn,
 			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
 			      "$1 AND status <> 'FAILED'",
 			      "lld", exec),

@@ -17,6 +17,7 @@
  *    restarts nothing.
  */
 #include "cbtest.h"
+#include "sched.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -27,75 +28,52 @@
 
 #include "cbatch.h"
 
-static char db[CBT_CONNINFO_MAX];
-static PGconn *conn;
-static char out[262144], errout[65536];
+static cbt_sched sched;
 
 static int init(void)
 {
-	return cbt_repo_db(db, sizeof(db), "overlap", &conn);
+	return cbt_sched_init(&sched, "overlap");
 }
 
 static int clean(void)
 {
-	PQfinish(conn);
-	cbt_db_drop(db);
-	return 0;
+	return cbt_sched_clean(&sched);
 }
 
-static int ex(const char *const *args)
-{
-	return cbt_examples_run(NULL, db, args, out, sizeof(out), errout, sizeof(errout));
-}
-#define EX(...) ex((const char *const[]){ __VA_ARGS__, NULL })
-#define SPAWN(log, ...)                                                                            \
-	cbt_examples_spawn(NULL, db, log, (const char *const[]){ __VA_ARGS__, NULL })
+#define EX(...)         CBT_SCHED_EX(&sched, __VA_ARGS__)
+#define SPAWN(log, ...) CBT_SCHED_SPAWN(&sched, (log), __VA_ARGS__)
 
 static void log_path(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, "%s/overlap-%d-%s.log", cbt_tmpdir(), (int)getpid(), name);
+	cbt_sched_log_path(&sched, buf, size, name);
 }
 
 static void fresh(void)
 {
-	cbt_exec(conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+	cbt_sched_clear(&sched);
 	CBT_EQ_LL(EX("example-setup", "tick", "--reset"), 0);
 }
-
-/* Executions of schedule @p name (by their schedule.name parameter). */
-#define EXECS                                                                                      \
-	"WITH e AS (SELECT x.job_execution_id, x.job_instance_id, x.status, x.start_time, "        \
-	" coalesce(x.end_time, clock_timestamp()) AS end_time FROM batch_job_execution x "         \
-	" JOIN batch_job_execution_params p USING (job_execution_id) "                             \
-	" WHERE p.parameter_name = 'schedule.name' AND p.parameter_value = $1 "                    \
-	" AND x.start_time IS NOT NULL) "
 
 /* Pairs of executions of schedule @p name that ran at the same time. */
 static long long overlaps(const char *name)
 {
-	return cbt_queryp_ll(conn,
-			     EXECS "SELECT count(*) FROM e a JOIN e b ON a.job_execution_id < "
-				   "b.job_execution_id AND a.start_time < b.end_time AND "
-				   "b.start_time < a.end_time",
-			     "s", name);
+	return cbt_sched_overlaps(&sched, name);
 }
 
+/* Executions of schedule @p name (by their schedule.name parameter). */
 static long long execs(const char *name)
 {
-	return cbt_queryp_ll(conn, EXECS "SELECT count(*) FROM e", "s", name);
+	return cbt_sched_execs(&sched, name, NULL);
 }
 
 static long long firings(const char *name, const char *status)
 {
-	return cbt_queryp_ll(conn,
-			     "SELECT count(*) FROM batch_schedule_firing f JOIN batch_schedule s "
-			     "USING (schedule_id) WHERE s.schedule_name = $1 AND f.status = $2",
-			     "s s", name, status);
+	return cbt_sched_firings(&sched, name, status);
 }
 
 static long long events(const char *name, const char *outcome, const char *like)
 {
-	return cbt_queryp_ll(conn,
+	return cbt_queryp_ll(sched.conn,
 			     "SELECT count(*) FROM batch_schedule_event e JOIN batch_schedule s "
 			     "USING (schedule_id) WHERE s.schedule_name = $1 AND e.outcome = $2 "
 			     "AND e.message LIKE $3",
@@ -124,13 +102,13 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 		     "at={fire_utc}", "-sleepMs:long=2500"),
 		  0);
 	CBT_EQ_LL(EX("schedule", "show", "slow"), 0);
-	CBT_CONTAINS(out, "overlap     SKIP");
-	CBT_CONTAINS(out, "recover     RESTART, at most 3 attempts, 10s after the end");
+	CBT_CONTAINS(sched.out, "overlap     SKIP");
+	CBT_CONTAINS(sched.out, "recover     RESTART, at most 3 attempts, 10s after the end");
 	CBT_EQ_LL(EX("schedule", "list"), 0);
-	CBT_CONTAINS(out, "OVERLAP");
-	CBT_CONTAINS(out, "skip");
+	CBT_CONTAINS(sched.out, "OVERLAP");
+	CBT_CONTAINS(sched.out, "skip");
 	CBT_EQ_LL(EX("--json", "schedule", "list"), 0);
-	doc = json_loads(out, 0, &je);
+	doc = json_loads(sched.out, 0, &je);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	CBT_EQ_STR(json_string_value(json_object_get(
 			   json_array_get(json_object_get(doc, "schedules"), 0), "overlap_policy")),
@@ -146,15 +124,15 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 		  firings("slow", "SKIPPED_OVERLAP"));
 	CU_ASSERT(events("slow", "SKIPPED_OVERLAP", "%runs execution%") >= 1);
 	/* Nothing launched for them. */
-	CBT_EQ_LL(cbt_query_ll(conn,
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_firing "
 			       "WHERE status = 'SKIPPED_OVERLAP' AND (job_execution_id IS NOT "
 			       "NULL OR pid IS NOT NULL OR job_key IS NOT NULL)"),
 		  0);
 	CBT_EQ_LL(EX("schedule", "history", "slow", "--limit", "100"), 0);
-	CBT_CONTAINS(out, "SKIPPED_OVERLAP");
+	CBT_CONTAINS(sched.out, "SKIPPED_OVERLAP");
 	CBT_EQ_LL(EX("metrics"), 0);
-	CBT_CONTAINS(out, "cbatch_schedule_skipped_overlap_total");
+	CBT_CONTAINS(sched.out, "cbatch_schedule_skipped_overlap_total");
 }
 
 static void test_allow_overlaps_as_before(void)
@@ -181,7 +159,7 @@ static void test_queue_runs_one_waiting_firing_after_the_live_one(void)
 	CU_ASSERT(firings("q", "QUEUED") <= 1);
 	/* A queued firing ran, later, for its own instant. */
 	CU_ASSERT(
-		cbt_query_ll(conn,
+		cbt_query_ll(sched.conn,
 			     "SELECT count(*) FROM batch_schedule_firing f JOIN tick_log t ON "
 			     "t.fired_for = to_char(f.fire_time AT TIME ZONE 'UTC', "
 			     "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AND t.job_execution_id = "
@@ -191,7 +169,7 @@ static void test_queue_runs_one_waiting_firing_after_the_live_one(void)
 	/* Never two waiting at once: each QUEUED event's firing was taken before
 	 * the next instant was queued. */
 	CBT_EQ_LL(
-		cbt_query_ll(conn,
+		cbt_query_ll(sched.conn,
 			     "SELECT count(*) FROM batch_schedule_event a JOIN "
 			     "batch_schedule_event b ON a.outcome = 'QUEUED' AND b.outcome = "
 			     "'QUEUED' AND a.event_id < b.event_id JOIN batch_schedule_firing f ON "
@@ -236,12 +214,12 @@ static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 	log_path(logs[1], sizeof(logs[1]), "rec-b");
 	a = SPAWN(logs[0], "scheduler", "--lease", "2");
 	CU_ASSERT_FATAL(a > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
-	exec = cbt_query_ll(conn, "SELECT min(job_execution_id) FROM batch_job_execution "
-				  "WHERE status = 'STARTED'");
-	inst = cbt_queryp_ll(conn,
+	exec = cbt_query_ll(sched.conn, "SELECT min(job_execution_id) FROM batch_job_execution "
+					"WHERE status = 'STARTED'");
+	inst = cbt_queryp_ll(sched.conn,
 			     "SELECT job_instance_id FROM batch_job_execution "
 			     "WHERE job_execution_id = $1",
 			     "lld", exec);
@@ -250,40 +228,42 @@ static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 	kill(a, SIGKILL);
 	CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
 	/* The child stops on the parent-death signal... */
-	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'STOPPED'",
 				  "lld", exec));
 	/* ...and the survivor restarts it once the dead node's lease is over. */
-	CU_ASSERT(cbt_wait_untilp(conn, 30000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 30000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_instance_id = $1 AND job_execution_id > $2 AND "
 				  "status = 'COMPLETED'",
 				  "lld lld", inst, exec));
 	kill(b, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
-	CBT_EQ_LL(cbt_queryp_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_instance_id = "
 				"$1",
 				"lld", inst),
 		  2);
 	CBT_EQ_LL(events("rec", "ORPHANED", "%"), 1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
-				     "'RECOVERY_DUE' AND attempt = 1 AND message LIKE "
-				     "'%parent-death signal%restart attempt 1 of 3%'"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+			       "'RECOVERY_DUE' AND attempt = 1 AND message LIKE "
+			       "'%parent-death signal%restart attempt 1 of 3%'"),
 		  1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
-				     "'RESTARTED' AND attempt = 1"),
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+			       "'RESTARTED' AND attempt = 1"),
 		  1);
 	/* One tick_log row for that instant: the restart did the work once. */
-	CBT_EQ_LL(cbt_queryp_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM tick_log t JOIN batch_job_execution e USING "
 				"(job_execution_id) WHERE e.job_instance_id = $1",
 				"lld", inst),
 		  1);
 	CBT_EQ_LL(overlaps("rec"), 0);
 	CBT_EQ_LL(EX("schedule", "history", "rec", "--limit", "500"), 0);
-	CBT_CONTAINS(out, "RESTARTED #1");
+	CBT_CONTAINS(sched.out, "RESTARTED #1");
 }
 
 static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
@@ -306,24 +286,25 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 		     "at={schedule}@{fire_utc}", "-fail:long=1", "--recover-delay", "1"),
 		  0);
 	CBT_EQ_LL(EX("schedule", "show", "left"), 0);
-	CBT_CONTAINS(out, "recover     LEAVE");
+	CBT_CONTAINS(sched.out, "recover     LEAVE");
 	run_node("bounded", "10");
-	firing = cbt_query_ll(conn, "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
-				    "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
-				    "'dies' AND f.job_execution_id IS NOT NULL");
-	CBT_EQ_LL(cbt_queryp_ll(conn,
+	firing = cbt_query_ll(sched.conn,
+			      "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
+			      "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
+			      "'dies' AND f.job_execution_id IS NOT NULL");
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 "
 				"AND outcome = 'RESTARTED'",
 				"lld", firing),
 		  2);
 	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
+		cbt_queryp_ll(sched.conn,
 			      "SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 "
 			      "AND outcome = 'RECOVERY_DUE' AND message LIKE '%FAILED, its process "
 			      "gone: owner lost%'",
 			      "lld", firing),
 		2);
-	CBT_EQ_LL(cbt_queryp_ll(conn,
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 "
 				"AND outcome = 'NOT_RECOVERED' AND attempt = 2 AND message LIKE "
 				"'%2 of 2 restart attempts made%'",
@@ -331,7 +312,7 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 		  1);
 	/* Three runs of that instance: the firing's and two restarts. */
 	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
+		cbt_queryp_ll(sched.conn,
 			      "SELECT count(*) FROM batch_job_execution e JOIN batch_job_instance "
 			      "i USING (job_instance_id) JOIN batch_schedule_firing f ON "
 			      "f.job_key = i.job_key WHERE f.firing_id = $1",
@@ -340,8 +321,9 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 	CU_ASSERT(execs("left") >= 2);
 	CBT_EQ_LL(events("left", "RECOVERY_DUE", "%") + events("left", "RESTARTED", "%"), 0);
 	CU_ASSERT(execs("bad") >= 2);
-	CBT_EQ_LL(cbt_queryp_ll(conn, EXECS "SELECT count(*) FROM e WHERE status <> 'FAILED'", "s",
-				"bad"),
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				CBT_SCHED_EXECS "SELECT count(*) FROM e WHERE status <> 'FAILED'",
+				"s", "bad"),
 		  0);
 	CBT_EQ_LL(events("bad", "RECOVERY_DUE", "%") + events("bad", "RESTARTED", "%"), 0);
 	CBT_EQ_LL(overlaps("dies"), 0);
@@ -365,44 +347,48 @@ static void test_api_versions_and_defaults(void)
 	def.overlap = CB_OVERLAP_QUEUE;
 	def.recover_attempts = 5;
 	def.recover_delay_seconds = 7;
-	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
-				     "'v2' AND overlap_policy = 'QUEUE' AND recover_policy = "
-				     "'RESTART' AND recover_attempts = 5 AND "
-				     "recover_delay_seconds = 7"),
+	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+			       "'v2' AND overlap_policy = 'QUEUE' AND recover_policy = "
+			       "'RESTART' AND recover_attempts = 5 AND "
+			       "recover_delay_seconds = 7"),
 		  1);
 	def.name = "v1";
 	def.version = 1;
 	def.overlap = CB_OVERLAP_ALLOW; /* not a member of version 1: ignored */
 	def.recover_leave = 1;
-	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
-				     "'v1' AND overlap_policy = 'SKIP' AND recover_policy = "
-				     "'RESTART' AND recover_attempts = 3 AND "
-				     "recover_delay_seconds = 10"),
+	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+			       "'v1' AND overlap_policy = 'SKIP' AND recover_policy = "
+			       "'RESTART' AND recover_attempts = 3 AND "
+			       "recover_delay_seconds = 10"),
 		  1);
 	def.name = "bad";
 	def.version = CB_SCHEDULE_DEF_VERSION;
 	def.overlap = 7;
-	CBT_EQ_LL(cb_schedule_add(&added, conn, &def, NULL, &err), CB_EINVAL);
+	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), CB_EINVAL);
 	CBT_CONTAINS(err.message, "overlap policy 7 is none of skip, queue, allow");
 	cb_error_clear(&err);
 	/* As an older program would insert it (the migration's defaults). */
-	cbt_exec(conn, "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
-		       "job_name, parameters) VALUES ('old', '0 3 * * *', 'UTC', 'tick', "
-		       "'[\"at={fire_utc}\"]')");
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
-				     "'old' AND overlap_policy = 'SKIP' AND recover_policy = "
-				     "'RESTART'"),
+	cbt_exec(sched.conn,
+		 "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, "
+		 "job_name, parameters) VALUES ('old', '0 3 * * *', 'UTC', 'tick', "
+		 "'[\"at={fire_utc}\"]')");
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+			       "'old' AND overlap_policy = 'SKIP' AND recover_policy = "
+			       "'RESTART'"),
 		  1);
 	CBT_EQ_LL(EX("schedule", "add", "x", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}", "--overlap", "sometimes"),
 		  2);
-	CBT_CONTAINS(errout, "--overlap must be skip, queue or allow");
+	CBT_CONTAINS(sched.errout, "--overlap must be skip, queue or allow");
 	CBT_EQ_LL(EX("schedule", "add", "x", "--cron", "0 3 * * *", "--job", "tick",
 		     "at={fire_utc}", "--recover-attempts", "0"),
 		  2);
-	CBT_CONTAINS(errout, "--recover-attempts must be 1 to 100");
+	CBT_CONTAINS(sched.errout, "--recover-attempts must be 1 to 100");
 }
 
 static const CU_TestInfo tests[] = {

@@ -125,12 +125,17 @@ static void assert_exactly_once(PGconn *conn)
 /*
  * Start `run ledger PARAM` with a small chunk and lease @p lease, wait until
  * it committed some rows and return its pid; its execution id in @p exec.
+ * Throttled: LEDGER_ROWS at 20 ms a chunk of 10 take 10 s at least, so the
+ * job is still running whatever the test does to it after 200 rows (a
+ * restart by id keeps the throttle).
  */
+#define LEDGER_ROWS "5000"
+
 static pid_t start_ledger(PGconn *conn, const char *param, const char *lease, const char *log,
 			  long long *exec)
 {
-	pid_t pid = ex_spawn(log, "run", "ledger", param, "-chunk.size:long=10", "--lease", lease,
-			     NULL);
+	pid_t pid = ex_spawn(log, "run", "ledger", param, "-chunk.size:long=10", "-sleepMs:long=20",
+			     "--lease", lease, NULL);
 
 	*exec = 0;
 	if (!cbt_wait_untilp(
@@ -434,7 +439,7 @@ static void test_abandon_of_a_killed_owners_execution(void)
 	char id[24];
 	pid_t pid;
 
-	reset(conn, "100000");
+	reset(conn, LEDGER_ROWS);
 	pid = start_ledger(conn, "k:long=3", "1", "transitions-kill.log", &exec);
 	if (pid < 0)
 		goto done;
@@ -493,7 +498,7 @@ static void test_stop_of_a_frozen_owners_execution_then_restart(void)
 	char id[24];
 	pid_t pid;
 
-	reset(conn, "100000");
+	reset(conn, LEDGER_ROWS);
 	pid = start_ledger(conn, "k:long=5", "1", "transitions-frozen.log", &exec);
 	if (pid < 0)
 		goto done;
@@ -550,7 +555,7 @@ static void test_live_owner_cannot_be_abandoned_and_stops_normally(void)
 	char id[24];
 	pid_t pid;
 
-	reset(conn, "100000");
+	reset(conn, LEDGER_ROWS);
 	pid = start_ledger(conn, "k:long=6", "30", "transitions-live.log", &exec);
 	if (pid < 0)
 		goto done;
@@ -582,7 +587,7 @@ static void test_killed_execution_buried_by_restart_ends_at_its_last_heartbeat(v
 	long long exec;
 	pid_t pid;
 
-	reset(conn, "100000");
+	reset(conn, LEDGER_ROWS);
 	pid = start_ledger(conn, "k:long=7", "1", "transitions-bury.log", &exec);
 	if (pid < 0)
 		goto done;
@@ -659,7 +664,7 @@ int main(int argc, char **argv)
 	static CU_TestInfo selected[sizeof(tests) / sizeof(tests[0])];
 	size_t n = 0;
 
-	if (argc < 2)
+	if (argc < 2 || argv[1][0] == '-') /* --list, --run: the harness's */
 		return cbt_main("transitions", init, clean, tests);
 	for (size_t i = 0; tests[i].pName; i++)
 		if (strstr(tests[i].pName, argv[1]))

@@ -3,6 +3,7 @@
  * context prefixes, one-line messages, truncation, and code names.
  */
 #include "cbatch/error.h"
+#include "cbtest.h"
 
 #include <CUnit/Basic.h>
 #include <stdio.h>
@@ -141,33 +142,18 @@ static void test_strcode(void)
 	CU_ASSERT_STRING_EQUAL(cb_strcode(-99), "CB_UNKNOWN");
 }
 
+static const CU_TestInfo tests[] = {
+	{ "init and clear", test_init_and_clear },
+	{ "set", test_set },
+	{ "first error wins", test_first_error_wins },
+	{ "prefix", test_prefix },
+	{ "one-line messages", test_flatten },
+	{ "truncation", test_truncation },
+	{ "code names", test_strcode },
+	CU_TEST_INFO_NULL,
+};
+
 int main(void)
 {
-	unsigned int failures, tests_failed, suites_failed;
-	CU_ErrorCode rc;
-	CU_pSuite s;
-
-	if (CU_initialize_registry() != CUE_SUCCESS) {
-		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-		return 2;
-	}
-	s = CU_add_suite("error", NULL, NULL);
-	if (!s || !CU_add_test(s, "init and clear", test_init_and_clear) ||
-	    !CU_add_test(s, "set", test_set) ||
-	    !CU_add_test(s, "first error wins", test_first_error_wins) ||
-	    !CU_add_test(s, "prefix", test_prefix) ||
-	    !CU_add_test(s, "one-line messages", test_flatten) ||
-	    !CU_add_test(s, "truncation", test_truncation) ||
-	    !CU_add_test(s, "code names", test_strcode)) {
-		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	rc = CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	tests_failed = CU_get_number_of_tests_failed();
-	suites_failed = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return rc != CUE_SUCCESS || failures || tests_failed || suites_failed ? 1 : 0;
+	return cbt_main("error", NULL, NULL, tests);
 }

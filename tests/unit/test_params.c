@@ -5,6 +5,7 @@
  */
 #include "cbatch/params.h"
 #include "reserved.h"
+#include "cbtest.h"
 
 #include <CUnit/Basic.h>
 #include <limits.h>
@@ -762,12 +763,7 @@ static void test_reserved(void)
 
 /* ---- runner ------------------------------------------------------------- */
 
-struct test {
-	const char *name;
-	CU_TestFunc fn;
-};
-
-static const struct test parse_tests[] = {
+static CU_TestInfo parse_tests[] = {
 	{ "every type, '-' prefix, default string", test_parse_every_type },
 	{ "canonical values", test_parse_canonical_values },
 	{ "typed add functions", test_add_typed },
@@ -775,7 +771,7 @@ static const struct test parse_tests[] = {
 	{ NULL, NULL },
 };
 
-static const struct test reject_tests[] = {
+static CU_TestInfo reject_tests[] = {
 	{ "names", test_reject_names },
 	{ "syntax and types", test_reject_syntax_and_types },
 	{ "long", test_reject_long },
@@ -788,14 +784,14 @@ static const struct test reject_tests[] = {
 	{ NULL, NULL },
 };
 
-static const struct test access_tests[] = {
+static CU_TestInfo access_tests[] = {
 	{ "find, get, at, remove", test_accessors },
 	{ "type names", test_type_names },
 	{ "dup", test_dup },
 	{ NULL, NULL },
 };
 
-static const struct test key_tests[] = {
+static CU_TestInfo key_tests[] = {
 	{ "pinned vectors", test_key_vectors },
 	{ "typed API gives the CLI's key", test_key_from_api_equals_cli },
 	{ "equal inputs, equal keys", test_key_equal_inputs },
@@ -805,40 +801,15 @@ static const struct test key_tests[] = {
 	{ NULL, NULL },
 };
 
-static int add_suite(const char *name, const struct test *t)
-{
-	CU_pSuite s = CU_add_suite(name, NULL, NULL);
-
-	if (!s)
-		return -1;
-	for (; t->name; t++)
-		if (!CU_add_test(s, t->name, t->fn))
-			return -1;
-	return 0;
-}
-
 int main(void)
 {
-	unsigned int failures, tests_failed, suites_failed;
-	CU_ErrorCode rc;
+	static const CU_SuiteInfo suites[] = {
+		{ "params: parse", NULL, NULL, NULL, NULL, parse_tests },
+		{ "params: reject", NULL, NULL, NULL, NULL, reject_tests },
+		{ "params: access", NULL, NULL, NULL, NULL, access_tests },
+		{ "params: job key", NULL, NULL, NULL, NULL, key_tests },
+		CU_SUITE_INFO_NULL,
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS) {
-		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-		return 2;
-	}
-	if (add_suite("params: parse", parse_tests) != 0 ||
-	    add_suite("params: reject", reject_tests) != 0 ||
-	    add_suite("params: access", access_tests) != 0 ||
-	    add_suite("params: job key", key_tests) != 0) {
-		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	rc = CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	tests_failed = CU_get_number_of_tests_failed();
-	suites_failed = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return rc != CUE_SUCCESS || failures || tests_failed || suites_failed ? 1 : 0;
+	return cbt_main_suites("params", suites);
 }

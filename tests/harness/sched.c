@@ -1,0 +1,66 @@
+/* What the scheduler tests share (sched.h). */
+#include "sched.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+int cbt_sched_init(cbt_sched *s, const char *name)
+{
+	s->name = name;
+	return cbt_repo_db(s->db, sizeof(s->db), name, &s->conn);
+}
+
+int cbt_sched_clean(cbt_sched *s)
+{
+	PQfinish(s->conn);
+	s->conn = NULL;
+	cbt_db_drop(s->db);
+	return 0;
+}
+
+int cbt_sched_ex(cbt_sched *s, const char *const *args)
+{
+	return cbt_examples_run(NULL, s->db, args, s->out, sizeof(s->out), s->errout,
+				sizeof(s->errout));
+}
+
+pid_t cbt_sched_spawn(cbt_sched *s, const char *log, const char *const *args)
+{
+	return cbt_examples_spawn(NULL, s->db, log, args);
+}
+
+void cbt_sched_log_path(const cbt_sched *s, char *buf, size_t size, const char *what)
+{
+	snprintf(buf, size, "%s/%s-%d-%s.log", cbt_tmpdir(), s->name, (int)getpid(), what);
+}
+
+void cbt_sched_clear(cbt_sched *s)
+{
+	cbt_exec(s->conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+}
+
+long long cbt_sched_overlaps(cbt_sched *s, const char *schedule)
+{
+	return cbt_queryp_ll(s->conn,
+			     CBT_SCHED_EXECS
+			     "SELECT count(*) FROM e a JOIN e b ON "
+			     "a.job_execution_id < b.job_execution_id AND "
+			     "a.start_time < b.end_time AND b.start_time < a.end_time",
+			     "s", schedule);
+}
+
+long long cbt_sched_execs(cbt_sched *s, const char *schedule, const char *status)
+{
+	return cbt_queryp_ll(s->conn,
+			     CBT_SCHED_EXECS "SELECT count(*) FROM e WHERE $2::text IS NULL OR "
+					     "status LIKE $2",
+			     "s s", schedule, status);
+}
+
+long long cbt_sched_firings(cbt_sched *s, const char *schedule, const char *status)
+{
+	return cbt_queryp_ll(s->conn,
+			     "SELECT count(*) FROM batch_schedule_firing f JOIN batch_schedule s "
+			     "USING (schedule_id) WHERE s.schedule_name = $1 AND f.status = $2",
+			     "s s", schedule, status);
+}
