@@ -1,24 +1,14 @@
 /* The command-line interface's internals: registry commands, output helpers
  * (cli_format.c) and the progress line (cli_progress.c). Not installed. */
-#ifndef CB_FRAMEWORK_CLI_INTERNAL_H
-#define CB_FRAMEWORK_CLI_INTERNAL_H
+#ifndef CB_CLI_INTERNAL_H
+#define CB_CLI_INTERNAL_H
 
 #include <stdio.h>
 #include <jansson.h>
 
 #include "cbatch/cli.h"
 #include "cbatch/zone.h"
-
-/* ---- registry.c: the program's extra commands ---------------------------- */
-
-/* Number of extra commands, in registration order. */
-size_t cb__registry_command_count(const cb_registry *reg);
-/* The i-th extra command; any out-pointer may be NULL. Strings are borrowed.
- * @return 0, or CB_ENOTFOUND for a bad index. */
-int cb__registry_command_at(const cb_registry *reg, size_t i, const char **name,
-			    const char **summary, cb_command_fn *fn, void **ctx);
-/* Index of the extra command @p name, or -1. */
-long cb__registry_find_command(const cb_registry *reg, const char *name);
+#include "registry.h"
 
 /* ---- main.c: built-in command names ------------------------------------- */
 

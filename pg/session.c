@@ -21,7 +21,7 @@
  * What is kept per connection lives in libpq instance data (an event
  * procedure), so that a reset forgets the old session and PQfinish frees it.
  */
-#include "repo.h"
+#include "pgkit.h"
 
 #include <libpq-events.h>
 #include <pthread.h>
@@ -161,44 +161,23 @@ static int refuse_shared(cb_error *err, int pid, const char *start)
 	return rc;
 }
 
-int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err)
+int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int backend_pid,
+			     const char *backend_start, cb_error *err)
 {
 	conn_state *st = state_of(conn);
-	PGresult *res;
 	int shared = 0;
 
 	*pid = 0;
 	*start = NULL;
 	if (!st)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	if (st->known) {
-		*pid = st->pid;
-		*start = st->start;
-		return 0;
-	}
-	/* UTC with microseconds in ISO 8601: read back exactly whatever the
-	 * session's DateStyle and TimeZone. */
-	res = cb__repo_exec(conn, "read the connection's server session",
-			    "SELECT a.pid, to_char(a.backend_start AT TIME ZONE 'UTC', "
-			    "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-			    "FROM pg_stat_get_activity(pg_backend_pid()) a",
-			    0, NULL, err);
-	if (!res)
-		return err->code ? err->code : CB_EDB;
-	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 1)) {
-		PQclear(res);
-		return cb_error_set(err, CB_EDB,
-				    "cannot read this connection's server session "
-				    "(pg_stat_get_activity has no row for it)");
-	}
-	st->pid = atoi(PQgetvalue(res, 0, 0));
-	snprintf(st->start, sizeof(st->start), "%s", PQgetvalue(res, 0, 1));
-	PQclear(res);
+	st->pid = backend_pid;
+	snprintf(st->start, sizeof(st->start), "%s", backend_start);
 	pthread_mutex_lock(&sessions_mu);
 	for (conn_state *o = sessions; o; o = o->next)
 		if (o != st && o->pid == st->pid && strcmp(o->start, st->start) == 0)
 			shared = 1;
-	if (!shared) {
+	if (!shared && !st->known) {
 		st->known = 1;
 		st->next = sessions;
 		sessions = st;

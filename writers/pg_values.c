@@ -515,21 +515,6 @@ done:
 	return rc;
 }
 
-void cb__pg_deallocate(PGconn *conn, char *name)
-{
-	char sql[96];
-	PGresult *res;
-
-	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
-	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
-		/* names come from cb_pg_prepare: cb_<letters>_<number>, no quoting needed */
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-		res = PQexec(conn, sql);
-		PQclear(res);
-	}
-	name[0] = '\0';
-}
-
 int cb__sql_open(cb__sql *s, cb_error *err)
 {
 	s->text = NULL;

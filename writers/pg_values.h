@@ -17,6 +17,7 @@
 
 #include "cbatch/writers.h"
 #include "cbatch/sys/tx.h"
+#include "pgkit.h"
 
 /* One column's array literal being built: "{"a","b",NULL" then "}". */
 struct cb_values_col {
@@ -102,14 +103,6 @@ int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const ch
 int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
 			const char *const *names, size_t n, const char *what, const char *table,
 			cb_error *err);
-
-/*
- * Drop the prepared statement @p name (from cb_pg_prepare; "" is ignored) on
- * @p conn, when the connection is usable and not in pipeline mode: a
- * long-lived process (the scheduler) reuses its connection for many runs.
- * Best effort; @p name is set to "".
- */
-void cb__pg_deallocate(PGconn *conn, char *name);
 
 /* A growing SQL text; the first failure sticks and is reported by _done. */
 typedef struct cb__sql {
