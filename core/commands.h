@@ -27,7 +27,9 @@
 	X(help)
 
 #define CB__BUILTIN_ID(name) CB__CMD_##name,
-enum cb__builtin_id { CB__BUILTIN_COMMANDS(CB__BUILTIN_ID) CB__NBUILTINS };
+enum cb__builtin_id {
+	CB__BUILTIN_COMMANDS(CB__BUILTIN_ID) CB__NBUILTINS
+};
 #undef CB__BUILTIN_ID
 
 /* The name of built-in command @p id (0 <= id < CB__NBUILTINS), or NULL. */
