@@ -2,7 +2,7 @@
  * libpq errors into cbatch's error object, in one place: by SQLSTATE, never
  * by message text (40001/40P01/55P03 are retryable, CB00x are our own).
  */
-#include "cbatch/pg.h"
+#include "pgkit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,4 +43,13 @@ int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *wh
 		snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
 	}
 	return code;
+}
+
+int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
+			cb_error *err)
+{
+	if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
+		return 0;
+	cb_pg_error(err, conn, res, label);
+	return cb_error_prefix(err, "%s", what);
 }

@@ -56,4 +56,43 @@ void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix
  */
 void cb__pg_deallocate(PGconn *conn, char *name);
 
+/* ---- errors (pg/error.c) ---- */
+
+/*
+ * The result handler's check for a writer statement: anything but a command
+ * or row result is the statement's error, named @p label, prefixed by @p what.
+ */
+int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
+			cb_error *err);
+
+/* ---- table options (pg/table.c) ---- */
+
+/*
+ * Check a list of @p n names (columns, key columns): none NULL or empty,
+ * none given twice. Messages start "@p what on \"@p table\": " (or
+ * "@p what: " when @p table is NULL) and name the entry as @p label.
+ * @return 0 or CB_EINVAL.
+ */
+int cb__pg_check_names(const char *const *v, size_t n, const char *what, const char *table,
+		       const char *label, cb_error *err);
+
+/*
+ * Quote "schema"."table" (or "table" when @p schema is NULL) for SQL text.
+ * @p out receives a new string (free). @return 0, CB_EINVAL, CB_ENOMEM.
+ */
+int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const char *table,
+			  cb_error *err);
+
+/*
+ * Look up the types of columns @p names[0..n-1] of the table @p qualified
+ * (quoted SQL text, from cb__pg_qualified_name). @p types receives n new
+ * strings (format_type, ready for SQL text: free each), @p delims n element
+ * delimiters. @p what and @p table name the writer and table in messages.
+ * Array-typed columns are refused (unnest would flatten them).
+ * @return 0, CB_EINVAL (no such column), CB_EDB (no such table), CB_ENOMEM.
+ */
+int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
+			const char *const *names, size_t n, const char *what, const char *table,
+			cb_error *err);
+
 #endif
