@@ -20,6 +20,9 @@
  *
  * What is kept per connection lives in libpq instance data (an event
  * procedure), so that a reset forgets the old session and PQfinish frees it.
+ * The one query that learns a session is the repository's
+ * (repository/session.c, cb__conn_session); it hands the answer to
+ * cb__conn_session_learned here.
  */
 #include "pgkit.h"
 
