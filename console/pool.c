@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cbatch/cli.h"
+#include "pgkit.h"
 
 struct cb__pool {
 	pthread_mutex_t lock;
@@ -57,7 +57,7 @@ int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_sec
 static int connect_one(PGconn **out, const char *conninfo, cb_error *err)
 {
 	PGresult *res;
-	int rc = cb_cli_connect(out, conninfo, err);
+	int rc = cb__pg_connect(out, conninfo, err);
 
 	if (rc < 0)
 		return rc;

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_internal.h"
+#include "commands.h"
+#include "registry.h"
 
 #define COMMAND_NAME_MAX 64
 
@@ -168,7 +169,7 @@ int cb_registry_add_command(cb_registry *reg, const char *name, const char *summ
 				    "command name '%.80s' is invalid (1..%d characters of "
 				    "[a-z0-9_-], starting with a letter)",
 				    name, COMMAND_NAME_MAX);
-	if (cb__cli_is_builtin(name))
+	if (cb__builtin_find(name) >= 0)
 		return cb_error_set(err, CB_EINVAL, "command name '%s' is a built-in command",
 				    name);
 	if (cb__registry_find_command(reg, name) >= 0)

@@ -1060,7 +1060,7 @@ static void nap(double seconds)
 
 static int connect_repo(struct node *n, cb_error *err)
 {
-	if (cb_cli_connect(&n->conn, n->o->conninfo, err) < 0 ||
+	if (cb__pg_connect(&n->conn, n->o->conninfo, err) < 0 ||
 	    cb_repo_schema_check(n->conn, err) < 0 ||
 	    cb__repo_command(n->conn, "listen for schedule changes", "LISTEN cbatch_schedules", 0,
 			     NULL, err) < 0) {

@@ -196,8 +196,8 @@ static void ks_close(void *state)
 	if (!ks)
 		return;
 	/* a long-lived process (the scheduler) reuses its connection: no leak */
-	cb__rd_deallocate(ks->conn, ks->stmt_first);
-	cb__rd_deallocate(ks->conn, ks->stmt_next);
+	cb__pg_deallocate(ks->conn, ks->stmt_first);
+	cb__pg_deallocate(ks->conn, ks->stmt_next);
 	release_pages(ks);
 	for (i = 0; i < ks->cappages; i++)
 		free(ks->pages[i].rows);

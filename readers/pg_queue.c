@@ -87,9 +87,9 @@ static void q_close(void *state)
 
 	if (!q)
 		return;
-	cb__rd_deallocate(q->conn, q->stmt);
-	cb__rd_deallocate(q->conn, q->probe_stmt);
-	cb__rd_deallocate(q->conn, q->holders_stmt);
+	cb__pg_deallocate(q->conn, q->stmt);
+	cb__pg_deallocate(q->conn, q->probe_stmt);
+	cb__pg_deallocate(q->conn, q->holders_stmt);
 	release_claim(q);
 	free(q->rows);
 	q->rows = NULL;

@@ -35,20 +35,6 @@ char **cb__rd_strv_dup(const char *const *v, size_t n)
 	return d;
 }
 
-void cb__rd_deallocate(PGconn *conn, char *name)
-{
-	char sql[96];
-	PGresult *res;
-
-	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
-	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-		res = PQexec(conn, sql);
-		PQclear(res);
-	}
-	name[0] = '\0';
-}
-
 void cb__rd_add(FILE *f, const char *fmt, ...)
 {
 	va_list ap;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cbatch/pg.h"
+#include "pgkit.h"
 
 /* strdup that passes NULL through. */
 char *cb__rd_strdup(const char *s);
@@ -16,9 +17,6 @@ char *cb__rd_strdup(const char *s);
 void cb__rd_strv_free(char **v, size_t n);
 /* A new array of copies of @p n strings (at least one slot). @return NULL when out of memory. */
 char **cb__rd_strv_dup(const char *const *v, size_t n);
-
-/* Drop the prepared statement @p name (cb_pg_prepare's), best effort; clears @p name. */
-void cb__rd_deallocate(PGconn *conn, char *name);
 
 /* Append to a statement's text (open_memstream records the first failure). */
 void cb__rd_add(FILE *f, const char *fmt, ...)

@@ -11,6 +11,7 @@
 #include "cbatch/params.h"
 #include "cbatch/repository.h"
 #include "cbatch/pg.h"
+#include "pgkit.h"
 #include "zone.h"
 
 /* Run a parameterised statement; on failure record it in err. The result is
@@ -191,14 +192,7 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
  */
 int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err);
 
-/* The session cb__conn_session learned, without a query (pipeline mode is
- * fine). @return 1 when known, 0 when not (*pid 0, *start NULL). */
-int cb__conn_known_session(int *pid, const char **start, PGconn *conn);
-
-/* A prepared statement name unique to @p conn and never used by another
- * connection: "cb_<prefix>_<connection>_<n>" (lower-case letters, digits,
- * underscores; at most 63 bytes with a prefix of at most 20). */
-void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix);
+/* cb__conn_known_session, cb__conn_stmt_name: pg/pgkit.h. */
 
 /* ---- locks (repository/lock.c) ---- */
 

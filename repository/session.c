@@ -1,181 +1,20 @@
 /*
- * The server session behind each client connection, and the names of the
- * statements prepared on it.
- *
- * cbatch keeps state in its server sessions: prepared statements, LISTEN,
- * and the lock owner's session (a takeover ends it). A pooler in transaction
- * or statement mode hands a client another server session per transaction
- * and hands each server session to other clients in between, so none of that
- * holds: it is refused. Each connection learns its session (backend pid and
- * start time) in one query before the first statement that depends on it,
- * and the statements where the owner's session matters carry that identity
- * for the server to check (batch_session_check, SQLSTATE CB003). When two
- * live connections of this process find the same server session, the pooler
- * shares sessions between clients: that is refused at once, before any
- * chunk runs on it (no session pooler or direct connection ever gives one
- * server session to two clients). A partition claim (batch_partition_claim)
- * records the claimant's session before this check; the claimant's first
- * checkpoint verifies and records it again, and a refused claimant releases
- * its partition lock, so no takeover ever ends that session.
- *
- * What is kept per connection lives in libpq instance data (an event
- * procedure), so that a reset forgets the old session and PQfinish frees it.
+ * Learning the server session behind a connection (pg/session.c keeps it
+ * per connection and refuses one session shared by two connections). The
+ * query runs here, through cb__repo_exec, like every other statement of the
+ * repository's, so that tests and benchmarks see it among them.
  */
 #include "repo.h"
 
-#include <libpq-events.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-typedef struct conn_state {
-	PGconn *conn;
-	int known; /* the session below is the current one */
-	int pid;
-	char start[48]; /* backend_start, ISO 8601 in UTC */
-	char tag[24];   /* this connection's part of its statement names */
-	unsigned long stmts;
-	struct conn_state *next; /* in `sessions` while known */
-} conn_state;
-
-static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
-static conn_state *sessions; /* the known sessions of this process's connections */
-static atomic_ulong connections;
-static atomic_ulong orphan_stmts;
-static unsigned int process_mark;
-static pthread_once_t mark_once = PTHREAD_ONCE_INIT;
-
-static void make_mark(void)
-{
-	FILE *f = fopen("/dev/urandom", "rb");
-
-	if (!f || fread(&process_mark, sizeof(process_mark), 1, f) != 1)
-		process_mark = (unsigned int)time(NULL) ^ ((unsigned int)getpid() << 12);
-	if (f)
-		fclose(f);
-}
-
-/* Caller holds sessions_mu. */
-static void unlink_state(conn_state *st)
-{
-	for (conn_state **p = &sessions; *p; p = &(*p)->next)
-		if (*p == st) {
-			*p = st->next;
-			break;
-		}
-	st->next = NULL;
-	st->known = 0;
-}
-
-static int event_proc(PGEventId id, void *info, void *pass)
-{
-	(void)pass;
-	switch (id) {
-	case PGEVT_REGISTER: {
-		PGconn *conn = ((PGEventRegister *)info)->conn;
-		conn_state *st = calloc(1, sizeof(*st));
-
-		if (!st)
-			return 0;
-		pthread_once(&mark_once, make_mark);
-		st->conn = conn;
-		/* Unique among this process's connections (the counter) and, with
-		 * the random mark, among processes: no name is ever met again on
-		 * another connection, whatever session it lands on. */
-		snprintf(st->tag, sizeof(st->tag), "%08x%lx", process_mark,
-			 (unsigned long)atomic_fetch_add(&connections, 1) + 1);
-		return PQsetInstanceData(conn, event_proc, st);
-	}
-	case PGEVT_CONNRESET: {
-		conn_state *st = PQinstanceData(((PGEventConnReset *)info)->conn, event_proc);
-
-		if (st) {
-			/* A new session: learned again before it is relied on. */
-			pthread_mutex_lock(&sessions_mu);
-			unlink_state(st);
-			pthread_mutex_unlock(&sessions_mu);
-		}
-		return 1;
-	}
-	case PGEVT_CONNDESTROY: {
-		conn_state *st = PQinstanceData(((PGEventConnDestroy *)info)->conn, event_proc);
-
-		if (st) {
-			pthread_mutex_lock(&sessions_mu);
-			unlink_state(st);
-			pthread_mutex_unlock(&sessions_mu);
-			free(st);
-		}
-		return 1;
-	}
-	default:
-		return 1;
-	}
-}
-
-static conn_state *state_of(PGconn *conn)
-{
-	conn_state *st;
-
-	if (!conn)
-		return NULL;
-	st = PQinstanceData(conn, event_proc);
-	if (!st && PQregisterEventProc(conn, event_proc, "cbatch", NULL))
-		st = PQinstanceData(conn, event_proc);
-	return st;
-}
-
-void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix)
-{
-	conn_state *st = state_of(conn);
-
-	if (!prefix)
-		prefix = "s";
-	if (st) {
-		snprintf(out, size, "cb_%.20s_%s_%lu", prefix, st->tag, ++st->stmts);
-		return;
-	}
-	/* No instance data (out of memory): still unique in the process. */
-	pthread_once(&mark_once, make_mark);
-	snprintf(out, size, "cb_%.20s_%08x_%lu", prefix, process_mark,
-		 (unsigned long)atomic_fetch_add(&orphan_stmts, 1) + 1);
-}
-
-static int refuse_shared(cb_error *err, int pid, const char *start)
-{
-	int rc = cb_error_set(
-		err, CB_EDB,
-		"transaction pooling is not supported: two connections of this process got the "
-		"same server session (backend %d started %s), so a pooler in transaction or "
-		"statement mode is in between; cbatch needs one server session per connection "
-		"(prepared statements, LISTEN, the lock owner's session): use PgBouncer "
-		"pool_mode=session, or connect directly",
-		pid, start);
-
-	if (err && err->code == rc && !err->sqlstate[0])
-		snprintf(err->sqlstate, sizeof(err->sqlstate), "CB003");
-	return rc;
-}
 
 int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err)
 {
-	conn_state *st = state_of(conn);
 	PGresult *res;
-	int shared = 0;
+	int rc;
 
-	*pid = 0;
-	*start = NULL;
-	if (!st)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	if (st->known) {
-		*pid = st->pid;
-		*start = st->start;
+	if (cb__conn_known_session(pid, start, conn))
 		return 0;
-	}
 	/* UTC with microseconds in ISO 8601: read back exactly whatever the
 	 * session's DateStyle and TimeZone. */
 	res = cb__repo_exec(conn, "read the connection's server session",
@@ -191,35 +30,8 @@ int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err)
 				    "cannot read this connection's server session "
 				    "(pg_stat_get_activity has no row for it)");
 	}
-	st->pid = atoi(PQgetvalue(res, 0, 0));
-	snprintf(st->start, sizeof(st->start), "%s", PQgetvalue(res, 0, 1));
+	rc = cb__conn_session_learned(pid, start, conn, atoi(PQgetvalue(res, 0, 0)),
+				      PQgetvalue(res, 0, 1), err);
 	PQclear(res);
-	pthread_mutex_lock(&sessions_mu);
-	for (conn_state *o = sessions; o; o = o->next)
-		if (o != st && o->pid == st->pid && strcmp(o->start, st->start) == 0)
-			shared = 1;
-	if (!shared) {
-		st->known = 1;
-		st->next = sessions;
-		sessions = st;
-	}
-	pthread_mutex_unlock(&sessions_mu);
-	if (shared)
-		return refuse_shared(err, st->pid, st->start);
-	*pid = st->pid;
-	*start = st->start;
-	return 0;
-}
-
-int cb__conn_known_session(int *pid, const char **start, PGconn *conn)
-{
-	conn_state *st = conn ? PQinstanceData(conn, event_proc) : NULL;
-
-	*pid = 0;
-	*start = NULL;
-	if (!st || !st->known)
-		return 0;
-	*pid = st->pid;
-	*start = st->start;
-	return 1;
+	return rc;
 }

@@ -362,7 +362,6 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	struct status *s;
 	const char *what = "pg status writer";
 	cb_pg_status_options o;
-	size_t i, j;
 	int rc;
 
 	if (out)
@@ -400,16 +399,9 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 				    "%s on \"%s\": on_conflict %d is not a "
 				    "cb_transition_conflict",
 				    what, opts->table, opts->on_conflict);
-	for (i = 0; i < opts->nkeys; i++) {
-		if (!opts->key_columns[i] || !opts->key_columns[i][0])
-			return cb_error_set(err, CB_EINVAL, "%s on \"%s\": key column %zu is empty",
-					    what, opts->table, i + 1);
-		for (j = 0; j < i; j++)
-			if (strcmp(opts->key_columns[i], opts->key_columns[j]) == 0)
-				return cb_error_set(err, CB_EINVAL,
-						    "%s on \"%s\": key column \"%s\" given twice",
-						    what, opts->table, opts->key_columns[i]);
-	}
+	if ((rc = cb__pg_check_names(opts->key_columns, opts->nkeys, what, opts->table,
+				     "key column", err)) < 0)
+		return rc;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)

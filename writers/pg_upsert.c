@@ -392,23 +392,6 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 	return rc;
 }
 
-static int check_names(const char *const *v, size_t n, const char *what, const char *label,
-		       cb_error *err)
-{
-	size_t i, j;
-
-	for (i = 0; i < n; i++) {
-		if (!v[i] || !v[i][0])
-			return cb_error_set(err, CB_EINVAL, "%s: %s %zu is empty", what, label,
-					    i + 1);
-		for (j = 0; j < i; j++)
-			if (strcmp(v[i], v[j]) == 0)
-				return cb_error_set(err, CB_EINVAL, "%s: %s \"%s\" given twice",
-						    what, label, v[i]);
-	}
-	return 0;
-}
-
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err)
 {
 	struct upsert *u = NULL;
@@ -453,12 +436,13 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
 	snprintf(u->what, sizeof(u->what), "%s on \"%s%s%s\"", what,
 		 opts->schema ? opts->schema : "", opts->schema ? "." : "", opts->table);
-	rc = check_names(opts->columns, opts->ncolumns, u->what, "column", err);
+	rc = cb__pg_check_names(opts->columns, opts->ncolumns, u->what, NULL, "column", err);
 	if (!rc)
-		rc = check_names(opts->key_columns, opts->nkeys, u->what, "key column", err);
+		rc = cb__pg_check_names(opts->key_columns, opts->nkeys, u->what, NULL, "key column",
+					err);
 	if (!rc && opts->update_columns)
-		rc = check_names(opts->update_columns, opts->nupdate, u->what, "update column",
-				 err);
+		rc = cb__pg_check_names(opts->update_columns, opts->nupdate, u->what, NULL,
+					"update column", err);
 	if (rc)
 		goto fail;
 

@@ -400,15 +400,6 @@ int cb__values_bind_chunk(cb_values *v, cb_bind_fn bind, void *ctx, const cb_ste
 	return 0;
 }
 
-int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
-			cb_error *err)
-{
-	if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
-		return 0;
-	cb_pg_error(err, conn, res, label);
-	return cb_error_prefix(err, "%s", what);
-}
-
 int cb__values_finish(cb_values *v, const char **params, cb_error *err)
 {
 	size_t i;
@@ -424,110 +415,6 @@ int cb__values_finish(cb_values *v, const char **params, cb_error *err)
 		params[i] = c->buf;
 	}
 	return 0;
-}
-
-int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const char *table,
-			  cb_error *err)
-{
-	char *qs = NULL, *qt = NULL, *s;
-	size_t n;
-	int rc;
-
-	*out = NULL;
-	rc = cb_pg_quote_ident(&qt, conn, table, err);
-	if (rc)
-		return rc;
-	if (!schema) {
-		*out = qt;
-		return 0;
-	}
-	rc = cb_pg_quote_ident(&qs, conn, schema, err);
-	if (rc) {
-		free(qt);
-		return rc;
-	}
-	n = strlen(qs) + 1 + strlen(qt) + 1;
-	s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s.%s", qs, qt);
-	free(qs);
-	free(qt);
-	if (!s)
-		return cb_error_set(err, CB_ENOMEM, "out of memory quoting table \"%s\"", table);
-	*out = s;
-	return 0;
-}
-
-int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
-			const char *const *names, size_t n, const char *what, const char *table,
-			cb_error *err)
-{
-	static const char sql[] =
-		"SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), "
-		"t.typdelim, t.typcategory = 'A' "
-		"FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
-		"WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped";
-	const char *params[1] = { qualified };
-	PGresult *res;
-	size_t i;
-	int rc = 0, nt, r;
-
-	for (i = 0; i < n; i++)
-		types[i] = NULL;
-	res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = cb_pg_error(err, conn, res, "looking up the columns of the table");
-		cb_error_prefix(err, "%s", what);
-		goto done;
-	}
-	nt = PQntuples(res);
-	for (i = 0; i < n; i++) {
-		for (r = 0; r < nt; r++)
-			if (strcmp(PQgetvalue(res, r, 0), names[i]) == 0)
-				break;
-		if (r == nt) {
-			rc = cb_error_set(err, CB_EINVAL, "%s: table \"%s\" has no column \"%s\"",
-					  what, table, names[i]);
-			goto done;
-		}
-		if (PQgetvalue(res, r, 3)[0] == 't') {
-			rc = cb_error_set(
-				err, CB_EINVAL,
-				"%s: column \"%s\" of table \"%s\" has the array type %s, "
-				"which array parameters cannot carry",
-				what, names[i], table, PQgetvalue(res, r, 1));
-			goto done;
-		}
-		types[i] = strdup(PQgetvalue(res, r, 1));
-		if (!types[i]) {
-			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
-			goto done;
-		}
-		delims[i] = PQgetvalue(res, r, 2)[0] ? PQgetvalue(res, r, 2)[0] : ',';
-	}
-done:
-	PQclear(res);
-	if (rc)
-		for (i = 0; i < n; i++) {
-			free(types[i]);
-			types[i] = NULL;
-		}
-	return rc;
-}
-
-void cb__pg_deallocate(PGconn *conn, char *name)
-{
-	char sql[96];
-	PGresult *res;
-
-	if (conn && name[0] && PQstatus(conn) == CONNECTION_OK &&
-	    PQpipelineStatus(conn) == PQ_PIPELINE_OFF) {
-		/* names come from cb_pg_prepare: cb_<letters>_<number>, no quoting needed */
-		snprintf(sql, sizeof(sql), "DEALLOCATE %s", name);
-		res = PQexec(conn, sql);
-		PQclear(res);
-	}
-	name[0] = '\0';
 }
 
 int cb__sql_open(cb__sql *s, cb_error *err)

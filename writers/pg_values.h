@@ -17,6 +17,7 @@
 
 #include "cbatch/writers.h"
 #include "cbatch/sys/tx.h"
+#include "pgkit.h"
 
 /* One column's array literal being built: "{"a","b",NULL" then "}". */
 struct cb_values_col {
@@ -64,13 +65,6 @@ int cb__values_bind_chunk(cb_values *v, cb_bind_fn bind, void *ctx, const cb_ste
 			  void *const *items, size_t n, const char *what, cb_error *err);
 
 /*
- * The result handler's check for a writer statement: anything but a command
- * or row result is the statement's error, named @p label, prefixed by @p what.
- */
-int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
-			cb_error *err);
-
-/*
  * Close every array and store the literals in @p params[0..ncols-1]
  * (borrowed, valid until the next reset). @return 0 or CB_ENOMEM.
  */
@@ -83,33 +77,6 @@ int cb__values_finish(cb_values *v, const char **params, cb_error *err);
  * @return 0 or CB_ENOMEM.
  */
 int cb__values_copy_line(cb_values *v, struct cb_values_col *line);
-
-/*
- * Quote "schema"."table" (or "table" when @p schema is NULL) for SQL text.
- * @p out receives a new string (free). @return 0, CB_EINVAL, CB_ENOMEM.
- */
-int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const char *table,
-			  cb_error *err);
-
-/*
- * Look up the types of columns @p names[0..n-1] of the table @p qualified
- * (quoted SQL text, from cb__pg_qualified_name). @p types receives n new
- * strings (format_type, ready for SQL text: free each), @p delims n element
- * delimiters. @p what and @p table name the writer and table in messages.
- * Array-typed columns are refused (unnest would flatten them).
- * @return 0, CB_EINVAL (no such column), CB_EDB (no such table), CB_ENOMEM.
- */
-int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
-			const char *const *names, size_t n, const char *what, const char *table,
-			cb_error *err);
-
-/*
- * Drop the prepared statement @p name (from cb_pg_prepare; "" is ignored) on
- * @p conn, when the connection is usable and not in pipeline mode: a
- * long-lived process (the scheduler) reuses its connection for many runs.
- * Best effort; @p name is set to "".
- */
-void cb__pg_deallocate(PGconn *conn, char *name);
 
 /* A growing SQL text; the first failure sticks and is reported by _done. */
 typedef struct cb__sql {

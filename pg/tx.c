@@ -8,7 +8,6 @@
  * in the failed state: commit and rollback both end it with ROLLBACK.
  */
 #include "tx.h"
-#include "repo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,83 +40,6 @@ int cb_tx_pipelined(const cb_tx *tx)
 int cb__tx_active(const cb_tx *tx)
 {
 	return tx->active;
-}
-
-int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
-	int code = CB_EDB;
-
-	if (!msg || !*msg)
-		msg = conn ? PQerrorMessage(conn) : "unknown error";
-	if (!state && conn && PQstatus(conn) == CONNECTION_BAD)
-		state = "08006";
-	/* 55P03: a lock_timeout ran out (see the launcher's bounded waits). */
-	if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
-		      strcmp(state, "55P03") == 0))
-		code = CB_ERETRY;
-	else if (state && strcmp(state, "CB002") == 0)
-		code = CB_EFENCED;
-	else if (state && strcmp(state, "CB001") == 0)
-		code = CB_ESTALE;
-	/* One of our statements missing (or a name taken) in the session: the
-	 * session is not the one it was prepared in, which only a pooler in
-	 * transaction or statement mode does. */
-	if (state && (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0) &&
-	    strstr(msg, "\"cb_"))
-		detail = "the server session changed under this connection: transaction pooling "
-			 "is not supported, use PgBouncer pool_mode=session or connect directly";
-	if (err && err->code == 0) {
-		if (detail && *detail)
-			cb_error_set(err, code, "%s: %s (%s) [SQLSTATE %s]", what, msg, detail,
-				     state ? state : "?????");
-		else
-			cb_error_set(err, code, "%s: %s [SQLSTATE %s]", what, msg,
-				     state ? state : "?????");
-		snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
-	}
-	return code;
-}
-
-int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *sql, int nparams,
-		  cb_error *err)
-{
-	PGresult *res;
-	int rc = 0;
-
-	/* Unique per connection, not per process: a process counter starts
-	 * again at 1 in the next process, whose statement could then meet a
-	 * name left in a server session it was handed (a pooler). */
-	cb__conn_stmt_name(name_out, 64, conn, prefix);
-	res = PQprepare(conn, name_out, sql, nparams, NULL);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = cb_pg_error(err, conn, res, "prepare");
-	PQclear(res);
-	return rc;
-}
-
-int cb_pg_quote_ident(char **out, PGconn *conn, const char *ident, cb_error *err)
-{
-	char *q;
-	size_t n = ident ? strlen(ident) : 0;
-
-	*out = NULL;
-	if (n == 0)
-		return cb_error_set(err, CB_EINVAL, "empty SQL identifier");
-	if (n > 63)
-		return cb_error_set(err, CB_EINVAL,
-				    "SQL identifier '%.80s' is longer than 63 bytes", ident);
-	q = PQescapeIdentifier(conn, ident, n);
-	if (!q)
-		return cb_error_set(err, CB_EINVAL, "cannot quote identifier '%.80s': %s", ident,
-				    PQerrorMessage(conn));
-	*out = strdup(q);
-	PQfreemem(q);
-	if (!*out)
-		return cb_error_set(err, CB_ENOMEM, "out of memory");
-	return 0;
 }
 
 int cb__tx_new(cb_tx **out, PGconn *conn, int pipelined, cb_error *err)

@@ -1,36 +1,18 @@
-/* The command-line interface's internals: registry commands, output helpers
- * (cli_format.c) and the progress line (cli_progress.c). Not installed. */
-#ifndef CB_FRAMEWORK_CLI_INTERNAL_H
-#define CB_FRAMEWORK_CLI_INTERNAL_H
+/* The command-line interface's internals: its state, the command table,
+ * help, errors, arguments, output helpers (cli_format.c) and the progress
+ * line (cli_progress.c). Not installed. */
+#ifndef CB_CLI_INTERNAL_H
+#define CB_CLI_INTERNAL_H
 
 #include <stdio.h>
 #include <jansson.h>
 
 #include "cbatch/cli.h"
 #include "cbatch/zone.h"
+#include "commands.h"
+#include "registry.h"
 
-/* ---- registry.c: the program's extra commands ---------------------------- */
-
-/* Number of extra commands, in registration order. */
-size_t cb__registry_command_count(const cb_registry *reg);
-/* The i-th extra command; any out-pointer may be NULL. Strings are borrowed.
- * @return 0, or CB_ENOTFOUND for a bad index. */
-int cb__registry_command_at(const cb_registry *reg, size_t i, const char **name,
-			    const char **summary, cb_command_fn *fn, void **ctx);
-/* Index of the extra command @p name, or -1. */
-long cb__registry_find_command(const cb_registry *reg, const char *name);
-
-/* ---- main.c: built-in command names ------------------------------------- */
-
-/* Non-zero if @p name is a built-in command (an extra command may not take it). */
-int cb__cli_is_builtin(const char *name);
-/* The i-th built-in command of the table --help prints (help: "" when it has
- * none), for the tests that keep the README and the help in step with it.
- * @return 0, or -1 past the last. */
-int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
-		       const char **help);
-
-/* ---- main.c: the CLI's state, global options, dispatch, help ------------- */
+/* ---- the CLI's state (main.c), errors (exit.c), arguments (args.c) ------- */
 
 #define CB__CLI_DEFAULT_LIMIT 20
 
@@ -45,6 +27,39 @@ struct cli {
 	char **argv;      /* argv[0] is the command name; NULL-terminated */
 	cb_error err;
 };
+
+/* ---- commands.c: the table of built-in commands -------------------------- */
+
+/* A built-in command; its name is core/commands.h's for its id. */
+struct cb__cli_builtin {
+	enum cb__builtin_id id;
+	const char *synopsis; /* arguments after the name */
+	const char *summary;
+	const char *help; /* further lines of `COMMAND --help`, or NULL */
+	int (*fn)(struct cli *c);
+};
+
+/* CB__NBUILTINS entries, in the order --help lists them. */
+extern const struct cb__cli_builtin cb__cli_builtins[];
+
+/* The built-in command @p name, or NULL. */
+const struct cb__cli_builtin *cb__cli_builtin_find(const char *name);
+/* The name of the built-in command @p b (an entry of cb__cli_builtins). */
+const char *cb__cli_builtin_name(const struct cb__cli_builtin *b);
+/* Non-zero if @p name is a built-in command (an extra command may not take it). */
+int cb__cli_is_builtin(const char *name);
+/* The i-th built-in command of the table --help prints (help: "" when it has
+ * none), for the tests that keep the README and the help in step with it.
+ * @return 0, or -1 past the last. */
+int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
+		       const char **help);
+
+/* ---- help.c ---------------------------------------------------------------- */
+
+/* The general help: every command with its summary. */
+void cb__cli_help_general(const struct cli *c, FILE *f);
+/* `COMMAND --help`: @return 0, or 2 for an unknown command. */
+int cb__cli_help_command(struct cli *c, const char *name);
 
 /* The exit code for a negative CB_E* code; @p by_id: the command names an id. */
 int cb__cli_exit_for(int code, int by_id);
@@ -103,7 +118,7 @@ int cb__cli_cmd_worker(struct cli *c);
 int cb__cli_cmd_serve(struct cli *c);
 /* cmd_cleanup.c */
 int cb__cli_cmd_cleanup(struct cli *c);
-/* main.c */
+/* help.c */
 int cb__cli_cmd_help(struct cli *c);
 
 /* ---- cli_format.c: tables, times, JSON ----------------------------------- */

@@ -1,0 +1,249 @@
+/*
+ * The table of built-in commands: for each, its arguments, its one-line
+ * summary, the further lines of `COMMAND --help` and its handler, as git's
+ * git.c keeps `commands[]` apart from the commands' bodies (cmd_*.c here).
+ * The names are core/commands.h's (the registry refuses them for extra
+ * commands); the table names each by its id, in `--help`'s order.
+ */
+#include "cli_internal.h"
+
+#include <string.h>
+
+const struct cb__cli_builtin cb__cli_builtins[] = {
+	{ CB__CMD_schema, "init|check",
+	  "create or upgrade (init) or verify (check) the repository schema",
+	  "init is safe to run any number of times, also concurrently: it applies only\n"
+	  "the migrations the database lacks and prints the version before and after.\n",
+	  cb__cli_cmd_schema },
+	{ CB__CMD_jobs, "", "list the jobs registered in this program",
+	  "LOCK is the job's lock scope, what its lock keeps apart: instance (the job\n"
+	  "and its identifying parameters, the default), job (the job alone: no two of\n"
+	  "its instances ever run at once) or custom (a template over some parameters).\n"
+	  "With --json: lock_scope and lock_template per job.\n",
+	  cb__cli_cmd_jobs },
+	{ CB__CMD_run, "JOB [PARAM ...] [--next]", "launch a job (or restart its failed instance)",
+	  "Creates the job instance named by JOB and its identifying parameters (or\n"
+	  "restarts it if it failed or stopped), takes its lock and runs the steps.\n"
+	  "Parameters are all checked before anything is written. SIGINT/SIGTERM stop\n"
+	  "the job after its current chunk commits (exit 5; restartable).\n\n"
+	  "A held lock is a skip (exit 4), recorded in batch_lock_audit. An execution\n"
+	  "of the instance whose owner died (lease expired) is marked FAILED and\n"
+	  "restarted.\n\n"
+	  "Options:\n"
+	  "  --next           apply the job's incrementer (default: the job's largest\n"
+	  "                   run.id + 1) to start a new instance on purpose\n"
+	  "  --lease SECONDS  lease of the execution lock for this run (default: the\n"
+	  "                   job's, 60s); a heartbeat extends it while the job runs\n",
+	  cb__cli_cmd_run },
+	{ CB__CMD_restart, "EXECUTION_ID [--lease SECONDS]",
+	  "restart a failed or stopped execution",
+	  "Starts a new execution of the same instance with the same parameters:\n"
+	  "completed steps are skipped and the failed step resumes from its last\n"
+	  "committed chunk. The job must be registered in this program. An execution\n"
+	  "whose owner died (its lock lease expired) can be restarted too.\n",
+	  cb__cli_cmd_restart },
+	{ CB__CMD_stop, "EXECUTION_ID", "ask a running execution to stop after its current chunk",
+	  "STARTING or STARTED becomes STOPPING; the running process ends as STOPPED\n"
+	  "(restartable) after its current chunk commits, or before its first step.\n"
+	  "An execution whose owner was lost (lease expired) ends STOPPED at once.\n",
+	  cb__cli_cmd_stop },
+	{ CB__CMD_abandon, "EXECUTION_ID",
+	  "mark a failed or stopped execution as never to be restarted",
+	  "ABANDONED is final: the instance cannot be restarted; run it again with\n"
+	  "other identifying parameters (or --next). Only the newest execution of an\n"
+	  "instance can be abandoned: FAILED, STOPPED, or running with its owner lost\n"
+	  "(lease expired; its running steps end FAILED). A live one is refused.\n",
+	  cb__cli_cmd_abandon },
+	{ CB__CMD_executions, "[JOB] [--limit N]", "list executions, newest first",
+	  "Options:\n"
+	  "  --limit N   show at most N executions (default 20)\n",
+	  cb__cli_cmd_executions },
+	{ CB__CMD_show, "EXECUTION_ID", "show an execution, its parameters and its steps",
+	  "lock: the lock it ran under and its job's lock scope in this program (see\n"
+	  "`jobs --help`); with --json lock_name and lock_scope (null when this\n"
+	  "program lacks the job).\n",
+	  cb__cli_cmd_show },
+	{ CB__CMD_locks, "[--all] [--limit N] [--after NAME]",
+	  "list execution locks with owner, fencing token and lease left",
+	  "Shows the held locks and those released or taken within the last hour,\n"
+	  "by name in natural order (ledger:2 before ledger:10), a page at a time.\n"
+	  "Options:\n"
+	  "  --all         every lock row the repository keeps (history)\n"
+	  "  --limit N     at most N locks per page (default 100, at most 1000)\n"
+	  "  --after NAME  the page after lock NAME (printed as 'more:' after a full page)\n",
+	  cb__cli_cmd_locks },
+	{ CB__CMD_unlock, "LOCK_NAME --force [--reason TEXT]",
+	  "release a lock by hand (recorded with who and why)",
+	  "The holder's database session is terminated (its open chunk rolls back;\n"
+	  "this needs the same role, superuser or pg_signal_backend), and if it still\n"
+	  "runs it is fenced off and fails. The release is recorded in\n"
+	  "batch_lock_audit as FORCE_UNLOCKED.\n",
+	  cb__cli_cmd_unlock },
+	{ CB__CMD_metrics, "", "print repository metrics in Prometheus text format",
+	  "With --json: {\"metrics\": [{\"name\", \"help\", \"type\", \"labels\", \"value\"}]},\n"
+	  "one element per series.\n",
+	  cb__cli_cmd_metrics },
+	{ CB__CMD_worker, "[--job NAME]... [--threads K] [--exit-when-idle SECONDS]",
+	  "run partitions of partitioned steps for running executions",
+	  "Claims open partitions of running executions of this program's jobs (or\n"
+	  "only of the --job ones) with FOR UPDATE SKIP LOCKED, each under a lease\n"
+	  "with a heartbeat and a fencing token, runs them and repeats; sleeps on\n"
+	  "LISTEN/NOTIFY when there is nothing to claim. Start as many as you like,\n"
+	  "on any host that reaches the repository. SIGINT/SIGTERM: the partitions\n"
+	  "being run are handed back after their current chunk (another worker\n"
+	  "resumes them) and the worker exits 0. A worker that is killed or cut off\n"
+	  "loses its partitions after the lease; their late chunks are refused.\n"
+	  "Only partitions whose manager step this program defines as the manager's\n"
+	  "program did (the step definition's fingerprint, see `show`) are claimed:\n"
+	  "in a rolling upgrade the others wait for a worker of that build. Nor are\n"
+	  "those of an execution whose manager is a dead process of this host. The\n"
+	  "summary counts every claimed partition once: completed, failed or lost,\n"
+	  "stopped, handed back.\n\n"
+	  "Options:\n"
+	  "  --job NAME               work only for this job (repeatable)\n"
+	  "  --threads K              partitions run at once, each on its own\n"
+	  "                           connection (default 1)\n"
+	  "  --exit-when-idle SECONDS exit after this long without a partition\n"
+	  "                           (default: run until signalled)\n"
+	  "  --lease SECONDS          lease of a claimed partition (default: the\n"
+	  "                           job's lease)\n"
+	  "  --quiet                  no line per claimed and finished partition\n",
+	  cb__cli_cmd_worker },
+	{ CB__CMD_schedule, "add|list|show|pause|resume|remove|next|history ...",
+	  "keep cron schedules of jobs in the repository",
+	  "  schedule add NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...]\n"
+	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
+	  "               [--overlap skip|queue|allow] [--recover restart|leave]\n"
+	  "               [--recover-attempts N] [--recover-delay SECONDS]\n"
+	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
+	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
+	  "  schedule history NAME [--limit N]\n\n"
+	  "EXPR: 5 fields (minute hour day-of-month month day-of-week) or 6 with\n"
+	  "seconds first; lists, ranges, steps, names, @daily and friends, L, W, #.\n"
+	  "When both day fields are restricted a day matches if either does (Vixie).\n"
+	  "ZONE: a name the repository's server knows (default UTC); its rules decide\n"
+	  "DST: a fixed time in a skipped hour fires at the end of the gap, a repeated\n"
+	  "one once; expressions with * in the minute or hour fire in both passes.\n"
+	  "Templates fill from the fire instant: {fire_date}, {fire_date-N},\n"
+	  "{fire_date+N}, {fire_time}, {fire_utc}, {fire_epoch}, {schedule}; e.g.\n"
+	  "targetDate:date={fire_date-1}. Misfires (instants later than the grace,\n"
+	  "default 60s, because no scheduler ran): run-once runs one firing now for\n"
+	  "the latest missed instant, skip only records them.\n"
+	  "Overlap: an instant due while an earlier firing of the schedule still runs\n"
+	  "(its execution's lease holds, on any node) is skipped (default), queued to\n"
+	  "run after it (one at most) or run anyway (allow).\n"
+	  "Recover: an execution its node's death or a lost process left unfinished is\n"
+	  "restarted by a surviving node after the delay (default 10s) and its lease,\n"
+	  "at most N times (default 3); leave: never.\n",
+	  cb__cli_cmd_schedule },
+	{ CB__CMD_scheduler, "[--lease SECONDS] [--max-running N] [--verbose|--quiet]",
+	  "fire due schedules, each fire instant once across all scheduler nodes",
+	  "Start one on every host you like: each fire instant is claimed by one node\n"
+	  "in one transaction (unique per schedule and instant, in the database's\n"
+	  "time) and run as a child process `run JOB PARAMS...`; the other nodes\n"
+	  "record SKIPPED_CLAIMED (see `schedule history`). A lost repository\n"
+	  "connection is retried with backoff and nothing fires meanwhile.\n"
+	  "A schedule's firings do not overlap unless its --overlap says so, and a\n"
+	  "run left unfinished by a dead node or process is restarted by a surviving\n"
+	  "node (its --recover); see `schedule`.\n"
+	  "SIGINT/SIGTERM: no new firings; running jobs are asked to stop after their\n"
+	  "chunk (STOPPED, restartable) and waited for.\n\n"
+	  "Options:\n"
+	  "  --lease SECONDS     how long other nodes trust this one's heartbeat before\n"
+	  "                      they report its open firings (default 30)\n"
+	  "  --max-running N     jobs run at once by this node (default 8); beyond it\n"
+	  "                      instants are left to other nodes\n"
+	  "  --exit-after SECONDS  stop by itself after this long\n"
+	  "  --verbose           also log instants other nodes claimed\n"
+	  "  --quiet             no line per firing\n",
+	  cb__cli_cmd_scheduler },
+	{ CB__CMD_serve,
+	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
+	  "[--client-connections N]",
+	  "the operator console: dashboard, JSON API, /metrics, health probes",
+	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
+	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
+	  "GET / (the dashboard), /metrics (the `metrics` text), /healthz, /readyz,\n"
+	  "/api/v1/info, /jobs, /executions[?job=&status=&from=&to=&limit=&before=],\n"
+	  "/executions/ID, /executions/ID/skips, /locks, /locks/audit.\n"
+	  "Answers only requests whose Host names it: the --listen address (for\n"
+	  "loopback also localhost, 127.0.0.1, [::1]) with its port, or an\n"
+	  "--allowed-host; others get 421. A request head must arrive within 10 s.\n"
+	  "Read-only unless an admin token is given (a file of this user's that\n"
+	  "only it may read or write, not a symbolic link); then\n"
+	  "POST /api/v1/executions/ID/stop|abandon|restart and\n"
+	  "/api/v1/locks/NAME/unlock ({\"reason\": \"...\"}) act, for a request\n"
+	  "with \"Authorization: Bearer TOKEN\" from no other site's page.\n"
+	  "SIGTERM/SIGINT: stops accepting, finishes the requests in flight and\n"
+	  "exits 0.\n\n"
+	  "Options:\n"
+	  "  --listen ADDR:PORT        where to listen (default 127.0.0.1:8080)\n"
+	  "  --admin-token-file PATH   enable actions for requests with this token\n"
+	  "  --pool N                  repository connections shared by requests\n"
+	  "                            (default 4, at most 64)\n"
+	  "  --allowed-host NAME[:PORT]  also answer to this Host (a reverse proxy's\n"
+	  "                            name; any port unless given); repeatable\n"
+	  "  --client-connections N    connections one client address may hold\n"
+	  "                            (default 64, at most 500; a proxy is one)\n",
+	  cb__cli_cmd_serve },
+	{ CB__CMD_cleanup, "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
+	  "remove old executions with their steps, contexts, parameters and audit",
+	  "Removes job executions that ended more than DURATION ago (30d, 12h, 90m,\n"
+	  "3600s; by the database's clock) with their step executions (partitions too),\n"
+	  "contexts and parameters, their lock audit rows (and audit rows older than\n"
+	  "the cutoff that belong to no execution), and instances left with none. An\n"
+	  "instance whose executions all go can be run again with the same parameters.\n"
+	  "Never removed: an instance that is running, or whose newest execution is\n"
+	  "not COMPLETED or ABANDONED (all of it stays restartable); the newest\n"
+	  "execution of an instance unless all of it goes; the first execution of each\n"
+	  "job's newest instance and one of the instance with its largest run.id (what\n"
+	  "--next reads). Schedule firings keep the ids of removed executions.\n"
+	  "Lock rows not touched since the cutoff go too when released (and of no\n"
+	  "running execution) or of an execution that is gone; a name taken again\n"
+	  "later gets a greater fencing token all the same.\n"
+	  "Works in short transactions (SKIP LOCKED, lock_timeout 1s), safe while jobs\n"
+	  "run; prints each batch on stderr and the rows removed per table.\n\n"
+	  "Options:\n"
+	  "  --older-than DURATION  required: a positive integer and s, m, h or d\n"
+	  "  --keep-last N          also keep the newest N executions of each job\n"
+	  "  --dry-run              count what would be removed; remove nothing\n"
+	  "  --batch N              executions per transaction (default 1000)\n",
+	  cb__cli_cmd_cleanup },
+	{ CB__CMD_help, "[COMMAND]", "show help for a command", NULL, cb__cli_cmd_help },
+};
+
+/* One entry per name of core/commands.h. */
+_Static_assert(sizeof(cb__cli_builtins) / sizeof(cb__cli_builtins[0]) == CB__NBUILTINS,
+	       "the command table and core/commands.h list the same commands");
+
+const struct cb__cli_builtin *cb__cli_builtin_find(const char *name)
+{
+	int id = cb__builtin_find(name);
+
+	for (size_t i = 0; id >= 0 && i < CB__NBUILTINS; i++)
+		if ((int)cb__cli_builtins[i].id == id)
+			return &cb__cli_builtins[i];
+	return NULL;
+}
+
+const char *cb__cli_builtin_name(const struct cb__cli_builtin *b)
+{
+	return cb__builtin_name(b->id);
+}
+
+int cb__cli_is_builtin(const char *name)
+{
+	return cb__builtin_find(name) >= 0;
+}
+
+int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
+		       const char **help)
+{
+	if (i >= CB__NBUILTINS)
+		return -1;
+	*name = cb__builtin_name(cb__cli_builtins[i].id);
+	*synopsis = cb__cli_builtins[i].synopsis;
+	*summary = cb__cli_builtins[i].summary;
+	*help = cb__cli_builtins[i].help ? cb__cli_builtins[i].help : "";
+	return 0;
+}

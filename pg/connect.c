@@ -1,0 +1,93 @@
+/*
+ * Connecting as every cbatch program does (the CLI, the scheduler, the
+ * console's pool): @p conninfo, else CBATCH_DB, else libpq's own PG*
+ * variables; a failure's message never shows a password.
+ */
+#include "pgkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+
+/* Show server warnings (not the NOTICE chatter of IF NOT EXISTS). */
+static void notice_receiver(void *arg, const PGresult *res)
+{
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	(void)arg;
+	if (sev && msg && strcmp(sev, "WARNING") == 0)
+		fprintf(stderr, "cbatch: server warning: %s\n", msg);
+}
+
+/*
+ * libpq's message for a failed connection to @p conninfo, safe to show: a
+ * quoted connection string has its passwords redacted, and a message that
+ * quotes any other part of a password (a bad percent-encoding is quoted
+ * alone; a raw '@' makes the rest of the password a host name) is not shown.
+ * Then the same string with its passwords replaced is parsed again: if
+ * that fails, its message points at the error elsewhere; if not, the
+ * password itself is malformed.
+ */
+static void connect_error(char *out, size_t size, const char *conninfo, const char *libpq)
+{
+	char safe[4096];
+	char *perr = NULL;
+	PQconninfoOption *opts;
+
+	if (!cb__conninfo_secret_in(conninfo, libpq)) {
+		cb__redact_secrets(out, size, libpq);
+		return;
+	}
+	cb__redact_secrets(safe, sizeof(safe), conninfo);
+	opts = PQconninfoParse(safe, &perr);
+	PQconninfoFree(opts);
+	if (perr && !cb__conninfo_secret_in(conninfo, perr)) {
+		char red[CB_ERROR_MESSAGE_MAX];
+
+		cb__redact_secrets(red, sizeof(red), perr);
+		red[strcspn(red, "\n")] = '\0';
+		if (snprintf(out, size,
+			     "%s (libpq's own message is not shown: it quotes the password)",
+			     red) < 0)
+			out[0] = '\0';
+	} else {
+		snprintf(out, size,
+			 "libpq's message is not shown because it quotes part of the password; "
+			 "check how the password is written (in a URI, '%%', '@', ':', '/', '?' "
+			 "and '#' must be percent-encoded: %%25, %%40, %%3A, %%2F, %%3F, %%23)");
+	}
+	PQfreemem(perr);
+}
+
+int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err)
+{
+	const char *keys[] = { "dbname", "fallback_application_name", NULL };
+	const char *vals[] = { NULL, "cbatch", NULL };
+	PGconn *conn;
+
+	if (!out)
+		return cb_error_set(err, CB_EINVAL, "cb_cli_connect: out is NULL");
+	*out = NULL;
+	if (!conninfo)
+		conninfo = getenv("CBATCH_DB");
+	/* Empty values are ignored by libpq, leaving its PG* variables and defaults;
+	 * expand_dbname lets conninfo be a "key=value" string, a URI or a bare name. */
+	vals[0] = conninfo ? conninfo : "";
+	conn = PQconnectdbParams(keys, vals, 1);
+	if (!conn)
+		return cb_error_set(err, CB_ENOMEM, "out of memory connecting to the database");
+	if (PQstatus(conn) != CONNECTION_OK) {
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		connect_error(msg, sizeof(msg), vals[0], PQerrorMessage(conn));
+		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
+		PQfinish(conn);
+		return CB_EDB;
+	}
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
+	*out = conn;
+	return 0;
+}

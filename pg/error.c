@@ -1,0 +1,55 @@
+/*
+ * libpq errors into cbatch's error object, in one place: by SQLSTATE, never
+ * by message text (40001/40P01/55P03 are retryable, CB00x are our own).
+ */
+#include "pgkit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	int code = CB_EDB;
+
+	if (!msg || !*msg)
+		msg = conn ? PQerrorMessage(conn) : "unknown error";
+	if (!state && conn && PQstatus(conn) == CONNECTION_BAD)
+		state = "08006";
+	/* 55P03: a lock_timeout ran out (see the launcher's bounded waits). */
+	if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+		      strcmp(state, "55P03") == 0))
+		code = CB_ERETRY;
+	else if (state && strcmp(state, "CB002") == 0)
+		code = CB_EFENCED;
+	else if (state && strcmp(state, "CB001") == 0)
+		code = CB_ESTALE;
+	/* One of our statements missing (or a name taken) in the session: the
+	 * session is not the one it was prepared in, which only a pooler in
+	 * transaction or statement mode does. */
+	if (state && (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0) &&
+	    strstr(msg, "\"cb_"))
+		detail = "the server session changed under this connection: transaction pooling "
+			 "is not supported, use PgBouncer pool_mode=session or connect directly";
+	if (err && err->code == 0) {
+		if (detail && *detail)
+			cb_error_set(err, code, "%s: %s (%s) [SQLSTATE %s]", what, msg, detail,
+				     state ? state : "?????");
+		else
+			cb_error_set(err, code, "%s: %s [SQLSTATE %s]", what, msg,
+				     state ? state : "?????");
+		snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state ? state : "");
+	}
+	return code;
+}
+
+int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
+			cb_error *err)
+{
+	if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
+		return 0;
+	cb_pg_error(err, conn, res, label);
+	return cb_error_prefix(err, "%s", what);
+}
