@@ -1,5 +1,5 @@
 -- Raise CB003 unless the session running this is the one the client
--- connected to (p_pid, p_start: from its first query, see framework/conn.c).
+-- connected to (p_pid, p_start: from its first query, see repository/session.c).
 -- NULL p_pid: the caller did not say (an older client): nothing checked.
 CREATE OR REPLACE FUNCTION batch_session_check(p_pid int, p_start timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the registry (framework/registry.c) and the CLI's output
- * helpers (framework/cli_format.c): ownership of jobs, duplicate and reserved
+ * helpers (cli/cli_format.c): ownership of jobs, duplicate and reserved
  * names, extra commands, timestamps, durations and parameter formatting.
  */
 #include "cbatch/cli.h"
