@@ -57,7 +57,8 @@
 #define LOCK_SQL(x, gone)                                                                          \
 	"(" x ".updated_at < $1::timestamptz AND " x ".locked_until < $1::timestamptz AND ("       \
 	" (" x ".released AND NOT EXISTS (SELECT 1 FROM batch_job_execution le "                   \
-	"   WHERE le.job_execution_id = " x ".job_execution_id AND batch_status_is_live(le.status))) "\
+	"   WHERE le.job_execution_id = " x                                                        \
+	".job_execution_id AND batch_status_is_live(le.status))) "                                 \
 	" OR " x ".job_execution_id IS NULL OR NOT EXISTS (SELECT 1 FROM batch_job_execution le "  \
 	"   WHERE le.job_execution_id = " x ".job_execution_id)" gone "))"
 
