@@ -11,7 +11,8 @@
 # cb_labels, cb_timeout, cb_fixtures, cb_environment, cb_serial, cb_skip_code,
 # cb_slow (a list of "REGEX=SECONDS": cases whose name matches are labelled
 # slow and get that COST, so that ctest -j starts them first even without the
-# timings of an earlier run) and cb_groups (a list of "GROUP=REGEX": the
+# timings of an earlier run), cb_paced (a list of REGEX: cases whose name
+# matches hold RESOURCE_LOCK cbatch_paced, never two at once) and cb_groups (a list of "GROUP=REGEX": the
 # matching cases, which depend on each other's state, run as one test named
 # PREFIX.GROUP, in their order).
 
@@ -41,6 +42,12 @@ function(cb_props_text name labels cost out_var)
   if(cost)
     string(APPEND t " COST ${cost}")
   endif()
+  foreach(re IN LISTS cb_paced)
+    if("${name}" MATCHES "${re}")
+      string(APPEND t " RESOURCE_LOCK cbatch_paced")
+      break()
+    endif()
+  endforeach()
   set(${out_var} "${t})\n" PARENT_SCOPE)
 endfunction()
 
