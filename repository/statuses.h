@@ -3,8 +3,6 @@
 #define CB_STATUSES_H
 #include <stddef.h>
 
-#include <jansson.h>
-
 struct cb__status_word {
 	const char *name; /* as stored in the status columns */
 	int live;         /* may still run: at most one live execution per instance */
@@ -15,10 +13,4 @@ struct cb__status_word {
 extern const struct cb__status_word cb__statuses[];
 extern const size_t cb__statuses_count;
 
-/*
- * The vocabulary as JSON, for the console's /api/v1/info: {"statuses":
- * [{"name", "live", "restartable"}...] in enum order, "live": [names]}.
- * @return a new reference, or NULL when out of memory.
- */
-json_t *cb__status_vocabulary(void);
 #endif
