@@ -19,24 +19,23 @@
 #define TEXT(key, max)           { key, CB__Q_TEXT, 0, max, 0 }
 #define TIME(key)                { key, CB__Q_TIME, 0, 0, 0 }
 #define BEFORE                   INT("before", 1, LLONG_MAX, 0) /* a keyset cursor: 0 is none */
+#define QEND                     { .key = NULL } /* designated: no field left implicit */
 // clang-format on
 
-static const cb__qparam executions_query[] = {
-	TEXT("job", 100), TEXT("status", 100),      TIME("from"),
-	TIME("to"),       INT("limit", 1, 500, 50), BEFORE,
-	{ NULL }
-};
+static const cb__qparam executions_query[] = { TEXT("job", 100),
+					       TEXT("status", 100),
+					       TIME("from"),
+					       TIME("to"),
+					       INT("limit", 1, 500, 50),
+					       BEFORE,
+					       QEND };
 /* ?all=1: every lock row, else the held and recently released ones. */
-static const cb__qparam locks_query[] = {
-	INT("all", 0, 1, 0), INT("limit", 1, 1000, 100), TEXT("after", 400), { NULL }
-};
+static const cb__qparam locks_query[] = { INT("all", 0, 1, 0), INT("limit", 1, 1000, 100),
+					  TEXT("after", 400), QEND };
 /* ?lock=NAME, ?execution=ID: that execution's own lock and its partitions'. */
-static const cb__qparam audit_query[] = { TEXT("lock", 400),
-					  INT("execution", 1, LLONG_MAX, 0),
-					  INT("limit", 1, 500, 50),
-					  BEFORE,
-					  { NULL } };
-static const cb__qparam firings_query[] = { INT("limit", 1, 500, 50), BEFORE, { NULL } };
+static const cb__qparam audit_query[] = { TEXT("lock", 400), INT("execution", 1, LLONG_MAX, 0),
+					  INT("limit", 1, 500, 50), BEFORE, QEND };
+static const cb__qparam firings_query[] = { INT("limit", 1, 500, 50), BEFORE, QEND };
 
 /* A route's kind: a read (GET and HEAD), an action (POST), or a read-only
  * list given by its rows' member, its query and its call, keyset paged by a

@@ -897,6 +897,27 @@ int cbt__query_str(const char *file, int line, PGconn *conn, const char *sql, ch
 	return rc;
 }
 
+void cbt_print_rows(PGconn *conn, const char *title, const char *sql)
+{
+	PGresult *res = conn ? PQexec(conn, sql) : NULL;
+
+	printf("\n  %s:\n", title);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		printf("    (query failed: %s)\n", conn ? PQerrorMessage(conn) : "no connection");
+	} else {
+		for (int r = 0; r < PQntuples(res); r++) {
+			printf("    ");
+			for (int c = 0; c < PQnfields(res); c++)
+				printf("%s%s", c ? " | " : "",
+				       PQgetisnull(res, r, c) ? "-" : PQgetvalue(res, r, c));
+			printf("\n");
+		}
+		if (PQntuples(res) == 0)
+			printf("    (none)\n");
+	}
+	PQclear(res);
+}
+
 /* ---- processes ----------------------------------------------------------- */
 
 static int decode_status(int status)

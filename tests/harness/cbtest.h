@@ -242,6 +242,12 @@ double cbt_now(void);
 #define cbt_wait_sessions_gone(conn) cbt__wait_sessions_gone(__FILE__, __LINE__, (conn))
 void cbt__wait_sessions_gone(const char *file, int line, PGconn *conn);
 
+/**
+ * Print every row of @p sql under @p title, one line each, columns split by
+ * " | " (NULL as "-"): what a failing test shows of the state that failed it.
+ */
+void cbt_print_rows(PGconn *conn, const char *title, const char *sql);
+
 /** Sleep @p ms milliseconds (restarted after signals). */
 void cbt_sleep_ms(int ms);
 
