@@ -395,8 +395,9 @@ static void check_exposition(const char *text)
 	static const char *const forms[] = {
 		"^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* ([^\\\\]|\\\\[\\\\n])*$",
 		"^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge)$",
-		"^[a-zA-Z_:][a-zA-Z0-9_:]*(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\""
-		"(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\")*\\})? -?[0-9]+$",
+		/* one literal in two lines (parenthesized: not two elements) */
+		("^[a-zA-Z_:][a-zA-Z0-9_:]*(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\""
+		 "(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\")*\\})? -?[0-9]+$"),
 	};
 	regex_t re[3];
 	char line[4096];
