@@ -1,6 +1,7 @@
 /* What the scheduler tests share (sched.h). */
 #include "sched.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -37,6 +38,22 @@ void cbt_sched_log_path(const cbt_sched *s, char *buf, size_t size, const char *
 void cbt_sched_clear(cbt_sched *s)
 {
 	cbt_exec(s->conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
+}
+
+void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid)
+{
+	PGresult *res = PQexec(s->conn, "SELECT schedule_name FROM batch_schedule ORDER BY 1");
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		CBT_FAILF("listing the schedules: %s", PQerrorMessage(s->conn));
+	for (int r = 0; PQresultStatus(res) == PGRES_TUPLES_OK && r < PQntuples(res); r++)
+		CBT_EQ_LL(CBT_SCHED_EX(s, "schedule", "pause", PQgetvalue(res, r, 0)), 0);
+	PQclear(res);
+	CU_ASSERT(cbt_wait_until(s->conn, 60000,
+				 "SELECT (count(*) = 0)::int FROM batch_schedule_firing "
+				 "WHERE status IN ('CLAIMED', 'LAUNCHED')"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
 }
 
 long long cbt_sched_overlaps(cbt_sched *s, const char *schedule)

@@ -57,6 +57,17 @@ void cbt_sched_clear(cbt_sched *s);
 	" WHERE p.parameter_name = 'schedule.name' AND p.parameter_value = $1 "                    \
 	" AND x.start_time IS NOT NULL) "
 
+/**
+ * Stop scheduler node @p pid between runs, not in one: pause every schedule
+ * (a paused schedule is never claimed, nor its queued firings or restarts
+ * taken), wait (up to 60 s) until no firing is claimed or launched, then
+ * SIGTERM the node and wait for its exit 0. A stop that lands in a run ends
+ * it STOPPED and makes its restart due, which a case about something else
+ * must not depend on; how long a run takes (a loaded machine, a sanitizer
+ * build) then no longer matters. The schedules stay paused.
+ */
+void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid);
+
 /** Pairs of executions of @p schedule that ran at the same time. */
 long long cbt_sched_overlaps(cbt_sched *s, const char *schedule);
 /** Executions of @p schedule whose status is LIKE @p status (NULL: all). */

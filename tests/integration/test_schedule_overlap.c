@@ -80,16 +80,27 @@ static long long events(const char *name, const char *outcome, const char *like)
 			     "s s s", name, outcome, like);
 }
 
-/* One node for @p seconds, lease 5 s. */
-static void run_node(const char *name, const char *seconds)
+/* One node, lease 5 s, until @p until (an integer query) is positive (at
+ * most 60 s), or for @p seconds when it is NULL; then stopped between runs. */
+static void run_node_until(const char *name, int seconds, const char *until)
 {
 	char log[512];
 	pid_t pid;
 
 	log_path(log, sizeof(log), name);
-	pid = SPAWN(log, "scheduler", "--exit-after", seconds, "--lease", "5");
+	pid = SPAWN(log, "scheduler", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
-	CBT_EQ_LL(cbt_wait_timeout(pid, 40000), 0);
+	if (until) {
+		CU_ASSERT(cbt_wait_until(sched.conn, 60000, until));
+	} else {
+		cbt_sleep_ms(seconds * 1000);
+	}
+	cbt_sched_stop_between_runs(&sched, pid);
+}
+
+static void run_node(const char *name, int seconds)
+{
+	run_node_until(name, seconds, NULL);
 }
 
 static void test_skip_is_the_default_and_nothing_overlaps(void)
@@ -115,7 +126,7 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 		   "SKIP");
 	json_decref(doc);
 
-	run_node("skip", "8");
+	run_node("skip", 8);
 	CU_ASSERT(execs("slow") >= 2);
 	CBT_EQ_LL(overlaps("slow"), 0);
 	/* The instants due meanwhile: recorded, with the live firing named. */
@@ -141,7 +152,7 @@ static void test_allow_overlaps_as_before(void)
 	CBT_EQ_LL(EX("schedule", "add", "any", "--cron", "* * * * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long=2500", "--overlap", "allow"),
 		  0);
-	run_node("allow", "6");
+	run_node("allow", 6);
 	CU_ASSERT(overlaps("any") >= 2);
 	CBT_EQ_LL(firings("any", "SKIPPED_OVERLAP"), 0);
 }
@@ -152,7 +163,7 @@ static void test_queue_runs_one_waiting_firing_after_the_live_one(void)
 	CBT_EQ_LL(EX("schedule", "add", "q", "--cron", "* * * * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long=2500", "--overlap", "queue"),
 		  0);
-	run_node("queue", "9");
+	run_node("queue", 9);
 	CBT_EQ_LL(overlaps("q"), 0);
 	CU_ASSERT(events("q", "QUEUED", "queued: firing % (overlap policy QUEUE)") >= 2);
 	CU_ASSERT(events("q", "SKIPPED_OVERLAP", "%another firing is queued already%") >= 2);
@@ -287,7 +298,16 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 		  0);
 	CBT_EQ_LL(EX("schedule", "show", "left"), 0);
 	CBT_CONTAINS(sched.out, "recover     LEAVE");
-	run_node("bounded", "10");
+	/* Until the first crashed firing of dies has used its two restarts, and
+	 * left and bad have run twice each. */
+	run_node_until(
+		"bounded", 0,
+		"SELECT ((SELECT count(*) FROM batch_schedule_event e JOIN batch_schedule s "
+		"USING (schedule_id) WHERE s.schedule_name = 'dies' AND e.outcome = "
+		"'NOT_RECOVERED') >= 1 AND (SELECT count(*) FROM batch_job_execution_params "
+		"WHERE parameter_name = 'schedule.name' AND parameter_value = 'left') >= 2 "
+		"AND (SELECT count(*) FROM batch_job_execution_params WHERE parameter_name = "
+		"'schedule.name' AND parameter_value = 'bad') >= 2)::int");
 	firing = cbt_query_ll(sched.conn,
 			      "SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
 			      "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
