@@ -12,7 +12,10 @@
 # set-based), VACUUM ANALYZE. Then, each ROUNDS times, median reported:
 #   locks, GET /api/v1/locks, metrics, GET /metrics, GET /api/v1/jobs,
 #   schedule list, GET /api/v1/executions?job=adhoc_36&status=STOPPED (a rare
-#   pair), run ledger --next (a launch, 2000 rows in chunks of 100: checkpoint
+#   pair), show EXEC (a recent execution), executions --limit 20, schedule
+#   history NAME --limit 20, GET /api/v1/audit (its default page), a
+#   scheduler's claim of a fire instant (the statement alone: see claim_ms),
+#   run ledger --next (a launch, 2000 rows in chunks of 100: checkpoint
 #   after checkpoint on top of the history);
 # once: restart of a failed ledger run, and cleanup of the oldest 5% of the
 # executions (CLEANUP_SHARE) with a ledger run timed while it runs and alone.
@@ -84,6 +87,38 @@ time_op() {
 
 record() { printf '%s\t%s\t%s\n' "$1" "$size" "$2" >>"$work/results"; }
 
+# A scheduler's claim of one fire instant: batch_schedule_claim, the one
+# statement a node runs per instant it fires (framework/scheduler.c through
+# repository/schedule.c), as the node calls it, for hourly_07's next
+# instant a day ahead (on time, so a claim, not a misfire). Timed by psql's
+# \timing inside one session, after a first call (a node's session has
+# compiled the function long before): the statement's round trip without a
+# process start, which would be most of it. Each claim is rolled back, so
+# that every round claims the same instant on the same repository. Prints
+# the median in ms.
+claim_ms() {
+	{
+		echo '\timing on'
+		echo "SELECT schedule_id AS sid, version AS ver FROM batch_schedule"
+		echo " WHERE schedule_name = 'hourly_07_schedule' \\gset"
+		for _ in $(seq 0 "$ROUNDS"); do
+			cat <<-'SQL'
+				BEGIN;
+				SELECT outcome FROM batch_schedule_claim(p_schedule_id => :sid,
+				 p_version => :ver, p_fire_time => date_trunc('hour', now()) + interval '1 day',
+				 p_kind => 'SCHEDULED', p_missed_until => NULL, p_missed_count => 0,
+				 p_param_time => date_trunc('hour', now()) + interval '1 day',
+				 p_next_fire_time => date_trunc('hour', now()) + interval '25 hours',
+				 p_node => 'growth-bench', p_job_key => md5('growth-bench'),
+				 p_parameters => '[]');
+				ROLLBACK;
+			SQL
+		done
+	} | psql "$db" -qXAt -v ON_ERROR_STOP=1 2>/dev/null |
+		awk '/^Time:/ { if (out) print $2; out = 0; next } { out = 1 }' |
+		tail -n +2 | median
+}
+
 for size in $SIZES; do
 	db="host=$dir port=5432 user=postgres dbname=growth_$size"
 	if [ "$GROWTH_REUSE" = 1 ] && psql "$db" -qXAtc "SELECT 1 FROM batch_job_execution LIMIT 1" \
@@ -121,6 +156,13 @@ for size in $SIZES; do
 	time_op "schedule list" "$cli" --db "$db" schedule list
 	time_op "GET /api/v1/executions?job=&status= (rare pair)" \
 		curl -fsS "$url/api/v1/executions?job=adhoc_36&status=STOPPED"
+	exec_id=$(psql "$db" -qXAtc "SELECT max(job_execution_id) - 100 FROM batch_job_execution")
+	time_op "show EXEC" "$cli" --db "$db" show "$exec_id"
+	time_op "executions --limit 20" "$cli" --db "$db" executions --limit 20
+	time_op "schedule history NAME --limit 20" \
+		"$cli" --db "$db" schedule history hourly_07_schedule --limit 20
+	time_op "GET /api/v1/audit" curl -fsS "$url/api/v1/audit"
+	record "scheduler claim (the statement, via psql)" "$(claim_ms)"
 	time_op "run ledger --next (2000 rows, chunks of 100)" \
 		"$ex" --db "$db" run ledger --next -chunk.size:long=100
 	stop_server
@@ -142,7 +184,8 @@ for size in $SIZES; do
 	record "ledger run alone (20000 rows)" "$(($(now_ms) - t0))"
 	minutes=$(( (size - size / CLEANUP_SHARE) * 2 ))
 	t0=$(now_ms)
-	"$cli" --db "$db" cleanup --older-than "${minutes}m" 2>"$work/cleanup.err" >/dev/null &
+	"$cli" --db "$db" --json cleanup --older-than "${minutes}m" 2>"$work/cleanup.err" \
+		>"$work/cleanup.json" &
 	cpid=$!
 	sleep 1
 	"$ex" --db "$db" example-setup ledger --rows 20000 --reset >/dev/null
@@ -155,7 +198,16 @@ for size in $SIZES; do
 	record "cleanup: its first batch after (ms)" "$(sed -n \
 		's/.*executions so far, \([0-9.]*\)s.*/\1/p' "$work/cleanup.err" |
 		head -n1 | awk '{printf "%d", $1 * 1000}')"
+	# The schedule history's phase (last): from the last progress line of
+	# the phases before it to the end of the cleanup, by its own clock.
+	record "cleanup: its schedule history phase (ms)" "$(sed -n \
+		's/.*"seconds": *\([0-9.]*\).*/\1/p' "$work/cleanup.json" | head -n1 |
+		awk -v err="$work/cleanup.err" '{ total = $1 }
+		END { while ((getline l < err) > 0) if (l !~ /schedule/ &&
+			match(l, /[0-9.]+s[,)]/)) before = substr(l, RSTART, RLENGTH - 2)
+		      if (total != "") printf "%d", (total - before) * 1000 }')"
 	grep 'executions so far' "$work/cleanup.err" | head -n8 >&2 || true
+	grep 'schedule' "$work/cleanup.err" | awk 'NR % 10 == 1' | head -n6 >&2 || true
 	grep 'about' "$work/cleanup.err" | awk 'NR % 25 == 1' | head -n8 >&2 || true
 	tail -n1 "$work/cleanup.err" >&2 || true
 	[ "$GROWTH_KEEP" = 1 ] || psql "$admin" -qc "DROP DATABASE growth_$size"

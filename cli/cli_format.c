@@ -381,8 +381,48 @@ int cb__cli_zone_attach(struct cli *c, PGconn *conn)
 	return 0;
 }
 
+/*
+ * The schedules' own zones, opened once per command by name (and
+ * connection): a listing of many schedules then asks the server for a
+ * zone's rules once, not once per time it shows (a fresh zone remembers no
+ * segment). Past ZONES_KEPT names, a zone is opened for each time again.
+ */
+#define ZONES_KEPT 32
+static struct {
+	PGconn *conn; /* borrowed */
+	cb_zone *zone;
+} zones[ZONES_KEPT];
+static int nzones;
+
+/* Zone @p name of @p conn's server: kept (*owned = 0) or the caller's to
+ * free (*owned = 1). */
+static int zone_get(cb_zone **out, int *owned, PGconn *conn, const char *name, cb_error *e)
+{
+	int rc;
+
+	*owned = 0;
+	for (int i = 0; i < nzones; i++)
+		if (zones[i].conn == conn && strcmp(cb_zone_name(zones[i].zone), name) == 0) {
+			*out = zones[i].zone;
+			return 0;
+		}
+	if ((rc = cb_zone_open(out, conn, name, 0, e)) < 0)
+		return rc;
+	if (nzones < ZONES_KEPT) {
+		zones[nzones].conn = conn;
+		zones[nzones++].zone = *out;
+	} else {
+		*owned = 1;
+	}
+	return 0;
+}
+
 void cb__cli_zone_end(void)
 {
+	for (int i = 0; i < nzones; i++)
+		cb_zone_free(zones[i].zone);
+	memset(zones, 0, sizeof(zones));
+	nzones = 0;
 	cb_zone_free(shown.zone);
 	if (shown.conn)
 		PQfinish(shown.conn);
@@ -482,15 +522,16 @@ void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, c
 	cb_error e = CB_ERROR_INIT;
 	cb_zone *z = NULL;
 	double epoch;
-	int off, offset;
+	int off, offset, owned = 0;
 
 	if (!s || !zone || cb__cli_parse_time(&epoch, &off, s) < 0 || !off ||
-	    cb_zone_open(&z, conn, zone, 0, &e) < 0 ||
+	    zone_get(&z, &owned, conn, zone, &e) < 0 ||
 	    cb_zone_offset(z, whole(epoch), &offset, &e) < 0)
 		cb__cli_fmt_time(buf, size, s);
 	else
 		cb_time_format(buf, size, whole(epoch), offset);
-	cb_zone_free(z);
+	if (owned)
+		cb_zone_free(z);
 }
 
 void cb__cli_fmt_duration(char *buf, size_t size, double seconds)

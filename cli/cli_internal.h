@@ -180,7 +180,9 @@ void cb__cli_fmt_time(char *buf, size_t size, const char *s);
  * RFC 3339 ("2026-12-02T06:30:00.5+00:00"), the form --json gives times in. */
 void cb__cli_rfc3339(char *buf, size_t size, const char *s);
 /* The same in zone @p zone of the server reached by @p conn (a schedule's own
- * zone); in the shown zone if that zone's rules cannot be had. */
+ * zone); in the shown zone if that zone's rules cannot be had. Each zone is
+ * opened once per command (until cb__cli_zone_end), so that its rules are
+ * asked for once, however many times are shown in it. */
 void cb__cli_fmt_zoned(char *buf, size_t size, PGconn *conn, const char *zone, const char *s);
 /* "0.42s", "12.34s", "3m05s", "2h03m", "3d04h". */
 void cb__cli_fmt_duration(char *buf, size_t size, double seconds);

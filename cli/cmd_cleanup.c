@@ -94,12 +94,16 @@ static void progress(void *ctx, const cb_cleanup_progress *p)
 	} else if (strcmp(p->phase, "locks") == 0)
 		fprintf(stderr, "cleanup: batch %lld: %lld locks (%lld so far, %.2fs)\n", p->batch,
 			p->counts.locks, p->total.locks, p->seconds);
-	else
+	else {
+		eta_text(eta, sizeof(eta), p,
+			 strcmp(p->phase, "schedule firings") == 0 ? "schedule firings" :
+								     "schedule events");
 		fprintf(stderr,
 			"cleanup: batch %lld: %lld schedule events, %lld firings (%lld and %lld so "
-			"far, %.2fs)\n",
+			"far, %.2fs%s)\n",
 			p->batch, p->counts.schedule_events, p->counts.schedule_firings,
-			p->total.schedule_events, p->total.schedule_firings, p->seconds);
+			p->total.schedule_events, p->total.schedule_firings, p->seconds, eta);
+	}
 }
 
 /* The tables in the order they are reported. */

@@ -23,7 +23,9 @@
  * execution (or of one gone before) follow, walked in event_time order up
  * to the cutoff, then the lock rows that nothing uses any more (LOCK_SQL):
  * released or long expired, of executions that are gone, such as the
- * one-off names of firings with a fire-time parameter.
+ * one-off names of firings with a fire-time parameter. Last the schedule
+ * history (batch_cleanup_schedule_events() and _firings()): events, then
+ * firings, each walked in time order through its index up to the cutoff.
  */
 #include "repo.h"
 
@@ -68,28 +70,10 @@
 	"(SELECT count(*) FROM batch_lock x WHERE " LOCK_SQL(                                      \
 		"x", " OR x.job_execution_id IN (SELECT id FROM d)") ")"
 
-/* Schedule events that go (alias v): recorded before the cutoff ($1), and
- * not of a firing that is open (also queued, or with a restart due) or its
- * schedule's newest (kept, with its
- * events, so that `schedule list` still shows the last firing). */
-#define SCHED_EVENT_SQL(v)                                                                         \
-	"(" v ".recorded_at < $1::timestamptz AND (" v ".firing_id IS NULL OR NOT EXISTS ("        \
-	" SELECT 1 FROM batch_schedule_firing kf WHERE kf.firing_id = " v ".firing_id AND "        \
-	" (kf.status IN ('CLAIMED', 'LAUNCHED', 'QUEUED') OR kf.recover_after IS NOT NULL "        \
-	"  OR kf.firing_id = (SELECT max(g.firing_id) "                                            \
-	"  FROM batch_schedule_firing g WHERE g.schedule_id = kf.schedule_id)))))"
-
-/* Schedule firings that go (alias y): claimed before the cutoff, finished,
- * not the newest of their schedule, with no event that stays. A batch takes
- * a firing only once its events are gone, so that no event goes uncounted
- * by the cascade. */
-#define SCHED_FIRING_SQL(y)                                                                        \
-	"(" y ".claimed_at < $1::timestamptz AND " y ".status NOT IN ('CLAIMED', 'LAUNCHED', "     \
-	" 'QUEUED') AND " y ".recover_after IS NULL "                                              \
-	" AND " y ".firing_id <> (SELECT max(g.firing_id) FROM batch_schedule_firing g "           \
-	"  WHERE g.schedule_id = " y ".schedule_id) AND NOT EXISTS (SELECT 1 FROM "                \
-	"  batch_schedule_event ke WHERE ke.firing_id = " y ".firing_id "                          \
-	"  AND ke.recorded_at >= $1::timestamptz))"
+/* Schedule history that goes: batch_cleanup_schedule_events() and
+ * batch_cleanup_schedule_firings() (sql/functions/), with the cutoff ($1). */
+#define SCHED_EVENTS  "batch_cleanup_schedule_events($1::timestamptz)"
+#define SCHED_FIRINGS "batch_cleanup_schedule_firings($1::timestamptz)"
 
 /* What a batch removes, as one row (the same columns for the dry run). */
 #define COUNTS_SELECT                                                                              \
@@ -237,12 +221,11 @@ static int count_only(cb_cleanup_counts *out, PGconn *conn, const plan *p, cb_er
 	{
 		const char *pc[1] = { p->cutoff };
 
-		res = cb__repo_exec(
-			conn, "count old schedule history",
-			"SELECT (SELECT count(*) FROM batch_schedule_event v WHERE " SCHED_EVENT_SQL(
-				"v") "), (SELECT count(*) FROM "
-				     "batch_schedule_firing y WHERE " SCHED_FIRING_SQL("y") ")",
-			1, pc, err);
+		/* Through the time indexes, up to the cutoff: only what goes is read. */
+		res = cb__repo_exec(conn, "count old schedule history",
+				    "SELECT (SELECT count(*) FROM " SCHED_EVENTS "), "
+				    " (SELECT count(*) FROM " SCHED_FIRINGS ")",
+				    1, pc, err);
 		if (!res)
 			return CB_EDB;
 		out->schedule_events = atoll(PQgetvalue(res, 0, 0));
@@ -575,53 +558,76 @@ static int lock_batch(long long *removed, int *done, char **last, PGconn *conn, 
 	return rc;
 }
 
-/* One batch of old schedule history: events first, then firings (whose
- * newer events, if any, go with them). */
-static int schedule_batch(cb_cleanup_counts *b, int *done, PGconn *conn, const plan *p,
-			  const cb_cleanup_options *opt, cb_error *err)
+/* The schedule history is walked twice, each walk in time order through its
+ * index from the oldest row to the cutoff, each batch going on from where
+ * the last one stopped: first the events that go, then the firings that go
+ * with what is left of their events (those a firing that finished since
+ * the first walk kept). A firing is deleted only if it is still finished
+ * under its row lock, and its events only with it, so that none goes
+ * uncounted by the cascade. */
+static const char sched_event_batch_sql[] =
+	"WITH c AS (SELECT s.event_id, s.recorded_at FROM " SCHED_EVENTS " s "
+	"  WHERE (s.recorded_at, s.event_id) > ($2::timestamptz, $3::bigint) "
+	"  ORDER BY s.recorded_at, s.event_id LIMIT $4::bigint), "
+	"z AS (SELECT * FROM c ORDER BY recorded_at DESC, event_id DESC LIMIT 1), "
+	"ev AS (DELETE FROM batch_schedule_event e WHERE e.event_id IN (SELECT event_id FROM c) "
+	"  RETURNING 1) "
+	"SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM ev), 0, (SELECT recorded_at FROM z), "
+	" (SELECT extract(epoch FROM recorded_at) FROM z), (SELECT event_id FROM z)";
+
+static const char sched_firing_batch_sql[] =
+	"WITH c AS (SELECT s.firing_id, s.claimed_at FROM " SCHED_FIRINGS " s "
+	"  WHERE (s.claimed_at, s.firing_id) > ($2::timestamptz, $3::bigint) "
+	"  ORDER BY s.claimed_at, s.firing_id LIMIT $4::bigint), "
+	"z AS (SELECT * FROM c ORDER BY claimed_at DESC, firing_id DESC LIMIT 1), "
+	"fi AS (DELETE FROM batch_schedule_firing f WHERE f.firing_id IN (SELECT firing_id FROM c) "
+	"  AND f.status NOT IN ('CLAIMED', 'LAUNCHED', 'QUEUED') AND f.recover_after IS NULL "
+	"  RETURNING f.firing_id), "
+	"ev AS (DELETE FROM batch_schedule_event e WHERE e.firing_id IN (SELECT firing_id FROM fi) "
+	"  RETURNING 1) "
+	"SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM ev), (SELECT count(*) FROM fi), "
+	" (SELECT claimed_at FROM z), (SELECT extract(epoch FROM claimed_at) FROM z), "
+	" (SELECT firing_id FROM z)";
+
+/* One batch of old schedule events (@p firings 0) or firings (1) after
+ * @p at: *done = 1 when none is left before the cutoff. */
+static int schedule_batch(cb_cleanup_counts *b, int *done, cursor *at, int firings, PGconn *conn,
+			  const plan *p, const cb_cleanup_options *opt, cb_error *err)
 {
-	char slimit[24];
-	const char *pa[2] = { p->cutoff, slimit };
+	char slast[24], slimit[24];
+	const char *pa[4] = { p->cutoff, at->time, slast, slimit };
+	cursor next = *at;
 	PGresult *res;
 	int rc;
 
 	*done = 0;
+	snprintf(slast, sizeof(slast), "%lld", at->id);
 	snprintf(slimit, sizeof(slimit), "%lld", opt->batch * 10);
 	if ((rc = begin_bounded(conn, opt, err)) < 0)
 		return rc;
-	res = cb__repo_exec(
-		conn, "remove old schedule history",
-		"WITH ev AS (DELETE FROM batch_schedule_event e WHERE e.event_id IN ("
-		"  SELECT v.event_id FROM batch_schedule_event v WHERE " SCHED_EVENT_SQL(
-			"v") " ORDER BY v.event_id LIMIT $2::bigint) RETURNING 1) "
-			     "SELECT count(*) FROM ev",
-		2, pa, err);
-	if (res) {
-		b->schedule_events = atoll(PQgetvalue(res, 0, 0));
-		PQclear(res);
-		res = cb__repo_exec(
-			conn, "remove old schedule firings",
-			"WITH fi AS (DELETE FROM batch_schedule_firing f WHERE f.firing_id IN ("
-			"  SELECT y.firing_id FROM batch_schedule_firing y WHERE " SCHED_FIRING_SQL(
-				"y") " AND NOT EXISTS (SELECT 1 FROM batch_schedule_event e2 WHERE "
-				     "  e2.firing_id = y.firing_id) "
-				     " ORDER BY y.firing_id LIMIT $2::bigint) RETURNING 1) "
-				     "SELECT count(*) FROM fi",
-			2, pa, err);
-	}
+	res = cb__repo_exec(conn,
+			    firings ? "remove old schedule firings" : "remove old schedule events",
+			    firings ? sched_firing_batch_sql : sched_event_batch_sql, 4, pa, err);
 	if (!res) {
 		rollback_quietly(conn);
 		return err->code ? err->code : CB_EDB;
 	}
-	b->schedule_firings = atoll(PQgetvalue(res, 0, 0));
+	if (atoll(PQgetvalue(res, 0, 0)) == 0) {
+		*done = 1;
+	} else {
+		b->schedule_events = atoll(PQgetvalue(res, 0, 1));
+		b->schedule_firings = atoll(PQgetvalue(res, 0, 2));
+		cursor_take(&next, res, 3);
+	}
 	PQclear(res);
-	*done = b->schedule_events == 0 && b->schedule_firings == 0;
 	rc = cb__repo_command(conn, "commit cleanup batch", "COMMIT", 0, NULL, err);
 	if (rc < 0) {
 		b->schedule_events = b->schedule_firings = 0;
 		rollback_quietly(conn);
+		return rc;
 	}
-	return rc;
+	*at = next;
+	return 0;
 }
 
 /* Retry a batch that lost a lock wait or a deadlock, a few times, backing off. */
@@ -692,22 +698,43 @@ static void report(const cb_cleanup_options *opt, const char *phase, long long b
 	opt->progress(opt->progress_ctx, &pr);
 }
 
-/* The time a phase will walk: from its oldest row before the cutoff (one
- * step down an index on that time) to the cutoff. */
-static int pace_start(pace *pc, PGconn *conn, const plan *p, int audit, cb_error *err)
+/* The oldest row before the cutoff of each walk (one step down an index on
+ * its time). */
+enum walk {
+	WALK_EXECUTIONS,
+	WALK_AUDIT,
+	WALK_EVENTS,
+	WALK_FIRINGS
+};
+
+static const char *const oldest_sql[] = {
+	[WALK_EXECUTIONS] = "SELECT extract(epoch FROM min(end_time)) FROM batch_job_execution "
+			    "WHERE end_time < $1::timestamptz",
+	[WALK_AUDIT] = "SELECT extract(epoch FROM min(event_time)) FROM batch_lock_audit "
+		       "WHERE event_time < $1::timestamptz",
+	[WALK_EVENTS] = "SELECT extract(epoch FROM min(recorded_at)) FROM batch_schedule_event "
+			"WHERE recorded_at < $1::timestamptz",
+	[WALK_FIRINGS] = "SELECT extract(epoch FROM min(claimed_at)) FROM batch_schedule_firing "
+			 "WHERE claimed_at < $1::timestamptz",
+};
+
+static const char *const measure_what[] = {
+	[WALK_EXECUTIONS] = "measure cleanup of executions",
+	[WALK_AUDIT] = "measure cleanup of the lock audit",
+	[WALK_EVENTS] = "measure cleanup of schedule events",
+	[WALK_FIRINGS] = "measure cleanup of schedule firings",
+};
+
+/* The time a phase will walk: from its oldest row before the cutoff to the
+ * cutoff. */
+static int pace_start(pace *pc, PGconn *conn, const plan *p, enum walk w, cb_error *err)
 {
 	const char *pa[1] = { p->cutoff };
 	PGresult *res;
 
 	memset(pc, 0, sizeof(*pc));
 	pc->started = now_seconds();
-	res = cb__repo_exec(
-		conn, "measure cleanup",
-		audit ? "SELECT extract(epoch FROM min(event_time)) FROM batch_lock_audit "
-			"WHERE event_time < $1::timestamptz" :
-			"SELECT extract(epoch FROM min(end_time)) FROM batch_job_execution "
-			"WHERE end_time < $1::timestamptz",
-		1, pa, err);
+	res = cb__repo_exec(conn, measure_what[w], oldest_sql[w], 1, pa, err);
 	if (!res)
 		return CB_EDB;
 	pc->hi = p->cutoff_epoch;
@@ -745,7 +772,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		return rc;
 	}
 	/* Executions first (with their audit rows), then the rest of the audit. */
-	if ((rc = pace_start(&pc, conn, &p, 0, err)) < 0)
+	if ((rc = pace_start(&pc, conn, &p, WALK_EXECUTIONS, err)) < 0)
 		goto out;
 	cursor_start(&at);
 	while (!done) {
@@ -778,7 +805,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 	cursor_start(&at);
 	done = 0;
 	attempt = 0;
-	if ((rc = pace_start(&pc, conn, &p, 1, err)) < 0)
+	if ((rc = pace_start(&pc, conn, &p, WALK_AUDIT, err)) < 0)
 		goto out;
 	while (!done) {
 		cb_cleanup_counts b;
@@ -817,25 +844,32 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		out->batches = ++batch;
 		report(opt, "locks", batch, &b, &out->removed, now_seconds() - t0, NULL, 0);
 	}
-	done = 0;
-	attempt = 0;
-	while (!done) {
-		cb_cleanup_counts b;
+	for (int firings = 0; firings < 2; firings++) {
+		const char *phase = firings ? "schedule firings" : "schedule events";
 
-		memset(&b, 0, sizeof(b));
-		rc = schedule_batch(&b, &done, conn, &p, opt, err);
-		if (rc < 0) {
-			if (retryable(err, rc, attempt++))
-				continue;
-			goto out;
-		}
+		done = 0;
 		attempt = 0;
-		if (done)
-			break;
-		add_counts(&out->removed, &b);
-		out->batches = ++batch;
-		report(opt, "schedule history", batch, &b, &out->removed, now_seconds() - t0, NULL,
-		       0);
+		cursor_start(&at);
+		if ((rc = pace_start(&pc, conn, &p, firings ? WALK_FIRINGS : WALK_EVENTS, err)) < 0)
+			goto out;
+		while (!done) {
+			cb_cleanup_counts b;
+
+			memset(&b, 0, sizeof(b));
+			rc = schedule_batch(&b, &done, &at, firings, conn, &p, opt, err);
+			if (rc < 0) {
+				if (retryable(err, rc, attempt++))
+					continue;
+				goto out;
+			}
+			attempt = 0;
+			if (done)
+				break;
+			add_counts(&out->removed, &b);
+			out->batches = ++batch;
+			report(opt, phase, batch, &b, &out->removed, now_seconds() - t0, &pc,
+			       at.epoch);
+		}
 	}
 	rc = 0;
 out:

@@ -151,8 +151,10 @@ typedef struct cb_cleanup_counts {
 
 /* Reported after every batch that committed. */
 typedef struct cb_cleanup_progress {
-	const char *phase; /* "executions", "lock audit", "locks" or "schedule history" */
-	long long batch;   /* 1, 2, ... over both phases */
+	/* "executions", "lock audit", "locks", "schedule events" or "schedule
+	 * firings", in that order */
+	const char *phase;
+	long long batch; /* 1, 2, ... over both phases */
 	cb_cleanup_counts counts, total;
 	double seconds; /* since the cleanup started */
 	/* How far the phase has got through what it walks (0..1, the share of

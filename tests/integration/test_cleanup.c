@@ -817,6 +817,109 @@ static void test_old_schedule_history_goes_newest_and_open_firings_stay(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
 }
 
+/* Rows read through an index, once the counts of the sessions that used it
+ * (a cleanup's, just ended) have reached the statistics. */
+static long long index_reads(const char *index)
+{
+	long long last = -1, now;
+
+	for (int i = 0; i < 40; i++) {
+		cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
+		now = cbt_queryp_ll(
+			conn,
+			"SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes "
+			"WHERE indexrelname = $1",
+			"s", index);
+		if (now > 0 && now == last)
+			return now;
+		last = now;
+		cbt_sleep_ms(250);
+	}
+	return last;
+}
+
+/* The schedule history is walked in time order, each batch going on from
+ * where the last one stopped: rows that stay, at the start of the walk, are
+ * read once, not once per batch. What stays whatever its age: a schedule's
+ * newest firing with its events (one that stopped firing long ago too), an
+ * open firing with its events, and a firing with an event since the cutoff
+ * (whose older events go). */
+static void test_schedule_history_walk_goes_on_and_keeps_what_is_shown(void)
+{
+	long long reads;
+	json_t *doc;
+
+	fresh();
+	cbt_exec(conn,
+		 "INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, job_name, "
+		 " next_fire_time) VALUES ('quiet', '0 * * * *', 'UTC', 'tick', now()), "
+		 " ('busy', '* * * * * *', 'UTC', 'tock', now());"
+		 /* quiet: stopped 40 days ago after 20 firings, each with 2 events */
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) SELECT 1, now() - interval '41 days' + g * "
+		 " interval '1 minute', 'SCHEDULED', 'n1', now() - interval '41 days' + g * "
+		 " interval '1 minute', 'FINISHED', 'tick' FROM generate_series(1, 20) g;"
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " firing_id, recorded_at) SELECT 1, f.fire_time, 'n1', o, f.firing_id, "
+		 " f.claimed_at FROM batch_schedule_firing f, (VALUES ('FIRED'), ('FINISHED')) "
+		 " AS v(o);"
+		 /* busy: an open firing 45 days old with 60 events (the oldest rows) */
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) VALUES (2, now() - interval '45 days', "
+		 " 'SCHEDULED', 'n1', now() - interval '45 days', 'LAUNCHED', 'tock');"
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " firing_id, recorded_at) SELECT 2, now() - interval '45 days', 'n2', "
+		 " 'FIRED', 21, now() - interval '45 days' FROM generate_series(1, 60);"
+		 /* 200 old skips of another node */
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " recorded_at) SELECT 2, now() - interval '40 days', 'n2', 'SKIPPED_CLAIMED', "
+		 " now() - interval '40 days' + g * interval '1 second' "
+		 " FROM generate_series(1, 200) g;"
+		 /* a firing claimed 40 days ago that ended today, and the newest */
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) VALUES (2, now() - interval '40 days', "
+		 " 'SCHEDULED', 'n1', now() - interval '40 days', 'FINISHED', 'tock'), "
+		 " (2, now(), 'SCHEDULED', 'n1', now(), 'FINISHED', 'tock');"
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " firing_id, recorded_at) VALUES (2, now() - interval '40 days', 'n1', 'FIRED', "
+		 " 22, now() - interval '40 days'), (2, now() - interval '40 days', 'n1', "
+		 " 'FINISHED', 22, now()), (2, now(), 'n1', 'FIRED', 23, now());");
+	/* 10 rows a batch */
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d", "--batch", "1"), 0);
+	doc = stdout_json();
+	/* quiet's 19 older firings and their 38 events, 200 skips, and the
+	 * FIRED event of the firing that ended today */
+	CBT_EQ_LL(removed(doc, "batch_schedule_firing"), 19);
+	CBT_EQ_LL(removed(doc, "batch_schedule_event"), 38 + 200 + 1);
+	json_decref(doc);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing "
+				     "WHERE firing_id IN (20, 21, 22, 23)"),
+		  4);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event "
+				     "WHERE firing_id = 20"),
+		  2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event "
+				     "WHERE firing_id = 21"),
+		  60);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event "
+				     "WHERE firing_id = 22"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event"), 64);
+	/* The events' walk read the 60 kept rows once and each of the 279
+	 * others once (a walk from the start in each of its 25 batches would
+	 * read the 60 again every time: some 1,800 more). */
+	reads = index_reads("batch_schedule_event_recorded_ix");
+	if (reads <= 0 || reads > 400)
+		CBT_FAILF("the events' walk read %lld rows through its index, want about 300",
+			  reads);
+	/* Nothing is left to go: a second run removes nothing. */
+	CBT_EQ_LL(CLI("--json", "cleanup", "--older-than", "30d"), 0);
+	doc = stdout_json();
+	CBT_EQ_LL(removed(doc, "batch_schedule_firing"), 0);
+	CBT_EQ_LL(removed(doc, "batch_schedule_event"), 0);
+	json_decref(doc);
+}
+
 /* ---- lock rows ------------------------------------------------------------ */
 
 /* Lock rows of removed executions go with them, and so do released or long
@@ -919,6 +1022,8 @@ static const CU_TestInfo tests[] = {
 	{ "keep_last_keeps_exactly_n_per_job", test_keep_last_keeps_exactly_n_per_job },
 	{ "old_schedule_history_goes_newest_and_open_firings_stay",
 	  test_old_schedule_history_goes_newest_and_open_firings_stay },
+	{ "schedule_history_walk_goes_on_and_keeps_what_is_shown",
+	  test_schedule_history_walk_goes_on_and_keeps_what_is_shown },
 	{ "held_instance_is_passed_over_not_waited_for",
 	  test_held_instance_is_passed_over_not_waited_for },
 	{ "lock_rows_of_removed_executions_go_tokens_never_go_back",

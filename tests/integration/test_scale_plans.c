@@ -286,16 +286,92 @@ static void test_rare_job_status_pair(void)
 	check_plans("executions ?status=");
 }
 
-/* Cleanup's statements that read executions or the audit: the plan, the
- * measure, and those of a batch (the statements that open and close its
- * transaction are not queries). */
+/* A scheduler's claim of a fire instant (batch_schedule_claim, PL/pgSQL:
+ * EXPLAIN of the call shows a function scan only). Its statements' plans,
+ * nested ones included, as they run: auto_explain's, sent to this client
+ * as notices. */
+static char *claim_plans[64];
+static int nclaim_plans;
+
+static void keep_plan(void *arg, const PGresult *res)
+{
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *plan = msg ? strchr(msg, '{') : NULL;
+
+	(void)arg;
+	if (plan && nclaim_plans < (int)(sizeof(claim_plans) / sizeof(claim_plans[0])))
+		claim_plans[nclaim_plans++] = strdup(plan);
+}
+
+static void test_scheduler_claim(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__claim_req q = { 0 };
+	cb__claim_res r;
+	PQnoticeReceiver was;
+	int checked = 0;
+
+	q.schedule_id = cbt_query_ll(conn, "SELECT schedule_id FROM batch_schedule "
+					   "WHERE schedule_name = 'hourly_07_schedule'");
+	q.version = cbt_query_ll(conn, "SELECT version FROM batch_schedule "
+				       "WHERE schedule_name = 'hourly_07_schedule'");
+	/* the next instant a day ahead: on time, a claim (not a misfire) */
+	q.fire_time = cbt_query_ll(conn, "SELECT extract(epoch FROM date_trunc('hour', now()) + "
+					 "interval '1 day')::bigint");
+	q.kind = "SCHEDULED";
+	q.param_time = q.fire_time;
+	q.next_fire = q.fire_time + 3600;
+	q.node = "scale-plans";
+	q.job_key = "00000000000000000000000000000007";
+	q.parameters = "[]";
+	CU_ASSERT(cbt_exec(conn, "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
+				 "SET auto_explain.log_nested_statements = on; "
+				 "SET auto_explain.log_format = json; "
+				 "SET auto_explain.log_level = notice") == 0);
+	was = PQsetNoticeReceiver(conn, keep_plan, NULL);
+	CBT_PASS(cb__repo_schedule_claim(&r, conn, &q, &err), &err);
+	PQsetNoticeReceiver(conn, was, NULL);
+	cbt_exec(conn, "SET auto_explain.log_min_duration = -1");
+	CBT_EQ_LL(r.outcome, CB__CLAIM_CLAIMED);
+	for (int i = 0; i < nclaim_plans; i++) {
+		json_error_t jerr;
+		json_t *doc = json_loads(claim_plans[i], 0, &jerr);
+		char found[512] = "";
+
+		if (doc) {
+			seq_scans(json_object_get(doc, "Plan"), found, sizeof(found));
+			checked++;
+		}
+		if (found[0])
+			CBT_FAILF("claim: statement '%.200s' plans a sequential scan of:%s",
+				  json_string_value(json_object_get(doc, "Query Text")), found);
+		json_decref(doc);
+		free(claim_plans[i]);
+	}
+	/* the call and the statements inside it (the schedule's row, the
+	 * orphans, the live firing, the insert, the cursor) */
+	CU_ASSERT(checked >= 5);
+	nclaim_plans = 0;
+}
+
+/* Cleanup's statements that read executions, the audit, the lock rows or the
+ * schedule history: the plan, the measures, and those of a batch (the
+ * statements that open and close its transaction are not queries), and the
+ * dry run's count of the schedule history. */
 static const char *const cleanup_reads[] = { "plan cleanup",
-					     "measure cleanup",
+					     "measure cleanup of executions",
+					     "measure cleanup of the lock audit",
+					     "measure cleanup of schedule events",
+					     "measure cleanup of schedule firings",
 					     "pick executions to remove",
 					     "judge executions to remove",
 					     "remove executions",
 					     "remove instances",
 					     "remove lock audit rows",
+					     "remove unused locks",
+					     "remove old schedule events",
+					     "remove old schedule firings",
+					     "count old schedule history",
 					     NULL };
 
 static void observe_cleanup(void *ctx, const char *what, const char *sql, int n,
@@ -322,11 +398,19 @@ static void test_cleanup_of_the_oldest(void)
 	o.older_than_seconds = (50000 - 500) * 120.0;
 	o.batch = 100;
 	cb__repo_observer = observe_cleanup;
+	o.dry_run = 1;
+	CBT_PASS(cb_repo_cleanup(&r, conn, &o, &err), &err);
+	CU_ASSERT(r.removed.schedule_firings > 0);
+	o.dry_run = 0;
 	CBT_PASS(cb_repo_cleanup(&r, conn, &o, &err), &err);
 	cb__repo_observer = observe;
 	CU_ASSERT(r.removed.job_executions >= 450 && r.removed.job_executions <= 500);
 	CU_ASSERT(r.removed.lock_audit >= 2 * r.removed.job_executions);
-	CBT_EQ_LL(nstmts, 7);
+	/* (a firing and two events per scheduled run, 35 of every 40 runs) */
+	CU_ASSERT(r.removed.schedule_firings >= 350 && r.removed.schedule_firings <= 500);
+	CBT_EQ_LL(r.removed.schedule_events, 2 * r.removed.schedule_firings);
+	CU_ASSERT(r.removed.locks > 0);
+	CBT_EQ_LL(nstmts, 14);
 	check_plans("cleanup");
 }
 
@@ -337,6 +421,7 @@ static const CU_TestInfo tests[] = {
 	{ "schedule list", test_schedule_list },
 	{ "run --next lookups", test_run_next_lookups },
 	{ "executions of a rare job/status pair", test_rare_job_status_pair },
+	{ "scheduler claim", test_scheduler_claim },
 	{ "cleanup of the oldest", test_cleanup_of_the_oldest },
 	CU_TEST_INFO_NULL,
 };
