@@ -5,14 +5,15 @@
 #   bash scripts/fuzz.sh [--seconds N]    default 30 per target; 600 for a real run
 #
 # A crash, leak or sanitizer report fails the run and leaves the input in
-# build-fuzz/crashes/.
+# build-fuzz/crashes/. The build is warnings-as-errors: this is CI's only
+# clang build, and clang warns of things gcc does not.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=30
 [ "${1:-}" = "--seconds" ] && seconds=$2
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed: apt-get install clang" >&2; exit 2; }
 build=$root/build-fuzz
-CC=clang cmake -S "$root" -B "$build" -DCB_FUZZ=ON -DCB_BUILD_TESTS=OFF \
+CC=clang cmake -S "$root" -B "$build" -DCB_FUZZ=ON -DCB_BUILD_TESTS=OFF -DCB_WERROR=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_params fuzz_csv fuzz_jsonl fuzz_cron fuzz_template >/dev/null
 mkdir -p "$build/crashes"
