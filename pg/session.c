@@ -176,16 +176,28 @@ int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int bac
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	st->pid = backend_pid;
 	snprintf(st->start, sizeof(st->start), "%s", backend_start);
-	pthread_mutex_lock(&sessions_mu);
-	for (conn_state *o = sessions; o; o = o->next)
-		if (o != st && o->pid == st->pid && strcmp(o->start, st->start) == 0)
-			shared = 1;
-	if (!shared && !st->known) {
-		st->known = 1;
-		st->next = sessions;
-		sessions = st;
+	/* A connection another thread is finishing is forgotten only after
+	 * libpq has closed its socket (PQfinish fires CONNDESTROY last), and a
+	 * session pooler may hand its server session to this connection in
+	 * between: a session found on another connection is judged shared only
+	 * if it is still there a while later (a transaction pooler's sharing
+	 * lasts as long as both connections). */
+	for (int wait_ms = 0;; wait_ms += 10) {
+		shared = 0;
+		pthread_mutex_lock(&sessions_mu);
+		for (conn_state *o = sessions; o; o = o->next)
+			if (o != st && o->pid == st->pid && strcmp(o->start, st->start) == 0)
+				shared = 1;
+		if (!shared && !st->known) {
+			st->known = 1;
+			st->next = sessions;
+			sessions = st;
+		}
+		pthread_mutex_unlock(&sessions_mu);
+		if (!shared || wait_ms >= 2000)
+			break;
+		usleep(10 * 1000);
 	}
-	pthread_mutex_unlock(&sessions_mu);
 	if (shared)
 		return refuse_shared(err, st->pid, st->start);
 	*pid = st->pid;

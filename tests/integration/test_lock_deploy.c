@@ -306,9 +306,21 @@ static void test_transaction_pooling_is_refused_session_pooling_works(void)
 	snprintf(id, sizeof(id), "%lld", failed);
 	CBT_EQ_LL(ex_with(pooled, "restart", id, NULL), 0);
 	add_rows(conn, 1000);
-	CBT_EQ_LL(ex_with(pooled, "run", "ledger_partitioned", "run.id:long=2",
-			  "-partition.threads:long=3", NULL),
-		  0);
+	if (ex_with(pooled, "run", "ledger_partitioned", "run.id:long=2",
+		    "-partition.threads:long=3", NULL) != 0) {
+		char log[PATH_MAX + 32], *text;
+
+		snprintf(log, sizeof(log), "%s/pgbouncer-session.log", dir);
+		text = cbt_slurp(log, NULL);
+		CBT_FAILF("the partitioned run behind session pooling failed: %s%s\npgbouncer: %s",
+			  out, errout, text ? text : "(no log)");
+		free(text);
+		cbt_print_rows(conn, "the executions and their steps",
+			       "SELECT e.job_execution_id, e.status, e.exit_message, s.step_name, "
+			       "s.status, s.exit_message FROM batch_job_execution e LEFT JOIN "
+			       "batch_step_execution s USING (job_execution_id) ORDER BY 1, "
+			       "s.step_execution_id");
+	}
 	stop_pgbouncer(pgb);
 	/* Every account once (a partitioned run's manager repeats its
 	 * partitions' counts, so no per-execution sum here). */
