@@ -84,6 +84,8 @@ const char *cb_strcode(int code)
 		return "CB_OK";
 	case CB_DONE:
 		return "CB_DONE";
+	case CB_CHUNK_END:
+		return "CB_CHUNK_END";
 	case CB_ERROR:
 		return "CB_ERROR";
 	case CB_ENOMEM:

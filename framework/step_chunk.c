@@ -60,6 +60,7 @@ typedef struct chunk_step {
 typedef struct attempt {
 	counts c;
 	int done;
+	int more;       /* the reader ended the chunk early (CB_CHUNK_END) */
 	int failed;     /* 0, or the negative code */
 	cb_fault fault; /* where it failed */
 } attempt;
@@ -374,6 +375,10 @@ static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status
 			a->done = 1;
 			break;
 		}
+		if (rc == CB_CHUNK_END) {
+			a->more = 1;
+			break;
+		}
 		if (rc < 0) {
 			callback_failed(cs, rc, "read", NULL, err);
 			CB__NOTIFY(job, read_error, &cs->sc, err);
@@ -677,6 +682,14 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		cb__arena_reset(&cs->chunk.arena);
 		CB__NOTIFY(job, before_chunk, &cs->sc);
 		rc = attempt_chunk(cs, &a, status, sizeof(status), err);
+		if (rc == 0 && a.c.read == 0 && a.c.read_skip == 0 && a.more) {
+			/* The reader ended an empty chunk but not its input. */
+			if (cb__tx_rollback(cs->tx, err) < 0)
+				return;
+			if (cs->parts.reader.rollback)
+				cs->parts.reader.rollback(cs->parts.reader.state);
+			continue;
+		}
 		if (rc == 0 && a.c.read == 0 && a.c.read_skip == 0) {
 			/* Nothing left: end the (empty) transaction. */
 			if (cb__tx_rollback(cs->tx, err) == 0 && complete_writers(cs, err) == 0)

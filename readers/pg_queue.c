@@ -12,15 +12,20 @@
  * takes them). Rows locked by another transaction are skipped, so several
  * workers drain one table on disjoint rows.
  *
- * End of input means that no matching row remains, not that none is
- * unlocked: a claim that finds nothing looks at the matching rows that are
- * locked (their xmax) and asks batch_queue_holders (sql/005) who holds them.
- * Rows held by live sibling partitions of this execution are theirs (they
- * commit them, or their partition is reclaimed); a holder recorded on a
- * lapsed partition lock of this job (a frozen claimant) has its session
- * ended and the claim runs again; any other holder is waited for, up to the
- * lease of the lock the step runs under, then the chunk fails saying who
- * holds the rows (restartable, never a COMPLETED step that left them).
+ * End of input means that no matching row remains that is not held by a
+ * live sibling partition of this execution, not that none is unlocked. It
+ * is judged in the chunk transaction, right after a claim that came back
+ * short of the claim size (or empty): the probe reads the xmax of every row
+ * still matching, and batch_queue_holders (sql/functions) asks who holds
+ * them. Rows this transaction just claimed are its own; rows held by live
+ * sibling partitions are theirs (they commit them, or their partition is
+ * reclaimed); a holder recorded on a lapsed partition lock of this job (a
+ * frozen claimant) has its session ended and the rows are claimed again;
+ * rows nobody holds are claimed by the next chunk; any other holder is
+ * waited for, up to the lease of the lock the step runs under, then the
+ * chunk fails saying who holds the rows (restartable, never a COMPLETED
+ * step that left them). A short claim that is not the end ends its chunk
+ * (CB_CHUNK_END): it commits, and the next chunk claims again.
  *
  * Chunks. update() and rollback() mark a chunk boundary; the claimed result
  * is released at the first read() after one, so items (cb_row views into it)
@@ -68,6 +73,7 @@ struct queue {
 	int ntuples;
 	int pos;
 	int claimed;  /* the running chunk has claimed its rows */
+	int at_end;   /* the claim was judged the end of input */
 	int boundary; /* a chunk ended since the claim: release it at the next read */
 };
 
@@ -78,6 +84,7 @@ static void release_claim(struct queue *q)
 	q->ntuples = 0;
 	q->pos = 0;
 	q->claimed = 0;
+	q->at_end = 0;
 	q->boundary = 0;
 }
 
@@ -140,10 +147,10 @@ static int build_sql(struct queue *q, char **out, char *const *qkeys, int probe,
 	}
 	cb__rd_add(f, "SELECT ");
 	if (probe) {
-		/* Who locks them: an in-progress locker's transaction id. Every
-		 * matching row, not the first few (those may all be a sibling's
-		 * while a frozen session holds later ones); only asked when none
-		 * was unlocked, so they are the rows in flight. */
+		/* Who locks them: a locker's transaction (or MultiXact) id, 0 for
+		 * none. Every matching row, not the first few (those may all be a
+		 * sibling's while a frozen session holds later ones); asked only
+		 * after a short claim, so they are the rows in flight. */
 		cb__rd_add(f, "DISTINCT xmax::text");
 	} else if (q->ncolumns == 0) {
 		cb__rd_add(f, "*");
@@ -205,7 +212,11 @@ static int q_open(void *state, const cb_step_context *sc, const json_t *saved, c
 	if (!sc || !cb_step_context_conn(sc))
 		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", q->what);
 	q->conn = cb_step_context_conn(sc);
-	q->claim_size = q->opt_claim_size ? q->opt_claim_size : cb_step_context_chunk_size(sc);
+	/* A claim serves one chunk: rows beyond the chunk size would stay locked
+	 * by this transaction without being processed, hidden from other workers. */
+	q->claim_size = cb_step_context_chunk_size(sc);
+	if (q->opt_claim_size && q->opt_claim_size < q->claim_size)
+		q->claim_size = q->opt_claim_size;
 	if (q->claim_size == 0 || q->claim_size > INT_MAX / 2 ||
 	    q->claim_size > SIZE_MAX / sizeof(cb_row))
 		return cb_error_set(err, CB_EINVAL, "%s: invalid claim size %zu", q->what,
@@ -302,9 +313,10 @@ static int claim_once(struct queue *q, cb_tx *tx, cb_error *err)
 }
 
 /*
- * The claim found nothing: is that the end? *verdict 'd' (done: nothing left
- * but rows of live siblings), 'c' (claim again now), 'w' (held by someone to
- * wait for: @p note says who, @p wait_seconds how long at most).
+ * The claim came back short: is that the end? *verdict 'd' (done: nothing
+ * left but this transaction's rows and those of live siblings), 'c' (claim
+ * again now), 'w' (held by someone to wait for: @p note says who,
+ * @p wait_seconds how long at most).
  */
 static int look_at_locked(struct queue *q, cb_tx *tx, char *verdict, char *note, size_t size,
 			  double *wait_seconds, cb_error *err)
@@ -369,8 +381,13 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Claim; when nothing is unlocked, end the input only when nothing is left
- * that is not a live sibling's (see the top of this file). */
+/*
+ * Claim the chunk's rows, and judge in the same transaction whether they are
+ * the last (see the top of this file). A full claim is never the end; a
+ * short one with rows is the end only when nothing is left but this
+ * transaction's rows and live siblings'; an empty one waits for other
+ * holders, bounded by the lease.
+ */
 static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 {
 	double started = now_seconds(), wait_seconds = 30;
@@ -379,11 +396,15 @@ static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 
 	for (unsigned int tries = 0;; tries++) {
 		rc = claim_once(q, tx, err);
-		if (rc || q->ntuples > 0)
+		if (rc || (size_t)q->ntuples == q->claim_size)
 			return rc;
 		rc = look_at_locked(q, tx, &verdict, note, sizeof(note), &wait_seconds, err);
-		if (rc || verdict == 'd')
+		if (rc)
 			return rc;
+		q->at_end = verdict == 'd';
+		/* rows to hand out: this chunk takes them, the next claims again */
+		if (q->at_end || q->ntuples > 0)
+			return 0;
 		if (now_seconds() - started > wait_seconds)
 			return cb_error_set(err, CB_EDB,
 					    "%s: matching rows stay locked by another session "
@@ -419,8 +440,9 @@ static int q_read(void *state, cb_tx *tx, void **item, cb_error *err)
 		*item = &q->rows[q->pos++];
 		return 0;
 	}
-	/* a claim serves one chunk: what it did not find was not there, or locked */
-	return CB_DONE;
+	/* a claim serves one chunk; the chunk after it claims again unless
+	 * this claim was judged the end */
+	return q->at_end ? CB_DONE : CB_CHUNK_END;
 }
 
 static int q_update(void *state, json_t *out, cb_error *err)

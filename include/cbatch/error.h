@@ -24,6 +24,7 @@ extern "C" {
 enum {
 	CB_OK = 0,
 	CB_DONE = 1,         /**< end of input, or a tasklet that has finished */
+	CB_CHUNK_END = 2,    /**< a reader ends this chunk early; input goes on */
 	CB_ERROR = -1,       /**< generic failure, details in the cb_error */
 	CB_ENOMEM = -2,      /**< out of memory */
 	CB_EINVAL = -3,      /**< invalid argument, parameter or input */

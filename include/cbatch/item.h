@@ -137,7 +137,14 @@ typedef struct cb_reader {
 	int (*open)(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err);
 	/**
 	 * Read the next item into @p item. Runs inside the chunk transaction.
-	 * @return 0 with an item, CB_DONE at the end of input, or an error.
+	 * A reader that wants its chunk to end before the chunk size (a work
+	 * queue whose claim came back short of it while the input goes on)
+	 * returns CB_CHUNK_END: the chunk commits with the items read so far and
+	 * the next chunk reads again. CB_CHUNK_END with no item read in the chunk
+	 * is not the end of input either: the (empty) chunk is rolled back and
+	 * the next one begins, so return it only after an item.
+	 * @return 0 with an item, CB_DONE at the end of input, CB_CHUNK_END, or
+	 *         an error.
 	 */
 	int (*read)(void *state, cb_tx *tx, void **item, cb_error *err);
 	/** Store the position after the last item read into @p out (a JSON object). */

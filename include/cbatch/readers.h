@@ -120,11 +120,17 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
  * rolled-back chunk (or a killed worker) simply releases its claim; the
  * next claim, here or in another worker, takes the rows again.
  *
- * A claim serves one chunk: once its rows are handed out, `read` returns
- * CB_DONE until the chunk ends (the step engine never reads more than the
- * chunk size, the default claim size). A claim that returns no row is the
- * end of input: no unprocessed row was left that another transaction did not
- * hold. A short claim therefore ends the step after its chunk.
+ * A claim serves one chunk (a claim size above the chunk size is taken as
+ * the chunk size: rows claimed beyond it would stay locked unprocessed).
+ * Once its rows are handed out, `read` returns CB_CHUNK_END, or CB_DONE when
+ * the claim was the end of input. End of input is judged in the chunk
+ * transaction right after a claim that came back short: it is the end only
+ * when every row still matching @p where is this transaction's own or held
+ * by a live sibling partition of the same execution. Rows nobody holds are
+ * claimed by the next chunk; rows held by any other session (another job, a
+ * psql session, a prepared transaction) are waited for, up to the lease of
+ * the lock the step runs under, and then the chunk fails naming the holder:
+ * the step is restartable, never COMPLETED over rows it did not process.
  *
  * There is no restart position: progress lives in the data. `update` stores
  * nothing and `open` ignores the saved context. The key columns must

@@ -1,12 +1,22 @@
--- The work-queue reader found no unlocked row matching its queue, though
--- matching rows exist (their lockers' transaction ids: p_xids, the rows'
--- xmax). End of input only when every such row is held by a live sibling
+-- Is the work-queue reader at the end of its input? Asked in the chunk
+-- transaction right after a claim that came back short (or empty), with the
+-- xmax of every row that still matches the queue (p_xids): the rows this
+-- transaction just claimed, rows other transactions hold, and rows nobody
+-- holds (xmax 0, or a locker that has ended). End of input ('done') only when
+-- every such row is this transaction's own or held by a live sibling
 -- partition of execution p_job_execution_id (it will commit them, or its
--- partition is reclaimed and they are claimed again). A holder whose session
--- is recorded on a partition lock of this job that is no longer live (lapsed,
+-- partition is reclaimed and they are claimed again). Any row nobody holds
+-- means there is input to claim ('claim'). A holder whose session is
+-- recorded on a partition lock of this job that is no longer live (lapsed,
 -- not released) is a frozen or lost claimant: its session is ended, and the
 -- reader claims again. Any other holder (another job, a session nobody
--- recorded) is waited for.
+-- recorded, a prepared transaction) is waited for ('wait').
+--
+-- An xmax is a transaction id, or a MultiXact id when several transactions
+-- lock the row (FOR SHARE beside a foreign key check, say): one that no
+-- running transaction has as its own id is read as a MultiXact, and its
+-- running members are the holders. A plain id that is also a MultiXact's
+-- only errs towards waiting, never towards the end.
 --   verdict  'done' | 'claim' (claim again now) | 'wait' (look again soon)
 --   note     who holds the rows, for the reader's message
 --   wait_seconds  how long the reader waits at most: the lease of the lock
@@ -19,6 +29,10 @@ DECLARE
     h record;
     e record;
     v_job varchar;
+    v_xid text;
+    v_pids int[];
+    v_holders int[] := '{}';
+    v_free bigint := 0;
 BEGIN
     verdict := 'done';
     SELECT i.job_name INTO v_job FROM batch_job_execution x
@@ -31,11 +45,36 @@ BEGIN
      WHERE s.step_execution_id = p_step_execution_id;
     wait_seconds := coalesce(nullif(greatest(wait_seconds, 0), 0), 30);
     PERFORM pg_stat_clear_snapshot();
-    FOR h IN SELECT DISTINCT k.pid, a.backend_start
-               FROM pg_locks k
-               JOIN pg_stat_activity a ON a.pid = k.pid
-              WHERE k.locktype = 'transactionid' AND k.mode = 'ExclusiveLock' AND k.granted
-                AND k.transactionid::text = ANY (p_xids) AND k.pid <> pg_backend_pid()
+    FOREACH v_xid IN ARRAY coalesce(p_xids, '{}') LOOP
+        -- A holder's pid, or NULL for a prepared transaction (no backend).
+        SELECT array_agg(k.pid) INTO v_pids FROM pg_locks k
+         WHERE k.locktype = 'transactionid' AND k.mode = 'ExclusiveLock' AND k.granted
+           AND k.transactionid::text = v_xid;
+        IF v_pids IS NULL AND v_xid <> '0' THEN
+            BEGIN
+                SELECT array_agg(k.pid) INTO v_pids
+                  FROM pg_get_multixact_members(v_xid::xid) m
+                  JOIN pg_locks k ON k.locktype = 'transactionid'
+                   AND k.mode = 'ExclusiveLock' AND k.granted AND k.transactionid = m.xid;
+            EXCEPTION WHEN OTHERS THEN
+                v_pids := NULL; -- not a MultiXact (or one long gone)
+            END;
+        END IF;
+        IF v_pids IS NULL THEN
+            v_free := v_free + 1;
+        ELSIF array_position(v_pids, NULL) IS NOT NULL THEN
+            verdict := CASE WHEN verdict = 'claim' THEN verdict ELSE 'wait' END;
+            note := concat_ws('; ', note, format('prepared transaction %s', v_xid));
+        ELSE
+            v_holders := v_holders || v_pids;
+        END IF;
+    END LOOP;
+    IF v_free > 0 THEN
+        -- Matching rows that nobody holds (released or arrived since the claim).
+        verdict := 'claim';
+    END IF;
+    FOR h IN SELECT a.pid, a.backend_start FROM pg_stat_activity a
+              WHERE a.pid = ANY (v_holders) AND a.pid <> pg_backend_pid()
     LOOP
         -- A live sibling: leave its rows to it.
         CONTINUE WHEN EXISTS (SELECT 1 FROM batch_lock l
@@ -68,9 +107,11 @@ BEGIN
             coalesce((SELECT nullif(a.application_name, '') FROM pg_stat_activity a
                        WHERE a.pid = h.pid), 'no application name')));
     END LOOP;
-    IF verdict = 'done' AND NOT EXISTS (SELECT 1 FROM pg_locks k
-         WHERE k.locktype = 'transactionid' AND k.transactionid::text = ANY (p_xids)) THEN
-        -- No transaction holds them now: they were let go since the claim.
+    -- A holder listed in pg_locks that ended before pg_stat_activity was
+    -- read has let its rows go: claim again rather than call it the end.
+    IF verdict = 'done' AND EXISTS (SELECT 1 FROM unnest(v_holders) p
+         WHERE p <> pg_backend_pid()
+           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = p)) THEN
         verdict := 'claim';
     END IF;
 END

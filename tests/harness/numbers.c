@@ -40,6 +40,12 @@ static int n_read(void *state, cb_tx *tx, void **item, cb_error *err)
 		n->committed = n->pending;
 		n->pending = 0;
 	}
+	if (n->empty_chunk_ends > 0 && n->used == 0) {
+		n->empty_chunk_ends--;
+		return CB_CHUNK_END;
+	}
+	if (n->end_chunk_every && n->used == n->end_chunk_every && n->next <= n->last)
+		return CB_CHUNK_END;
 	if (n->next > n->last)
 		return CB_DONE;
 	v = n->next++;

@@ -20,6 +20,8 @@ typedef struct cbt_numbers {
 	long long fail_process[CBT_NUMBERS_MAX_FAULTS]; /* process error (CB_EINVAL) on these */
 	const char *extra_sql;     /* run in each chunk's transaction after the insert */
 	int stop_after_chunks;     /* request a stop during this chunk (1-based) */
+	size_t end_chunk_every;    /* end each chunk after this many items (CB_CHUNK_END) */
+	int empty_chunk_ends;      /* say CB_CHUNK_END this many times before any item */
 	const char *stop_conninfo; /* connection for the stop request */
 	/* observed */
 	long long reads, processed, writes, chunks_written;

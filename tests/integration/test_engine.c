@@ -211,6 +211,32 @@ static void test_chunk_counts_filtered_items_and_commits(void)
 	cb_job_free(job);
 }
 
+/* A reader may end a chunk early without ending its input, even before any
+ * item: every item is written once, a commit per short chunk. */
+static void test_a_reader_ends_chunks_early_without_ending_its_input(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers cs;
+	cb_job *job;
+	cb_job_result r;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.last = 20;
+	cs.end_chunk_every = 3;
+	cs.empty_chunk_ends = 2;
+	cbt_exec(conn, "DROP TABLE IF EXISTS sink; CREATE TABLE sink (n bigint PRIMARY KEY)");
+	job = numbers_job("chunk_end", &cs, 10);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) * 1000 + sum(n) FROM sink"), 20 * 1000 + 210);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count * 1000 + read_count FROM "
+				     "batch_step_execution s JOIN batch_job_execution e USING "
+				     "(job_execution_id) JOIN batch_job_instance i USING "
+				     "(job_instance_id) WHERE i.job_name = 'chunk_end'"),
+		  7 * 1000 + 20);
+	cb_job_free(job);
+}
+
 static void test_writer_sql_error_rolls_back_the_chunk_and_restart_finishes(void)
 {
 	cb_error err = CB_ERROR_INIT;
@@ -327,6 +353,8 @@ static void test_schema_init_is_idempotent_and_safe_concurrently(void)
 }
 
 static const CU_TestInfo tests[] = {
+	{ "a reader ends chunks early without ending its input",
+	  test_a_reader_ends_chunks_early_without_ending_its_input },
 	{ "tasklet repeats until done and commits each call",
 	  test_tasklet_repeats_until_done_and_commits_each_call },
 	{ "restart skips completed steps and resumes the failed one",

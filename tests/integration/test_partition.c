@@ -1367,6 +1367,60 @@ static void test_queue_waits_for_rows_locked_elsewhere(void)
 	PQfinish(holder);
 }
 
+/*
+ * A claim that comes back short of the chunk is not the end of the queue
+ * while a session that is no partition of the run holds matching rows: the
+ * operator who restarts after more messages arrived (or launches --next, on
+ * one partition or two) gets the unheld messages sent and the run failed
+ * again, never an instance COMPLETED over the held ones.
+ */
+static void test_a_short_claim_is_not_the_end_while_others_hold_rows(void)
+{
+	PGconn *holder = cbt_connect(db);
+	char id[24];
+	long long first;
+
+	CBT_EQ_LL(EX("example-setup", "outbox", "--rows", "1000", "--reset"), 0);
+	cbt_exec(holder, "BEGIN; SELECT id FROM outbox WHERE status = 'READY' ORDER BY id "
+			 "LIMIT 100 FOR UPDATE");
+	CBT_EQ_LL(EX("run", "outbox", "run.id:long=21", "-partition.threads:long=2",
+		     "-partition.count:long=2", "--lease", "2"),
+		  1);
+	CBT_CONTAINS(errout, "matching rows stay locked by another session");
+	first = newest_execution();
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status = 'SENT'"), 900);
+
+	/* more messages arrive; restarting as the message says sends them, and
+	 * fails again while the 100 stay held */
+	CBT_EQ_LL(EX("example-setup", "outbox", "--rows", "250"), 0);
+	snprintf(id, sizeof(id), "%lld", first);
+	CBT_EQ_LL(EX("restart", id, "--lease", "2"), 1);
+	CBT_CONTAINS(errout, "matching rows stay locked by another session");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status = 'SENT'"), 1150);
+
+	/* a deliberate rerun on one partition: the same */
+	CBT_EQ_LL(EX("example-setup", "outbox", "--rows", "30"), 0);
+	CBT_EQ_LL(EX("run", "outbox", "run.id:long=22", "-partition.count:long=1", "--lease", "2"),
+		  1);
+	CBT_CONTAINS(errout, "matching rows stay locked by another session");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status = 'SENT'"), 1180);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution x JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'outbox' AND x.status = 'COMPLETED'"),
+		  0);
+
+	/* released: the restart completes, every message sent once */
+	cbt_exec(holder, "ROLLBACK");
+	CBT_EQ_LL(EX("run", "outbox", "run.id:long=21"), 0);
+	CBT_CONTAINS(out, "(restart)");
+	CBT_EQ_LL(EX("run", "outbox", "run.id:long=22", "-partition.count:long=1"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox WHERE status <> 'SENT'"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM outbox_delivery"), 1280);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT message_id) FROM outbox_delivery"),
+		  1280);
+	PQfinish(holder);
+}
+
 /* The backstop: a claiming session ends a transaction left idle for 4 leases. */
 static void test_claims_set_the_idle_transaction_backstop(void)
 {
@@ -1422,6 +1476,8 @@ static const CU_TestInfo tests[] = {
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },
+	{ "a short claim is not the end while others hold rows",
+	  test_a_short_claim_is_not_the_end_while_others_hold_rows },
 	{ "claims set the idle transaction backstop",
 	  test_claims_set_the_idle_transaction_backstop },
 	CU_TEST_INFO_NULL,
