@@ -758,6 +758,7 @@ static const cb__reserved_param reserved[] = {
 	{ "skip.limit", 0, 1000000000LL },
 	{ "partition.count", 1, CB_MAX_PARTITIONS },
 	{ "partition.threads", 0, 256 },
+	{ "outage.budget", 0, 86400 },
 };
 #define NRESERVED (sizeof(reserved) / sizeof(reserved[0]))
 
@@ -791,9 +792,10 @@ static int reserved_entry(const struct entry *e, cb_error *err)
 				continue;
 			return cb_error_set(err, CB_EINVAL,
 					    "unknown parameter '%s': names starting with '%s' "
-					    "are reserved for cbatch (%s, %s, %s, %s)",
+					    "are reserved for cbatch (%s, %s, %s, %s, %s)",
 					    e->name, prefixes[i], reserved[0].name,
-					    reserved[1].name, reserved[2].name, reserved[3].name);
+					    reserved[1].name, reserved[2].name, reserved[3].name,
+					    reserved[4].name);
 		}
 		return 0;
 	}

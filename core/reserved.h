@@ -11,7 +11,7 @@
 
 /* Parameter names starting with one of these are cbatch's: an unknown one
  * (a typo such as partition.cuont) is refused rather than silently ignored. */
-#define CB__RESERVED_PREFIXES "chunk.", "partition.", "skip."
+#define CB__RESERVED_PREFIXES "chunk.", "partition.", "skip.", "outage."
 
 typedef struct cb__reserved_param {
 	const char *name;

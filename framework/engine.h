@@ -83,6 +83,7 @@ typedef struct cb__run {
 	int fenced;        /* a step failed because this execution lost its lock */
 	int invalid_input; /* the last failed step found invalid input before any chunk */
 	atomic_int *quit;  /* set (a partition's worker is leaving): stop after this chunk */
+	double outage_since; /* cb__now() when the database went away and stayed away, or 0 */
 } cb__run;
 
 /* Does the run have to stop after its current chunk (signal, or its worker leaves)? */
@@ -132,6 +133,34 @@ int cb__signals_wake_fd(void);
 
 /* Monotonic clock in seconds. */
 double cb__now(void);
+
+/* Outages (framework/outage.c). How long a lost database is waited out:
+ * the reserved parameter outage.budget (seconds), else the lease. */
+double cb__run_outage_budget(const cb__run *run);
+/* The end of the run's outage budget: one budget per outage, counted from
+ * when the database went away (run->outage_since), else from now. */
+double cb__run_outage_deadline(const cb__run *run);
+/* Reconnect @p conn (PQreset) with backoff *delay (0.2 s doubling to 2 s)
+ * until @p deadline (cb__now() seconds). @return 1 connected, 0 the
+ * deadline passed, -1 the run is stopping (@p run may be NULL). */
+int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run *run);
+/* After a reconnect of @p conn: the run's lock still carries its fencing
+ * token (checked and extended under the row lock; else CB_EFENCED, "taken
+ * over or released"), and records this session as the owner's, so that a
+ * takeover ends this one and not the old. No lock: 0. */
+int cb__run_prove_lock(const cb__run *run, PGconn *conn, cb_error *err);
+/*
+ * The database went away under @p run (err says how): reconnect @p conn
+ * within the outage budget, prove the lock (cb__run_prove_lock), then call
+ * @p resume (reread the committed state, prepare again); a loss during any
+ * of it is tried again. @p where names the work for messages ("step 'x'
+ * chunk 5"). @return 0 resumed, 1 a stop was asked meanwhile, or the error:
+ * CB_EFENCED, the resume's own, or CB_EDB (08006) past the budget.
+ */
+int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
+			 int (*resume)(void *ctx, cb_error *err), void *ctx, cb_error *err);
+/* Sleep the next backoff step (at most until @p deadline), cut short by a stop. */
+void cb__outage_pause(const cb__run *run, double deadline, double *delay);
 
 /* A partitioned step: its definition has a partition callback. */
 int cb__step_partitioned(const cb_step_def *def);

@@ -275,8 +275,13 @@ static int visit_record(struct step_visit *v)
 	cb_error *err = v->err;
 	int rc;
 
-	if (PQstatus(run->conn) == CONNECTION_BAD)
-		PQreset(run->conn);
+	if (PQstatus(run->conn) == CONNECTION_BAD) {
+		/* The step's end is what an outage must not lose: waited out
+		 * within the budget, a stop request notwithstanding. */
+		double delay = 0.2;
+
+		cb__outage_reach(run->conn, cb__run_outage_deadline(run), &delay, NULL);
+	}
 	if (cb__step_partitioned(v->def) && !v->partition_failed)
 		rc = cb__repo_partitions_end(run->conn, v->step_id, v->oc.status, v->exit_status,
 					     v->message, err);

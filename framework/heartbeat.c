@@ -31,6 +31,7 @@ struct cb__heartbeat {
 	char *lock_name, *owner_id;
 	long long token, job_execution_id;
 	double lease;
+	double patience; /* give up after this long without an extension */
 	double renewed; /* cb__now() of the last extension (under mu) */
 };
 
@@ -100,10 +101,10 @@ static void *beat(void *arg)
 				  "its fencing token is no longer current");
 			break;
 		}
-		if (cb__now() - last_ok > hb->lease) {
+		if (cb__now() - last_ok > hb->patience) {
 			mark_lost(hb,
 				  "lock '%s': could not extend the lease for longer than the "
-				  "lease: %s",
+				  "lease and the outage budget: %s",
 				  err.message);
 			break;
 		}
@@ -113,7 +114,7 @@ static void *beat(void *arg)
 
 int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name,
 			const char *owner_id, long long token, double lease_seconds,
-			long long job_execution_id, cb_error *err)
+			double patience, long long job_execution_id, cb_error *err)
 {
 	cb__heartbeat *hb = calloc(1, sizeof(*hb));
 
@@ -131,6 +132,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	hb->like = like;
 	hb->token = token;
 	hb->lease = lease_seconds;
+	hb->patience = patience > lease_seconds ? patience : lease_seconds;
 	hb->job_execution_id = job_execution_id;
 	hb->renewed = cb__now();
 	pthread_mutex_init(&hb->mu, NULL);

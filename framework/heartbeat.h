@@ -10,11 +10,14 @@ typedef struct cb__heartbeat cb__heartbeat;
 
 /*
  * Start beating every lease/3 seconds on a new connection made with the
- * parameters of @p like (borrowed). Strings are copied.
+ * parameters of @p like (borrowed), reconnecting when it is lost. The lock
+ * is given up as lost when the lease could not be extended for longer than
+ * @p patience seconds (the lease, or the run's outage budget when longer: a
+ * takeover meanwhile is seen by the token on reconnect). Strings are copied.
  */
 int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name,
 			const char *owner_id, long long token, double lease_seconds,
-			long long job_execution_id, cb_error *err);
+			double patience, long long job_execution_id, cb_error *err);
 
 /* Non-zero once the lock is lost; @p why (may be NULL) receives the reason. */
 int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size);

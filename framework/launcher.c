@@ -236,7 +236,8 @@ static int launch_heartbeat(struct launch_run *lr, int rc)
 	if (rc == 0 && lr->started == CB_STATUS_STARTED)
 		rc = cb__heartbeat_start(&lr->run.heartbeat, lr->conn, lr->lock_name,
 					 cb__owner_id(), lr->grant.fencing_token, lr->lease,
-					 lr->l.job_execution_id, &lr->runerr);
+					 cb__run_outage_budget(&lr->run), lr->l.job_execution_id,
+					 &lr->runerr);
 	lr->lc.hb = lr->run.heartbeat;
 	return rc;
 }

@@ -495,60 +495,26 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 	return rc;
 }
 
-/* After a lost connection: reconnect, re-prepare, and resume from what the
- * repository says was committed. */
-static int reconnect(chunk_step *cs, cb_error *err)
+/* Resume after the database came back (cb__run_ride_through): the parts
+ * are reopened from the last committed checkpoint, whose version also tells
+ * whether a COMMIT whose answer was lost went through. */
+static int resume_chunks(void *ctx, cb_error *err)
 {
-	json_t *ctx = NULL;
+	chunk_step *cs = ctx;
+	json_t *saved = NULL;
 	int rc;
 
 	close_parts(cs);
-	PQreset(cs->sc.conn);
-	if (PQstatus(cs->sc.conn) != CONNECTION_OK)
-		return cb_pg_error(err, cs->sc.conn, NULL, "reconnect failed");
-	if (cs->run->lock_name) {
-		/* Reopening a file writer puts a new file at its path: only while
-		 * the lock is still ours (a frozen owner may wake to a lost lock). */
-		int alive = 0;
-
-		rc = cb__lock_heartbeat(&alive, cs->sc.conn, cs->run->lock_name, cb__owner_id(),
-					cs->run->fencing_token, cs->run->lease_seconds,
-					cs->run->job_execution_id, err);
-		if (rc == 0 && !alive)
-			rc = cb_error_set(err, CB_EFENCED,
-					  "lock '%s' was taken over or released: nothing reopened",
-					  cs->run->lock_name);
-		/* A takeover must find (and end) this session, not the old one. */
-		if (rc == 0)
-			rc = cb__lock_record_session(cs->sc.conn, cs->run->lock_name,
-						     cb__owner_id(), cs->run->fencing_token, err);
-		if (rc < 0)
-			return rc;
-	}
-	rc = cb__repo_step_state(&cs->version, &ctx, cs->sc.conn, cs->sc.step_execution_id, err);
+	rc = cb__repo_step_state(&cs->version, &saved, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
 	json_object_clear(cs->context);
-	json_object_update(cs->context, ctx);
-	json_decref(ctx);
+	json_object_update(cs->context, saved);
+	json_decref(saved);
 	rc = cb__repo_checkpoint_prepare(cs->sc.conn, cs->checkpoint_stmt, "ckpt", err);
 	if (rc == 0)
 		rc = open_parts(cs, err);
 	return rc;
-}
-
-/* The chunk's own error @p cause and why the reconnect after it failed
- * (in @p err), as one bounded line: both are the story. */
-static void reconnect_failed(cb_error *err, long long chunk, const char *cause, unsigned int retry)
-{
-	char why[CB_ERROR_MESSAGE_MAX], state[sizeof(err->sqlstate)];
-	int code = err->code;
-
-	snprintf(why, sizeof(why), "%s", err->message);
-	memcpy(state, err->sqlstate, sizeof(state));
-	cb_error_clear(err);
-	cb_error_set(err, code, "chunk %lld: %.200s; retry %u: %.200s", chunk, cause, retry, why);
-	memcpy(err->sqlstate, state, sizeof(state));
 }
 
 static void backoff(const cb_step_def *def, unsigned int attempt_no)
@@ -607,6 +573,20 @@ static void roll_back(chunk_step *cs, cb__step_outcome *out, int rewind_reader, 
 	if (rewind_reader && cs->read_called && cs->parts.reader.rollback)
 		cs->parts.reader.rollback(cs->parts.reader.state);
 	out->rollbacks++;
+}
+
+/* The database went away under the chunk (a failover, a switchover, a
+ * restart): not the items' fault, so no retry is spent on it. @return 0 to
+ * go on, 1 to stop (asked during the outage), or the error. */
+static int ride_through(chunk_step *cs, cb__step_outcome *out, cb_error *err)
+{
+	char where[160];
+
+	roll_back(cs, out, 1, err);
+	close_parts(cs);
+	snprintf(where, sizeof(where), "step '%.100s' chunk %lld", cs->sc.step_name,
+		 cs->commits + 1);
+	return cb__run_ride_through(cs->run, cs->sc.conn, where, resume_chunks, cs, err);
 }
 
 /* The step's last chunk committed: let writers finish their output (not
@@ -696,6 +676,15 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 				out->status = CB_STATUS_COMPLETED;
 			return;
 		}
+		if (rc < 0 && cb__pg_lost(err, cs->sc.conn)) {
+			CB__NOTIFY(job, chunk_error, &cs->sc, err);
+			rc = ride_through(cs, out, err);
+			if (rc == 0)
+				continue;
+			if (rc > 0)
+				out->status = CB_STATUS_STOPPED;
+			return;
+		}
 		if (rc < 0) {
 			CB__NOTIFY(job, chunk_error, &cs->sc, err);
 			if (transition_conflict(err)) {
@@ -732,22 +721,13 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 					return;
 				}
 			} else if (action == CB_FAULT_RETRY && retries < cs->def->retry_limit &&
-				   (cs->parts.reader.rollback ||
-				    PQstatus(cs->sc.conn) != CONNECTION_OK)) {
-				/* A reader that cannot rewind is reopened from the repository
-				 * only after a reconnect; otherwise there is no retry. */
-				int lost = PQstatus(cs->sc.conn) != CONNECTION_OK;
-				char cause[CB_ERROR_MESSAGE_MAX];
-
-				roll_back(cs, out, !lost, err);
+				   cs->parts.reader.rollback) {
+				/* A reader that cannot rewind cannot retry (a lost
+				 * connection is ridden through above, not retried). */
+				roll_back(cs, out, 1, err);
 				retries++;
 				backoff(cs->def, retries);
-				snprintf(cause, sizeof(cause), "%s", err->message);
 				cb_error_clear(err);
-				if (lost && reconnect(cs, err) < 0) {
-					reconnect_failed(err, cs->commits + 1, cause, retries);
-					return;
-				}
 				continue;
 			} else {
 				roll_back(cs, out, 1, err);

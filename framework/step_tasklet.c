@@ -12,6 +12,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a tasklet resumes from after an outage: its last committed call. */
+struct tasklet_resume {
+	cb__run *run;
+	cb_step_context *sc;
+	json_t *context;
+	char *stmt;
+	long long *version;
+};
+
+static int resume_tasklet(void *ctx, cb_error *err)
+{
+	struct tasklet_resume *t = ctx;
+	json_t *saved = NULL, *job_saved = NULL;
+	int rc;
+
+	rc = cb__repo_step_state(t->version, &saved, t->run->conn, t->sc->step_execution_id, err);
+	if (rc == 0)
+		rc = cb__repo_job_context(&job_saved, t->run->conn, t->run->job_execution_id, err);
+	if (rc == 0)
+		rc = cb__repo_checkpoint_prepare(t->run->conn, t->stmt, "tckpt", err);
+	if (rc == 0) {
+		json_object_clear(t->context);
+		json_object_update(t->context, saved);
+		json_object_clear(t->run->job_context);
+		json_object_update(t->run->job_context, job_saved);
+	}
+	json_decref(saved);
+	json_decref(job_saved);
+	return rc;
+}
+
 int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *sc, json_t *context,
 			 cb__step_outcome *out)
 {
@@ -83,6 +114,19 @@ rollback : {
 }
 		CB__NOTIFY(run->job, chunk_error, sc, err);
 		out->rollbacks++;
+		if (cb__pg_lost(err, run->conn)) {
+			/* The database went away: not the tasklet's fault. */
+			struct tasklet_resume t = { run, sc, context, stmt, &version };
+			char where[160];
+
+			snprintf(where, sizeof(where), "step '%.100s' call %lld", sc->step_name,
+				 version + 1);
+			rc = cb__run_ride_through(run, run->conn, where, resume_tasklet, &t, err);
+			if (rc == 0)
+				continue;
+			if (rc > 0)
+				out->status = CB_STATUS_STOPPED;
+		}
 		break;
 	}
 done:

@@ -195,7 +195,7 @@ static void run_claim(PGconn *conn, const cb__work *w, const cb_job *job, const 
 	/* The heartbeat keeps the partition's lease, not the job's: a manager
 	 * that died must look dead even while its workers still run. */
 	if (cb__heartbeat_start(&run.heartbeat, conn, c->lock_name, cb__owner_id(),
-				c->fencing_token, lease, 0, err) < 0)
+				c->fencing_token, lease, cb__run_outage_budget(&run), 0, err) < 0)
 		goto out;
 	memset(&sc, 0, sizeof(sc));
 	sc.job_name = job->name;

@@ -53,3 +53,13 @@ int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, co
 	cb_pg_error(err, conn, res, label);
 	return cb_error_prefix(err, "%s", what);
 }
+
+int cb__pg_lost(const cb_error *err, PGconn *conn)
+{
+	const char *s = err ? err->sqlstate : "";
+
+	if (conn && PQstatus(conn) != CONNECTION_OK)
+		return 1;
+	return strncmp(s, "08", 2) == 0 || strcmp(s, "57P01") == 0 || strcmp(s, "57P02") == 0 ||
+	       strcmp(s, "57P03") == 0 || strcmp(s, "25006") == 0;
+}

@@ -65,6 +65,15 @@ void cb__pg_deallocate(PGconn *conn, char *name);
 int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, const char *what,
 			cb_error *err);
 
+/*
+ * Did the failure in @p err lose the database rather than fail a statement:
+ * @p conn is gone, or the server said so (class 08 connection exceptions,
+ * 57P01-57P03 shutdown or not yet accepting, 25006 a read-only server: the
+ * primary became a standby)? Such a failure is waited out and the work
+ * redone from the last commit (framework/outage.c), never an item's fault.
+ */
+int cb__pg_lost(const cb_error *err, PGconn *conn);
+
 /* ---- table options (pg/table.c) ---- */
 
 /*

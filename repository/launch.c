@@ -240,6 +240,15 @@ static int launch_verdict(struct launch *l, long long expect_restart_of)
 						    job, inst, last, cb_status_name(l->last));
 			l->out->restart_of = last;
 			snprintf(l->prev, sizeof(l->prev), "%lld", last);
+			/* Its steps end with it, if its process could not say so. */
+			{
+				const char *p[1] = { l->prev };
+
+				if (cb__repo_command(l->conn, "end the restarted execution's steps",
+						     "SELECT batch_steps_end_with_job($1, NULL, NULL)",
+						     1, p, l->err) < 0)
+					return CB_EDB;
+			}
 			break;
 		default:
 			return cb_error_set(l->err, CB_ENORESTART,
@@ -434,16 +443,19 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	/* Only an execution that is still live is ours to end: one that another
 	 * process buried as dead (owner lost) keeps that verdict, even if this
 	 * process wakes up later and finishes its step. */
+	/* A step whose end its process could not record (the database went
+	 * away past the outage budget) ends with the job, never left STARTED. */
 	res = cb__repo_exec(conn, "finish job execution",
-			    "UPDATE batch_job_execution SET status = $2, exit_code = $3, "
+			    "WITH j AS (UPDATE batch_job_execution SET status = $2, exit_code = $3, "
 			    "exit_message = left($4, 2500), end_time = clock_timestamp(), "
 			    "last_updated = clock_timestamp(), version = version + 1 "
 			    "WHERE job_execution_id = $1 "
-			    "AND batch_status_is_live(status)",
+			    "AND batch_status_is_live(status) RETURNING job_execution_id) "
+			    "SELECT batch_steps_end_with_job(j.job_execution_id, $2, $4) FROM j",
 			    4, p, err);
 	if (!res)
 		return CB_EDB;
-	if (atoll(PQcmdTuples(res)) == 0)
+	if (PQntuples(res) == 0)
 		rc = cb_error_set(err, CB_EFENCED,
 				  "job execution %lld was ended by another process (owner lost); "
 				  "its outcome stands",

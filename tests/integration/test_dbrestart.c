@@ -1,6 +1,7 @@
 /*
- * The database restarts under a running job (issue 4): the job fails, nothing
- * it committed is lost, and after its lease a run completes exactly once.
+ * The database restarts or goes away under a running job: within the outage
+ * budget the run rides through by itself (one execution, exit 0, every item
+ * once); past it, it ends saying what it left and a later run completes it.
  *
  * This restarts the whole test cluster (pg_ctl restart -m fast), which would
  * break tests running beside it: ctest runs it alone (RUN_SERIAL, see
@@ -100,11 +101,11 @@ static int restart_cluster(void)
 #define DB_ROWS      20000
 #define DB_ROWS_TEXT "20000"
 
-static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
+static void test_database_restart_mid_run_is_ridden_through_exactly_once(void)
 {
 	PGconn *conn = cbt_connect(db);
-	long long before, exec, written;
-	char log[PATH_MAX], text[8192] = "";
+	long long exec, before;
+	char log[PATH_MAX], *text;
 	pid_t pid;
 	int rc;
 
@@ -112,14 +113,15 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 		       "CREATE SCHEMA public;");
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);
 	/* Throttled (DB_ROWS at 10 ms a chunk of 10: 20 s at least), so that the
-	 * job still runs when the cluster restarts. */
+	 * job still runs when the cluster restarts. No retries configured: a
+	 * lost connection is not an item failure. */
 	CBT_EQ_LL(ex("example-setup", "ledger", "--rows", DB_ROWS_TEXT, NULL), 0);
 
 	snprintf(log, sizeof(log), "%s/dbrestart-job.log", cbt_tmpdir());
 	{
 		const char *argv[] = {
 			cbt_examples_bin(), "--db",    db,  "run", "ledger", "-chunk.size:long=10",
-			"-sleepMs:long=10", "--lease", "2", NULL
+			"-sleepMs:long=10", "--lease", "10", NULL
 		};
 
 		pid = cbt_spawn(argv, log);
@@ -131,66 +133,35 @@ static void test_database_restart_mid_run_then_run_completes_exactly_once(void)
 	PQfinish(conn);
 
 	CU_ASSERT_FATAL(restart_cluster() == 0);
-	rc = cbt_wait_timeout(pid, 60000);
-	{
-		FILE *f = fopen(log, "r");
-
-		if (f) {
-			size_t n = fread(text, 1, sizeof(text) - 1, f);
-
-			text[n] = '\0';
-			fclose(f);
-		}
-	}
-	printf("\n    the job, after the restart: exit %d: %s\n", rc, text);
-	CBT_EQ_LL(rc, 1);
+	rc = cbt_wait_timeout(pid, 120000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    the job, after the restart: exit %d: %s\n", rc, text ? text : "");
+	CBT_EQ_LL(rc, 0);
+	CBT_CONTAINS(text, "connected again after");
+	free(text);
 
 	conn = reconnect();
-	/* Nothing it committed was lost: whole chunks, counted as written. */
-	written = cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
-				"lld", exec);
-	CU_ASSERT(written >= before);
-	CBT_EQ_LL(written % 10, 0);
-	CBT_EQ_LL(cbt_queryp_ll(
-			  conn,
-			  "SELECT write_count FROM batch_step_execution WHERE job_execution_id = "
-			  "$1",
-			  "lld", exec),
-		  written);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), written);
-	if (written >= DB_ROWS)
+	if (before >= DB_ROWS)
 		CBT_FAILF("the job finished before the restart; the test proves nothing");
-	/* It ended FAILED itself, or it is left claiming to run until its lease ends. */
-	CBT_EQ_LL(cbt_queryp_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
-			  "AND status IN ('FAILED', 'STARTED')",
-			  "lld", exec),
+	/* One execution, no restart: it went on by itself. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'COMPLETED'",
+				"lld", exec),
 		  1);
-	/* After the lease (database time) a run completes it, exactly once. */
-	if (!cbt_wait_until(conn, 15000,
-			    "SELECT (count(*) = 0)::int FROM batch_lock WHERE "
-			    "lock_name = 'ledger' AND locked_until >= clock_timestamp()"))
-		CBT_FAILF("the lock is still held 15 s after the restart (lease 2 s)");
-	CBT_EQ_LL(ex("run", "ledger", NULL), 0);
-	CBT_EQ_LL(
-		cbt_queryp_ll(conn,
-			      "SELECT count(*) FROM batch_job_execution WHERE restart_of = $1 AND "
-			      "status = 'COMPLETED'",
-			      "lld", exec),
-		1);
-	CBT_EQ_LL(cbt_queryp_ll(
-			  conn,
-			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
-			  "AND status = 'FAILED'",
-			  "lld", exec),
-		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution WHERE "
+				     "end_time IS NULL OR status <> 'COMPLETED'"),
+		  0);
+	/* Every account exactly once, counted as written. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), DB_ROWS);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_count FROM batch_step_execution"), DB_ROWS);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l ON "
 				     "l.account_id = a.id AND l.amount = a.amount AND "
 				     "l.seller_id = a.seller_id"),
 		  DB_ROWS);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
 	PQfinish(conn);
 }
 
@@ -213,13 +184,13 @@ static void allow_connections(PGconn *conn, int allow)
 }
 
 /*
- * Issue 17 item 8: the database refuses connections for a few seconds in
- * the middle of a step. The run waits it out (within its lease) and, once the
- * database is back, records its execution FAILED and releases its lock, then
- * exits 1: nothing is left looking alive. Only this test's database goes
- * away, not the cluster.
+ * The database refuses connections for a few seconds in the middle of a
+ * step (its sessions terminated): within the outage budget (by default the
+ * lease) the run waits it out, proves its lock is still its own, goes on
+ * from its last commit and completes: exit 0, one execution. Only this
+ * test's database goes away, not the cluster.
  */
-static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(void)
+static void test_outage_within_the_budget_is_ridden_through(void)
 {
 	PGconn *conn = cbt_connect(db);
 	char log[PATH_MAX], lock[401] = "";
@@ -233,8 +204,8 @@ static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(vo
 	snprintf(log, sizeof(log), "%s/dbrestart-outage.log", cbt_tmpdir());
 	{
 		const char *argv[] = {
-			cbt_examples_bin(),    "--db",    db,  "run", "tick", "at=outage",
-			"-sleepMs:long=30000", "--lease", "5", NULL
+			cbt_examples_bin(),   "--db",    db,  "run", "tick", "at=outage",
+			"-sleepMs:long=4000", "--lease", "8", NULL
 		};
 
 		pid = cbt_spawn(argv, log);
@@ -244,7 +215,7 @@ static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(vo
 		    conn, 20000,
 		    "SELECT count(*) FROM batch_job_execution e JOIN batch_step_execution s "
 		    "USING (job_execution_id) WHERE e.status = 'STARTED' AND "
-		    "s.status = 'STARTED' AND e.job_execution_id = (SELECT "
+		    "s.status = 'STARTED' AND s.commit_count > 0 AND e.job_execution_id = (SELECT "
 		    "max(job_execution_id) FROM batch_job_execution)"))
 		CBT_FAILF("the job did not get going");
 	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
@@ -252,7 +223,6 @@ static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(vo
 		      "SELECT lock_name FROM batch_job_execution ORDER BY job_execution_id "
 		      "DESC LIMIT 1",
 		      lock, sizeof(lock));
-	cbt_sleep_ms(300);
 	allow_connections(conn, 0);
 	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
 		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
@@ -260,7 +230,7 @@ static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(vo
 	cbt_sleep_ms(2500);
 	allow_connections(conn, 1);
 	back = cbt_now();
-	rc = cbt_wait_timeout(pid, 30000);
+	rc = cbt_wait_timeout(pid, 60000);
 	ended = cbt_now();
 	{
 		char *text = cbt_slurp(log, NULL);
@@ -268,24 +238,24 @@ static void test_outage_mid_step_ends_failed_with_the_lock_released_once_back(vo
 		printf("\n    after %.1f s down, the run ended %.1f s after the database was "
 		       "back: exit %d: %s\n",
 		       back - down, ended - back, rc, text ? text : "");
+		CBT_CONTAINS(text, "connected again after");
 		free(text);
 	}
-	CBT_EQ_LL(rc, 1);
-	/* It outlived the outage, and ended within its lease (5 s). */
+	CBT_EQ_LL(rc, 0);
 	CU_ASSERT(ended > back);
-	CU_ASSERT(ended - down < 5.0 + 1.0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
 	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
-				"$1 AND status = 'FAILED' AND end_time IS NOT NULL",
+				"$1 AND status = 'COMPLETED' AND end_time IS NOT NULL",
 				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log WHERE fired_for = 'outage'"),
 		  1);
 	CBT_EQ_LL(cbt_queryp_ll(
 			  conn,
 			  "SELECT count(*) FROM batch_lock WHERE lock_name = $1 AND NOT released",
 			  "s", lock),
 		  0);
-	/* The next run need not wait for the lease. */
-	CBT_EQ_LL(ex("run", "tick", "at=after-outage", NULL), 0);
 	PQfinish(conn);
 }
 
@@ -351,10 +321,10 @@ static void test_outage_past_the_lease_says_the_execution_is_left_started(void)
 }
 
 static const CU_TestInfo tests[] = {
-	{ "database restart mid-run, then a run completes exactly once",
-	  test_database_restart_mid_run_then_run_completes_exactly_once },
-	{ "outage mid-step ends FAILED with the lock released once the database is back",
-	  test_outage_mid_step_ends_failed_with_the_lock_released_once_back },
+	{ "database restart mid-run is ridden through exactly once",
+	  test_database_restart_mid_run_is_ridden_through_exactly_once },
+	{ "outage within the budget is ridden through",
+	  test_outage_within_the_budget_is_ridden_through },
 	{ "outage past the lease says the execution is left STARTED",
 	  test_outage_past_the_lease_says_the_execution_is_left_started },
 	CU_TEST_INFO_NULL,

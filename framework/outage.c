@@ -1,0 +1,159 @@
+/*
+ * Riding through a database outage (a failover, a switchover, a restart).
+ *
+ * A run that loses its connection is not a failed run: within its outage
+ * budget (the reserved parameter outage.budget, in seconds; by default the
+ * lease) it reconnects with backoff (0.2 s doubling to 2 s), and libpq's
+ * multi-host list with target_session_attrs=read-write finds the new primary.
+ * What it does once connected again (prove the lock is still its own, reread
+ * the committed checkpoint) is the caller's: the chunk loop, the tasklet
+ * loop, the flow's step records. Waits are sleeps, never a poll of the
+ * connection's socket: after a failed PQreset libpq may leave a refused
+ * host's socket open, and a wait on it returns at once.
+ */
+#include "engine.h"
+#include "repo.h"
+#include "reserved.h"
+#include "cbatch/lock.h"
+#include "cbatch/sys/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+double cb__run_outage_budget(const cb__run *run)
+{
+	long long n = -1;
+	cb_error ignored = CB_ERROR_INIT;
+
+	if (run->params &&
+	    cb__reserved_long(&n, run->params, "outage.budget", -1, &ignored) == 0 && n >= 0)
+		return (double)n;
+	return run->lease_seconds > 0 ? run->lease_seconds : CB_DEFAULT_LEASE_SECONDS;
+}
+
+/* Sleep @p seconds, cut short by a stop request (signal or a leaving worker). */
+static void pause_unless_quitting(const cb__run *run, double seconds)
+{
+	double end = cb__now() + seconds;
+
+	while (!(run && cb__run_quitting(run))) {
+		double left = end - cb__now(), step = left < 0.1 ? left : 0.1;
+		struct timespec ts;
+
+		if (left <= 0)
+			return;
+		ts.tv_sec = (time_t)step;
+		ts.tv_nsec = (long)((step - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
+int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run *run)
+{
+	for (;;) {
+		double left;
+
+		if (PQstatus(conn) == CONNECTION_OK)
+			return 1;
+		PQreset(conn);
+		if (PQstatus(conn) == CONNECTION_OK)
+			return 1;
+		if (run && cb__run_quitting(run))
+			return -1;
+		left = deadline - cb__now();
+		if (left <= 0)
+			return 0;
+		pause_unless_quitting(run, *delay < left ? *delay : left);
+		*delay = *delay * 2 > 2.0 ? 2.0 : *delay * 2;
+	}
+}
+
+void cb__outage_pause(const cb__run *run, double deadline, double *delay)
+{
+	double left = deadline - cb__now();
+
+	if (left > 0)
+		pause_unless_quitting(run, *delay < left ? *delay : left);
+	*delay = *delay * 2 > 2.0 ? 2.0 : *delay * 2;
+}
+
+int cb__run_prove_lock(const cb__run *run, PGconn *conn, cb_error *err)
+{
+	int alive = 0, rc;
+
+	if (!run->lock_name)
+		return 0;
+	rc = cb__lock_heartbeat(&alive, conn, run->lock_name, cb__owner_id(), run->fencing_token,
+				run->lease_seconds, run->job_execution_id, err);
+	if (rc == 0 && !alive)
+		rc = cb_error_set(err, CB_EFENCED,
+				  "lock '%s' was taken over or released while the database was "
+				  "away: nothing reopened",
+				  run->lock_name);
+	if (rc == 0)
+		rc = cb__lock_record_session(conn, run->lock_name, cb__owner_id(),
+					     run->fencing_token, err);
+	return rc;
+}
+
+double cb__run_outage_deadline(const cb__run *run)
+{
+	double since = run->outage_since > 0 ? run->outage_since : cb__now();
+
+	return since + cb__run_outage_budget(run);
+}
+
+int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
+			 int (*resume)(void *ctx, cb_error *err), void *ctx, cb_error *err)
+{
+	double since = cb__now(), budget = cb__run_outage_budget(run), delay = 0.2;
+	char cause[CB_ERROR_MESSAGE_MAX], last[CB_ERROR_MESSAGE_MAX];
+
+	run->outage_since = since;
+	int rc;
+
+	snprintf(cause, sizeof(cause), "%s", err->message);
+	for (;;) {
+		cb_error_clear(err);
+		PQreset(conn);
+		rc = PQstatus(conn) == CONNECTION_OK ?
+			     0 :
+			     cb_pg_error(err, conn, NULL, "connecting again");
+		if (rc == 0)
+			rc = cb__run_prove_lock(run, conn, err);
+		if (rc == 0)
+			rc = resume(ctx, err);
+		if (rc == 0) {
+			run->outage_since = 0;
+			fprintf(stderr,
+				"cbatch: %s execution %lld: %s: the database was lost (%.200s); "
+				"connected again after %.1f s, going on from the last commit\n",
+				run->job->name, run->job_execution_id, where, cause,
+				cb__now() - since);
+			return 0;
+		}
+		if (!cb__pg_lost(err, conn)) {
+			run->outage_since = 0; /* reached: a failure of its own */
+			return cb_error_prefix(err, "%s: after the database was lost (%.200s)", where,
+					       cause);
+		}
+		if (cb__run_quitting(run)) {
+			cb_error_clear(err);
+			return 1;
+		}
+		if (cb__now() - since >= budget) {
+			snprintf(last, sizeof(last), "%s", err->message);
+			cb_error_clear(err);
+			cb_error_set(err, CB_EDB,
+				     "%s: the database stayed unreachable for %.1f s, beyond the "
+				     "outage budget of %.0f s (outage.budget, by default the lease): "
+				     "%.180s; last try: %.180s",
+				     where, cb__now() - since, budget, cause, last);
+			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
+			return CB_EDB;
+		}
+		cb__outage_pause(run, since + budget, &delay);
+	}
+}
