@@ -80,9 +80,9 @@ typedef struct cb__run {
 	long long fencing_token;
 	double lease_seconds;
 	struct cb__heartbeat *heartbeat;
-	int fenced;        /* a step failed because this execution lost its lock */
-	int invalid_input; /* the last failed step found invalid input before any chunk */
-	atomic_int *quit;  /* set (a partition's worker is leaving): stop after this chunk */
+	int fenced;          /* a step failed because this execution lost its lock */
+	int invalid_input;   /* the last failed step found invalid input before any chunk */
+	atomic_int *quit;    /* set (a partition's worker is leaving): stop after this chunk */
 	double outage_since; /* cb__now() when the database went away and stayed away, or 0 */
 } cb__run;
 
@@ -153,11 +153,11 @@ int cb__run_prove_lock(const cb__run *run, PGconn *conn, cb_error *err);
  * The database went away under @p run (err says how): reconnect @p conn
  * within the outage budget, prove the lock (cb__run_prove_lock), then call
  * @p resume (reread the committed state, prepare again); a loss during any
- * of it is tried again. @p where names the work for messages ("step 'x'
- * chunk 5"). @return 0 resumed, 1 a stop was asked meanwhile, or the error:
+ * of it is tried again. @p step and @p where name the work for messages
+ * ("chunk 5"; the flow prefixes errors with the step). @return 0 resumed, 1 a stop was asked meanwhile, or the error:
  * CB_EFENCED, the resume's own, or CB_EDB (08006) past the budget.
  */
-int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
+int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const char *where,
 			 int (*resume)(void *ctx, cb_error *err), void *ctx, cb_error *err);
 /* Sleep the next backoff step (at most until @p deadline), cut short by a stop. */
 void cb__outage_pause(const cb__run *run, double deadline, double *delay);

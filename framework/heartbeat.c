@@ -32,7 +32,7 @@ struct cb__heartbeat {
 	long long token, job_execution_id;
 	double lease;
 	double patience; /* give up after this long without an extension */
-	double renewed; /* cb__now() of the last extension (under mu) */
+	double renewed;  /* cb__now() of the last extension (under mu) */
 };
 
 static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 double cb__run_outage_budget(const cb__run *run)
@@ -26,8 +27,8 @@ double cb__run_outage_budget(const cb__run *run)
 	long long n = -1;
 	cb_error ignored = CB_ERROR_INIT;
 
-	if (run->params &&
-	    cb__reserved_long(&n, run->params, "outage.budget", -1, &ignored) == 0 && n >= 0)
+	if (run->params && cb__reserved_long(&n, run->params, "outage.budget", -1, &ignored) == 0 &&
+	    n >= 0)
 		return (double)n;
 	return run->lease_seconds > 0 ? run->lease_seconds : CB_DEFAULT_LEASE_SECONDS;
 }
@@ -105,22 +106,40 @@ double cb__run_outage_deadline(const cb__run *run)
 	return since + cb__run_outage_budget(run);
 }
 
-int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
+/* Why @p conn could not connect, short: libpq says "connection to server
+ * at/on ... failed: WHY" for each host it tried; the last WHY is the news. */
+static int connect_failed(cb_error *err, PGconn *conn)
+{
+	const char *msg = PQerrorMessage(conn), *p, *why = msg;
+	char line[CB_ERROR_MESSAGE_MAX];
+	size_t n;
+
+	for (p = strstr(msg, " failed: "); p; p = strstr(p + 1, " failed: "))
+		why = p + strlen(" failed: ");
+	snprintf(line, sizeof(line), "%s", why);
+	n = strcspn(line, "\n");
+	line[n] = '\0';
+	cb_error_set(err, CB_EDB, "connecting again: %s", line);
+	snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
+	return CB_EDB;
+}
+
+int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const char *where,
 			 int (*resume)(void *ctx, cb_error *err), void *ctx, cb_error *err)
 {
 	double since = cb__now(), budget = cb__run_outage_budget(run), delay = 0.2;
 	char cause[CB_ERROR_MESSAGE_MAX], last[CB_ERROR_MESSAGE_MAX];
-
-	run->outage_since = since;
 	int rc;
 
 	snprintf(cause, sizeof(cause), "%s", err->message);
+	run->outage_since = since;
+	if (budget <= 0)
+		return cb_error_prefix(err, "%s: the database was lost and outage.budget is 0",
+				       where);
 	for (;;) {
 		cb_error_clear(err);
 		PQreset(conn);
-		rc = PQstatus(conn) == CONNECTION_OK ?
-			     0 :
-			     cb_pg_error(err, conn, NULL, "connecting again");
+		rc = PQstatus(conn) == CONNECTION_OK ? 0 : connect_failed(err, conn);
 		if (rc == 0)
 			rc = cb__run_prove_lock(run, conn, err);
 		if (rc == 0)
@@ -128,16 +147,16 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
 		if (rc == 0) {
 			run->outage_since = 0;
 			fprintf(stderr,
-				"cbatch: %s execution %lld: %s: the database was lost (%.200s); "
+				"cbatch: %s execution %lld step '%s': %s: the database was lost (%.200s); "
 				"connected again after %.1f s, going on from the last commit\n",
-				run->job->name, run->job_execution_id, where, cause,
+				run->job->name, run->job_execution_id, step, where, cause,
 				cb__now() - since);
 			return 0;
 		}
 		if (!cb__pg_lost(err, conn)) {
 			run->outage_since = 0; /* reached: a failure of its own */
-			return cb_error_prefix(err, "%s: after the database was lost (%.200s)", where,
-					       cause);
+			return cb_error_prefix(err, "%s: after the database was lost (%.200s)",
+					       where, cause);
 		}
 		if (cb__run_quitting(run)) {
 			cb_error_clear(err);
@@ -146,11 +165,11 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *where,
 		if (cb__now() - since >= budget) {
 			snprintf(last, sizeof(last), "%s", err->message);
 			cb_error_clear(err);
-			cb_error_set(err, CB_EDB,
-				     "%s: the database stayed unreachable for %.1f s, beyond the "
-				     "outage budget of %.0f s (outage.budget, by default the lease): "
-				     "%.180s; last try: %.180s",
-				     where, cb__now() - since, budget, cause, last);
+			cb_error_set(
+				err, CB_EDB,
+				"%s: the database stayed unreachable for %.1f s (outage budget "
+				"%.0f s): %.120s; last try: %.240s",
+				where, cb__now() - since, budget, cause, last);
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 			return CB_EDB;
 		}

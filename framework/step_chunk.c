@@ -584,9 +584,9 @@ static int ride_through(chunk_step *cs, cb__step_outcome *out, cb_error *err)
 
 	roll_back(cs, out, 1, err);
 	close_parts(cs);
-	snprintf(where, sizeof(where), "step '%.100s' chunk %lld", cs->sc.step_name,
-		 cs->commits + 1);
-	return cb__run_ride_through(cs->run, cs->sc.conn, where, resume_chunks, cs, err);
+	snprintf(where, sizeof(where), "chunk %lld", cs->commits + 1);
+	return cb__run_ride_through(cs->run, cs->sc.conn, cs->sc.step_name, where, resume_chunks,
+				    cs, err);
 }
 
 /* The step's last chunk committed: let writers finish their output (not

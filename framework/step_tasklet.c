@@ -119,9 +119,9 @@ rollback : {
 			struct tasklet_resume t = { run, sc, context, stmt, &version };
 			char where[160];
 
-			snprintf(where, sizeof(where), "step '%.100s' call %lld", sc->step_name,
-				 version + 1);
-			rc = cb__run_ride_through(run, run->conn, where, resume_tasklet, &t, err);
+			snprintf(where, sizeof(where), "call %lld", version + 1);
+			rc = cb__run_ride_through(run, run->conn, sc->step_name, where,
+						  resume_tasklet, &t, err);
 			if (rc == 0)
 				continue;
 			if (rc > 0)

@@ -244,9 +244,10 @@ static int launch_verdict(struct launch *l, long long expect_restart_of)
 			{
 				const char *p[1] = { l->prev };
 
-				if (cb__repo_command(l->conn, "end the restarted execution's steps",
-						     "SELECT batch_steps_end_with_job($1, NULL, NULL)",
-						     1, p, l->err) < 0)
+				if (cb__repo_command(
+					    l->conn, "end the restarted execution's steps",
+					    "SELECT batch_steps_end_with_job($1, NULL, NULL)", 1, p,
+					    l->err) < 0)
 					return CB_EDB;
 			}
 			break;
@@ -445,14 +446,15 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	 * process wakes up later and finishes its step. */
 	/* A step whose end its process could not record (the database went
 	 * away past the outage budget) ends with the job, never left STARTED. */
-	res = cb__repo_exec(conn, "finish job execution",
-			    "WITH j AS (UPDATE batch_job_execution SET status = $2, exit_code = $3, "
-			    "exit_message = left($4, 2500), end_time = clock_timestamp(), "
-			    "last_updated = clock_timestamp(), version = version + 1 "
-			    "WHERE job_execution_id = $1 "
-			    "AND batch_status_is_live(status) RETURNING job_execution_id) "
-			    "SELECT batch_steps_end_with_job(j.job_execution_id, $2, $4) FROM j",
-			    4, p, err);
+	res = cb__repo_exec(
+		conn, "finish job execution",
+		"WITH j AS (UPDATE batch_job_execution SET status = $2, exit_code = $3, "
+		"exit_message = left($4, 2500), end_time = clock_timestamp(), "
+		"last_updated = clock_timestamp(), version = version + 1 "
+		"WHERE job_execution_id = $1 "
+		"AND batch_status_is_live(status) RETURNING job_execution_id) "
+		"SELECT batch_steps_end_with_job(j.job_execution_id, $2, $4) FROM j",
+		4, p, err);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 0)

@@ -120,7 +120,7 @@ static void test_database_restart_mid_run_is_ridden_through_exactly_once(void)
 	snprintf(log, sizeof(log), "%s/dbrestart-job.log", cbt_tmpdir());
 	{
 		const char *argv[] = {
-			cbt_examples_bin(), "--db",    db,  "run", "ledger", "-chunk.size:long=10",
+			cbt_examples_bin(), "--db",    db,   "run", "ledger", "-chunk.size:long=10",
 			"-sleepMs:long=10", "--lease", "10", NULL
 		};
 

@@ -227,7 +227,9 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 
 /* ---- 8a. the job's backend terminated --------------------------------------- */
 
-static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void)
+/* With outage.budget 0 a lost connection is not waited out: the run fails
+ * cleanly and a restart completes. */
+static void test_terminated_job_backend_without_a_budget_fails_cleanly(void)
 {
 	PGconn *conn = cbt_connect(db);
 	long long before, exec;
@@ -238,7 +240,7 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 	/* Throttled (20 s at least): still running when its backend goes. */
 	add_rows(conn, 20000);
 	pid = ex_spawn("lock-term.log", "run", "ledger", "t:long=1", "-chunk.size:long=10",
-		       "-sleepMs:long=10", "--lease", "1", NULL);
+		       "-sleepMs:long=10", "-outage.budget:long=0", "--lease", "1", NULL);
 	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
 		CBT_FAILF("the job did not get going");
 	exec = execution_of(conn, pid);
@@ -282,6 +284,45 @@ static void test_terminated_job_backend_fails_cleanly_and_restart_completes(void
 			      "status = 'COMPLETED'",
 			      "lld", exec),
 		1);
+	assert_exactly_once(conn);
+	PQfinish(conn);
+}
+
+/* The job's own session terminated (an outage of no length): the run
+ * connects again, proves its lock and goes on, exit 0, one execution. */
+static void test_terminated_job_backend_is_ridden_through(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long long exec;
+	pid_t pid;
+
+	reset(conn);
+	add_rows(conn, 20000);
+	pid = ex_spawn("lock-term-ride.log", "run", "ledger", "t:long=2", "-chunk.size:long=10",
+		       "-sleepMs:long=10", "--lease", "2", NULL);
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+		CBT_FAILF("the job did not get going");
+	exec = execution_of(conn, pid);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				     "pg_stat_activity WHERE datname = current_database() AND "
+				     "application_name = 'cbatch') x"),
+		  1);
+	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
+		CBT_FAILF("the job finished before its backend was terminated");
+	CBT_EQ_LL(cbt_wait_timeout(pid, 120000), 0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'COMPLETED'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE restart_of "
+				     "IS NOT NULL"),
+		  0);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT write_count FROM batch_step_execution WHERE "
+				"job_execution_id = $1",
+				"lld", exec),
+		  cbt_query_ll(conn, "SELECT count(*) FROM ledger"));
 	assert_exactly_once(conn);
 	PQfinish(conn);
 }
@@ -359,8 +400,10 @@ static const CU_TestInfo tests[] = {
 	{ "heartbeat keeps a chunk longer than the lease alive",
 	  test_heartbeat_keeps_a_chunk_longer_than_the_lease_alive },
 	{ "cut heartbeat connection stops the job", test_cut_heartbeat_connection_stops_the_job },
-	{ "terminated job backend fails cleanly; restart completes",
-	  test_terminated_job_backend_fails_cleanly_and_restart_completes },
+	{ "terminated job backend without a budget fails cleanly; restart completes",
+	  test_terminated_job_backend_without_a_budget_fails_cleanly },
+	{ "terminated job backend is ridden through",
+	  test_terminated_job_backend_is_ridden_through },
 	{ "fenced chunk counts even when the heartbeat failed first",
 	  test_fenced_chunk_counts_even_when_the_heartbeat_failed_first },
 	CU_TEST_INFO_NULL,
