@@ -508,9 +508,10 @@ static void test_fire_twice(void)
 		ids[p][1] = fire_queued(names[p]);
 		CU_ASSERT(ids[p][0] > 0 && ids[p][1] > ids[p][0]);
 	}
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing f JOIN "
-				     "batch_schedule s USING (schedule_id) WHERE s.schedule_name "
-				     "LIKE 'twice-%' AND f.status = 'QUEUED' AND f.kind = 'MANUAL'"),
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing f JOIN "
+			       "batch_schedule s USING (schedule_id) WHERE s.schedule_name "
+			       "LIKE 'twice-%' AND f.status = 'QUEUED' AND f.kind = 'MANUAL'"),
 		  4);
 	snprintf(log, sizeof(log), "%s/schedules-twice-%d.log", cbt_tmpdir(), (int)getpid());
 	{
@@ -524,10 +525,11 @@ static void test_fire_twice(void)
 	CU_ASSERT_FATAL(pid > 0);
 	for (int p = 0; p < 2; p++)
 		for (int k = 0; k < 2; k++)
-			if (!cbt_wait_untilp(conn, 30000,
-					     "SELECT count(*) FROM batch_schedule_firing WHERE "
-					     "firing_id = $1 AND status = 'FINISHED' AND exit_code = 0",
-					     "lld", ids[p][k]))
+			if (!cbt_wait_untilp(
+				    conn, 30000,
+				    "SELECT count(*) FROM batch_schedule_firing WHERE "
+				    "firing_id = $1 AND status = 'FINISHED' AND exit_code = 0",
+				    "lld", ids[p][k]))
 				CBT_FAILF("%s: queued firing %lld did not run to its end (see %s)",
 					  names[p], ids[p][k], log);
 	kill(pid, SIGTERM);
