@@ -560,6 +560,11 @@ static int print_execution(const json_t *e, const cb_job *job_def)
 	field("status:", cb__cli_json_get_text(e, "status", a, sizeof(a)));
 	fmt_exit(buf, sizeof(buf), e);
 	field("exit:", buf);
+	if (cb__cli_json_get_text(e, "stop_origin", a, sizeof(a)))
+		/* OPERATOR's stops are never restarted by a schedule's recovery */
+		field("stopped by:", strcmp(a, "OPERATOR") == 0 ? "OPERATOR (stop)" :
+				     strcmp(a, "SIGNAL") == 0 ? "SIGNAL (its own SIGTERM/SIGINT)" :
+								a);
 	if (cb__cli_fmt_params(&params, json_object_get(e, "parameters")) < 0)
 		return CB_ENOMEM;
 	field("parameters:", params);

@@ -358,10 +358,12 @@ static int launch_finish(struct launch_run *lr)
 	int rc;
 
 	/* The verdict is what an outage must not lose: retried until the lease
-	 * ends. */
+	 * ends. Stopped without a stop request (whose origin stays): by this
+	 * process's own SIGTERM/SIGINT, or by the engine. */
 	for (;;) {
 		rc = cb__repo_job_finish(lr->conn, lr->l.job_execution_id, out->status,
-					 out->exit_code, out->exit_message, err);
+					 out->exit_code, out->exit_message,
+					 cb__stop_signalled() ? "SIGNAL" : "ENGINE", err);
 		if (!outage(rc, lr->conn) || !reach_repository(lr->conn, &lr->lc, &lr->delay))
 			break;
 		cb_error_clear(err);

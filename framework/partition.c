@@ -283,8 +283,10 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 			 * workers see STOPPING at their next checkpoint. */
 			cb_error ignored = CB_ERROR_INIT;
 
-			stop_asked = cb_repo_request_stop(run->conn, run->job_execution_id,
-							  &ignored) == 0;
+			cb_status now;
+
+			stop_asked = cb__repo_stop_as(&now, run->conn, run->job_execution_id,
+						      "SIGNAL", &ignored) == 0;
 		}
 		cb__work_wait(run->conn, 1.0);
 		rc = poll_partitions(&p, run, sc->step_execution_id, err);

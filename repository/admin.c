@@ -12,7 +12,7 @@
 	"'job_instance_id', e.job_instance_id, 'job_name', i.job_name, 'job_key', i.job_key, "     \
 	"'status', e.status, 'exit_code', e.exit_code, 'exit_message', e.exit_message, "           \
 	"'create_time', e.create_time, 'start_time', e.start_time, 'end_time', e.end_time, "       \
-	"'last_updated', e.last_updated, 'owner_id', e.owner_id, "                                 \
+	"'last_updated', e.last_updated, 'owner_id', e.owner_id, 'stop_origin', e.stop_origin, "   \
 	"'restart_of', e.restart_of, 'fencing_token', e.fencing_token, 'lock_name', e.lock_name, " \
 	"'owner_lost', batch_status_is_live(e.status) AND NOT EXISTS ("                            \
 	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                         \
@@ -342,12 +342,15 @@ static int change_and_commit(PGconn *conn, const char *what, const char *sql, co
 /*
  * End a dead execution at its last sign of life: its running steps take
  * @p step_status with message @p step_message ($2), the execution $3 with
- * message $4 (a format() of its owner and last heartbeat). Then COMMIT.
+ * message $4 (a format() of its owner and last heartbeat), and the stop's
+ * @p stop_origin ($6) unless one was recorded already (NULL: none). Then
+ * COMMIT.
  */
 static int bury(PGconn *conn, const char *id, const char *step_status, const char *step_message,
-		const char *status, const char *message_format, cb_error *err)
+		const char *status, const char *message_format, const char *stop_origin,
+		cb_error *err)
 {
-	const char *p[5] = { id, step_message, status, message_format, step_status };
+	const char *p[6] = { id, step_message, status, message_format, step_status, stop_origin };
 	int rc;
 
 	/* Its partitions' claimants' sessions end first (sql/005): a frozen one
@@ -375,8 +378,10 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 			     " exit_message = left(format($4, d.owner_id, "
 			     "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
 			     " end_time = d.last_sign, last_updated = clock_timestamp(), "
-			     " version = e.version + 1 FROM d WHERE e.job_execution_id = d.job_execution_id",
-		5, p, err);
+			     " version = e.version + 1, "
+			     " stop_origin = coalesce(e.stop_origin, $6::varchar) "
+			     " FROM d WHERE e.job_execution_id = d.job_execution_id",
+		6, p, err);
 	if (rc == 0)
 		rc = cb__repo_command(conn, "remove a dead execution's partition locks",
 				      "SELECT batch_execution_partition_locks_drop($1, $2)", 2, p,
@@ -389,6 +394,12 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 }
 
 int cb_repo_stop(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
+{
+	return cb__repo_stop_as(out, conn, job_execution_id, "OPERATOR", err);
+}
+
+int cb__repo_stop_as(cb_status *out, PGconn *conn, long long job_execution_id, const char *origin,
+		     cb_error *err)
 {
 	char id[24];
 	exec_state st;
@@ -409,7 +420,8 @@ int cb_repo_stop(cb_status *out, PGconn *conn, long long job_execution_id, cb_er
 	if (st.owner_lost) {
 		/* Nobody is left to notice a STOPPING: end it now, restartable. */
 		rc = bury(conn, id, "STOPPED", "owner lost; stopped by operator", "STOPPED",
-			  "owner lost; stopped by operator (owner %s, last heartbeat at %s)", err);
+			  "owner lost; stopped by operator (owner %s, last heartbeat at %s)",
+			  origin, err);
 		if (rc == 0)
 			*out = CB_STATUS_STOPPED;
 		return rc;
@@ -419,11 +431,14 @@ int cb_repo_stop(cb_status *out, PGconn *conn, long long job_execution_id, cb_er
 		*out = CB_STATUS_STOPPING;
 		return 0;
 	}
+	/* Who asked, recorded with the move to STOPPING (sql/017): a schedule's
+	 * recovery never restarts an operator's stop. */
 	rc = change_and_commit(conn, "stop",
 			       "UPDATE batch_job_execution SET status = 'STOPPING', "
+			       "stop_origin = coalesce(stop_origin, $2::varchar), "
 			       "last_updated = clock_timestamp(), version = version + 1 "
 			       "WHERE job_execution_id = $1 AND status IN ('STARTING', 'STARTED')",
-			       id, NULL, err);
+			       id, origin, err);
 	if (rc == 0)
 		*out = CB_STATUS_STOPPING;
 	return rc;
@@ -474,7 +489,7 @@ int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err)
 		return bury(conn, id, "FAILED", "owner lost", "ABANDONED",
 			    "abandoned by operator after its owner %s was lost (last heartbeat "
 			    "at %s)",
-			    err);
+			    NULL, err);
 	return change_and_commit(conn, "abandon",
 				 "UPDATE batch_job_execution SET status = 'ABANDONED', "
 				 "exit_code = 'ABANDONED', last_updated = clock_timestamp(), "

@@ -429,10 +429,12 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 }
 
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
-			const char *exit_code, const char *exit_message, cb_error *err)
+			const char *exit_code, const char *exit_message, const char *stop_origin,
+			cb_error *err)
 {
 	char id[24], msg[CB_ERROR_MESSAGE_MAX], code[64];
-	const char *p[4] = { id, cb_status_name(status), code, msg };
+	const char *p[5] = { id, cb_status_name(status), code, msg,
+			     status == CB_STATUS_STOPPED ? stop_origin : NULL };
 
 	/* Text columns refuse invalid UTF-8 (22021): the end must be recorded. */
 	cb__utf8_sanitize(msg, sizeof(msg), exit_message);
@@ -450,11 +452,12 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 		conn, "finish job execution",
 		"WITH j AS (UPDATE batch_job_execution SET status = $2, exit_code = $3, "
 		"exit_message = left($4, 2500), end_time = clock_timestamp(), "
-		"last_updated = clock_timestamp(), version = version + 1 "
+		"last_updated = clock_timestamp(), version = version + 1, "
+		"stop_origin = coalesce(stop_origin, $5::varchar) "
 		"WHERE job_execution_id = $1 "
 		"AND batch_status_is_live(status) RETURNING job_execution_id) "
 		"SELECT batch_steps_end_with_job(j.job_execution_id, $2, $4) FROM j",
-		4, p, err);
+		5, p, err);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 0)

@@ -83,9 +83,18 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
  */
 int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err);
 
-/* End the job execution: status, exit code/message, end_time. */
+/* End the job execution: status, exit code/message, end_time. Ending
+ * STOPPED, @p stop_origin ("SIGNAL", "ENGINE") says whose stop it was unless
+ * a stop request recorded its origin already (that one stays; sql/017); NULL
+ * records none. */
 int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status status,
-			const char *exit_code, const char *exit_message, cb_error *err);
+			const char *exit_code, const char *exit_message, const char *stop_origin,
+			cb_error *err);
+
+/* cb_repo_stop, recording the stop as @p origin's ("OPERATOR", "SIGNAL" or
+ * "ENGINE": batch_job_execution.stop_origin, sql/017). */
+int cb__repo_stop_as(cb_status *out, PGconn *conn, long long job_execution_id, const char *origin,
+		     cb_error *err);
 
 /* Load the parameters of an execution. @p out receives a new cb_params. */
 int cb__repo_load_params(cb_params **out, PGconn *conn, long long job_execution_id, cb_error *err);

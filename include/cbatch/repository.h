@@ -62,7 +62,8 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err);
  * List job executions, newest first. @p job_name NULL lists all jobs.
  * @p out receives a new JSON array of execution objects with the keys
  * job_execution_id, job_instance_id, job_name, job_key, status, exit_code,
- * exit_message, create_time, start_time, end_time, owner_id, lock_name,
+ * exit_message, create_time, start_time, end_time, owner_id, stop_origin
+ * (who asked it to stop: "OPERATOR", "SIGNAL", "ENGINE", or null), lock_name,
  * fencing_token, owner_lost (true for an execution that claims to run but
  * whose lock lease is gone: dead, and restartable by the next run),
  * parameters (object), and partitions: null for an execution without
@@ -102,7 +103,10 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
  * or released) ends STOPPED at once with its running steps ("owner lost;
  * stopped by operator"), at its last sign of life; its expired lock is
  * released (audited as RELEASED) so that its owner, if only frozen, is
- * fenced off. Either way the instance stays restartable.
+ * fenced off. Either way the instance stays restartable, and the stop is
+ * recorded as an operator's (batch_job_execution.stop_origin OPERATOR, unless
+ * another origin was recorded first), which a schedule's recovery never
+ * restarts.
  * @p out receives CB_STATUS_STOPPING or CB_STATUS_STOPPED.
  * @return 0, CB_ENOTFOUND, CB_EINVAL (not running: message says its status), CB_EDB.
  */

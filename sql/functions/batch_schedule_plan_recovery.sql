@@ -2,7 +2,11 @@
 -- its node saw the child end, 'stopping' the same while the node was
 -- stopping): if its execution ended without finishing and its schedule
 -- restarts, a restart is due after the schedule's delay; past the last
--- attempt, NOT_RECOVERED says so. Recorded as events of node p_node.
+-- attempt, NOT_RECOVERED says so. An execution an operator stopped
+-- (stop_origin OPERATOR, sql/017) is never restarted, however it ended
+-- after the stop (STOPPED, still STOPPING when its node died, or buried
+-- FAILED "owner lost"): NOT_RECOVERED says that too. Recorded as events of
+-- node p_node.
 CREATE OR REPLACE FUNCTION batch_schedule_plan_recovery(p_firing_id bigint, p_node varchar, p_cause varchar)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -20,14 +24,22 @@ BEGIN
     SELECT * INTO e FROM batch_job_execution x WHERE x.job_execution_id = f.job_execution_id;
     IF batch_status_is_live(e.status) AND p_cause = 'orphaned' THEN
         unfinished := 'was ' || e.status || ' when its node was found gone';
-    ELSIF e.status = 'STOPPED' AND p_cause IN ('orphaned', 'stopping')
-          AND e.exit_message NOT LIKE '%stopped by operator%' THEN
+    ELSIF e.status = 'STOPPED' AND p_cause IN ('orphaned', 'stopping') THEN
         unfinished := 'ended STOPPED by '
-            || CASE WHEN p_cause = 'orphaned' THEN 'its node''s death (the parent-death signal)'
+            || CASE WHEN e.stop_origin = 'OPERATOR' THEN 'an operator''s stop'
+                    WHEN p_cause = 'orphaned' THEN 'its node''s death (the parent-death signal)'
                     ELSE 'its node''s stop' END;
     ELSIF e.status = 'FAILED' AND e.exit_message LIKE 'owner lost%' THEN
         unfinished := 'ended FAILED, its process gone: ' || left(e.exit_message, 200);
     ELSE
+        RETURN;
+    END IF;
+    IF e.stop_origin = 'OPERATOR' THEN
+        INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id,
+                                          job_execution_id, attempt, message)
+        VALUES (f.schedule_id, f.fire_time, p_node, 'NOT_RECOVERED', f.firing_id, e.job_execution_id,
+                f.attempt, 'execution ' || e.job_execution_id || ' ' || unfinished
+                || '; not restarted: an operator stopped it (restart it by hand)');
         RETURN;
     END IF;
     IF f.attempt >= s.recover_attempts THEN

@@ -1,7 +1,11 @@
--- Queued firings of jobs p_jobs whose schedule has no live firing left: each
--- becomes CLAIMED by node p_node (under the schedule's row lock, as a claim),
--- with its own instant and parameters, to be launched as a claim is. A
--- claimed_at of now, so that its execution is told from earlier ones.
+-- Queued firings of jobs p_jobs, oldest first (fire instant, then firing):
+-- each becomes CLAIMED by node p_node (under the schedule's row lock, as a
+-- claim), with its own instant and parameters, to be launched as a claim is.
+-- Under overlap ALLOW every queued firing is taken; otherwise only the
+-- oldest queued firing of a schedule, and only while no firing of it is live
+-- (batch_schedule_live_firing: a queued one is not), so the next one waits
+-- until it has ended. A claimed_at of now, so that its execution is told
+-- from earlier ones.
 CREATE OR REPLACE FUNCTION batch_schedule_take_queued(p_node varchar, p_jobs varchar[])
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, job_name varchar,
                parameters jsonb)
@@ -9,20 +13,28 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     r record;
+    s batch_schedule%ROWTYPE;
     live record;
 BEGIN
     FOR r IN
-        SELECT f.firing_id, f.schedule_id FROM batch_schedule_firing f
+        SELECT f.firing_id, f.schedule_id, f.fire_time FROM batch_schedule_firing f
          WHERE f.status = 'QUEUED' AND f.job_name = ANY (p_jobs)
-         ORDER BY f.fire_time
+         ORDER BY f.fire_time, f.firing_id
     LOOP
         -- A schedule being claimed is left for the next tick: never a wait.
-        PERFORM 1 FROM batch_schedule x WHERE x.schedule_id = r.schedule_id AND NOT x.paused
+        SELECT * INTO s FROM batch_schedule x WHERE x.schedule_id = r.schedule_id AND NOT x.paused
            FOR NO KEY UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
-        PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, r.schedule_id);
-        SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id);
-        CONTINUE WHEN live.firing_id IS NOT NULL;
+        IF s.overlap_policy <> 'ALLOW' THEN
+            -- An older one still queued goes first.
+            CONTINUE WHEN EXISTS (
+                SELECT 1 FROM batch_schedule_firing q
+                 WHERE q.schedule_id = r.schedule_id AND q.status = 'QUEUED'
+                   AND (q.fire_time, q.firing_id) < (r.fire_time, r.firing_id));
+            PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, r.schedule_id);
+            SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id);
+            CONTINUE WHEN live.firing_id IS NOT NULL;
+        END IF;
         RETURN QUERY
         UPDATE batch_schedule_firing x
            SET status = 'CLAIMED', node_id = p_node, claimed_at = clock_timestamp(),

@@ -3,7 +3,9 @@
 -- attempt, to be launched as `restart EXECUTION`. Under the schedule's row
 -- lock (a claim's) and the firing's, skipping either when locked, so that
 -- one node takes each. An execution that has meanwhile completed (a restart
--- by hand) or been abandoned needs none: NOT_RECOVERED says so.
+-- by hand) or been abandoned needs none, nor one an operator has stopped
+-- meanwhile (stop_origin OPERATOR, sql/017: e.g. `stop` of the dead
+-- execution while its restart was due): NOT_RECOVERED says so.
 CREATE OR REPLACE FUNCTION batch_schedule_take_recovery(p_node varchar, p_jobs varchar[])
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, job_name varchar,
                job_execution_id bigint, attempt int, attempts int)
@@ -27,15 +29,21 @@ BEGIN
          WHERE f.firing_id = r.firing_id AND f.recover_after <= clock_timestamp()
            FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
-        SELECT e.job_execution_id, e.status INTO x FROM batch_schedule_firing_execution(r.firing_id) e;
-        IF x.job_execution_id IS NULL OR x.status IN ('COMPLETED', 'ABANDONED') THEN
+        SELECT e.job_execution_id, e.status, j.stop_origin INTO x
+          FROM batch_schedule_firing_execution(r.firing_id) e
+          LEFT JOIN batch_job_execution j ON j.job_execution_id = e.job_execution_id;
+        IF x.job_execution_id IS NULL OR x.status IN ('COMPLETED', 'ABANDONED')
+           OR x.stop_origin = 'OPERATOR' THEN
             UPDATE batch_schedule_firing f SET recover_after = NULL WHERE f.firing_id = r.firing_id;
             INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id,
                                               job_execution_id, message)
             SELECT f.schedule_id, f.fire_time, p_node, 'NOT_RECOVERED', f.firing_id,
-                   x.job_execution_id, 'no restart needed: execution '
-                   || coalesce(x.job_execution_id::text, '(none)') || ' is '
-                   || coalesce(x.status, 'gone')
+                   x.job_execution_id, CASE WHEN x.stop_origin = 'OPERATOR'
+                       THEN 'not restarted: execution ' || x.job_execution_id || ' is '
+                            || x.status || ', stopped by an operator (restart it by hand)'
+                       ELSE 'no restart needed: execution '
+                            || coalesce(x.job_execution_id::text, '(none)') || ' is '
+                            || coalesce(x.status, 'gone') END
               FROM batch_schedule_firing f WHERE f.firing_id = r.firing_id;
             CONTINUE;
         END IF;

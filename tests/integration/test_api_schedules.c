@@ -10,7 +10,9 @@
  * the Jobs list says a job whose schedules are all paused is paused. Fire
  * now while a firing is live under overlap SKIP: 409 naming the live firing,
  * recorded SKIPPED_OVERLAP of kind MANUAL, nothing queued or run; once it is
- * over, 202, QUEUED, and a scheduler node runs it to its end. A job's
+ * over, 202, QUEUED, and a scheduler node runs it to its end. Two fire now
+ * while no node runs, under overlap allow and skip: both 202 QUEUED, and a
+ * node then runs both, the older first (issue 25 item 3). A job's
  * declared parameters; a launch with a bad parameter is 400 naming it with
  * nothing written; a good one 202, and it completes; the same instance again
  * 409, and 409 for an instance while it runs.
@@ -323,9 +325,7 @@ static void test_fire_now(void)
 	CBT_CONTAINS(json_string_value(json_object_get(d, "fire_time")), "+0");
 	fid = json_integer_value(json_object_get(d, "firing_id"));
 	json_decref(d);
-	/* A second one now: the first is live (queued), so it is skipped. */
-	CBT_EQ_LL(req("POST", "/api/v1/schedules/monthly/fire", "{}", NULL, &d), 409);
-	json_decref(d);
+	/* (A second one while it is queued: test_fire_twice.) */
 	/* A scheduler node runs it as any firing. */
 	snprintf(log, sizeof(log), "%s/schedules-scheduler-%d.log", cbt_tmpdir(), (int)getpid());
 	{
@@ -459,6 +459,112 @@ static void test_job_params_and_launch(void)
 		CBT_FAILF("the second launched run did not complete");
 }
 
+/* POST fire on schedule @p name in a second of the database's clock later
+ * than every firing of it so far (once per instant); 202 QUEUED expected.
+ * @return the firing's id. */
+static long long fire_queued(const char *name)
+{
+	char path[128];
+	json_t *d = NULL;
+	long long id;
+
+	if (!cbt_wait_untilp(conn, 5000,
+			     "SELECT (date_trunc('second', clock_timestamp()) > coalesce(max("
+			     "f.fire_time), '-infinity'))::int FROM batch_schedule_firing f JOIN "
+			     "batch_schedule s USING (schedule_id) WHERE s.schedule_name = $1",
+			     "s", name))
+		CBT_FAILF("the database's clock did not pass the last firing of %s", name);
+	snprintf(path, sizeof(path), "/api/v1/schedules/%s/fire", name);
+	CBT_EQ_LL(req("POST", path, "{}", NULL, &d), 202);
+	CBT_EQ_STR(json_string_value(json_object_get(d, "status")), "QUEUED");
+	id = json_integer_value(json_object_get(d, "firing_id"));
+	json_decref(d);
+	return id;
+}
+
+/*
+ * Issue 25 item 3: two "fire now" of one schedule while no scheduler runs
+ * are both QUEUED (a queued firing is no live run, so neither makes the
+ * other wait, under overlap allow as under skip); then a node runs both,
+ * the older first (claimed first), each to COMPLETED. Under skip the newer
+ * waits until the older has ended: their executions never overlap.
+ */
+static void test_fire_twice(void)
+{
+	const char *names[] = { "twice-allow", "twice-skip" };
+	const char *policies[] = { "allow", "skip" };
+	long long ids[2][2];
+	char log[4096];
+	pid_t pid;
+
+	NEED_SERVER();
+	for (int p = 0; p < 2; p++) {
+		/* Never due during the test: only the manual firings run. */
+		CBT_EQ_LL(EX("schedule", "add", names[p], "--cron", "0 12 1 1 *", "--job", "tick",
+			     "at={schedule}@{fire_utc}", "-sleepMs:long=1000", "--overlap",
+			     policies[p]),
+			  0);
+		ids[p][0] = fire_queued(names[p]);
+		ids[p][1] = fire_queued(names[p]);
+		CU_ASSERT(ids[p][0] > 0 && ids[p][1] > ids[p][0]);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing f JOIN "
+			       "batch_schedule s USING (schedule_id) WHERE s.schedule_name "
+			       "LIKE 'twice-%' AND f.status = 'QUEUED' AND f.kind = 'MANUAL'"),
+		  4);
+	snprintf(log, sizeof(log), "%s/schedules-twice-%d.log", cbt_tmpdir(), (int)getpid());
+	{
+		const char *argv[] = {
+			cbt_examples_bin(), "--db", db,  "scheduler", "--exit-after", "60",
+			"--lease",          "5",    NULL
+		};
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < 2; k++)
+			if (!cbt_wait_untilp(
+				    conn, 30000,
+				    "SELECT count(*) FROM batch_schedule_firing WHERE "
+				    "firing_id = $1 AND status = 'FINISHED' AND exit_code = 0",
+				    "lld", ids[p][k]))
+				CBT_FAILF("%s: queued firing %lld did not run to its end (see %s)",
+					  names[p], ids[p][k], log);
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
+	for (int p = 0; p < 2; p++) {
+		/* Each ran once, COMPLETED, the older claimed first. */
+		CBT_EQ_LL(cbt_queryp_ll(conn,
+					"SELECT count(*) FROM batch_schedule_firing f JOIN "
+					"batch_job_execution e USING (job_execution_id) WHERE "
+					"f.firing_id IN ($1, $2) AND e.status = 'COMPLETED'",
+					"lld lld", ids[p][0], ids[p][1]),
+			  2);
+		CBT_EQ_LL(cbt_queryp_ll(conn,
+					"SELECT count(*) FROM batch_schedule_firing a, "
+					"batch_schedule_firing b WHERE a.firing_id = $1 AND "
+					"b.firing_id = $2 AND a.claimed_at < b.claimed_at",
+					"lld lld", ids[p][0], ids[p][1]),
+			  1);
+		CBT_EQ_LL(cbt_queryp_ll(conn,
+					"SELECT count(*) FROM batch_schedule_event WHERE firing_id "
+					"IN ($1, $2) AND outcome = 'FIRED'",
+					"lld lld", ids[p][0], ids[p][1]),
+			  2);
+	}
+	/* Under skip, the newer started after the older ended. */
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_schedule_firing a JOIN "
+				"batch_job_execution ea USING (job_execution_id), "
+				"batch_schedule_firing b JOIN batch_job_execution eb USING "
+				"(job_execution_id) WHERE a.firing_id = $1 AND b.firing_id = $2 "
+				"AND eb.start_time >= ea.end_time",
+				"lld lld", ids[1][0], ids[1][1]),
+		  1);
+}
+
 static void test_finish(void)
 {
 	NEED_SERVER();
@@ -479,6 +585,8 @@ static const CU_TestInfo tests[] = {
 	{ "launch: declared parameters; 400 naming the bad one, nothing written; 202; 409 "
 	  "complete; 409 running",
 	  test_job_params_and_launch },
+	{ "fire now twice while no node runs: both queued, run oldest first (allow, skip)",
+	  test_fire_twice },
 	{ "server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,
 };

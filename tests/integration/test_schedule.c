@@ -354,6 +354,16 @@ static void test_sigterm_stops_the_running_job_restartable(void)
 					   "AND exit_status = 'STOPPED'"),
 		  1);
 	exec = cbt_query_ll(sched.conn, "SELECT job_execution_id FROM batch_schedule_firing");
+	/* The node's own stop, recorded as the signal's: it stays recoverable. */
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND stop_origin = 'SIGNAL'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'RECOVERY_DUE' AND message LIKE "
+					   "'%ended STOPPED by its node''s stop%'"),
+		  1);
 	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_scheduler_node "
 					   "WHERE stopped_at IS NOT NULL"),
 		  1);

@@ -277,6 +277,174 @@ static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 	CBT_CONTAINS(sched.out, "RESTARTED #1");
 }
 
+/* Whether signal @p sig is pending for process @p pid (stopped by SIGSTOP,
+ * it is delivered only once the process goes on). */
+static int signal_pending(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		if (strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0)
+			found = (strtoull(line + 7, NULL, 16) >> (sig - 1)) & 1;
+	fclose(f);
+	return found;
+}
+
+/* Wait (at most @p ms) until signal @p sig is pending for @p pid. */
+static int wait_signal_pending(pid_t pid, int sig, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 20) {
+		if (signal_pending(pid, sig))
+			return 1;
+		cbt_sleep_ms(20);
+	}
+	return signal_pending(pid, sig);
+}
+
+enum op_stop_then {
+	NODE_SIGTERM,
+	NODE_SIGTERM_CHILD_KILLED,
+	NODE_KILLED
+};
+
+/*
+ * Issue 25 item 2: an operator's `stop` of a scheduled run is never undone
+ * by the schedule's recovery, however the run then ends. The child is held
+ * (SIGSTOP) so that the stop is still STOPPING when its node goes:
+ *  - NODE_SIGTERM: the node is stopped (SIGTERM, passed on to the child),
+ *    the child ends STOPPED while its node is stopping;
+ *  - NODE_SIGTERM_CHILD_KILLED: the same, but the child is killed -9 while
+ *    STOPPING: its node buries it (FAILED "owner lost"), the origin stays;
+ *  - NODE_KILLED: the node is killed -9 (the child gets the parent-death
+ *    signal and ends STOPPED); a second node finds the firing orphaned.
+ * Either way the decision is NOT_RECOVERED, "an operator stopped it": no
+ * restart due, none made. (Before: RECOVERY_DUE, and a restart.)
+ */
+static void operator_stop_case(const char *name, enum op_stop_then then)
+{
+	char logs[2][512], what[64];
+	pid_t a, b = 0, child;
+	long long exec, inst, firing;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", name, "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", "-sleepMs:long=60000", "--recover-delay", "1"),
+		  0);
+	snprintf(what, sizeof(what), "%s-a", name);
+	log_path(logs[0], sizeof(logs[0]), what);
+	snprintf(what, sizeof(what), "%s-b", name);
+	log_path(logs[1], sizeof(logs[1]), what);
+	a = SPAWN(logs[0], "scheduler", "--lease", "2");
+	CU_ASSERT_FATAL(a > 0);
+	CU_ASSERT_FATAL(
+		cbt_wait_until(sched.conn, 20000,
+			       "SELECT count(*) FROM batch_schedule_firing f, "
+			       "batch_schedule_firing_execution(f.firing_id) x WHERE f.status "
+			       "= 'LAUNCHED' AND f.pid IS NOT NULL AND x.status = 'STARTED'"));
+	firing = cbt_query_ll(sched.conn,
+			      "SELECT min(f.firing_id) FROM batch_schedule_firing f, "
+			      "batch_schedule_firing_execution(f.firing_id) x WHERE f.status = "
+			      "'LAUNCHED' AND x.status = 'STARTED'");
+	child = (pid_t)cbt_queryp_ll(sched.conn,
+				     "SELECT pid FROM batch_schedule_firing WHERE firing_id = $1",
+				     "lld", firing);
+	exec = cbt_queryp_ll(sched.conn,
+			     "SELECT job_execution_id FROM batch_schedule_firing_execution($1)",
+			     "lld", firing);
+	inst = cbt_queryp_ll(sched.conn,
+			     "SELECT job_instance_id FROM batch_job_execution "
+			     "WHERE job_execution_id = $1",
+			     "lld", exec);
+	CU_ASSERT_FATAL(child > 0 && exec > 0);
+	/* Held, so that the stop below is still pending when the node goes. */
+	CU_ASSERT_FATAL(kill(child, SIGSTOP) == 0);
+	{
+		char id[24];
+
+		snprintf(id, sizeof(id), "%lld", exec);
+		CBT_EQ_LL(EX("stop", id), 0);
+	}
+	if (then == NODE_KILLED) {
+		b = SPAWN(logs[1], "scheduler", "--lease", "2");
+		CU_ASSERT_FATAL(b > 0);
+		kill(a, SIGKILL);
+		CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
+	} else {
+		kill(a, SIGTERM);
+	}
+	/* The node's SIGTERM (or the parent-death signal) has reached the child. */
+	CU_ASSERT_FATAL(wait_signal_pending(child, SIGTERM, 20000));
+	kill(child, then == NODE_SIGTERM_CHILD_KILLED ? SIGKILL : SIGCONT);
+	/* The schedule's decision about that run, whichever node takes it. */
+	CU_ASSERT_FATAL(cbt_wait_untilp(sched.conn, 30000,
+					"SELECT count(*) FROM batch_schedule_event WHERE firing_id "
+					"= $1 AND outcome IN ('NOT_RECOVERED', 'RECOVERY_DUE')",
+					"lld", firing));
+	if (then != NODE_KILLED)
+		CBT_EQ_LL(cbt_wait_timeout(a, 30000), 0);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 "
+				"AND outcome = 'RECOVERY_DUE'",
+				"lld", firing),
+		  0);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 "
+				"AND outcome = 'NOT_RECOVERED' AND message LIKE "
+				"'%not restarted: an operator stopped it%'",
+				"lld", firing),
+		  1);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_schedule_firing WHERE firing_id = $1 "
+				"AND recover_after IS NOT NULL",
+				"lld", firing),
+		  0);
+	/* It ended as the stop left it (STOPPED; FAILED, buried, when killed),
+	 * recorded as the operator's stop: the burial kept the origin. */
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND stop_origin = 'OPERATOR' AND status = $2",
+				"lld s", exec,
+				then == NODE_SIGTERM_CHILD_KILLED ? "FAILED" : "STOPPED"),
+		  1);
+	{
+		char id[24];
+
+		snprintf(id, sizeof(id), "%lld", exec);
+		CBT_EQ_LL(EX("show", id), 0);
+		CBT_CONTAINS(sched.out, "stopped by:   OPERATOR");
+	}
+	if (b > 0) {
+		kill(b, SIGTERM);
+		CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
+	}
+	/* Nothing restarted that instance. */
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_instance_id = "
+				"$1",
+				"lld", inst),
+		  1);
+}
+
+static void test_operator_stop_survives_the_node_stop(void)
+{
+	operator_stop_case("opstop-term", NODE_SIGTERM);
+}
+
+static void test_operator_stop_survives_the_burial(void)
+{
+	operator_stop_case("opstop-kill", NODE_SIGTERM_CHILD_KILLED);
+}
+
+static void test_operator_stop_survives_the_node_death(void)
+{
+	operator_stop_case("opstop-dead", NODE_KILLED);
+}
+
 static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 {
 	long long firing;
@@ -421,6 +589,9 @@ static const CU_TestInfo tests[] = {
 	{ "two_nodes_with_skip_never_overlap", test_two_nodes_with_skip_never_overlap },
 	{ "killed_node_execution_is_restarted_by_the_survivor",
 	  test_killed_node_execution_is_restarted_by_the_survivor },
+	{ "operator_stop_survives_the_node_stop", test_operator_stop_survives_the_node_stop },
+	{ "operator_stop_survives_the_burial", test_operator_stop_survives_the_burial },
+	{ "operator_stop_survives_the_node_death", test_operator_stop_survives_the_node_death },
 	{ "restarts_are_bounded_and_only_for_unfinished_runs",
 	  test_restarts_are_bounded_and_only_for_unfinished_runs },
 	CU_TEST_INFO_NULL,

@@ -219,7 +219,7 @@ static void test_started_transition_is_guarded(void)
 			  "lld", l.job_execution_id),
 		  1);
 	CBT_PASS(cb__repo_job_finish(conn, l.job_execution_id, CB_STATUS_STOPPED, "STOPPED",
-				     "stopped before it started", &err),
+				     "stopped before it started", NULL, &err),
 		 &err);
 	/* An execution ended by another process does not start either. */
 	CBT_PASS_FATAL(cb__repo_launch(&l, conn, "guarded", key, params, 1, "test:1:x", 0, NULL, 0,
