@@ -341,8 +341,8 @@ static void test_transaction_pooling_is_refused_session_pooling_works(void)
  * a free port, and @p pooled, the conninfo through it. @return 0, or -1
  * (test failed: a required dependency is missing).
  */
-static int pooler_prepare(PGconn *conn, char *bin, size_t bsize, char *dir, size_t dsize,
-			  int *port, char *pooled, size_t psize)
+static int pooler_prepare(PGconn *conn, char *bin, size_t bsize, char *dir, size_t dsize, int *port,
+			  char *pooled, size_t psize)
 {
 	char dbname[128];
 
@@ -454,8 +454,7 @@ static int http_status(int port, const char *path)
 		return -1;
 	}
 	snprintf(req, sizeof(req),
-		 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path,
-		 port);
+		 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path, port);
 	if (write(fd, req, strlen(req)) == (ssize_t)strlen(req) &&
 	    (n = read(fd, resp, sizeof(resp) - 1)) > 12) {
 		resp[n] = '\0';
@@ -509,8 +508,9 @@ static void test_serve_leaves_no_setting_on_a_pooled_server_session(void)
 
 			read_log(log, buf, sizeof(buf));
 			if ((at = strstr(buf, "listening on http://127.0.0.1:")) != NULL) {
-				status = http_status(atoi(at + strlen("listening on http://127.0.0.1:")),
-						     "/readyz");
+				status = http_status(
+					atoi(at + strlen("listening on http://127.0.0.1:")),
+					"/readyz");
 				served = 1;
 				break;
 			}

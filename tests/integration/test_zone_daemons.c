@@ -129,7 +129,8 @@ static void test_names_that_are_no_zone_are_refused(void)
 }
 
 static const CU_TestInfo tests[] = {
-	{ "scheduler with a bad zone claims nothing", test_scheduler_with_a_bad_zone_claims_nothing },
+	{ "scheduler with a bad zone claims nothing",
+	  test_scheduler_with_a_bad_zone_claims_nothing },
 	{ "serve with a bad zone never listens", test_serve_with_a_bad_zone_never_listens },
 	{ "worker with a bad zone exits 2", test_worker_with_a_bad_zone_exits_2 },
 	{ "names that are no zone are refused", test_names_that_are_no_zone_are_refused },
