@@ -89,6 +89,11 @@ int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags,
 int cb__cli_one_id(struct cli *c, long long *id);
 int cb__cli_no_args(struct cli *c);
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check);
+/* A daemon's environment, checked before it claims or accepts anything: the
+ * database reached (no transaction pooler), its schema, CBATCH_TZ (exit 2
+ * naming it), over a connection closed again. @return 0, or the exit code
+ * of a reported error. */
+int cb__cli_check_env(struct cli *c);
 
 /* ---- the built-in commands: cmd_<family>.c -------------------------------- */
 

@@ -531,6 +531,10 @@ int cb__cli_cmd_scheduler(struct cli *c)
 		goto done;
 	}
 	o.verbose = values[3] ? 2 : values[4] ? 0 : 1;
+	/* Before any claim: an instant claimed by a node whose children cannot
+	 * run (a bad CBATCH_TZ, a transaction pooler) is lost to the others. */
+	if ((rc = cb__cli_check_env(c)) != 0)
+		goto done;
 	/* The children are this very program, whatever its name on the PATH. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {

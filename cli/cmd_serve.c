@@ -64,6 +64,9 @@ int cb__cli_cmd_serve(struct cli *c)
 					 values[4], CB__SERVE_MAX_PER_CLIENT);
 		goto done;
 	}
+	/* Before listening: a launch's child would refuse what serve accepted. */
+	if ((rc = cb__cli_check_env(c)) != 0)
+		goto done;
 	n = cb_registry_count(c->reg);
 	if (n && !(names = calloc(n, sizeof(*names)))) {
 		rc = cb__cli_out_of_memory(c);

@@ -56,24 +56,21 @@ int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_sec
  * may hold a request (and its slot) for long, and no parallel plan: every
  * query of the console is bounded by what it shows (integration.scale_plans),
  * and starting a parallel worker costs 20-30 ms, more than the query (a rare
- * job/status pair at 10M executions: 41 ms with a worker, 11 ms without). */
+ * job/status pair at 10M executions: 41 ms with a worker, 11 ms without).
+ * All of it is asked for at connection start (the application name and the
+ * "options" startup parameter), never by a SET: a session-level SET outlives
+ * the console's transactions on the server session, which a pooler hands to
+ * other clients (integration.lock_deploy). A pooler that refuses "options"
+ * (PgBouncer) gets a connection without them: the server's defaults then. */
+#define CONSOLE_OPTIONS "-c statement_timeout=30s -c max_parallel_workers_per_gather=0"
+
 static int connect_one(PGconn **out, const char *conninfo, cb_error *err)
 {
-	PGresult *res;
-	int rc = cb__pg_connect(out, conninfo, err);
+	cb_error first = CB_ERROR_INIT;
 
-	if (rc < 0)
-		return rc;
-	res = PQexec(*out, "SET application_name = 'cbatch serve'; SET statement_timeout = '30s'; "
-			   "SET max_parallel_workers_per_gather = 0");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = cb_error_set(err, CB_EDB, "cannot set up a console connection: %s",
-				  PQerrorMessage(*out));
-		PQfinish(*out);
-		*out = NULL;
-	}
-	PQclear(res);
-	return rc;
+	if (cb__pg_connect_as(out, conninfo, "cbatch serve", CONSOLE_OPTIONS, &first) == 0)
+		return 0;
+	return cb__pg_connect_as(out, conninfo, "cbatch serve", NULL, err);
 }
 
 int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err)

@@ -62,11 +62,30 @@ static void connect_error(char *out, size_t size, const char *conninfo, const ch
 	PQfreemem(perr);
 }
 
-int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err)
+/* The options (libpq's "options": -c settings at connection start) that
+ * @p conninfo, else PGOPTIONS, gives; "" for none. Written into @p out. */
+static void options_given(char *out, size_t size, const char *conninfo)
 {
-	const char *keys[] = { "dbname", "fallback_application_name", NULL };
-	const char *vals[] = { NULL, "cbatch", NULL };
+	PQconninfoOption *opts = conninfo && *conninfo ? PQconninfoParse(conninfo, NULL) : NULL;
+	const char *v = NULL;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "options") == 0 && o->val && *o->val)
+			v = o->val;
+	if (!v)
+		v = getenv("PGOPTIONS");
+	snprintf(out, size, "%s", v ? v : "");
+	PQconninfoFree(opts);
+}
+
+int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
+		      const char *options, cb_error *err)
+{
+	const char *keys[5] = { "dbname", "fallback_application_name", NULL, NULL, NULL };
+	const char *vals[5] = { NULL, "cbatch", NULL, NULL, NULL };
+	char both[2048];
 	PGconn *conn;
+	int n = 2;
 
 	if (!out)
 		return cb_error_set(err, CB_EINVAL, "cb_cli_connect: out is NULL");
@@ -74,8 +93,26 @@ int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err)
 	if (!conninfo)
 		conninfo = getenv("CBATCH_DB");
 	/* Empty values are ignored by libpq, leaving its PG* variables and defaults;
-	 * expand_dbname lets conninfo be a "key=value" string, a URI or a bare name. */
+	 * expand_dbname lets conninfo be a "key=value" string, a URI or a bare name.
+	 * The keywords after dbname win over the ones it expands to. */
 	vals[0] = conninfo ? conninfo : "";
+	if (application_name) {
+		keys[n] = "application_name";
+		vals[n++] = application_name;
+	}
+	if (options && *options) {
+		/* Ours after the ones given (the later -c of a name wins). */
+		options_given(both, sizeof(both), vals[0]);
+		if (strlen(both) + strlen(options) + 2 > sizeof(both))
+			return cb_error_set(err, CB_EINVAL,
+					    "the connection's options are too long (%zu bytes)",
+					    strlen(both));
+		if (both[0])
+			strcat(both, " ");
+		strcat(both, options);
+		keys[n] = "options";
+		vals[n++] = both;
+	}
 	conn = PQconnectdbParams(keys, vals, 1);
 	if (!conn)
 		return cb_error_set(err, CB_ENOMEM, "out of memory connecting to the database");
@@ -90,4 +127,9 @@ int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err)
 	PQsetNoticeReceiver(conn, notice_receiver, NULL);
 	*out = conn;
 	return 0;
+}
+
+int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err)
+{
+	return cb__pg_connect_as(out, conninfo, NULL, NULL, err);
 }

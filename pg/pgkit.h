@@ -24,6 +24,18 @@
  */
 int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err);
 
+/*
+ * cb__pg_connect with @p application_name (NULL: the conninfo's, else
+ * "cbatch") and @p options added to the connection's own (the conninfo's
+ * "options", else PGOPTIONS): "-c name=value ..." settings that the server
+ * applies to this session from its start, without a SET that a pooler could
+ * hand on to another client. A pooler may refuse the "options" startup
+ * parameter (PgBouncer does unless told to ignore it): the connection then
+ * fails like any other. @return as cb__pg_connect.
+ */
+int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
+		      const char *options, cb_error *err);
+
 /* ---- the server session behind a connection (pg/session.c) ---- */
 
 /* The session learned for @p conn, without a query (pipeline mode is fine).
@@ -40,6 +52,33 @@ int cb__conn_known_session(int *pid, const char **start, PGconn *conn);
  */
 int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int backend_pid,
 			     const char *backend_start, cb_error *err);
+
+/* The query that reads the server session behind a connection: its backend
+ * pid and backend_start, in UTC with microseconds in ISO 8601 (read back
+ * exactly whatever the session's DateStyle and TimeZone). One row. */
+#define CB__SESSION_SQL                                                                            \
+	"SELECT a.pid, to_char(a.backend_start AT TIME ZONE 'UTC', "                               \
+	"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "                                                    \
+	"FROM pg_stat_get_activity(pg_backend_pid()) a"
+
+/*
+ * Refuse a pooler in transaction or statement mode in front of @p conn's
+ * server, before a command does anything on it: what run refuses when its
+ * heartbeat's connection finds the job's server session, checked up front
+ * for every command. A second connection like @p conn (a probe, closed
+ * before returning) reads its server session inside a transaction: the same
+ * session as @p conn's is shared between clients; then @p conn reads its
+ * own again while the probe holds its session: another session means the
+ * pooler moved @p conn between transactions. A direct connection and a
+ * session pooler pass both. A probe that gets no server session within 2 s
+ * (a session pooler with every server taken, this connection's among them)
+ * is no sign of transaction pooling: passed. Nothing is set, nothing
+ * prepared, no statement left behind on either session.
+ * @return 0; CB_EDB with sqlstate CB003 ("transaction pooling is not
+ * supported: ... use PgBouncer pool_mode=session, or connect directly");
+ * CB_EDB when a query or the probe's connection fails.
+ */
+int cb__pg_session_exclusive(PGconn *conn, cb_error *err);
 
 /* A prepared statement name unique to @p conn and never used by another
  * connection: "cb_<prefix>_<connection>_<n>" (lower-case letters, digits,

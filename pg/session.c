@@ -26,7 +26,12 @@
  */
 #include "pgkit.h"
 
+#include "cbatch/sys/conn.h"
+#include "text.h"
+
 #include <libpq-events.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -216,4 +221,120 @@ int cb__conn_known_session(int *pid, const char **start, PGconn *conn)
 	*pid = st->pid;
 	*start = st->start;
 	return 1;
+}
+
+/* ---- transaction pooling, refused up front ---- */
+
+static int refuse_moved(cb_error *err, int pid, const char *start, int now_pid,
+			const char *now_start)
+{
+	int rc = cb_error_set(
+		err, CB_EDB,
+		"transaction pooling is not supported: the server session of this connection "
+		"changed between two transactions (backend %d started %s, then backend %d started "
+		"%s), so a pooler in transaction or statement mode is in between; cbatch needs one "
+		"server session per connection (prepared statements, LISTEN, the lock owner's "
+		"session): use PgBouncer pool_mode=session, or connect directly",
+		pid, start, now_pid, now_start);
+
+	if (err && err->code == rc && !err->sqlstate[0])
+		snprintf(err->sqlstate, sizeof(err->sqlstate), "CB003");
+	return rc;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * Send @p sql (simple protocol; its last statement is CB__SESSION_SQL) on
+ * @p conn and read the session from its last result. @p timeout_ms > 0:
+ * give up after that long without an answer. @return 0, 1 (timed out: the
+ * connection is left busy, for PQfinish), CB_EDB.
+ */
+static int read_session(int *pid, char *start, size_t size, PGconn *conn, const char *sql,
+			int timeout_ms, cb_error *err)
+{
+	PGresult *res, *last = NULL;
+	int rc = 0;
+
+	if (!PQsendQuery(conn, sql))
+		return cb_pg_error(err, conn, NULL, "read the connection's server session");
+	if (timeout_ms > 0) {
+		double deadline = mono_ms() + timeout_ms;
+
+		while (PQisBusy(conn)) {
+			struct pollfd p = { .fd = PQsocket(conn), .events = POLLIN };
+			double left = deadline - mono_ms();
+
+			if (left <= 0)
+				return 1;
+			if (poll(&p, 1, (int)left + 1) < 0 && errno != EINTR)
+				break;
+			if (!PQconsumeInput(conn))
+				break;
+		}
+	}
+	/* The last result, or the first error (what follows it is not run). */
+	while ((res = PQgetResult(conn)) != NULL) {
+		if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
+			PQclear(res);
+			continue;
+		}
+		PQclear(last);
+		last = res;
+	}
+	if (!last || PQresultStatus(last) != PGRES_TUPLES_OK) {
+		rc = cb_pg_error(err, conn, last, "read the connection's server session");
+	} else if (PQntuples(last) != 1 || PQgetisnull(last, 0, 1)) {
+		rc = cb_error_set(err, CB_EDB,
+				  "cannot read this connection's server session "
+				  "(pg_stat_get_activity has no row for it)");
+	} else {
+		*pid = atoi(PQgetvalue(last, 0, 0));
+		snprintf(start, size, "%s", PQgetvalue(last, 0, 1));
+	}
+	PQclear(last);
+	return rc < 0 ? rc : 0;
+}
+
+int cb__pg_session_exclusive(PGconn *conn, cb_error *err)
+{
+	char start[48], pstart[48], again[48];
+	int pid = 0, ppid = 0, apid = 0, rc;
+	PGconn *probe;
+
+	if (!conn)
+		return cb_error_set(err, CB_EINVAL, "no connection to check");
+	if ((rc = read_session(&pid, start, sizeof(start), conn, CB__SESSION_SQL, 0, err)) < 0)
+		return rc;
+	probe = cb_pg_connect_like(conn, "cbatch-probe");
+	if (PQstatus(probe) != CONNECTION_OK) {
+		char msg[CB_ERROR_MESSAGE_MAX];
+
+		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(probe));
+		msg[strcspn(msg, "\n")] = '\0';
+		PQfinish(probe);
+		return cb_error_set(err, CB_EDB,
+				    "cannot open a second connection to check for a connection "
+				    "pooler: %s",
+				    msg);
+	}
+	/* In a transaction: a transaction pooler keeps that server session for
+	 * the probe alone while this connection reads its own again. */
+	rc = read_session(&ppid, pstart, sizeof(pstart), probe, "BEGIN; " CB__SESSION_SQL, 2000,
+			  err);
+	if (rc == 0 && ppid == pid && strcmp(pstart, start) == 0)
+		rc = refuse_shared(err, pid, start);
+	else if (rc == 0 &&
+		 (rc = read_session(&apid, again, sizeof(again), conn, CB__SESSION_SQL, 0, err)) ==
+			 0 &&
+		 (apid != pid || strcmp(again, start) != 0))
+		rc = refuse_moved(err, pid, start, apid, again);
+	PQfinish(probe);
+	return rc < 0 ? rc : 0;
 }

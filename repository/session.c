@@ -15,13 +15,8 @@ int cb__conn_session(int *pid, const char **start, PGconn *conn, cb_error *err)
 
 	if (cb__conn_known_session(pid, start, conn))
 		return 0;
-	/* UTC with microseconds in ISO 8601: read back exactly whatever the
-	 * session's DateStyle and TimeZone. */
-	res = cb__repo_exec(conn, "read the connection's server session",
-			    "SELECT a.pid, to_char(a.backend_start AT TIME ZONE 'UTC', "
-			    "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-			    "FROM pg_stat_get_activity(pg_backend_pid()) a",
-			    0, NULL, err);
+	res = cb__repo_exec(conn, "read the connection's server session", CB__SESSION_SQL, 0, NULL,
+			    err);
 	if (!res)
 		return err->code ? err->code : CB_EDB;
 	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 1)) {

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A handful of segments: the one the clock is in, the next after a search
  * that crossed a change, and a few a misfire catch-up may walk through. */
@@ -31,15 +32,47 @@ static int unknown_zone(cb_error *err, const char *zone)
 			    CB__ZONE_NAME_MAX, zone);
 }
 
+/*
+ * Names the server's tz data holds that are no zone of their own, refused
+ * wherever a zone is taken (a schedule's zone, --tz, CBATCH_TZ), whatever
+ * the server's pg_timezone_names lists (that depends on its tzdata):
+ * "localtime" is a link to the database host's /etc/localtime (a schedule
+ * would follow that host's setting, and change with it), "posixrules" the
+ * rules zic applies to POSIX strings (America/New_York on most systems),
+ * "Factory" a placeholder with offset 0 and the abbreviation "-00" (zone
+ * not set). Matched case-insensitively, as the server matches names.
+ */
+static const struct {
+	const char *name, *why;
+} refused[] = {
+	{ "localtime", "it follows the database host's /etc/localtime, not a zone of its own" },
+	{ "posixrules", "it is the tz database's internal template for POSIX strings" },
+	{ "Factory", "it is the tz database's placeholder for a zone not set ('-00')" },
+};
+
+static int refused_zone(cb_error *err, const char *zone)
+{
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (strcasecmp(zone, refused[i].name) == 0)
+			return cb_error_set(err, CB_EINVAL,
+					    "time zone '%s' is not accepted: %s; give a zone "
+					    "name such as Europe/Berlin or UTC",
+					    zone, refused[i].why);
+	return 0;
+}
+
 int cb__pg_zone_new(cb__pg_zone **out, const char *zone, cb_error *err)
 {
 	cb__pg_zone *z;
+	int rc;
 
 	if (!out || !zone || !*zone)
 		return cb_error_set(err, CB_EINVAL, "time zone: no name");
 	if (strlen(zone) > CB__ZONE_NAME_MAX)
 		return cb_error_set(err, CB_EINVAL, "time zone '%.40s...' is longer than %d bytes",
 				    zone, CB__ZONE_NAME_MAX);
+	if ((rc = refused_zone(err, zone)) < 0)
+		return rc;
 	z = calloc(1, sizeof(*z));
 	if (!z)
 		return cb_error_set(err, CB_ENOMEM, "time zone: out of memory");
@@ -145,6 +178,8 @@ int cb__pg_zone_check(PGconn *conn, const char *zone, cb_error *err)
 
 	if (!zone || !*zone || strlen(zone) > CB__ZONE_NAME_MAX)
 		return unknown_zone(err, zone ? zone : "");
+	if ((known = refused_zone(err, zone)) < 0)
+		return known;
 	/* pg_timezone_names reads every zone file (some 50 ms): fine once per
 	 * schedule, which is what this is for. */
 	res = cb__repo_exec(conn, "check time zone",
