@@ -790,6 +790,10 @@ static void test_status_options_version_2_stay_lenient(void)
  * compares keys by the unique index's equality; the chunk's merge must find
  * equal the same keys, or a key reaches one row twice (21000).
  */
+static int keyed_codes; /* also transition codes (code) by the items' k */
+static int bind_code(void *ctx, const cb_step_context *sc, const void *item, cb_values *vals,
+		     cb_error *err);
+
 static int build_keyed(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
 {
 	static const char *const cols[] = { "id", "k", "total" };
@@ -828,7 +832,29 @@ static int build_keyed(void *user, const cb_step_context *sc, cb_chunk_parts *pa
 	st.set_value = "true";
 	rc = cb_pg_status_writer_new(&parts->writers[1], &st, err);
 	parts->nwriters += rc == 0;
+	if (rc == 0 && keyed_codes) {
+		static const char *const code[] = { "code" };
+		cb_pg_status_options c = CB_PG_STATUS_OPTIONS_INIT;
+
+		c.table = "codes";
+		c.key_columns = code;
+		c.nkeys = 1;
+		c.set_column = "done";
+		c.set_value = "true";
+		c.bind = bind_code;
+		c.on_conflict = CB_TRANSITION_FAIL;
+		rc = cb_pg_status_writer_new(&parts->writers[2], &c, err);
+		parts->nwriters += rc == 0;
+	}
 	return rc;
+}
+
+/* The status writer on codes (code): the item's k. */
+static int bind_code(void *ctx, const cb_step_context *sc, const void *item, cb_values *vals,
+		     cb_error *err)
+{
+	(void)ctx, (void)sc, (void)err;
+	return cb_values_set(vals, 0, cb_row_get(item, 1), cb_row_len(item, 1));
 }
 
 /* kin with key column type @p ktype, ktot with @p ttype (and its index). */
@@ -909,6 +935,36 @@ static void test_accumulating_upsert_merges_keys_by_their_collation(void)
 	cbt_query_str(conn, "SELECT k FROM ktot WHERE k = 'xyz'", k, sizeof(k));
 	CBT_EQ_STR(k, "xYz");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM kin WHERE NOT processed"), 0);
+	cb_job_free(job);
+}
+
+/* A strict transition keyed by a case-insensitive column counts the chunk's
+ * distinct keys as its UPDATE finds them: 'abc' and 'ABC' are one row moved,
+ * not a conflict (one of two keys "not in the expected state"). */
+static void test_strict_transition_counts_keys_by_their_collation(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	if (!have_icu()) {
+		fprintf(stderr, "no ICU collations in the test cluster: skipped\n");
+		return;
+	}
+	cbt_exec(conn, "CREATE COLLATION IF NOT EXISTS ci (provider = icu, "
+		       "locale = 'und-u-ks-level2', deterministic = false)");
+	job = one_step_job("keyed_codes", build_keyed);
+	keyed_setup("text", "text COLLATE ci PRIMARY KEY",
+		    "(1, 'abc', 1), (2, 'ABC', 2), (3, 'xyz', 3)");
+	cbt_exec(conn, "DROP TABLE IF EXISTS codes; CREATE TABLE codes (code text COLLATE ci "
+		       "PRIMARY KEY, done boolean NOT NULL DEFAULT false); "
+		       "INSERT INTO codes (code) VALUES ('Abc'), ('XYZ'), ('other')");
+	keyed_codes = 1;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	keyed_codes = 0;
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM codes WHERE done"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 'abc'"), 3);
 	cb_job_free(job);
 }
 
@@ -1020,6 +1076,8 @@ static const CU_TestInfo tests[] = {
 	  test_accumulating_upsert_merges_numeric_keys_by_value },
 	{ "accumulating upsert refuses arbiters that disagree",
 	  test_accumulating_upsert_refuses_arbiters_that_disagree },
+	{ "strict transition counts keys by their collation",
+	  test_strict_transition_counts_keys_by_their_collation },
 	{ "writer errors name table, column and key",
 	  test_writer_errors_name_table_column_and_key },
 	CU_TEST_INFO_NULL,
