@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 #include "cbatch/error.h"
 #include "cbatch/pg.h"
+#include "cbatch/sys/tx.h"
 
 /* ---- connecting (pg/connect.c) ---- */
 
@@ -95,6 +96,29 @@ void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix
  */
 void cb__pg_deallocate(PGconn *conn, char *name);
 
+/* ---- the chunk transaction (pg/tx.c) ---- */
+
+/*
+ * How a statement's failure is told: called with the failed result (NULL
+ * when it could not be sent, or the connection broke before it answered)
+ * in place of the generic message, which names the prepared statement.
+ * Sets @p err (cb_pg_error keeps the SQLSTATE and the code) and returns
+ * its code.
+ */
+typedef int (*cb__tx_error_fn)(void *ctx, PGconn *conn, const PGresult *res, cb_error *err);
+
+/*
+ * cb_tx_send for a statement that can tell its own errors: @p on_error
+ * (NULL: the generic message) describes a failure, and @p label (borrowed
+ * until the result is read) names the statement in any other message (a
+ * pipeline aborted by an earlier statement). The built-in writers use it,
+ * so that a failure names the target table, column and key, never the
+ * statement's internal name.
+ */
+int cb__tx_send_described(cb_tx *tx, const char *stmt_name, const char *label, int nparams,
+			  const char *const *values, cb_result_fn on_result,
+			  cb__tx_error_fn on_error, void *ctx, cb_error *err);
+
 /* ---- errors (pg/error.c) ---- */
 
 /*
@@ -135,12 +159,34 @@ int cb__pg_qualified_name(char **out, PGconn *conn, const char *schema, const ch
  * Look up the types of columns @p names[0..n-1] of the table @p qualified
  * (quoted SQL text, from cb__pg_qualified_name). @p types receives n new
  * strings (format_type, ready for SQL text: free each), @p delims n element
- * delimiters. @p what and @p table name the writer and table in messages.
- * Array-typed columns are refused (unnest would flatten them).
+ * delimiters. @p colls (NULL: not wanted) receives per column a new
+ * " COLLATE schema.name" clause to put after the array parameter's cast, or
+ * NULL when the column has its type's own collation: an array parameter
+ * carries its type's collation, and the statement's own comparisons of the
+ * values (GROUP BY, DISTINCT, min/max) must use the column's. @p what and
+ * @p table name the writer and table in messages. Array-typed columns are
+ * refused (unnest would flatten them).
  * @return 0, CB_EINVAL (no such column), CB_EDB (no such table), CB_ENOMEM.
  */
-int cb__pg_column_types(char **types, char *delims, PGconn *conn, const char *qualified,
-			const char *const *names, size_t n, const char *what, const char *table,
+int cb__pg_column_types(char **types, char *delims, char **colls, PGconn *conn,
+			const char *qualified, const char *const *names, size_t n, const char *what,
+			const char *table, cb_error *err);
+
+/*
+ * How ON CONFLICT (@p keys[0..nkeys-1]) of table @p qualified compares the
+ * keys: by its arbiters, the valid, non-partial unique indexes on exactly
+ * these columns. Where there is one (or several that agree), @p colls[k]
+ * (a clause from cb__pg_column_types, replaced: free it) becomes the
+ * index's collation clause, and @p image[k] 1 when equal values of key k
+ * are always identical (B-tree equalimage: integers, deterministic text...),
+ * 0 when equal values may differ (a nondeterministic collation, numeric 1.0
+ * and 1.00, citext, interval...) or nothing is known. Refused, naming the
+ * table, column and index: an arbiter whose equality is not the type's
+ * default one (which the statement's GROUP BY would use), or two arbiters
+ * with different collations. @return 0, CB_EINVAL, CB_EDB, CB_ENOMEM.
+ */
+int cb__pg_key_equality(char **colls, int *image, PGconn *conn, const char *qualified,
+			const char *const *keys, size_t nkeys, const char *what, const char *table,
 			cb_error *err);
 
 #endif

@@ -8,6 +8,7 @@
  * in the failed state: commit and rollback both end it with ROLLBACK.
  */
 #include "tx.h"
+#include "pgkit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 typedef struct pending {
 	cb_result_fn fn;
 	void *ctx;
-	const char *what; /* for messages */
+	const char *what;         /* for messages */
+	cb__tx_error_fn on_error; /* tells the statement's failure; NULL: generic */
 } pending;
 
 struct cb_tx {
@@ -63,7 +65,15 @@ void cb__tx_free(cb_tx *tx)
 	free(tx);
 }
 
-static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, const char *what, cb_error *err)
+/* The failure of statement @p p: told by its own handler, or generically. */
+static int failed(const pending *p, PGconn *conn, const PGresult *res, cb_error *err)
+{
+	if (p->on_error)
+		return p->on_error(p->ctx, conn, res, err);
+	return cb_pg_error(err, conn, res, p->what);
+}
+
+static int enqueue(cb_tx *tx, const pending *p, cb_error *err)
 {
 	if (tx->nqueue == tx->capqueue) {
 		size_t cap = tx->capqueue ? tx->capqueue * 2 : 16;
@@ -74,7 +84,7 @@ static int enqueue(cb_tx *tx, cb_result_fn fn, void *ctx, const char *what, cb_e
 		tx->queue = q;
 		tx->capqueue = cap;
 	}
-	tx->queue[tx->nqueue++] = (pending){ fn, ctx, what };
+	tx->queue[tx->nqueue++] = *p;
 	return 0;
 }
 
@@ -92,24 +102,39 @@ static int exec_now(cb_tx *tx, const char *stmt, int nparams, const char *const 
 	int rc;
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = cb_pg_error(err, tx->conn, res, p->what);
+		rc = failed(p, tx->conn, res, err);
 	else
 		rc = deliver(p, res, err);
 	PQclear(res);
 	return rc;
 }
 
+static int send_prepared(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
+			 const int *lengths, const int *formats, const pending *p, cb_error *err)
+{
+	if (!tx->pipelined)
+		return exec_now(tx, stmt_name, nparams, values, lengths, formats, p, err);
+	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
+		return failed(p, tx->conn, NULL, err);
+	return enqueue(tx, p, err);
+}
+
 int cb_tx_send(cb_tx *tx, const char *stmt_name, int nparams, const char *const *values,
 	       const int *lengths, const int *formats, cb_result_fn on_result, void *ctx,
 	       cb_error *err)
 {
-	pending p = { on_result, ctx, stmt_name };
+	pending p = { on_result, ctx, stmt_name, NULL };
 
-	if (!tx->pipelined)
-		return exec_now(tx, stmt_name, nparams, values, lengths, formats, &p, err);
-	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
-		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	return enqueue(tx, on_result, ctx, stmt_name, err);
+	return send_prepared(tx, stmt_name, nparams, values, lengths, formats, &p, err);
+}
+
+int cb__tx_send_described(cb_tx *tx, const char *stmt_name, const char *label, int nparams,
+			  const char *const *values, cb_result_fn on_result,
+			  cb__tx_error_fn on_error, void *ctx, cb_error *err)
+{
+	pending p = { on_result, ctx, label ? label : stmt_name, on_error };
+
+	return send_prepared(tx, stmt_name, nparams, values, NULL, NULL, &p, err);
 }
 
 static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *err)
@@ -125,7 +150,7 @@ static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *er
 	}
 	if (!PQsendQueryParams(tx->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
 		return cb_pg_error(err, tx->conn, NULL, what);
-	return enqueue(tx, NULL, NULL, what, err);
+	return enqueue(tx, &(pending){ NULL, NULL, what, NULL }, err);
 }
 
 /*
@@ -157,7 +182,7 @@ static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
 					rc = cb_error_set(err, CB_EDB, "%s: pipeline aborted",
 							  p->what);
 			} else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-				int e = cb_pg_error(err, tx->conn, res, p->what);
+				int e = failed(p, tx->conn, res, err);
 
 				if (rc == 0)
 					rc = e;
@@ -172,7 +197,7 @@ static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
 		}
 		if (!got && PQstatus(tx->conn) == CONNECTION_BAD) {
 			tx->nqueue = 0;
-			return rc ? rc : cb_pg_error(err, tx->conn, NULL, p->what);
+			return rc ? rc : failed(p, tx->conn, NULL, err);
 		}
 	}
 	tx->nqueue = 0;
@@ -226,7 +251,7 @@ int cb_tx_query(cb_tx *tx, PGresult **out, const char *stmt_name, int nparams,
 	}
 	if (!PQsendQueryPrepared(tx->conn, stmt_name, nparams, values, lengths, formats, 0))
 		return cb_pg_error(err, tx->conn, NULL, stmt_name);
-	rc = enqueue(tx, NULL, NULL, stmt_name, err);
+	rc = enqueue(tx, &(pending){ NULL, NULL, stmt_name, NULL }, err);
 	if (rc < 0)
 		return rc;
 	rc = drain(tx, out, err);
@@ -391,5 +416,5 @@ int cb_tx_count_duplicates(cb_tx *tx, long long n, cb_error *err)
 	}
 	if (!PQsendQueryParams(tx->conn, sql, 1, NULL, values, NULL, NULL, 0))
 		return cb_pg_error(err, tx->conn, NULL, "duplicate count");
-	return enqueue(tx, NULL, NULL, "duplicate count", err);
+	return enqueue(tx, &(pending){ NULL, NULL, "duplicate count", NULL }, err);
 }

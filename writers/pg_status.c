@@ -38,6 +38,7 @@ struct status {
 	cb_bind_fn filtered_bind;
 	void *filtered_bind_ctx;
 	char what[200];
+	char keys_text[200]; /* the key columns, for messages */
 	/* from open */
 	int opened;
 	const cb_step_context *sc;
@@ -93,7 +94,7 @@ static size_t nparams(const struct status *s)
  * naming up to 10 keys that did not transition.
  */
 static void add_strict_check(struct status *s, cb__sql *b, char *const *q, char *const *types,
-			     size_t next)
+			     char *const *colls, size_t next)
 {
 	size_t i;
 
@@ -102,7 +103,8 @@ static void add_strict_check(struct status *s, cb__sql *b, char *const *q, char 
 		cb__sql_add(b, "%s%s%s", i ? ", " : "", s->nkeys == 1 ? "" : "_cb_t.", q[i]);
 	cb__sql_add(b, "), _cb_in AS (SELECT DISTINCT * FROM unnest(");
 	for (i = 0; i < s->nkeys; i++)
-		cb__sql_add(b, "%s$%zu::%s[]", i ? ", " : "", i + 2, types[i]);
+		cb__sql_add(b, "%s$%zu::%s[]%s", i ? ", " : "", i + 2, types[i],
+			    colls[i] ? colls[i] : "");
 	cb__sql_add(b, ") AS _cb_v(");
 	for (i = 0; i < s->nkeys; i++)
 		cb__sql_add(b, "%s%s", i ? ", " : "", q[i]);
@@ -126,9 +128,12 @@ static void add_strict_check(struct status *s, cb__sql *b, char *const *q, char 
 }
 
 /* types[0..nkeys-1]: the keys' types, types[nkeys]: the set column's,
- * types[nkeys + 1]: the expected column's (conditional transitions). */
+ * types[nkeys + 1]: the expected column's (conditional transitions).
+ * colls[0..nkeys-1]: the keys' collation clauses (cb__pg_column_types): the
+ * key arrays compare as the key columns do, so that the distinct keys that
+ * a strict transition counts are the rows the UPDATE can find. */
 static int build_sql(struct status *s, char **out, const char *qualified, char *const *types,
-		     cb_error *err)
+		     char *const *colls, cb_error *err)
 {
 	cb__sql b;
 	char **q;
@@ -156,13 +161,14 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 	if (s->count_unchanged || s->strict)
 		cb__sql_add(&b, "WITH _cb_u AS (");
 	if (s->nkeys == 1) {
-		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[])", qualified,
-			    qset, types[s->nkeys], q[0], types[0]);
+		cb__sql_add(&b, "UPDATE %s SET %s = $1::%s WHERE %s = ANY($2::%s[]%s)", qualified,
+			    qset, types[s->nkeys], q[0], types[0], colls[0] ? colls[0] : "");
 	} else {
 		cb__sql_add(&b, "UPDATE %s AS _cb_t SET %s = $1::%s FROM unnest(", qualified, qset,
 			    types[s->nkeys]);
 		for (i = 0; i < s->nkeys; i++)
-			cb__sql_add(&b, "%s$%zu::%s[]", i ? ", " : "", i + 2, types[i]);
+			cb__sql_add(&b, "%s$%zu::%s[]%s", i ? ", " : "", i + 2, types[i],
+				    colls[i] ? colls[i] : "");
 		cb__sql_add(&b, ") AS _cb_v(");
 		for (i = 0; i < s->nkeys; i++)
 			cb__sql_add(&b, "%s%s", i ? ", " : "", q[i]);
@@ -187,7 +193,7 @@ static int build_sql(struct status *s, char **out, const char *qualified, char *
 			    qset, types[s->nkeys]);
 	}
 	if (s->strict)
-		add_strict_check(s, &b, q, types, next);
+		add_strict_check(s, &b, q, types, colls, next);
 	else if (s->count_unchanged)
 		cb__sql_add(&b,
 			    " RETURNING 1) SELECT " CB_TX_DUPLICATES_ADD(
@@ -208,7 +214,7 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	struct status *s = state;
 	char *qualified = NULL, *sql = NULL;
 	const char **names = NULL;
-	char **types = NULL;
+	char **types = NULL, **colls = NULL;
 	char *delims = NULL;
 	size_t i, n = s->nkeys + 1 + (s->expect_column ? 1 : 0);
 	int rc;
@@ -221,9 +227,10 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	s->conn = cb_step_context_conn(sc);
 	names = calloc(n, sizeof(*names));
 	types = calloc(n, sizeof(*types));
+	colls = calloc(n, sizeof(*colls));
 	delims = malloc(n);
 	s->params = calloc(nparams(s), sizeof(*s->params));
-	if (!names || !types || !delims || !s->params) {
+	if (!names || !types || !colls || !delims || !s->params) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
 		goto done;
 	}
@@ -235,11 +242,11 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 	rc = cb__pg_qualified_name(&qualified, s->conn, s->schema, s->table, err);
 	if (rc)
 		goto done;
-	rc = cb__pg_column_types(types, delims, s->conn, qualified, names, n, s->what, s->table,
-				 err);
+	rc = cb__pg_column_types(types, delims, colls, s->conn, qualified, names, n, s->what,
+				 s->table, err);
 	if (rc)
 		goto done;
-	rc = build_sql(s, &sql, qualified, types, err);
+	rc = build_sql(s, &sql, qualified, types, colls, err);
 	if (rc)
 		goto done;
 	rc = cb_pg_prepare(s->conn, s->stmt, "sts", sql, (int)nparams(s), err);
@@ -252,10 +259,12 @@ static int status_open(void *state, const cb_step_context *sc, const json_t *sav
 		goto done;
 	s->opened = 1;
 done:
-	if (types)
-		for (i = 0; i < n; i++)
-			free(types[i]);
+	for (i = 0; types && i < n; i++)
+		free(types[i]);
+	for (i = 0; colls && i < n; i++)
+		free(colls[i]);
 	free(types);
+	free(colls);
 	free(names);
 	free(delims);
 	free(qualified);
@@ -270,6 +279,29 @@ static int status_result(void *ctx, const PGresult *res, cb_error *err)
 	struct status *s = ctx;
 
 	return cb__pg_result_check(res, s->conn, "status update", s->what, err);
+}
+
+/* The column of parameter $n, for messages: $1 the set value, then the
+ * keys, then the expected value. */
+static const char *param_column(void *ctx, int n)
+{
+	struct status *s = ctx;
+
+	if (n == 1)
+		return s->set_column;
+	if (n >= 2 && (size_t)n < s->nkeys + 2)
+		return s->keys[n - 2];
+	if ((size_t)n == s->nkeys + 2 && s->expect_column && s->expect_value)
+		return s->expect_column;
+	return NULL;
+}
+
+/* The statement failed: name the table, key and column, not the statement. */
+static int status_error(void *ctx, PGconn *conn, const PGresult *res, cb_error *err)
+{
+	struct status *s = ctx;
+
+	return cb__writer_error(err, conn, res, s->what, s->keys_text, param_column, s, NULL, NULL);
 }
 
 /* One UPDATE for @p n items, their keys bound by @p bind, set to @p value. */
@@ -307,10 +339,8 @@ static int send_update(struct status *s, cb_tx *tx, void *const *items, size_t n
 	}
 	s->sent = 1;
 	/* libpq copies the parameters at once: the buffers may be reused */
-	rc = cb_tx_send(tx, s->stmt, (int)nparams(s), s->params, NULL, NULL, status_result, s, err);
-	if (rc)
-		cb_error_prefix(err, "%s", s->what);
-	return rc;
+	return cb__tx_send_described(tx, s->stmt, s->what, (int)nparams(s), s->params,
+				     status_result, status_error, s, err);
 }
 
 /* The engine calls write (or write_filtered) again only after the previous
@@ -420,6 +450,9 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 		return rc;
 	}
 	s->nkeys = opts->nkeys;
+	for (size_t i = 0, k = 0; i < s->nkeys && k < sizeof(s->keys_text); i++)
+		k += (size_t)snprintf(s->keys_text + k, sizeof(s->keys_text) - k, "%s%s",
+				      i ? ", " : "", s->keys[i]);
 	s->bind = opts->bind;
 	s->bind_ctx = opts->bind_ctx;
 	s->count_unchanged = opts->count_unchanged;

@@ -30,8 +30,9 @@ struct upsert {
 	char *stamp;           /* column set to the job execution id, one parameter */
 	int stamp_updated;     /* ... and set again on conflict */
 	char stamp_value[24];
-	char count[24]; /* the chunk's item count, the extra parameter */
-	char what[200]; /* names the writer in messages */
+	char count[24];      /* the chunk's item count, the extra parameter */
+	char what[200];      /* names the writer in messages */
+	char keys_text[200]; /* the key columns, for messages */
 	/* from open */
 	int opened;
 	const cb_step_context *sc;
@@ -87,11 +88,22 @@ static int nparams(const struct upsert *u)
 	return (int)u->ncolumns + (u->stamp ? 1 : 0) + (u->count_duplicates ? 1 : 0);
 }
 
-/* The merge's aggregate of column @p i (quoted @p q) over the chunk's items. */
-static void add_merge_column(struct upsert *u, cb__sql *s, size_t i, const char *q)
+/*
+ * The merge's aggregate of column @p i (quoted @p q) over the chunk's items.
+ * A key column is grouped by; where equal keys may differ (@p image 0: a
+ * nondeterministic collation's 'abc' and 'ABC', numeric 1.0 and 1.00), the
+ * value kept is the chunk's last item's, as for every replaced column,
+ * rather than whichever the grouping met first.
+ */
+static void add_merge_column(struct upsert *u, cb__sql *s, size_t i, const char *q,
+			     const unsigned char *image)
 {
 	if (find(u->keys, u->nkeys, u->columns[i]) >= 0) {
-		cb__sql_add(s, "%s", q);
+		if (image[i])
+			cb__sql_add(s, "_cb_i.%s", q);
+		else
+			cb__sql_add(s, "(array_agg(_cb_i.%s ORDER BY _cb_ord DESC))[1]", q);
+		cb__sql_add(s, " AS %s", q);
 		return;
 	}
 	switch (u->modes[i]) {
@@ -135,8 +147,9 @@ static void add_update(cb__sql *s, cb_upsert_mode mode, const char *q)
 	}
 }
 
-/* ", "-separated quoted names of @p v[0..n-1]. */
-static int add_names(struct upsert *u, cb__sql *s, char *const *v, size_t n, cb_error *err)
+/* ", "-separated quoted names of @p v[0..n-1], each after @p qual. */
+static int add_names(struct upsert *u, cb__sql *s, char *const *v, size_t n, const char *qual,
+		     cb_error *err)
 {
 	char *q = NULL;
 
@@ -145,10 +158,19 @@ static int add_names(struct upsert *u, cb__sql *s, char *const *v, size_t n, cb_
 
 		if (rc)
 			return rc;
-		cb__sql_add(s, "%s%s", i ? ", " : "", q);
+		cb__sql_add(s, "%s%s%s", i ? ", " : "", qual, q);
 		free(q);
 	}
 	return 0;
+}
+
+/* unnest's arguments: each column's array parameter, with the column's
+ * collation where it is not its type's (cb__pg_column_types). */
+static void add_arrays(struct upsert *u, cb__sql *s, char *const *types, char *const *colls)
+{
+	for (size_t i = 0; i < u->ncolumns; i++)
+		cb__sql_add(s, "%s$%zu::%s[]%s", i ? ", " : "", i + 1, types[i],
+			    colls[i] ? colls[i] : "");
 }
 
 /*
@@ -156,13 +178,18 @@ static int add_names(struct upsert *u, cb__sql *s, char *const *v, size_t n, cb_
  * that no key reaches ON CONFLICT twice:
  *   SELECT <key>, <aggregate per column> FROM unnest(...) WITH ORDINALITY
  *   GROUP BY <key> ORDER BY <key>
+ * The key arrays carry the arbiter index's collation, so that the grouping
+ * finds equal the keys that ON CONFLICT finds equal (a nondeterministic
+ * collation), not only the bytewise-equal ones; numeric, citext and the
+ * like group by their type's own equality.
  * or, when every column is replaced (the last item wins), the cheaper
  *   SELECT DISTINCT ON (<key>) <columns> FROM unnest(...) WITH ORDINALITY
  *   ORDER BY <key>, ordinality DESC
  * In key order: two transactions that upsert the same keys (two runs that
  * overlap) lock the rows in the same order, and so never deadlock.
  */
-static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, cb_error *err)
+static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, char *const *colls,
+			     const unsigned char *image, cb_error *err)
 {
 	char *q = NULL;
 	size_t i;
@@ -173,10 +200,10 @@ static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, c
 			replace_only = 0;
 	if (replace_only) {
 		cb__sql_add(s, "(SELECT DISTINCT ON (");
-		if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
+		if ((rc = add_names(u, s, u->keys, u->nkeys, "", err)) != 0)
 			return rc;
 		cb__sql_add(s, ") ");
-		if ((rc = add_names(u, s, u->columns, u->ncolumns, err)) != 0)
+		if ((rc = add_names(u, s, u->columns, u->ncolumns, "", err)) != 0)
 			return rc;
 	} else {
 		cb__sql_add(s, "(SELECT ");
@@ -186,32 +213,31 @@ static int add_merged_source(struct upsert *u, cb__sql *s, char *const *types, c
 				return rc;
 			if (i)
 				cb__sql_add(s, ", ");
-			add_merge_column(u, s, i, q);
+			add_merge_column(u, s, i, q, image);
 			free(q);
 		}
 	}
 	cb__sql_add(s, " FROM unnest(");
-	for (i = 0; i < u->ncolumns; i++)
-		cb__sql_add(s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
+	add_arrays(u, s, types, colls);
 	cb__sql_add(s, ") WITH ORDINALITY AS _cb_i(");
-	if ((rc = add_names(u, s, u->columns, u->ncolumns, err)) != 0)
+	if ((rc = add_names(u, s, u->columns, u->ncolumns, "", err)) != 0)
 		return rc;
 	if (!replace_only) {
 		cb__sql_add(s, ", _cb_ord) GROUP BY ");
-		if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
+		if ((rc = add_names(u, s, u->keys, u->nkeys, "_cb_i.", err)) != 0)
 			return rc;
 	} else {
 		cb__sql_add(s, ", _cb_ord)");
 	}
 	cb__sql_add(s, " ORDER BY ");
-	if ((rc = add_names(u, s, u->keys, u->nkeys, err)) != 0)
+	if ((rc = add_names(u, s, u->keys, u->nkeys, replace_only ? "" : "_cb_i.", err)) != 0)
 		return rc;
 	cb__sql_add(s, replace_only ? ", _cb_ord DESC) AS _cb_u" : ") AS _cb_u");
 	return 0;
 }
 
 static int build_sql(struct upsert *u, char **out, const char *qualified, char *const *types,
-		     cb_error *err)
+		     char *const *colls, const unsigned char *image, cb_error *err)
 {
 	cb__sql s;
 	char *q = NULL;
@@ -242,14 +268,13 @@ static int build_sql(struct upsert *u, char **out, const char *qualified, char *
 		cb__sql_add(&s, ") SELECT * FROM ");
 	}
 	if (u->merge) {
-		rc = add_merged_source(u, &s, types, err);
+		rc = add_merged_source(u, &s, types, colls, image, err);
 		if (rc)
 			goto fail;
 		cb__sql_add(&s, " ON CONFLICT (");
 	} else {
 		cb__sql_add(&s, "unnest(");
-		for (i = 0; i < u->ncolumns; i++)
-			cb__sql_add(&s, "%s$%zu::%s[]", i ? ", " : "", i + 1, types[i]);
+		add_arrays(u, &s, types, colls);
 		cb__sql_add(&s, u->stamp ? ") AS _cb_u ON CONFLICT (" : ") ON CONFLICT (");
 	}
 	for (i = 0; i < u->nkeys; i++) {
@@ -301,12 +326,52 @@ fail:
 	return rc;
 }
 
+/*
+ * A merge groups the chunk's keys as ON CONFLICT will compare them: by the
+ * arbiter index's collation (into @p colls, per column), and knowing which
+ * keys' equal values may differ (@p image 0 for those, per column). A key
+ * that no GROUP BY can compare as the arbiter does is refused here, before
+ * anything is written.
+ */
+static int key_equality(struct upsert *u, char **colls, unsigned char *image, const char *qualified,
+			cb_error *err)
+{
+	char **kcolls = calloc(u->nkeys, sizeof(*kcolls));
+	int *kimage = calloc(u->nkeys, sizeof(*kimage));
+	size_t k;
+	int rc;
+
+	if (!kcolls || !kimage) {
+		free(kcolls);
+		free(kimage);
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
+	}
+	for (k = 0; k < u->nkeys; k++) {
+		int c = find(u->columns, u->ncolumns, u->keys[k]);
+
+		kcolls[k] = colls[c];
+		colls[c] = NULL;
+	}
+	rc = cb__pg_key_equality(kcolls, kimage, u->conn, qualified, (const char *const *)u->keys,
+				 u->nkeys, u->what, u->table, err);
+	for (k = 0; k < u->nkeys; k++) {
+		int c = find(u->columns, u->ncolumns, u->keys[k]);
+
+		colls[c] = kcolls[k];
+		image[c] = (unsigned char)(kimage[k] != 0);
+	}
+	free(kcolls);
+	free(kimage);
+	return rc;
+}
+
 static int upsert_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
 {
 	struct upsert *u = state;
 	char *qualified = NULL, *sql = NULL;
-	char **types = NULL;
+	char **types = NULL, **colls = NULL;
 	char *delims = NULL;
+	unsigned char *image = NULL;
 	size_t i;
 	int rc;
 
@@ -317,20 +382,25 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 	u->sc = sc;
 	u->conn = cb_step_context_conn(sc);
 	types = calloc(u->ncolumns, sizeof(*types));
+	colls = calloc(u->ncolumns, sizeof(*colls));
+	image = calloc(u->ncolumns, 1);
 	delims = malloc(u->ncolumns);
 	u->params = calloc(u->ncolumns + 2, sizeof(*u->params));
-	if (!types || !delims || !u->params) {
+	if (!types || !colls || !image || !delims || !u->params) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
 		goto done;
 	}
 	rc = cb__pg_qualified_name(&qualified, u->conn, u->schema, u->table, err);
 	if (rc)
 		goto done;
-	rc = cb__pg_column_types(types, delims, u->conn, qualified, (const char *const *)u->columns,
-				 u->ncolumns, u->what, u->table, err);
+	rc = cb__pg_column_types(types, delims, colls, u->conn, qualified,
+				 (const char *const *)u->columns, u->ncolumns, u->what, u->table,
+				 err);
+	if (rc == 0 && u->merge)
+		rc = key_equality(u, colls, image, qualified, err);
 	if (rc)
 		goto done;
-	rc = build_sql(u, &sql, qualified, types, err);
+	rc = build_sql(u, &sql, qualified, types, colls, image, err);
 	if (rc)
 		goto done;
 	rc = cb_pg_prepare(u->conn, u->stmt, "ups", sql, nparams(u), err);
@@ -343,10 +413,13 @@ static int upsert_open(void *state, const cb_step_context *sc, const json_t *sav
 		goto done;
 	u->opened = 1;
 done:
-	if (types)
-		for (i = 0; i < u->ncolumns; i++)
-			free(types[i]);
+	for (i = 0; types && i < u->ncolumns; i++)
+		free(types[i]);
+	for (i = 0; colls && i < u->ncolumns; i++)
+		free(colls[i]);
 	free(types);
+	free(colls);
+	free(image);
 	free(delims);
 	free(qualified);
 	free(sql);
@@ -360,6 +433,60 @@ static int upsert_result(void *ctx, const PGresult *res, cb_error *err)
 	struct upsert *u = ctx;
 
 	return cb__pg_result_check(res, u->conn, "upsert", u->what, err);
+}
+
+/* The column of parameter $n, for messages. */
+static const char *param_column(void *ctx, int n)
+{
+	struct upsert *u = ctx;
+
+	if (n >= 1 && (size_t)n <= u->ncolumns)
+		return u->columns[n - 1];
+	if (u->stamp && (size_t)n == u->ncolumns + 1)
+		return u->stamp;
+	return NULL;
+}
+
+/*
+ * The statement failed: say so naming the table, the key columns and, where
+ * known, the column (never the prepared statement's name). An overflow the
+ * server does not place is in an accumulated column.
+ */
+static int upsert_error(void *ctx, PGconn *conn, const PGresult *res, cb_error *err)
+{
+	struct upsert *u = ctx;
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *fallback = NULL, *extra = NULL;
+	char more[CB_ERROR_MESSAGE_MAX];
+	size_t i, naccum = 0, len = 0;
+
+	more[0] = '\0';
+	if (state && strcmp(state, "22003") == 0 && u->merge && cb__error_param(res) == 0) {
+		for (i = 0; i < u->ncolumns; i++)
+			if (u->modes[i] == CB_UPSERT_ADD || u->modes[i] == CB_UPSERT_COUNT) {
+				fallback = u->columns[i];
+				if (len < sizeof(more))
+					len += (size_t)snprintf(more + len, sizeof(more) - len,
+								"%s\"%s\"", naccum ? ", " : "",
+								u->columns[i]);
+				naccum++;
+			}
+		if (naccum > 1) {
+			char tmp[CB_ERROR_MESSAGE_MAX];
+
+			snprintf(tmp, sizeof(tmp), "one of the accumulated columns %s", more);
+			snprintf(more, sizeof(more), "%s", tmp);
+			fallback = NULL;
+			extra = more;
+		}
+	} else if (state && strcmp(state, "21000") == 0) {
+		extra = u->merge ? "two of the chunk's merged keys met one row (the key columns' "
+				   "equality differs from the unique index's)" :
+				   "two items of the chunk have the same key (options version 1 "
+				   "takes one item per key and chunk; version 2 merges them)";
+	}
+	return cb__writer_error(err, conn, res, u->what, u->keys_text, param_column, u, fallback,
+				extra);
 }
 
 static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
@@ -386,10 +513,9 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 		u->params[i++] = u->stamp_value;
 	}
 	u->params[i] = u->count;
-	rc = cb_tx_send(tx, u->stmt, nparams(u), u->params, NULL, NULL, upsert_result, u, err);
-	if (rc)
-		cb_error_prefix(err, "%s", u->what);
-	return rc;
+	/* a failure names the table and key (upsert_error), not the statement */
+	return cb__tx_send_described(tx, u->stmt, u->what, nparams(u), u->params, upsert_result,
+				     upsert_error, u, err);
 }
 
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err)
@@ -455,6 +581,9 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	if (cb__strv_dup(&u->keys, opts->key_columns, opts->nkeys) < 0)
 		goto nomem;
 	u->nkeys = opts->nkeys;
+	for (i = 0, k = 0; i < u->nkeys && k < sizeof(u->keys_text); i++)
+		k += (size_t)snprintf(u->keys_text + k, sizeof(u->keys_text) - k, "%s%s",
+				      i ? ", " : "", u->keys[i]);
 	for (i = 0; i < u->nkeys; i++)
 		if (find(u->columns, u->ncolumns, u->keys[i]) < 0) {
 			rc = cb_error_set(err, CB_EINVAL,

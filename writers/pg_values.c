@@ -486,3 +486,33 @@ void cb__strv_free(char **v, size_t n)
 		free(v[i]);
 	free(v);
 }
+
+int cb__error_param(const PGresult *res)
+{
+	const char *ctx = res ? PQresultErrorField(res, PG_DIAG_CONTEXT) : NULL;
+	const char *p = ctx ? strstr(ctx, "parameter $") : NULL;
+	long n;
+
+	if (!p)
+		return 0;
+	n = strtol(p + strlen("parameter $"), NULL, 10);
+	return n > 0 && n < 100000 ? (int)n : 0;
+}
+
+int cb__writer_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what,
+		     const char *keys, const char *(*param_column)(void *ctx, int n), void *ctx,
+		     const char *fallback_column, const char *extra)
+{
+	char label[CB_ERROR_MESSAGE_MAX];
+	const char *column = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
+	int n;
+
+	if ((!column || !*column) && param_column && (n = cb__error_param(res)) > 0)
+		column = param_column(ctx, n);
+	if (!column || !*column)
+		column = fallback_column;
+	snprintf(label, sizeof(label), "%s, key (%s)%s%s%s%s%s", what, keys,
+		 column ? ", column \"" : "", column ? column : "", column ? "\"" : "",
+		 extra ? ": " : "", extra ? extra : "");
+	return cb_pg_error(err, conn, res, label);
+}

@@ -78,6 +78,25 @@ int cb__values_finish(cb_values *v, const char **params, cb_error *err);
  */
 int cb__values_copy_line(cb_values *v, struct cb_values_col *line);
 
+/*
+ * The parameter ($N, 1-based) that a failed statement's value came from,
+ * when the server says so (a value its type refuses: "parameter $2" in the
+ * error's context); 0 when not.
+ */
+int cb__error_param(const PGresult *res);
+
+/*
+ * Describe a writer statement's failure in @p err (cb_pg_error: code and
+ * SQLSTATE kept): "@p what, key (@p keys)[, column "c"]: <server message>".
+ * The column is the server's (not null, check), else the one whose
+ * parameter the server names (@p param_column maps $N to a column name or
+ * NULL), else @p fallback_column (NULL: none). @p extra, when not NULL, is
+ * said after the key. @return the code.
+ */
+int cb__writer_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what,
+		     const char *keys, const char *(*param_column)(void *ctx, int n), void *ctx,
+		     const char *fallback_column, const char *extra);
+
 /* A growing SQL text; the first failure sticks and is reported by _done. */
 typedef struct cb__sql {
 	FILE *f;

@@ -112,6 +112,19 @@ typedef enum cb_upsert_mode {
  *       seen = coalesce(_cb_t.seen, 0) + EXCLUDED.seen,
  *       last_at = greatest(_cb_t.last_at, EXCLUDED.last_at)
  *
+ * Keys are merged by the equality ON CONFLICT uses, that of the key's
+ * unique index: its collation (a nondeterministic one finds 'abc' and 'ABC'
+ * equal) and its type's (numeric 1.0 = 1.00, citext). Where equal keys can
+ * be spelt differently, a new row takes the chunk's last item's key, as a
+ * CB_UPSERT_REPLACE column takes its value. `open` refuses, naming the table
+ * and column, a key whose unique index compares by an operator class other
+ * than its type's default, or two unique indexes on the key with different
+ * collations: no merge could agree with both.
+ *
+ * A failed statement is reported naming the writer's table, its key columns
+ * and, where known, the column (a not-null or check violation, a value its
+ * column's type refuses, an accumulated column that overflows).
+ *
  * An accumulating upsert applied twice adds twice: pair it with a strict
  * status transition of the source rows in the same chunk transaction (the
  * status writer, options version 3), so that a row another run took makes

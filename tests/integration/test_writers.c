@@ -783,6 +783,270 @@ static void test_status_options_version_2_stay_lenient(void)
 	cb_job_free(job);
 }
 
+/*
+ * Same-key items merged by the key column's own equality (issue 25, item 6):
+ * an accumulating upsert of kin (id, k, total) into ktot (k, total) keyed by
+ * k, with the key types and collations each test sets up. ON CONFLICT
+ * compares keys by the unique index's equality; the chunk's merge must find
+ * equal the same keys, or a key reaches one row twice (21000).
+ */
+static int keyed_codes; /* also transition codes (code) by the items' k */
+static int bind_code(void *ctx, const cb_step_context *sc, const void *item, cb_values *vals,
+		     cb_error *err);
+
+static int build_keyed(void *user, const cb_step_context *sc, cb_chunk_parts *parts, cb_error *err)
+{
+	static const char *const cols[] = { "id", "k", "total" };
+	static const char *const ucols[] = { "k", "total" };
+	static const cb_upsert_mode modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD };
+	static const char *const key[] = { "k" };
+	cb_pg_keyset_options r = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_pg_upsert_options u = CB_PG_UPSERT_OPTIONS_INIT;
+	cb_pg_status_options st = CB_PG_STATUS_OPTIONS_INIT;
+	int rc;
+
+	(void)user, (void)sc;
+	r.table = "kin";
+	r.columns = cols;
+	r.ncolumns = 3;
+	r.key_columns = item_key;
+	r.nkeys = 1;
+	r.where = "NOT processed";
+	rc = cb_pg_keyset_reader_new(&parts->reader, &r, err);
+	if (rc < 0)
+		return rc;
+	u.table = "ktot";
+	u.columns = ucols;
+	u.ncolumns = 2;
+	u.key_columns = key;
+	u.nkeys = 1;
+	u.modes = modes;
+	rc = cb_pg_upsert_writer_new(&parts->writers[0], &u, err);
+	if (rc < 0)
+		return rc;
+	parts->nwriters = 1;
+	st.table = "kin";
+	st.key_columns = item_key;
+	st.nkeys = 1;
+	st.set_column = "processed";
+	st.set_value = "true";
+	rc = cb_pg_status_writer_new(&parts->writers[1], &st, err);
+	parts->nwriters += rc == 0;
+	if (rc == 0 && keyed_codes) {
+		static const char *const code[] = { "code" };
+		cb_pg_status_options c = CB_PG_STATUS_OPTIONS_INIT;
+
+		c.table = "codes";
+		c.key_columns = code;
+		c.nkeys = 1;
+		c.set_column = "done";
+		c.set_value = "true";
+		c.bind = bind_code;
+		c.on_conflict = CB_TRANSITION_FAIL;
+		rc = cb_pg_status_writer_new(&parts->writers[2], &c, err);
+		parts->nwriters += rc == 0;
+	}
+	return rc;
+}
+
+/* The status writer on codes (code): the item's k. */
+static int bind_code(void *ctx, const cb_step_context *sc, const void *item, cb_values *vals,
+		     cb_error *err)
+{
+	(void)ctx, (void)sc, (void)err;
+	return cb_values_set(vals, 0, cb_row_get(item, 1), cb_row_len(item, 1));
+}
+
+/* kin with key column type @p ktype, ktot with @p ttype (and its index). */
+static void keyed_setup(const char *ktype, const char *ttype, const char *rows)
+{
+	char sql[2048];
+
+	snprintf(sql, sizeof(sql),
+		 "DROP TABLE IF EXISTS kin, ktot; "
+		 "CREATE TABLE kin (id bigint PRIMARY KEY, k %s NOT NULL, total numeric NOT NULL, "
+		 " processed boolean NOT NULL DEFAULT false); "
+		 "CREATE TABLE ktot (k %s, total bigint NOT NULL); "
+		 "INSERT INTO kin (id, k, total) VALUES %s",
+		 ktype, ttype, rows);
+	cbt_exec(conn, sql);
+}
+
+static int have_icu(void)
+{
+	return cbt_query_ll(conn, "SELECT count(*) FROM pg_collation WHERE collprovider = 'i'") > 0;
+}
+
+/* The numeric keys 1.0, 1.00 and 1 are one key: one row, their sum. */
+static void keyed_numeric_case(const char *job_name)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job(job_name, build_keyed);
+	cb_job_result r;
+	char k[64];
+
+	keyed_setup("numeric", "numeric PRIMARY KEY",
+		    "(1, '1.0', 1), (2, '1.00', 2), (3, '1', 3), (4, '2.50', 4), (5, '2.5', 5)");
+	cbt_exec(conn, "INSERT INTO ktot VALUES (2.5, 100)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ktot"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 1"), 6);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 2.5"), 109);
+	/* a new row keeps the chunk's last spelling of its key, as a replaced
+	 * column keeps the last item's value */
+	cbt_query_str(conn, "SELECT k::text FROM ktot WHERE k = 1", k, sizeof(k));
+	CBT_EQ_STR(k, "1");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM kin WHERE NOT processed"), 0);
+	cb_job_free(job);
+}
+
+/* 'abc', 'ABC' and 'Abc' under a case-insensitive (nondeterministic) ICU
+ * collation are one key: the chunk completes with one row whose total is
+ * their sum (it failed with 21000 "cannot affect row a second time", at
+ * every restart). Without ICU, the numeric case stands in. */
+static void test_accumulating_upsert_merges_keys_by_their_collation(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+	char k[64];
+
+	if (!have_icu()) {
+		fprintf(stderr, "no ICU collations in the test cluster: numeric keys instead\n");
+		keyed_numeric_case("keyed_collation");
+		return;
+	}
+	cbt_exec(conn, "CREATE COLLATION IF NOT EXISTS ci (provider = icu, "
+		       "locale = 'und-u-ks-level2', deterministic = false)");
+	job = one_step_job("keyed_collation", build_keyed);
+	keyed_setup("text", "text COLLATE ci PRIMARY KEY",
+		    "(1, 'abc', 1), (2, 'ABC', 2), (3, 'Abc', 3), "
+		    "(4, 'xyz', 4), (5, 'XYZ', 5), (6, 'other', 6)");
+	cbt_exec(conn, "INSERT INTO ktot VALUES ('xYz', 100)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ktot"), 3);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 'ABC'"), 6);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 'xyz'"), 109);
+	/* the new row is spelt as the chunk's last item; the old one is left */
+	cbt_query_str(conn, "SELECT k FROM ktot WHERE k = 'abc'", k, sizeof(k));
+	CBT_EQ_STR(k, "Abc");
+	cbt_query_str(conn, "SELECT k FROM ktot WHERE k = 'xyz'", k, sizeof(k));
+	CBT_EQ_STR(k, "xYz");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM kin WHERE NOT processed"), 0);
+	cb_job_free(job);
+}
+
+/* A strict transition keyed by a case-insensitive column counts the chunk's
+ * distinct keys as its UPDATE finds them: 'abc' and 'ABC' are one row moved,
+ * not a conflict (one of two keys "not in the expected state"). */
+static void test_strict_transition_counts_keys_by_their_collation(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	if (!have_icu()) {
+		fprintf(stderr, "no ICU collations in the test cluster: skipped\n");
+		return;
+	}
+	cbt_exec(conn, "CREATE COLLATION IF NOT EXISTS ci (provider = icu, "
+		       "locale = 'und-u-ks-level2', deterministic = false)");
+	job = one_step_job("keyed_codes", build_keyed);
+	keyed_setup("text", "text COLLATE ci PRIMARY KEY",
+		    "(1, 'abc', 1), (2, 'ABC', 2), (3, 'xyz', 3)");
+	cbt_exec(conn, "DROP TABLE IF EXISTS codes; CREATE TABLE codes (code text COLLATE ci "
+		       "PRIMARY KEY, done boolean NOT NULL DEFAULT false); "
+		       "INSERT INTO codes (code) VALUES ('Abc'), ('XYZ'), ('other')");
+	keyed_codes = 1;
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	keyed_codes = 0;
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM codes WHERE done"), 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot WHERE k = 'abc'"), 3);
+	cb_job_free(job);
+}
+
+static void test_accumulating_upsert_merges_numeric_keys_by_value(void)
+{
+	keyed_numeric_case("keyed_numeric");
+}
+
+/* A unique index whose collation is not the column's is the arbiter, and
+ * the merge follows it; two arbiters that compare the key differently are
+ * refused when the writer opens, naming the table and column, before
+ * anything is written. */
+static void test_accumulating_upsert_refuses_arbiters_that_disagree(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job;
+	cb_job_result r;
+
+	if (!have_icu()) {
+		fprintf(stderr, "no ICU collations in the test cluster: skipped\n");
+		return;
+	}
+	cbt_exec(conn, "CREATE COLLATION IF NOT EXISTS ci (provider = icu, "
+		       "locale = 'und-u-ks-level2', deterministic = false)");
+	job = one_step_job("keyed_index_collation", build_keyed);
+	keyed_setup("text", "text", "(1, 'abc', 1), (2, 'ABC', 2), (3, 'Abc', 3)");
+	cbt_exec(conn, "CREATE UNIQUE INDEX ktot_k_ci ON ktot (k COLLATE ci)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ktot"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT total FROM ktot"), 6);
+	cb_job_free(job);
+
+	job = one_step_job("keyed_arbiters_disagree", build_keyed);
+	keyed_setup("text", "text", "(1, 'abc', 1), (2, 'ABC', 2)");
+	cbt_exec(conn, "CREATE UNIQUE INDEX ktot_k_ci ON ktot (k COLLATE ci); "
+		       "CREATE UNIQUE INDEX ktot_k_c ON ktot (k COLLATE \"C\")");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "\"ktot\"");
+	CBT_CONTAINS(r.exit_message, "key column \"k\"");
+	CBT_CONTAINS(r.exit_message, "different collations");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ktot"), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM kin WHERE processed"), 0);
+	cb_job_free(job);
+}
+
+/* A failed chunk statement names the table, the key and the column, never
+ * the statement's internal (cb_...) name: an accumulated bigint that
+ * overflows, and a value its column's type refuses. */
+static void test_writer_errors_name_table_column_and_key(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_job *job = one_step_job("keyed_overflow", build_keyed);
+	cb_job_result r;
+
+	keyed_setup("text", "text PRIMARY KEY", "(1, 'big', 100)");
+	cbt_exec(conn, "INSERT INTO ktot VALUES ('big', 9223372036854775800)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "\"ktot\"");
+	CBT_CONTAINS(r.exit_message, "key (k)");
+	CBT_CONTAINS(r.exit_message, "column \"total\"");
+	CBT_CONTAINS(r.exit_message, "bigint out of range");
+	CBT_CONTAINS(r.exit_message, "22003");
+	if (strstr(r.exit_message, "cb_"))
+		CBT_FAILF("the message names an internal statement: %s", r.exit_message);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM kin WHERE processed"), 0);
+	cb_job_free(job);
+
+	job = one_step_job("keyed_out_of_range", build_keyed);
+	keyed_setup("text", "text PRIMARY KEY", "(1, 'huge', 99999999999999999999)");
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "FAILED");
+	CBT_CONTAINS(r.exit_message, "\"ktot\"");
+	CBT_CONTAINS(r.exit_message, "column \"total\"");
+	CBT_CONTAINS(r.exit_message, "out of range for type bigint");
+	if (strstr(r.exit_message, "cb_"))
+		CBT_FAILF("the message names an internal statement: %s", r.exit_message);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "cursor reader streams once and restarts after committed rows",
 	  test_cursor_reader_streams_once_and_restarts_after_committed_rows },
@@ -806,6 +1070,16 @@ static const CU_TestInfo tests[] = {
 	  test_strict_transition_conflict_fails_naming_the_rows },
 	{ "strict transition re-reads are bounded", test_strict_transition_rereads_are_bounded },
 	{ "status options version 2 stay lenient", test_status_options_version_2_stay_lenient },
+	{ "accumulating upsert merges keys by their collation",
+	  test_accumulating_upsert_merges_keys_by_their_collation },
+	{ "accumulating upsert merges numeric keys by value",
+	  test_accumulating_upsert_merges_numeric_keys_by_value },
+	{ "accumulating upsert refuses arbiters that disagree",
+	  test_accumulating_upsert_refuses_arbiters_that_disagree },
+	{ "strict transition counts keys by their collation",
+	  test_strict_transition_counts_keys_by_their_collation },
+	{ "writer errors name table, column and key",
+	  test_writer_errors_name_table_column_and_key },
 	CU_TEST_INFO_NULL,
 };
 
