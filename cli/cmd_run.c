@@ -25,6 +25,8 @@ static int result_exit(const cb_job_result *r)
 	case CB_STATUS_STOPPED:
 		return CB_EXIT_STOPPED;
 	default:
+		if (strcmp(r->exit_code, CB_EXIT_CODE_DATABASE_LOST) == 0)
+			return CB_EXIT_UNREACHABLE;
 		return r->invalid_input ? CB_EXIT_USAGE : CB_EXIT_FAILED;
 	}
 }

@@ -44,6 +44,9 @@ int cb__cli_fail(struct cli *c, int exitcode)
 
 	if (c->err.code == 0)
 		c->err.code = CB_ERROR;
+	/* A failure to reach the database is not the job's: its own code. */
+	if (exitcode == CB_EXIT_FAILED && strncmp(c->err.sqlstate, "08", 2) == 0)
+		exitcode = CB_EXIT_UNREACHABLE;
 	if (c->err.message[0] == '\0')
 		snprintf(c->err.message, sizeof(c->err.message), "failed (%s)",
 			 cb_strcode(c->err.code));

@@ -22,7 +22,8 @@ static const char global_options_help[] =
 static const char exit_codes_help[] =
 	"Exit codes: 0 completed, 1 failed, 2 usage or invalid input, 3 instance\n"
 	"already complete (or abandoned), 4 skipped (already running / lock held),\n"
-	"5 stopped (restartable).\n";
+	"5 stopped (restartable), 6 database unreachable (no connection, or lost\n"
+	"beyond the outage budget; restartable).\n";
 
 static const char params_help[] =
 	"Parameters: [-]NAME[:TYPE]=VALUE\n"

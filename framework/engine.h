@@ -84,6 +84,7 @@ typedef struct cb__run {
 	int invalid_input;   /* the last failed step found invalid input before any chunk */
 	atomic_int *quit;    /* set (a partition's worker is leaving): stop after this chunk */
 	double outage_since; /* cb__now() when the database went away and stayed away, or 0 */
+	int database_lost;   /* a step failed because the database stayed away past the budget */
 } cb__run;
 
 /* Does the run have to stop after its current chunk (signal, or its worker leaves)? */

@@ -358,7 +358,11 @@ int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err)
 	}
 	out->status = end.status;
 	out->invalid_input = end.status == CB_STATUS_FAILED && run->invalid_input;
-	snprintf(out->exit_code, sizeof(out->exit_code), "%s", cb_status_name(end.status));
+	/* Data, not text, for a schedule's recovery policy: the run failed
+	 * because its database stayed away, not because of its input. */
+	snprintf(out->exit_code, sizeof(out->exit_code), "%s",
+		 end.status == CB_STATUS_FAILED && run->database_lost ? CB_EXIT_CODE_DATABASE_LOST :
+									cb_status_name(end.status));
 	snprintf(out->exit_message, sizeof(out->exit_message), "%s", end.message);
 	return 0;
 }

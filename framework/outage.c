@@ -133,9 +133,11 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 
 	snprintf(cause, sizeof(cause), "%s", err->message);
 	run->outage_since = since;
-	if (budget <= 0)
+	if (budget <= 0) {
+		run->database_lost = 1;
 		return cb_error_prefix(err, "%s: the database was lost and outage.budget is 0",
 				       where);
+	}
 	for (;;) {
 		cb_error_clear(err);
 		PQreset(conn);
@@ -171,6 +173,7 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 				"%.0f s): %.120s; last try: %.240s",
 				where, cb__now() - since, budget, cause, last);
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
+			run->database_lost = 1;
 			return CB_EDB;
 		}
 		cb__outage_pause(run, since + budget, &delay);

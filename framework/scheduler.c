@@ -540,6 +540,8 @@ static const char *exit_meaning(int code)
 		return "skipped: already running";
 	case CB_EXIT_STOPPED:
 		return "stopped, restartable";
+	case CB_EXIT_UNREACHABLE:
+		return "database unreachable, restartable";
 	default:
 		return "unexpected exit";
 	}

@@ -127,28 +127,47 @@ void cb__work_wait(PGconn *conn, double seconds)
 	PGnotify *n;
 	int ms = seconds <= 0 ? 0 : (int)(seconds * 1000.0);
 
+	double end = cb__now() + (seconds > 0 ? seconds : 0);
+
 	/* A notice that came with an earlier answer is already buffered. */
-	if (PQconsumeInput(conn) && (n = PQnotifies(conn)) != NULL) {
+	if (PQstatus(conn) == CONNECTION_OK && PQconsumeInput(conn) &&
+	    (n = PQnotifies(conn)) != NULL) {
 		do
 			PQfreemem(n);
 		while ((n = PQnotifies(conn)) != NULL);
 		return;
 	}
-	pfd[0].fd = PQsocket(conn);
+	/* Only a live connection's socket is waited on: after a failed
+	 * PQreset libpq may leave a refused host's socket open, and a poll on
+	 * it returns at once (a busy loop through a failover). poll() skips a
+	 * negative descriptor. */
+	pfd[0].fd = PQstatus(conn) == CONNECTION_OK ? PQsocket(conn) : -1;
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
 	/* a stop signal wakes every sleeping thread, not only the one it hit */
 	pfd[1].fd = cb__signals_wake_fd();
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
-	if (pfd[0].fd < 0) {
+	if (pfd[0].fd < 0 && pfd[1].fd < 0) {
 		usleep((useconds_t)ms * 1000);
 		return;
 	}
-	if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, ms) > 0 && (pfd[0].revents & POLLIN) &&
-	    PQconsumeInput(conn))
+	if (poll(pfd, 2, ms) > 0 && (pfd[0].revents & POLLIN) && PQconsumeInput(conn)) {
 		while ((n = PQnotifies(conn)) != NULL)
 			PQfreemem(n);
+		return;
+	}
+	if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL | POLLIN)) {
+		/* The socket woke us for no notice (closed, or an error): wait the
+		 * rest of the time without it, a stop still waking us. */
+		double left = end - cb__now();
+
+		pfd[0].fd = -1;
+		if (left > 0 && pfd[1].fd >= 0)
+			poll(pfd, 2, (int)(left * 1000.0));
+		else if (left > 0)
+			usleep((useconds_t)(left * 1e6));
+	}
 }
 
 static void say(const cb__work *w, const char *fmt, const cb__claim *c, const char *what)

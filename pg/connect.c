@@ -78,6 +78,22 @@ static void options_given(char *out, size_t size, const char *conninfo)
 	PQconninfoFree(opts);
 }
 
+/* A connection string (key=value or URI) that libpq cannot parse. */
+static int unparsable(const char *conninfo)
+{
+	char *msg = NULL;
+	PQconninfoOption *o;
+
+	if (!conninfo || !*conninfo)
+		return 0;
+	o = PQconninfoParse(conninfo, &msg);
+	PQfreemem(msg);
+	if (!o && !strchr(conninfo, '=') && !strstr(conninfo, "://"))
+		return 0; /* a bare database name */
+	PQconninfoFree(o);
+	return o == NULL;
+}
+
 int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
 		      const char *options, cb_error *err)
 {
@@ -121,6 +137,10 @@ int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *applicatio
 
 		connect_error(msg, sizeof(msg), vals[0], PQerrorMessage(conn));
 		cb_error_set(err, CB_EDB, "cannot connect to the database: %s", msg);
+		/* class 08: the CLI's exit code 6, "database unreachable"; a
+		 * conninfo that does not parse is the caller's input, not that */
+		if (!unparsable(vals[0]))
+			snprintf(err->sqlstate, sizeof(err->sqlstate), "08001");
 		PQfinish(conn);
 		return CB_EDB;
 	}

@@ -49,7 +49,14 @@ enum {
 	CB_EXIT_USAGE = 2,     /**< usage error or invalid input; nothing was written */
 	CB_EXIT_COMPLETE = 3,  /**< the job instance is already complete (or abandoned) */
 	CB_EXIT_RUNNING = 4,   /**< skipped: the instance is already running / lock held */
-	CB_EXIT_STOPPED = 5    /**< the job stopped on request; restartable */
+	CB_EXIT_STOPPED = 5,   /**< the job stopped on request; restartable */
+	/**
+	 * The database could not be reached: no connection at start, or a run
+	 * that lost it for longer than its outage budget (its execution FAILED
+	 * with exit code DATABASE_LOST, restartable). Within the budget a run
+	 * rides through an outage and exits as it ends.
+	 */
+	CB_EXIT_UNREACHABLE = 6
 };
 
 typedef struct cb_registry cb_registry;

@@ -232,12 +232,21 @@ typedef struct cb_launch_options {
 		.version = CB_LAUNCH_OPTIONS_VERSION                                               \
 	}
 
+/**
+ * The exit code of an execution that FAILED because its database stayed
+ * unreachable beyond the run's outage budget (the reserved parameter
+ * outage.budget, by default the lease); within the budget a run rides
+ * through an outage by itself. A schedule's recovery policy restarts such
+ * an execution, as one whose process died.
+ */
+#define CB_EXIT_CODE_DATABASE_LOST "DATABASE_LOST"
+
 /** The outcome of an execution that ran. */
 typedef struct cb_job_result {
 	long long job_instance_id;
 	long long job_execution_id;
 	cb_status status; /**< COMPLETED, FAILED or STOPPED */
-	char exit_code[32];
+	char exit_code[32]; /**< the status name, or CB_EXIT_CODE_DATABASE_LOST */
 	char exit_message[CB_ERROR_MESSAGE_MAX];
 	int restarted;           /**< non-zero: this execution restarted a failed/stopped one */
 	int dead_owner;          /**< non-zero: the restarted execution's owner had died */

@@ -31,6 +31,10 @@ BEGIN
                     ELSE 'its node''s stop' END;
     ELSIF e.status = 'FAILED' AND e.exit_message LIKE 'owner lost%' THEN
         unfinished := 'ended FAILED, its process gone: ' || left(e.exit_message, 200);
+    ELSIF e.status = 'FAILED' AND e.exit_code = 'DATABASE_LOST' THEN
+        -- include/cbatch/job.h CB_EXIT_CODE_DATABASE_LOST: not its input's fault
+        unfinished := 'ended FAILED, its database lost beyond the outage budget: '
+            || left(e.exit_message, 200);
     ELSE
         RETURN;
     END IF;
