@@ -245,7 +245,7 @@ typedef struct cb_launch_options {
 typedef struct cb_job_result {
 	long long job_instance_id;
 	long long job_execution_id;
-	cb_status status; /**< COMPLETED, FAILED or STOPPED */
+	cb_status status;   /**< COMPLETED, FAILED or STOPPED */
 	char exit_code[32]; /**< the status name, or CB_EXIT_CODE_DATABASE_LOST */
 	char exit_message[CB_ERROR_MESSAGE_MAX];
 	int restarted;           /**< non-zero: this execution restarted a failed/stopped one */
