@@ -312,9 +312,10 @@ static void test_fire_now(void)
 	/* The live one is over: fired now (in a later second by the database's
 	 * clock: the skip took its second's instant, once per instant), queued
 	 * for a scheduler node. */
-	if (!cbt_wait_until(conn, 60000,
-			    "SELECT (clock_timestamp() >= max(fire_time) + interval '1 second')::int "
-			    "FROM batch_schedule_firing WHERE kind = 'MANUAL'"))
+	if (!cbt_wait_until(
+		    conn, 60000,
+		    "SELECT (clock_timestamp() >= max(fire_time) + interval '1 second')::int "
+		    "FROM batch_schedule_firing WHERE kind = 'MANUAL'"))
 		CBT_FAILF("the database's clock did not pass the skipped manual instant");
 	cbt_queryp_ll(
 		conn,
@@ -337,17 +338,18 @@ static void test_fire_now(void)
 	 * (however long that takes here), then stops between runs. */
 	snprintf(log, sizeof(log), "%s/schedules-scheduler-%d.log", cbt_tmpdir(), (int)getpid());
 	{
-		const char *argv[] = { cbt_examples_bin(), "--db", db, "scheduler", "--lease", "5",
-				       NULL };
+		const char *argv[] = { cbt_examples_bin(), "--db", db,  "scheduler",
+				       "--lease",          "5",    NULL };
 
 		pid = cbt_spawn(argv, log);
 	}
 	CU_ASSERT_FATAL(pid > 0);
-	if (!cbt_wait_untilp(conn, 60000,
-			     "SELECT count(*) FROM batch_schedule_firing f JOIN batch_job_execution x "
-			     "USING (job_execution_id) WHERE f.firing_id = $1 AND "
-			     "f.status = 'FINISHED' AND f.exit_code = 0 AND x.status = 'COMPLETED'",
-			     "lld", fid)) {
+	if (!cbt_wait_untilp(
+		    conn, 60000,
+		    "SELECT count(*) FROM batch_schedule_firing f JOIN batch_job_execution x "
+		    "USING (job_execution_id) WHERE f.firing_id = $1 AND "
+		    "f.status = 'FINISHED' AND f.exit_code = 0 AND x.status = 'COMPLETED'",
+		    "lld", fid)) {
 		CBT_FAILF("the manual firing %lld did not finish with a completed execution "
 			  "(node log: %s)",
 			  fid, log);
@@ -362,8 +364,9 @@ static void test_fire_now(void)
 	 * node is between runs: SIGTERM ends it with 0. */
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
-	exec = cbt_queryp_ll(conn, "SELECT job_execution_id FROM batch_schedule_firing "
-				   "WHERE firing_id = $1",
+	exec = cbt_queryp_ll(conn,
+			     "SELECT job_execution_id FROM batch_schedule_firing "
+			     "WHERE firing_id = $1",
 			     "lld", fid);
 	/* fid's run is the only run, and ran once. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
