@@ -450,7 +450,7 @@ static void test_job_params_and_launch(void)
 		  202);
 	CBT_EQ_LL(json_integer_value(json_object_get(d, "pid")) > 0, 1);
 	json_decref(d);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM batch_job_execution e JOIN batch_job_instance i "
 			    "USING (job_instance_id) JOIN batch_job_execution_params p "
 			    "ON p.job_execution_id = e.job_execution_id "
@@ -468,12 +468,13 @@ static void test_job_params_and_launch(void)
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
 
-	/* A running instance: 409 while it runs, nothing started. */
+	/* A running instance: 409 while it runs, nothing started (it runs 10 s:
+	 * time for the second POST on a loaded machine). */
 	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
-		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=3000\"]}", NULL, &d),
+		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=10000\"]}", NULL, &d),
 		  202);
 	json_decref(d);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM batch_job_execution e "
 			    "JOIN batch_job_execution_params p USING (job_execution_id) "
 			    "WHERE e.status = 'STARTED' AND p.parameter_name = 'at' "
@@ -486,7 +487,7 @@ static void test_job_params_and_launch(void)
 	CBT_CONTAINS(err_message(d), "already running");
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM tick_log WHERE fired_for = 'launch-2'"))
 		CBT_FAILF("the second launched run did not complete");
 }
