@@ -153,8 +153,9 @@ for ((i = 1; i <= runs; i++)); do
 	echo "stress-ci: $line" >&2
 	if [ $status -ne 0 ]; then
 		echo "stress-ci: failed tests of run $i (its clone and build trees kept in $clone):" >&2
+		# ctest's list of failed tests; else (a build or setup failure) the log's end.
 		grep -E '^[[:space:]]*[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Not Run)\)' \
-			"$log" >&2 || grep -E 'exit [1-9]|error' "$log" | tail -20 >&2 || true
+			"$log" >&2 || tail -n 15 "$log" >&2 || true
 		break
 	fi
 	[ $keep -eq 1 ] || rm -rf "$clone"
