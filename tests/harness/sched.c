@@ -40,7 +40,7 @@ void cbt_sched_clear(cbt_sched *s)
 	cbt_exec(s->conn, "DELETE FROM batch_schedule; DELETE FROM batch_scheduler_node");
 }
 
-void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid)
+void cbt_sched_stop_nodes_between_runs(cbt_sched *s, const pid_t *pids, int n)
 {
 	PGresult *res = PQexec(s->conn, "SELECT schedule_name FROM batch_schedule ORDER BY 1");
 
@@ -49,11 +49,25 @@ void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid)
 	for (int r = 0; PQresultStatus(res) == PGRES_TUPLES_OK && r < PQntuples(res); r++)
 		CBT_EQ_LL(CBT_SCHED_EX(s, "schedule", "pause", PQgetvalue(res, r, 0)), 0);
 	PQclear(res);
-	CU_ASSERT(cbt_wait_until(s->conn, 60000,
-				 "SELECT (count(*) = 0)::int FROM batch_schedule_firing "
-				 "WHERE status IN ('CLAIMED', 'LAUNCHED')"));
-	kill(pid, SIGTERM);
-	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	if (!cbt_wait_until(s->conn, 60000,
+			    "SELECT (count(*) = 0)::int FROM batch_schedule_firing "
+			    "WHERE status IN ('CLAIMED', 'LAUNCHED')")) {
+		CBT_FAILF("a firing is still claimed or launched 60 s after every schedule was "
+			  "paused");
+		cbt_print_rows(s->conn, "open firings (id, fire time, node, status, pid)",
+			       "SELECT firing_id, fire_time, node_id, status, pid FROM "
+			       "batch_schedule_firing WHERE status IN ('CLAIMED', 'LAUNCHED') "
+			       "ORDER BY firing_id");
+	}
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGTERM);
+	for (int i = 0; i < n; i++)
+		CBT_EQ_LL(cbt_wait_timeout(pids[i], 60000), 0);
+}
+
+void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid)
+{
+	cbt_sched_stop_nodes_between_runs(s, &pid, 1);
 }
 
 long long cbt_sched_overlaps(cbt_sched *s, const char *schedule)

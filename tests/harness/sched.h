@@ -67,6 +67,8 @@ void cbt_sched_clear(cbt_sched *s);
  * build) then no longer matters. The schedules stay paused.
  */
 void cbt_sched_stop_between_runs(cbt_sched *s, pid_t pid);
+/** The same for the @p n nodes @p pids at once (each SIGTERMed, each exits 0). */
+void cbt_sched_stop_nodes_between_runs(cbt_sched *s, const pid_t *pids, int n);
 
 /** Pairs of executions of @p schedule that ran at the same time. */
 long long cbt_sched_overlaps(cbt_sched *s, const char *schedule);

@@ -285,8 +285,8 @@ static void test_pause_resume(void)
 
 static void test_fire_now(void)
 {
-	json_t *d = NULL, *f;
-	long long live, fid;
+	json_t *d = NULL, *f, *fs;
+	long long live, fid, exec;
 	char log[4096];
 	pid_t pid;
 
@@ -311,9 +311,14 @@ static void test_fire_now(void)
 		  0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
 
-	/* The live one is over: fired now (a second later: the skip took this
-	 * second's instant, once per instant), queued for a scheduler node. */
-	usleep(1100 * 1000);
+	/* The live one is over: fired now (in a later second by the database's
+	 * clock: the skip took its second's instant, once per instant), queued
+	 * for a scheduler node. */
+	if (!cbt_wait_until(
+		    conn, 60000,
+		    "SELECT (clock_timestamp() >= max(fire_time) + interval '1 second')::int "
+		    "FROM batch_schedule_firing WHERE kind = 'MANUAL'"))
+		CBT_FAILF("the database's clock did not pass the skipped manual instant");
 	cbt_queryp_ll(
 		conn,
 		"WITH u AS (UPDATE batch_schedule_firing SET status = 'FINISHED', "
@@ -325,24 +330,43 @@ static void test_fire_now(void)
 	CBT_CONTAINS(json_string_value(json_object_get(d, "fire_time")), "+0");
 	fid = json_integer_value(json_object_get(d, "firing_id"));
 	json_decref(d);
-	/* (A second one while it is queued: test_fire_twice.) */
-	/* A scheduler node runs it as any firing. */
+	/* (A second one while it is queued: test_fire_twice.) A scheduler node
+	 * runs it as any firing; it stays up until it did (however long that
+	 * takes here), then stops between runs. */
 	snprintf(log, sizeof(log), "%s/schedules-scheduler-%d.log", cbt_tmpdir(), (int)getpid());
 	{
-		const char *argv[] = {
-			cbt_examples_bin(), "--db", db,  "scheduler", "--exit-after", "20",
-			"--lease",          "5",    NULL
-		};
+		const char *argv[] = { cbt_examples_bin(), "--db", db,  "scheduler",
+				       "--lease",          "5",    NULL };
 
 		pid = cbt_spawn(argv, log);
 	}
-	if (!cbt_wait_untilp(conn, 20000,
-			     "SELECT count(*) FROM batch_schedule_firing WHERE firing_id = $1 AND "
-			     "status = 'FINISHED' AND exit_code = 0",
-			     "lld", fid))
-		CBT_FAILF("the manual firing %lld did not finish", fid);
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_untilp(
+		    conn, 60000,
+		    "SELECT count(*) FROM batch_schedule_firing f JOIN batch_job_execution x "
+		    "USING (job_execution_id) WHERE f.firing_id = $1 AND "
+		    "f.status = 'FINISHED' AND f.exit_code = 0 AND x.status = 'COMPLETED'",
+		    "lld", fid)) {
+		CBT_FAILF("the manual firing %lld did not finish with a completed execution "
+			  "(node log: %s)",
+			  fid, log);
+		cbt_print_rows(conn, "firings",
+			       "SELECT firing_id, kind, status, node_id, job_execution_id, "
+			       "exit_code, message FROM batch_schedule_firing ORDER BY firing_id");
+		cbt_print_rows(conn, "executions",
+			       "SELECT job_execution_id, status, exit_code, exit_message "
+			       "FROM batch_job_execution ORDER BY job_execution_id");
+	}
+	/* Nothing else is due (the schedule's instant is months away), so the
+	 * node is between runs: SIGTERM ends it with 0. */
 	kill(pid, SIGTERM);
-	cbt_wait(pid);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	exec = cbt_queryp_ll(conn,
+			     "SELECT job_execution_id FROM batch_schedule_firing "
+			     "WHERE firing_id = $1",
+			     "lld", fid);
+	/* fid's run is the only run, and ran once. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
 	/* A manual instant is never late: no misfire recorded for it. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
@@ -351,13 +375,18 @@ static void test_fire_now(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
 				     "'FIRED'"),
 		  1);
+	/* The history shows fid, wherever it stands in the list. */
 	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings", NULL, NULL, &d), 200);
-	f = json_array_get(json_object_get(d, "firings"), 0);
-	CBT_EQ_LL(json_integer_value(json_object_get(f, "firing_id")), fid);
+	fs = json_object_get(d, "firings");
+	f = NULL;
+	for (size_t i = 0; i < json_array_size(fs); i++)
+		if (json_integer_value(json_object_get(json_array_get(fs, i), "firing_id")) == fid)
+			f = json_array_get(fs, i);
+	if (!f)
+		CBT_FAILF("firing %lld is not in the history", fid);
 	CBT_EQ_STR(json_string_value(json_object_get(f, "kind")), "MANUAL");
 	CBT_EQ_STR(json_string_value(json_object_get(f, "execution_status")), "COMPLETED");
-	CBT_EQ_LL(json_integer_value(json_object_get(f, "job_execution_id")),
-		  cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution"));
+	CBT_EQ_LL(json_integer_value(json_object_get(f, "job_execution_id")), exec);
 	json_decref(d);
 }
 
@@ -418,7 +447,7 @@ static void test_job_params_and_launch(void)
 		  202);
 	CBT_EQ_LL(json_integer_value(json_object_get(d, "pid")) > 0, 1);
 	json_decref(d);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM batch_job_execution e JOIN batch_job_instance i "
 			    "USING (job_instance_id) JOIN batch_job_execution_params p "
 			    "ON p.job_execution_id = e.job_execution_id "
@@ -436,12 +465,13 @@ static void test_job_params_and_launch(void)
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
 
-	/* A running instance: 409 while it runs, nothing started. */
+	/* A running instance: 409 while it runs, nothing started (it runs 10 s:
+	 * time for the second POST on a loaded machine). */
 	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
-		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=3000\"]}", NULL, &d),
+		      "{\"params\":[\"at=launch-2\",\"-sleepMs:long=10000\"]}", NULL, &d),
 		  202);
 	json_decref(d);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM batch_job_execution e "
 			    "JOIN batch_job_execution_params p USING (job_execution_id) "
 			    "WHERE e.status = 'STARTED' AND p.parameter_name = 'at' "
@@ -454,7 +484,7 @@ static void test_job_params_and_launch(void)
 	CBT_CONTAINS(err_message(d), "already running");
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
-	if (!cbt_wait_until(conn, 20000,
+	if (!cbt_wait_until(conn, 60000,
 			    "SELECT count(*) FROM tick_log WHERE fired_for = 'launch-2'"))
 		CBT_FAILF("the second launched run did not complete");
 }

@@ -823,7 +823,9 @@ static long long index_reads(const char *index)
 {
 	long long last = -1, now;
 
-	for (int i = 0; i < 40; i++) {
+	/* Until two readings 250 ms apart agree (the cleanup's server process
+	 * reports its reads when it ends); at most 30 s. */
+	for (int i = 0; i < 120; i++) {
 		cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
 		now = cbt_queryp_ll(
 			conn,

@@ -1009,15 +1009,24 @@ static void test_job_scope_keeps_every_other_instance_out(void)
  */
 static void test_instance_scope_lets_two_instances_run_side_by_side(void)
 {
-	PGconn *conn = cbt_connect(db);
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db);
 	long long mark;
 	pid_t p1, p2;
 
 	reset(conn);
 	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
 	mark = audit_mark(conn);
+	/* Neither can write its row (and end) until both have started, however
+	 * far apart a loaded machine starts the two processes. */
+	cbt_exec(holder, "BEGIN; LOCK TABLE tick_log IN SHARE MODE");
 	p1 = ex_spawn("lock-scope-t1.log", "run", "tick", "at=one", "-sleepMs:long=1500", NULL);
 	p2 = ex_spawn("lock-scope-t2.log", "run", "tick", "at=two", "-sleepMs:long=1500", NULL);
+	if (!cbt_wait_until(conn, 60000,
+			    "SELECT (count(*) = 2)::int FROM batch_job_execution "
+			    "WHERE status = 'STARTED'"))
+		CBT_FAILF("the two instances did not both start (one skipped or failed?)");
+	cbt_exec(holder, "COMMIT");
+	PQfinish(holder);
 	CBT_EQ_LL(cbt_wait_timeout(p1, 60000), 0);
 	CBT_EQ_LL(cbt_wait_timeout(p2, 60000), 0);
 	CBT_EQ_LL(audit_count(conn, mark, "SKIPPED_HELD"), 0);

@@ -199,7 +199,9 @@ static pid_t start_pgbouncer_with(const char *bin, const char *dir, int port, co
 	argv[n] = NULL;
 	pid = cbt_spawn(argv, log);
 	CU_ASSERT_FATAL(pid > 0);
-	for (int i = 0; i < 100 && PQping(conninfo) != PQPING_OK; i++)
+	/* Up to 60 s: a loaded machine. */
+	for (double deadline = cbt_now() + 60;
+	     PQping(conninfo) != PQPING_OK && cbt_now() < deadline;)
 		cbt_sleep_ms(50);
 	if (PQping(conninfo) != PQPING_OK) {
 		char buf[2048] = "";
@@ -228,7 +230,7 @@ static void stop_pgbouncer(pid_t pid)
 	if (pid <= 0)
 		return;
 	kill(pid, SIGTERM);
-	cbt_wait_timeout(pid, 10000);
+	cbt_wait_timeout(pid, 60000);
 }
 
 /*

@@ -677,6 +677,18 @@ static void test_dead_worker_on_this_host_taken_over_at_once(void)
 	CBT_EQ_STR(parted, plain);
 }
 
+/* Wait (up to 60 s) until @p n worker threads are idle: each listened, then
+ * found nothing to claim (its session's last statement, now idle), and
+ * sleeps on LISTEN. What a fixed pause assumed of a loaded machine. */
+static int idle_workers_at_least(long long n)
+{
+	return cbt_wait_untilp(conn, 60000,
+			       "SELECT (count(*) >= $1)::int FROM pg_stat_activity WHERE "
+			       "datname = current_database() AND state = 'idle' AND "
+			       "query LIKE '%batch_partition_claim(%'",
+			       "lld", n);
+}
+
 static void test_idle_worker_wakes_on_notify(void)
 {
 	char log[4096];
@@ -688,7 +700,8 @@ static void test_idle_worker_wakes_on_notify(void)
 	/* Idle before the launch: with a 60 s lease it looks on its own only
 	 * every 5 s, so a quick start proves the NOTIFY woke it. */
 	w = SPAWN(log, "worker", "--exit-when-idle", "8");
-	cbt_sleep_ms(1500);
+	if (!idle_workers_at_least(1))
+		CBT_FAILF("the worker did not go idle (LISTEN, a claim that found nothing)");
 	t0 = cbt_now();
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=9", "-partition.threads:long=0",
 		     "-partition.count:long=2"),
@@ -756,10 +769,11 @@ static void test_sigterm_wakes_every_idle_thread(void)
 	log_path(log, sizeof(log), "idle-term", 0);
 	/* Four threads asleep on LISTEN (up to 5 s each): SIGTERM reaches one. */
 	w = SPAWN(log, "worker", "--threads", "4");
-	cbt_sleep_ms(1500);
+	if (!idle_workers_at_least(4))
+		CBT_FAILF("the worker's four threads did not all go idle");
 	t0 = cbt_now();
 	kill(w, SIGTERM);
-	CBT_EQ_LL(cbt_wait_timeout(w, 10000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(w, 60000), 0);
 	if (cbt_now() - t0 > 1.5)
 		CBT_FAILF("an idle worker took %.1f s to leave after SIGTERM", cbt_now() - t0);
 }
@@ -794,12 +808,17 @@ static void test_rolling_upgrade_other_builds_leave_the_partitions(void)
 		      fp, sizeof(fp));
 	CBT_EQ_LL((long long)strlen(fp), 16);
 	/* Both looked for work since (they look at least every 5 s) ... */
-	CBT_EQ_LL(cbt_wait_until(conn, 15000,
+	CBT_EQ_LL(cbt_wait_until(conn, 60000,
 				 "SELECT (count(*) = 2)::int FROM batch_partition_worker WHERE "
 				 "last_seen > (SELECT max(create_time) FROM batch_job_execution)"),
 		  1);
-	/* ... and claimed nothing; the manager says that its partitions wait. */
-	cbt_sleep_ms(5500);
+	/* ... and claimed nothing; the manager says that its partitions wait
+	 * (after 5 s without a running partition, then every 60 s: waited for
+	 * up to 50 s, a loaded machine). */
+	for (double deadline = cbt_now() + 50;
+	     occurrences(log[0], "3 of 3 partitions wait and none has run for") == 0 &&
+	     cbt_now() < deadline;)
+		cbt_sleep_ms(100);
 	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
 				"= $1 AND partition_index IS NOT NULL AND claim_count = 0 AND "

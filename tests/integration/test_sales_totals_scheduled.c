@@ -155,16 +155,14 @@ static void drain_and_expect_exactly_once(void)
 		0);
 }
 
-static pid_t node(const char *name, const char *exit_after)
+/* A scheduler node, lease 2 s, until the case stops it (between runs). */
+static pid_t node(const char *name)
 {
 	char log[512];
 	pid_t pid;
 
 	log_path(log, sizeof(log), name);
-	if (exit_after)
-		pid = SPAWN(log, "scheduler", "--exit-after", exit_after, "--lease", "2");
-	else
-		pid = SPAWN(log, "scheduler", "--lease", "2");
+	pid = SPAWN(log, "scheduler", "--lease", "2");
 	CU_ASSERT_FATAL(pid > 0);
 	return pid;
 }
@@ -174,7 +172,7 @@ static void test_slow_firings_never_overlap_and_count_once(void)
 	pid_t a;
 
 	fresh(3000, "10");
-	a = node("slow", NULL);
+	a = node("slow");
 	feed(7, 800);
 	/* Until two firings ran and two instants were skipped meanwhile (however
 	 * long a run takes on this machine), then stopped between runs. */
@@ -201,15 +199,15 @@ static void test_slow_firings_never_overlap_and_count_once(void)
 static void test_two_nodes_and_a_manual_run_count_once(void)
 {
 	char log[512];
-	pid_t a, b, manual;
+	pid_t a, b, manual, nodes[2];
 	long long conflicts_before = conflicts();
 	int rm;
 
 	fresh(3000, "10");
-	a = node("pair-a", "10");
-	b = node("pair-b", "10");
+	a = node("pair-a");
+	b = node("pair-b");
 	add_invoices(800);
-	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 60000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
 	log_path(log, sizeof(log), "manual");
@@ -217,11 +215,27 @@ static void test_two_nodes_and_a_manual_run_count_once(void)
 		       "-sleepMs:long=100", "-chunk.size:long=100", "-partition.threads:long=4");
 	CU_ASSERT_FATAL(manual > 0);
 	feed(6, 800);
-	rm = cbt_wait_timeout(manual, 40000);
+	rm = cbt_wait_timeout(manual, 120000);
 	/* It completes, or fails restartably after too many re-reads in a row. */
 	CU_ASSERT(rm == 0 || rm == 1);
-	CBT_EQ_LL(cbt_wait_timeout(a, 40000), 0);
-	CBT_EQ_LL(cbt_wait_timeout(b, 40000), 0);
+	/* Until both nodes took part, two instants were skipped, and the manual
+	 * run's chunks met the firings' (however long all that takes here);
+	 * then both nodes stopped between runs. */
+	if (!cbt_wait_untilp(
+		    sched.conn, 60000,
+		    "SELECT ((SELECT count(DISTINCT node_id) FROM batch_schedule_event) = 2 "
+		    "AND (SELECT count(*) FROM batch_schedule_firing WHERE status = "
+		    "'SKIPPED_OVERLAP') >= 2 AND (SELECT coalesce(sum("
+		    "transition_conflict_count), 0) FROM batch_step_execution) > $1)::int",
+		    "lld", conflicts_before)) {
+		CBT_FAILF("the two nodes and the manual run did not meet within 60 s");
+		cbt_print_rows(sched.conn, "firings (id, fire time, node, status)",
+			       "SELECT firing_id, fire_time, node_id, status FROM "
+			       "batch_schedule_firing ORDER BY firing_id");
+	}
+	nodes[0] = a;
+	nodes[1] = b;
+	cbt_sched_stop_nodes_between_runs(&sched, nodes, 2);
 	CBT_EQ_LL(scheduled_overlaps(), 0);
 	CU_ASSERT(firings("SKIPPED_OVERLAP") >= 2);
 	/* Both nodes competed for the instants (which one wins each is timing:
@@ -253,8 +267,8 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 	long long exec, inst;
 
 	fresh(4000, "1");
-	a = node("kill-a", NULL);
-	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
+	a = node("kill-a");
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 60000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
 	exec = cbt_query_ll(sched.conn, "SELECT min(job_execution_id) FROM batch_job_execution "
@@ -263,19 +277,19 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 			     "SELECT job_instance_id FROM batch_job_execution "
 			     "WHERE job_execution_id = $1",
 			     "lld", exec);
-	b = node("kill-b", NULL);
+	b = node("kill-b");
 	CU_ASSERT_FATAL(cbt_wait_until(
-		sched.conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+		sched.conn, 60000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
 	kill(a, SIGKILL);
-	CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(a, 60000), 128 + SIGKILL);
 	if (cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
 		CBT_FAILF("the firing finished before the kill; the test proves nothing");
 	add_invoices(500);
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 60000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'STOPPED'",
 				  "lld", exec));
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 30000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 120000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_instance_id = $1 AND job_execution_id > $2 AND "
 				  "status = 'COMPLETED'",
@@ -283,14 +297,13 @@ static void test_killed_node_firing_restarted_by_the_survivor(void)
 	/* Firings go on on the survivor, after the restart. */
 	feed(2, 500);
 	CU_ASSERT(cbt_wait_untilp(
-		sched.conn, 20000,
+		sched.conn, 120000,
 		"SELECT count(*) FROM batch_job_execution x JOIN "
 		"batch_job_execution_params p USING (job_execution_id) WHERE "
 		"p.parameter_name = 'schedule.name' AND x.job_instance_id <> $1 AND "
 		"x.job_execution_id > $2 AND x.status = 'COMPLETED'",
 		"lld lld", inst, exec));
-	kill(b, SIGTERM);
-	CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
+	cbt_sched_stop_between_runs(&sched, b);
 	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT count(*) FROM batch_schedule_event WHERE outcome = "
 			       "'RESTARTED' AND attempt = 1"),
@@ -308,11 +321,11 @@ static void test_killed_run_restarted_and_next_firings_count_once(void)
 	long long firing, exec;
 
 	fresh(4000, "1");
-	a = node("child", NULL);
+	a = node("child");
 	CU_ASSERT_FATAL(cbt_wait_until(
-		sched.conn, 20000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
+		sched.conn, 60000, "SELECT (count(*) >= 400)::int FROM invoice WHERE processed"));
 	/* The running firing, once its execution is recorded. */
-	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 10000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 60000,
 				       "SELECT count(*) FROM batch_schedule_firing f JOIN "
 				       "batch_job_instance i USING (job_key) JOIN "
 				       "batch_job_execution x USING (job_instance_id) WHERE "
@@ -338,24 +351,23 @@ static void test_killed_run_restarted_and_next_firings_count_once(void)
 	if (cbt_query_ll(sched.conn, "SELECT count(*) FROM invoice WHERE NOT processed") == 0)
 		CBT_FAILF("the firing finished before the kill; the test proves nothing");
 	add_invoices(500);
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 60000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'FAILED' AND exit_message "
 				  "LIKE '%owner lost%'",
 				  "lld", exec));
 	CU_ASSERT(cbt_wait_untilp(
-		sched.conn, 30000,
+		sched.conn, 120000,
 		"SELECT count(*) FROM batch_schedule_event WHERE firing_id = $1 AND "
 		"outcome = 'RESTARTED'",
 		"lld", firing));
 	feed(3, 500);
 	/* A later firing ran to its end after the restart. */
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 20000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 120000,
 				  "SELECT count(*) FROM batch_schedule_firing WHERE firing_id > $1 "
 				  "AND status = 'FINISHED' AND exit_code = 0",
 				  "lld", firing));
-	kill(a, SIGTERM);
-	CBT_EQ_LL(cbt_wait_timeout(a, 30000), 0);
+	cbt_sched_stop_between_runs(&sched, a);
 	CBT_EQ_LL(scheduled_overlaps(), 0);
 	drain_and_expect_exactly_once();
 }

@@ -80,9 +80,33 @@ static long long events(const char *name, const char *outcome, const char *like)
 			     "s s s", name, outcome, like);
 }
 
+/* Print the firings and events of every schedule: what a case that did not
+ * reach its state shows. */
+static void print_firings(void)
+{
+	cbt_print_rows(sched.conn, "firings (id, schedule, fire time, node, status, execution)",
+		       "SELECT f.firing_id, s.schedule_name, f.fire_time, f.node_id, f.status, "
+		       "f.job_execution_id FROM batch_schedule_firing f JOIN batch_schedule s "
+		       "USING (schedule_id) ORDER BY f.firing_id");
+	cbt_print_rows(sched.conn, "events (firing, node, outcome, message)",
+		       "SELECT firing_id, node_id, outcome, message FROM batch_schedule_event "
+		       "ORDER BY event_id");
+}
+
+/* Wait (at most 60 s: a loaded machine, a sanitizer build) until @p until,
+ * an integer query, is positive; else a failure that shows the firings. */
+static void wait_for(const char *until)
+{
+	if (!cbt_wait_until(sched.conn, 60000, until)) {
+		CBT_FAILF("not reached within 60 s: %s", until);
+		print_firings();
+	}
+}
+
 /* One node, lease 5 s, until @p until (an integer query) is positive (at
- * most 60 s), or for @p seconds when it is NULL; then stopped between runs. */
-static void run_node_until(const char *name, int seconds, const char *until)
+ * most 60 s); then stopped between runs. What the case asserts is what it
+ * waits for, never a run time. */
+static void run_node_until(const char *name, const char *until)
 {
 	char log[512];
 	pid_t pid;
@@ -90,17 +114,8 @@ static void run_node_until(const char *name, int seconds, const char *until)
 	log_path(log, sizeof(log), name);
 	pid = SPAWN(log, "scheduler", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
-	if (until) {
-		CU_ASSERT(cbt_wait_until(sched.conn, 60000, until));
-	} else {
-		cbt_sleep_ms(seconds * 1000);
-	}
+	wait_for(until);
 	cbt_sched_stop_between_runs(&sched, pid);
-}
-
-static void run_node(const char *name, int seconds)
-{
-	run_node_until(name, seconds, NULL);
 }
 
 static void test_skip_is_the_default_and_nothing_overlaps(void)
@@ -126,7 +141,15 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 		   "SKIP");
 	json_decref(doc);
 
-	run_node("skip", 8);
+	/* Until two runs and three skipped instants, one naming the execution
+	 * that was running. */
+	run_node_until("skip",
+		       "SELECT ((SELECT count(*) FROM batch_job_execution_params WHERE "
+		       "parameter_name = 'schedule.name' AND parameter_value = 'slow') >= 2 AND "
+		       "(SELECT count(*) FROM batch_schedule_firing WHERE status = "
+		       "'SKIPPED_OVERLAP') >= 3 AND (SELECT count(*) FROM batch_schedule_event "
+		       "WHERE outcome = 'SKIPPED_OVERLAP' AND message LIKE '%runs execution%') "
+		       ">= 1)::int");
 	CU_ASSERT(execs("slow") >= 2);
 	CBT_EQ_LL(overlaps("slow"), 0);
 	/* The instants due meanwhile: recorded, with the live firing named. */
@@ -152,7 +175,15 @@ static void test_allow_overlaps_as_before(void)
 	CBT_EQ_LL(EX("schedule", "add", "any", "--cron", "* * * * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long=2500", "--overlap", "allow"),
 		  0);
-	run_node("allow", 6);
+	/* Until two pairs of runs overlapped. */
+	run_node_until("allow",
+		       "WITH e AS (SELECT x.job_execution_id, x.start_time, coalesce(x.end_time, "
+		       "clock_timestamp()) AS end_time FROM batch_job_execution x JOIN "
+		       "batch_job_execution_params p USING (job_execution_id) WHERE "
+		       "p.parameter_name = 'schedule.name' AND p.parameter_value = 'any' AND "
+		       "x.start_time IS NOT NULL) SELECT (count(*) >= 2)::int FROM e a JOIN e b ON "
+		       "a.job_execution_id < b.job_execution_id AND a.start_time < b.end_time AND "
+		       "b.start_time < a.end_time");
 	CU_ASSERT(overlaps("any") >= 2);
 	CBT_EQ_LL(firings("any", "SKIPPED_OVERLAP"), 0);
 }
@@ -163,7 +194,18 @@ static void test_queue_runs_one_waiting_firing_after_the_live_one(void)
 	CBT_EQ_LL(EX("schedule", "add", "q", "--cron", "* * * * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long=2500", "--overlap", "queue"),
 		  0);
-	run_node("queue", 9);
+	/* Until two instants were queued, two skipped behind a queued one, and a
+	 * queued firing ran for its own instant. */
+	run_node_until(
+		"queue",
+		"SELECT ((SELECT count(*) FROM batch_schedule_event WHERE outcome = 'QUEUED') "
+		">= 2 AND (SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+		"'SKIPPED_OVERLAP' AND message LIKE '%another firing is queued already%') >= 2 "
+		"AND EXISTS (SELECT 1 FROM batch_schedule_firing f JOIN tick_log t ON "
+		"t.fired_for = to_char(f.fire_time AT TIME ZONE 'UTC', "
+		"'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AND t.job_execution_id = f.job_execution_id "
+		"WHERE f.status = 'FINISHED' AND EXISTS (SELECT 1 FROM batch_schedule_event e "
+		"WHERE e.firing_id = f.firing_id AND e.outcome = 'QUEUED')))::int");
 	CBT_EQ_LL(overlaps("q"), 0);
 	CU_ASSERT(events("q", "QUEUED", "queued: firing % (overlap policy QUEUE)") >= 2);
 	CU_ASSERT(events("q", "SKIPPED_OVERLAP", "%another firing is queued already%") >= 2);
@@ -199,11 +241,16 @@ static void test_two_nodes_with_skip_never_overlap(void)
 		  0);
 	for (int i = 0; i < 2; i++) {
 		log_path(logs[i], sizeof(logs[i]), i ? "pair-b" : "pair-a");
-		pid[i] = SPAWN(logs[i], "scheduler", "--exit-after", "9", "--lease", "5");
+		pid[i] = SPAWN(logs[i], "scheduler", "--lease", "5");
 		CU_ASSERT_FATAL(pid[i] > 0);
 	}
-	for (int i = 0; i < 2; i++)
-		CBT_EQ_LL(cbt_wait_timeout(pid[i], 40000), 0);
+	/* Until three runs and two skipped instants, whichever node took them;
+	 * then both stopped between runs. */
+	wait_for("SELECT ((SELECT count(*) FROM batch_job_execution_params WHERE "
+		 "parameter_name = 'schedule.name' AND parameter_value = 'pair') >= 3 AND "
+		 "(SELECT count(*) FROM batch_schedule_firing WHERE status = "
+		 "'SKIPPED_OVERLAP') >= 2)::int");
+	cbt_sched_stop_nodes_between_runs(&sched, pid, 2);
 	CU_ASSERT(execs("pair") >= 3);
 	CBT_EQ_LL(overlaps("pair"), 0);
 	CU_ASSERT(firings("pair", "SKIPPED_OVERLAP") >= 2);
@@ -225,7 +272,7 @@ static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 	log_path(logs[1], sizeof(logs[1]), "rec-b");
 	a = SPAWN(logs[0], "scheduler", "--lease", "2");
 	CU_ASSERT_FATAL(a > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 60000,
 				       "SELECT count(*) FROM batch_job_execution "
 				       "WHERE status = 'STARTED'"));
 	exec = cbt_query_ll(sched.conn, "SELECT min(job_execution_id) FROM batch_job_execution "
@@ -237,20 +284,19 @@ static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 	b = SPAWN(logs[1], "scheduler", "--lease", "2");
 	CU_ASSERT_FATAL(b > 0);
 	kill(a, SIGKILL);
-	CBT_EQ_LL(cbt_wait_timeout(a, 10000), 128 + SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(a, 60000), 128 + SIGKILL);
 	/* The child stops on the parent-death signal... */
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 60000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'STOPPED'",
 				  "lld", exec));
 	/* ...and the survivor restarts it once the dead node's lease is over. */
-	CU_ASSERT(cbt_wait_untilp(sched.conn, 30000,
+	CU_ASSERT(cbt_wait_untilp(sched.conn, 120000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_instance_id = $1 AND job_execution_id > $2 AND "
 				  "status = 'COMPLETED'",
 				  "lld lld", inst, exec));
-	kill(b, SIGTERM);
-	CBT_EQ_LL(cbt_wait_timeout(b, 30000), 0);
+	cbt_sched_stop_between_runs(&sched, b);
 	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
 				"SELECT count(*) FROM batch_job_execution WHERE job_instance_id = "
 				"$1",
@@ -469,7 +515,7 @@ static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 	/* Until the first crashed firing of dies has used its two restarts, and
 	 * left and bad have run twice each. */
 	run_node_until(
-		"bounded", 0,
+		"bounded",
 		"SELECT ((SELECT count(*) FROM batch_schedule_event e JOIN batch_schedule s "
 		"USING (schedule_id) WHERE s.schedule_name = 'dies' AND e.outcome = "
 		"'NOT_RECOVERED') >= 1 AND (SELECT count(*) FROM batch_job_execution_params "

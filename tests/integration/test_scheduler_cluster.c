@@ -206,7 +206,7 @@ static void test_killed_node_firing_is_not_repeated_and_restarts(void)
 		CU_ASSERT_FATAL(pid[i] > 0);
 	}
 	CU_ASSERT_FATAL(cbt_wait_until(
-		conn, 30000,
+		conn, 60000,
 		"SELECT count(*) FROM batch_schedule_firing f JOIN "
 		"batch_job_execution e ON e.job_execution_id = "
 		"(SELECT job_execution_id FROM batch_schedule_firing_execution("
@@ -235,10 +235,10 @@ static void test_killed_node_firing_is_not_repeated_and_restarts(void)
 	/* The host dies: its job with it, then the node. */
 	kill(child_pid, SIGKILL);
 	kill(node_pid, SIGKILL);
-	CBT_EQ_LL(cbt_wait_timeout(node_pid, 10000), 128 + SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(node_pid, 60000), 128 + SIGKILL);
 	/* The survivor reports it (the dead node's lease is 2 s), and fires the
 	 * instant no second time. */
-	CU_ASSERT(cbt_wait_untilp(conn, 20000,
+	CU_ASSERT(cbt_wait_untilp(conn, 60000,
 				  "SELECT count(*) FROM batch_schedule_firing WHERE firing_id = $1 "
 				  "AND status = 'ORPHANED'",
 				  "lld", firing));
@@ -254,7 +254,7 @@ static void test_killed_node_firing_is_not_repeated_and_restarts(void)
 		pid_t survivor = node_pid == pid[0] ? pid[1] : pid[0];
 
 		kill(survivor, SIGTERM);
-		CBT_EQ_LL(cbt_wait_timeout(survivor, 30000), 0);
+		CBT_EQ_LL(cbt_wait_timeout(survivor, 60000), 0);
 	}
 	CBT_EQ_LL(cbt_queryp_ll(conn,
 				"SELECT count(*) FROM batch_schedule_firing WHERE fire_time = "
@@ -293,16 +293,16 @@ static void test_killed_scheduler_alone_stops_its_job_restartable(void)
 	pid = spawn_on(NULL, db, log,
 		       (const char *const[]){ "scheduler", "--max-running", "1", NULL });
 	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 20000,
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 60000,
 				       "SELECT count(*) FROM batch_job_execution e JOIN "
 				       "batch_job_instance i USING (job_instance_id) WHERE "
 				       "i.job_name = 'tick' AND e.status = 'STARTED'"));
 	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution "
 				  "WHERE status = 'STARTED'");
 	kill(pid, SIGKILL);
-	CBT_EQ_LL(cbt_wait_timeout(pid, 10000), 128 + SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 128 + SIGKILL);
 	/* Its job got the parent-death signal: a stop after the current chunk. */
-	CU_ASSERT(cbt_wait_untilp(conn, 15000,
+	CU_ASSERT(cbt_wait_untilp(conn, 60000,
 				  "SELECT count(*) FROM batch_job_execution WHERE "
 				  "job_execution_id = $1 AND status = 'STOPPED'",
 				  "lld", exec));

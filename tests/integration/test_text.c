@@ -274,7 +274,7 @@ static void check_scrubbed(const char *flag, const char *dbarg, const char *secr
 	char cmdline[4096];
 	size_t n = 0;
 	pid_t pid;
-	int i, waiting = 0;
+	int waiting = 0;
 
 	if (strncmp(flag, "--db=", 5) == 0) {
 		argv[1] = flag;
@@ -283,7 +283,8 @@ static void check_scrubbed(const char *flag, const char *dbarg, const char *secr
 	}
 	cbt_exec(holder, "BEGIN; LOCK TABLE batch_schema_version IN ACCESS EXCLUSIVE MODE");
 	pid = cbt_spawn(argv, NULL);
-	for (i = 0; i < 200 && !waiting; i++) {
+	/* Until it waits (up to 60 s: a sanitizer build on a loaded machine). */
+	for (double deadline = cbt_now() + 60; !waiting && cbt_now() < deadline;) {
 		cbt_sleep_ms(50);
 		waiting =
 			cbt_query_ll(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
