@@ -1,5 +1,6 @@
 /* Opening a second connection like an existing one (heartbeat, cursor reader). */
 #include "cbatch/sys/conn.h"
+#include "pgkit.h"
 
 #include <string.h>
 
@@ -25,5 +26,7 @@ PGconn *cb_pg_connect_like(PGconn *like, const char *application_name)
 	vals[n] = NULL;
 	c = PQconnectdbParams(keys, vals, 0);
 	PQconninfoFree(opts);
+	if (c)
+		PQsetNoticeReceiver(c, cb__pg_notice_receiver, NULL);
 	return c;
 }

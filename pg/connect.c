@@ -11,8 +11,9 @@
 
 #include "text.h"
 
-/* Show server warnings (not the NOTICE chatter of IF NOT EXISTS). */
-static void notice_receiver(void *arg, const PGresult *res)
+/* Show server warnings (not the NOTICE chatter of IF NOT EXISTS), as one
+ * formatted line: never libpq's raw "WARNING:  ..." on stderr. */
+void cb__pg_notice_receiver(void *arg, const PGresult *res)
 {
 	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -144,7 +145,7 @@ int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *applicatio
 		PQfinish(conn);
 		return CB_EDB;
 	}
-	PQsetNoticeReceiver(conn, notice_receiver, NULL);
+	PQsetNoticeReceiver(conn, cb__pg_notice_receiver, NULL);
 	*out = conn;
 	return 0;
 }

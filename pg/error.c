@@ -29,6 +29,11 @@ int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *wh
 	/* One of our statements missing (or a name taken) in the session: the
 	 * session is not the one it was prepared in, which only a pooler in
 	 * transaction or statement mode does. */
+	/* A standby (or a primary demoted under us): say what to connect to. */
+	if (state && strcmp(state, "25006") == 0)
+		detail =
+			"the server is read-only, a standby: connect to the primary, e.g. list "
+			"every member in a multi-host conninfo with target_session_attrs=read-write";
 	if (state && (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0) &&
 	    strstr(msg, "\"cb_"))
 		detail = "the server session changed under this connection: transaction pooling "

@@ -37,6 +37,11 @@ int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err);
 int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
 		      const char *options, cb_error *err);
 
+/* The notice receiver of every connection cbatch opens: a server WARNING
+ * (e.g. "canceling the wait for synchronous replication" during a failover)
+ * as one "cbatch: server warning: ..." line on stderr; NOTICEs are dropped. */
+void cb__pg_notice_receiver(void *arg, const PGresult *res);
+
 /* ---- the server session behind a connection (pg/session.c) ---- */
 
 /* The session learned for @p conn, without a query (pipeline mode is fine).

@@ -256,6 +256,22 @@ static void test_bad_parameter_writes_nothing(void)
 	PQfinish(conn);
 }
 
+/* A read-only server (a standby; here a session that may not write) is
+ * named as such, with what to connect to instead, and writes nothing. */
+static void test_a_standby_is_named_with_what_to_do(void)
+{
+	char ro[CBT_CONNINFO_MAX + 80];
+	PGconn *conn = cbt_connect(db);
+
+	snprintf(ro, sizeof(ro), "%s options='-c default_transaction_read_only=on'", db);
+	CBT_EQ_LL(EX("--db", ro, "run", "ledger", "n:long=4"), 1);
+	CBT_CONTAINS(errout, "a standby");
+	CBT_CONTAINS(errout, "target_session_attrs=read-write");
+	CBT_CONTAINS(errout, "[SQLSTATE 25006]");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	PQfinish(conn);
+}
+
 /* ---- schema -------------------------------------------------------------- */
 
 static void test_schema_init_twice(void)
@@ -725,6 +741,7 @@ static void test_readme_lists_every_command(void)
 }
 
 static const CU_TestInfo tests[] = {
+	{ "a standby is named with what to do", test_a_standby_is_named_with_what_to_do },
 	{ "help for every command", test_help_for_every_command },
 	{ "usage errors exit 2", test_usage_errors_exit_2 },
 	{ "unknown job exits 2", test_unknown_job_exits_2 },
