@@ -90,8 +90,8 @@ int cb__run_prove_lock(const cb__run *run, PGconn *conn, cb_error *err)
 				run->lease_seconds, run->job_execution_id, err);
 	if (rc == 0 && !alive)
 		rc = cb_error_set(err, CB_EFENCED,
-				  "lock '%s' was taken over or released while the database was "
-				  "away: nothing reopened",
+				  "fenced off: lock '%s' was taken over or released while the "
+				  "database was away: nothing reopened",
 				  run->lock_name);
 	if (rc == 0)
 		rc = cb__lock_record_session(conn, run->lock_name, cb__owner_id(),
