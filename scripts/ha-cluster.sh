@@ -11,6 +11,8 @@
 #                                            a new primary takes writes
 #   scripts/ha-cluster.sh heal DIR           start every member that is down again, wait
 #                                            until the cluster is healthy
+#   scripts/ha-cluster.sh catch-up DIR       wait until every running replica has replayed
+#                                            what the primary has written so far
 #   scripts/ha-cluster.sh primary DIR        the primary member's name (m1, m2 or m3)
 #   scripts/ha-cluster.sh conninfo DIR [--multi-host | --proxy]
 #                                            line 1: libpq multi-host conninfo over the three
@@ -77,7 +79,7 @@ die() {
 say() { echo "ha-cluster: $*" >&2; }
 
 usage() {
-	echo "usage: $0 start|stop|switchover|kill-primary|heal|primary|status DIR" >&2
+	echo "usage: $0 start|stop|switchover|kill-primary|heal|catch-up|primary|status DIR" >&2
 	echo "       $0 conninfo DIR [--multi-host | --proxy]" >&2
 	exit 2
 }
@@ -716,6 +718,30 @@ do_heal() {
 	wait_healthy || die "the cluster did not become healthy"
 }
 
+# Wait until every running replica has replayed what the primary has written
+# so far. libpq tries a multi-host conninfo's hosts in order, and a server's
+# FATAL at connection (a database it has not replayed yet) ends the attempt
+# there: a database just created is usable through the multi-host conninfo
+# only once every member has it.
+do_catch_up() {
+	local l port lsn n want=0 m deadline=$((SECONDS + HEALTHY_WAIT))
+	load_ports
+	l=$(leader_name) || die "no single leader"
+	port=$(pg_port "$l")
+	for m in "${MEMBERS[@]}"; do
+		[ "$m" != "$l" ] && alive "$m" && want=$((want + 1))
+	done
+	lsn=$(sql_on "host=127.0.0.1 port=$port user=postgres dbname=postgres" "SELECT pg_current_wal_lsn()") ||
+		die "cannot read the WAL position of the leader $l"
+	while :; do
+		n=$(sql_on "host=127.0.0.1 port=$port user=postgres dbname=postgres" \
+			"SELECT count(*) FROM pg_stat_replication WHERE replay_lsn >= '$lsn'" || true)
+		[ "${n:-0}" -ge "$want" ] && return 0
+		[ $SECONDS -lt $deadline ] || die "the replicas did not replay $lsn within $HEALTHY_WAIT s"
+		sleep 0.1
+	done
+}
+
 case "$cmd" in
 start)
 	do_start
@@ -734,6 +760,9 @@ kill-primary)
 	;;
 heal)
 	do_heal
+	;;
+catch-up)
+	do_catch_up
 	;;
 primary)
 	leader_name || die "no single leader"
