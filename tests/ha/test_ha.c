@@ -261,9 +261,9 @@ static PGconn *setup(const char *name, const char *example)
 	if (example)
 		EX_OK(db, "example-setup", example, "--rows", ROWS_TEXT);
 	conn = connect_retry(db, 30000);
-	/* Every committed write of the job's tables and of the lock rows, with
-	 * its transaction and time: what commits is logged, what rolls back is
-	 * not. */
+	/* Every committed write of the job's tables, of the lock rows and of the
+	 * step executions, with its transaction and time: what commits is
+	 * logged, what rolls back is not. */
 	CU_ASSERT_FATAL(
 		cbt_exec(
 			conn,
@@ -279,7 +279,15 @@ static PGconn *setup(const char *name, const char *example)
 			" VALUES (NEW.lock_name, TG_OP, NEW.fencing_token, NEW.owner_id); "
 			" RETURN NULL; END $$;"
 			"CREATE TRIGGER ha_lock_audit AFTER INSERT OR UPDATE ON batch_lock "
-			" FOR EACH ROW EXECUTE FUNCTION ha_lock_audit_tg();") == 0);
+			" FOR EACH ROW EXECUTE FUNCTION ha_lock_audit_tg();"
+			"CREATE TABLE ha_step_audit (id bigserial PRIMARY KEY, "
+			" step_execution_id bigint NOT NULL, txid bigint NOT NULL DEFAULT txid_current(), "
+			" at timestamptz NOT NULL DEFAULT clock_timestamp());"
+			"CREATE FUNCTION ha_step_audit_tg() RETURNS trigger LANGUAGE plpgsql AS $$ "
+			"BEGIN INSERT INTO ha_step_audit (step_execution_id) "
+			" VALUES (NEW.step_execution_id); RETURN NULL; END $$;"
+			"CREATE TRIGGER ha_step_audit AFTER UPDATE ON batch_step_execution "
+			" FOR EACH ROW EXECUTE FUNCTION ha_step_audit_tg();") == 0);
 	if (example && strcmp(example, "ledger") == 0)
 		CU_ASSERT_FATAL(
 			cbt_exec(
@@ -437,7 +445,9 @@ static void print_state(PGconn *conn)
 		       "= 'UPDATE'), count(*) FILTER (WHERE tbl = 'account') FROM ha_write_audit");
 }
 
-#define LEDGER_COMMITS "SELECT max(at) AS at FROM ha_write_audit WHERE tbl = 'ledger' GROUP BY txid"
+/* The runs' commits: every transaction that wrote a step execution (a
+ * chunk's or a tasklet transaction's checkpoint). */
+#define RUN_COMMITS "SELECT max(at) AS at FROM ha_step_audit GROUP BY txid"
 
 /* ---- cases ----------------------------------------------------------------- */
 
@@ -463,7 +473,7 @@ static void plain_run_through(const char *name, const char *ev, int via_proxy)
 	rc = wait_child(job, JOB_WAIT_MS);
 	printf("    the job: exit %d\n", rc);
 	conn = connect_retry(db, 60000);
-	print_run_outage(conn, LEDGER_COMMITS, at);
+	print_run_outage(conn, RUN_COMMITS, at);
 	CBT_EQ_LL(rc, 0);
 	check_one_completed_execution(conn);
 	check_ledger_exact(conn);
@@ -519,7 +529,7 @@ static void test_partitioned_run_through_a_switchover(void)
 	rc[2] = wait_child(w2, 30000);
 	printf("    the manager: exit %d, the workers: exit %d and %d\n", rc[0], rc[1], rc[2]);
 	conn = connect_retry(db, 60000);
-	print_run_outage(conn, LEDGER_COMMITS, at);
+	print_run_outage(conn, RUN_COMMITS, at);
 	CBT_EQ_LL(rc[0], 0);
 	CBT_EQ_LL(rc[1], 0);
 	CBT_EQ_LL(rc[2], 0);
@@ -545,8 +555,8 @@ static void test_partitioned_run_through_a_switchover(void)
 }
 
 /*
- * An every-second schedule of tick on two scheduler nodes, for about 6 s
- * before a switchover and 8 s after it.
+ * An every-second schedule of tick on two scheduler nodes, from when five
+ * runs have finished until 8 s after a switchover.
  */
 static void test_every_second_schedule_on_two_nodes_across_a_switchover(void)
 {
@@ -560,8 +570,10 @@ static void test_every_second_schedule_on_two_nodes_across_a_switchover(void)
 	/* Overlap allowed, as in test_scheduler_cluster.c: a run that takes
 	 * longer than its second on a loaded machine must not skip the next
 	 * instant. This case is about the instants across a switchover. */
+	/* Each run takes 1.5 s (15 transactions of 100 ms, tick's -sleepMs), so
+	 * that runs are in flight when the switchover comes. */
 	EX_OK(db, "schedule", "add", "every-second", "--cron", "* * * * * *", "--job", "tick",
-	      "at={fire_utc}", "--overlap", "allow");
+	      "at={fire_utc}", "-sleepMs:long=1500", "--overlap", "allow");
 	log_path(log[0], sizeof(log[0]), "scheduler1");
 	log_path(log[1], sizeof(log[1]), "scheduler2");
 	node[0] = SPAWN(db, log[0], "scheduler", "--lease", "10");
@@ -593,7 +605,7 @@ static void test_every_second_schedule_on_two_nodes_across_a_switchover(void)
 		rc[i] = wait_child(node[i], 30000);
 	printf("    the scheduler nodes: exit %d and %d; %lld instants in the window\n", rc[0],
 	       rc[1], span);
-	print_run_outage(conn, "SELECT logged_at AS at FROM tick_log", at);
+	print_run_outage(conn, RUN_COMMITS, at);
 	CBT_EQ_LL(rc[0], 0);
 	CBT_EQ_LL(rc[1], 0);
 	/* Every instant of the window: one firing, run once, to completion. */
