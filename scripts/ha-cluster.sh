@@ -64,6 +64,9 @@
 #
 # Needs: patroni, etcd-server, haproxy, curl, psql (Debian packages; see
 # scripts/install-deps.sh). When one is missing, start exits 77 (skipped).
+#
+# The port variables (etcd, m1_pg, ..., proxy) are read from DIR/ports by load_ports.
+# shellcheck disable=SC2154
 set -euo pipefail
 
 MARKER=.cbatch-ha-cluster
@@ -229,7 +232,9 @@ wait_gone() {
 stop_daemons() {
 	local n pid
 	for n in "$@"; do
-		pid=$(pid_of "$n") && kill -TERM "$pid" 2>/dev/null || true
+		if pid=$(pid_of "$n"); then
+			kill -TERM "$pid" 2>/dev/null || true
+		fi
 	done
 	if ! wait_gone "$*" 30; then
 		for n in "$@"; do
