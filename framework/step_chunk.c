@@ -508,9 +508,15 @@ static int resume_chunks(void *ctx, cb_error *err)
 	rc = cb__repo_step_state(&cs->version, &saved, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
+	/* The partition's definition lives in its context: keep it (the saved
+	 * one carries the same) and point the step context at the new copy. */
+	if (saved && cs->sc.partition)
+		json_object_set(saved, "partition", (json_t *)cs->sc.partition);
 	json_object_clear(cs->context);
 	json_object_update(cs->context, saved);
 	json_decref(saved);
+	if (cs->sc.partition)
+		cs->sc.partition = json_object_get(cs->context, "partition");
 	rc = cb__repo_checkpoint_prepare(cs->sc.conn, cs->checkpoint_stmt, "ckpt", err);
 	if (rc == 0)
 		rc = open_parts(cs, err);

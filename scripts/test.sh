@@ -8,9 +8,8 @@
 #   --build-dir DIR   build directory (default: build, or build-asan)
 #   -- ARGS           passed to ctest, e.g. `-- -R integration.harness` or `-- -L unit`
 #
-# Without ARGS, every test but the `ha` label's (a highly available cluster
-# through switchovers and crashes, tests/ha/test_ha.c, issue 26), which the
-# engine does not pass yet: `-- -L ha` runs them.
+# Without ARGS, every test, the `ha` label's (a highly available cluster
+# through switchovers and crashes, tests/ha/test_ha.c) included.
 #
 # Warnings are errors (-DCB_WERROR=ON). Integration tests run against a
 # throwaway PostgreSQL cluster that ctest starts and removes (tests/CMakeLists.txt,
@@ -71,11 +70,6 @@ cmake "${cmake_args[@]}"
 echo "test.sh: building with $jobs jobs" >&2
 cmake --build "$build_dir" -j"$jobs"
 
-if [ ${#ctest_args[@]} -eq 0 ]; then
-	# Until the engine rides through failovers (issue 26), they would only fail.
-	ctest_args=(-LE '^ha$')
-	echo "test.sh: the ha label is left out (issue 26); run it with: bash scripts/test.sh -- -L ha" >&2
-fi
 echo "test.sh: running tests" >&2
 status=0
 (cd "$build_dir" && ctest --output-on-failure -j2 "${ctest_args[@]}") || status=$?
