@@ -32,9 +32,9 @@ static int result_exit(const cb_job_result *r)
 }
 
 /* Print the outcome of an execution that ran, and return its exit code. */
-static int report_result(struct cli *c, const char *job_name, const cb_job_result *r,
-			 double seconds)
+static int report_result(struct cli *c, const cb_job *job, const cb_job_result *r, double seconds)
 {
+	const char *job_name = cb_job_name(job);
 	const char *status = cb_status_name(r->status);
 	char shown[CB_ERROR_MESSAGE_MAX * 4];
 
@@ -71,9 +71,18 @@ static int report_result(struct cli *c, const char *job_name, const cb_job_resul
 			       cb__cli_term(shown, sizeof(shown), r->exit_message));
 		putchar('\n');
 	}
-	if (r->status == CB_STATUS_FAILED)
-		fprintf(stderr, "cbatch: job %s execution %lld failed: %s\n", job_name,
-			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message));
+	if (r->status == CB_STATUS_FAILED) {
+		char hint[80] = "";
+
+		/* What to do next: the way out, with the id to type. */
+		if (cb_job_restartable(job))
+			snprintf(hint, sizeof(hint),
+				 " (it goes on from its last commit: `restart %lld`)",
+				 r->job_execution_id);
+		fprintf(stderr, "cbatch: job %s execution %lld failed: %s%s\n", job_name,
+			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message),
+			hint);
+	}
 	return result_exit(r);
 }
 
@@ -104,7 +113,7 @@ static int execute(struct cli *c, PGconn *conn, const cb_job *job, const cb_para
 	cb__cli_progress_clear(&progress);
 	if (rc < 0)
 		return cb__cli_fail(c, cb__cli_exit_for(rc, restart_id > 0));
-	return report_result(c, cb_job_name(job), &res, cb__cli_now() - t0);
+	return report_result(c, job, &res, cb__cli_now() - t0);
 }
 
 /* --lease SECONDS: 0 when absent. */

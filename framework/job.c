@@ -154,6 +154,11 @@ void cb_job_set_restartable(cb_job *job, int restartable)
 	job->restartable = restartable != 0;
 }
 
+int cb_job_restartable(const cb_job *job)
+{
+	return job && job->restartable;
+}
+
 void cb_job_set_validator(cb_job *job, cb_param_validator_fn fn, void *ctx)
 {
 	job->validator = fn;

@@ -254,7 +254,9 @@ static void launch_flow(struct launch_run *lr, int rc)
 	json_decref(lr->run.job_context);
 	if (rc < 0) {
 		/* The repository itself failed mid-run: record what we can. */
-		result_set(lr->out, CB_STATUS_FAILED, "FAILED", lr->runerr.message);
+		result_set(lr->out, CB_STATUS_FAILED,
+			   lr->run.database_lost ? CB_EXIT_CODE_DATABASE_LOST : "FAILED",
+			   lr->runerr.message);
 		reach_repository(lr->conn, &lr->lc, &lr->delay);
 	}
 }

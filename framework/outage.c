@@ -174,6 +174,11 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 				where, cb__now() - since, budget, cause, last);
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 			run->database_lost = 1;
+			fprintf(stderr,
+				"cbatch: %s execution %lld step '%s': %s: the database stayed away "
+				"beyond the outage budget (%.0f s): the step fails; its end is "
+				"recorded as soon as the database answers\n",
+				run->job->name, run->job_execution_id, step, where, budget);
 			return CB_EDB;
 		}
 		cb__outage_pause(run, since + budget, &delay);

@@ -363,7 +363,9 @@ int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_wor
 				fprintf(stderr, "worker %s: %s (retrying in %.1f s)\n", w->worker,
 					err.message, backoff);
 			cb__work_wait(conn, backoff);
-			if (PQstatus(conn) == CONNECTION_BAD) {
+			/* Connected to a server that is no longer the primary (LISTEN
+			 * refused on a standby) is as lost as a closed connection. */
+			if (cb__pg_lost(&err, conn)) {
 				PQreset(conn);
 				listening = 0;
 			}

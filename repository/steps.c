@@ -111,7 +111,9 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
 	snprintf(spid, sizeof(spid), "%d", pid);
 	p[16] = known ? spid : NULL;
 	p[17] = known ? start : NULL;
-	rc = cb_tx_send(tx, stmt, CHECKPOINT_NPARAMS, p, NULL, NULL, checkpoint_status, c, err);
+	/* Errors name what was being done, never the statement's own name. */
+	rc = cb__tx_send_described(tx, stmt, "the chunk's checkpoint", CHECKPOINT_NPARAMS, p,
+				   checkpoint_status, NULL, c, err);
 	free(ctx_text);
 	free(job_ctx);
 	return rc;

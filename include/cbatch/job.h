@@ -62,6 +62,9 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err);
 /** Declare whether a FAILED or STOPPED instance may be restarted (default: yes). */
 void cb_job_set_restartable(cb_job *job, int restartable);
 
+/** Non-zero when a FAILED or STOPPED instance of @p job may be restarted. */
+int cb_job_restartable(const cb_job *job);
+
 /**
  * Which launches of a job keep each other out: the scope of its execution
  * lock (lock.h). The rule: the lock key is the job plus its target range,

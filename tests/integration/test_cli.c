@@ -263,6 +263,7 @@ static void test_a_standby_is_named_with_what_to_do(void)
 	char ro[CBT_CONNINFO_MAX + 80];
 	PGconn *conn = cbt_connect(db);
 
+	CBT_EQ_LL(EX("--db", db, "schema", "init"), 0);
 	snprintf(ro, sizeof(ro), "%s options='-c default_transaction_read_only=on'", db);
 	CBT_EQ_LL(EX("--db", ro, "run", "ledger", "n:long=4"), 1);
 	CBT_CONTAINS(errout, "a standby");

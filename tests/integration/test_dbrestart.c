@@ -259,6 +259,100 @@ static void test_outage_within_the_budget_is_ridden_through(void)
 	PQfinish(conn);
 }
 
+/* Wait until the file at @p path holds @p text. @return 1, or 0 at the timeout. */
+static int wait_file_contains(const char *path, const char *text, int timeout_ms)
+{
+	double end = cbt_now() + timeout_ms / 1000.0;
+
+	for (;;) {
+		char *t = cbt_slurp(path, NULL);
+		int found = t && strstr(t, text);
+
+		free(t);
+		if (found)
+			return 1;
+		if (cbt_now() > end)
+			return 0;
+		cbt_sleep_ms(50);
+	}
+}
+
+/*
+ * An outage longer than the run's outage budget (1 s) but shorter than its
+ * lease (8 s): the step gives up with DATABASE_LOST, and once the database
+ * answers the run records its end and its step's (none left running) and
+ * releases its lock: exit 6, restartable, and the restart completes.
+ */
+static void test_outage_past_the_budget_ends_database_lost_with_its_steps(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[PATH_MAX], *text, id[24];
+	long long exec;
+	pid_t pid;
+	int rc;
+
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	snprintf(log, sizeof(log), "%s/dbrestart-budget.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(),
+				       "--db",
+				       db,
+				       "run",
+				       "tick",
+				       "at=budget",
+				       "-sleepMs:long=8000",
+				       "-outage.budget:long=1",
+				       "--lease",
+				       "8",
+				       NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(
+		    conn, 20000,
+		    "SELECT count(*) FROM batch_step_execution s WHERE s.status = 'STARTED' "
+		    "AND s.commit_count > 0"))
+		CBT_FAILF("the job did not get going");
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	allow_connections(conn, 0);
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+	/* Down until the run has given up on its budget (it then waits for the
+	 * repository to record its end). */
+	if (!wait_file_contains(log, "beyond the outage budget (1 s)", 30000))
+		CBT_FAILF("the run did not give up on its budget");
+	allow_connections(conn, 1);
+	rc = cbt_wait_timeout(pid, 60000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    exit %d: %s\n", rc, text ? text : "");
+	CBT_EQ_LL(rc, 6);
+	CBT_CONTAINS(text, "the database stayed unreachable for");
+	snprintf(id, sizeof(id), "`restart %lld`", exec);
+	CBT_CONTAINS(text, id);
+	free(text);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'FAILED' AND exit_code = 'DATABASE_LOST' AND "
+				"end_time IS NOT NULL",
+				"lld", exec),
+		  1);
+	/* No step left running under the ended execution. */
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = "
+			      "$1 AND (end_time IS NULL OR status <> 'FAILED')",
+			      "lld", exec),
+		0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(ex("restart", id, NULL), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log WHERE fired_for = 'budget'"),
+		  1);
+	PQfinish(conn);
+}
+
 /* Issue 17 item 8: an outage longer than the lease. The run gives up when
  * its lease ends and says that its execution is left STARTED, and until when;
  * after the lease a run of the instance buries it and completes. */
@@ -325,6 +419,8 @@ static const CU_TestInfo tests[] = {
 	  test_database_restart_mid_run_is_ridden_through_exactly_once },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
+	{ "outage past the budget ends DATABASE_LOST with its steps",
+	  test_outage_past_the_budget_ends_database_lost_with_its_steps },
 	{ "outage past the lease says the execution is left STARTED",
 	  test_outage_past_the_lease_says_the_execution_is_left_started },
 	CU_TEST_INFO_NULL,
