@@ -258,6 +258,52 @@ static void test_two_nodes_with_skip_never_overlap(void)
 
 /* ---- recovery ------------------------------------------------------------ */
 
+/*
+ * A scheduled run that FAILED because its database stayed away beyond its
+ * outage budget (exit code DATABASE_LOST, data) is due for a restart; one
+ * that FAILED of its own error is not. The rule is the SQL function's, fed
+ * the two endings of one real execution.
+ */
+static void test_a_run_that_lost_its_database_is_recovered(void)
+{
+	long long exec, firing;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "lost", "--cron", "0 0 1 1 *", "--job", "tick", "at=lost",
+		     "--recover-delay", "1"),
+		  0);
+	CBT_EQ_LL(EX("run", "tick", "at=lost", "-fail:long=1"), 1);
+	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	firing = cbt_queryp_ll(
+		sched.conn,
+		"INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, status, "
+		"job_name, job_execution_id) SELECT schedule_id, clock_timestamp(), 'SCHEDULED', "
+		"'test', 'FINISHED', 'tick', $1 FROM batch_schedule WHERE schedule_name = 'lost' "
+		"RETURNING firing_id",
+		"lld", exec);
+	/* Its own error: never restarted. */
+	cbt_queryp_ll(sched.conn,
+		      "SELECT count(*) FROM batch_schedule_plan_recovery($1, 'test', 'finished')",
+		      "lld", firing);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome IN ('RECOVERY_DUE', 'NOT_RECOVERED')"),
+		  0);
+	/* Its database lost: due. */
+	cbt_queryp_ll(sched.conn,
+		      "WITH u AS (UPDATE batch_job_execution SET exit_code = 'DATABASE_LOST' "
+		      "WHERE job_execution_id = $1 RETURNING 1) SELECT count(*) FROM u",
+		      "lld", exec);
+	cbt_queryp_ll(sched.conn,
+		      "SELECT count(*) FROM batch_schedule_plan_recovery($1, 'test', 'finished')",
+		      "lld", firing);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				"'RECOVERY_DUE' AND firing_id = $1 AND message LIKE "
+				"'%database lost beyond the outage budget%'",
+				"lld", firing),
+		  1);
+}
+
 static void test_killed_node_execution_is_restarted_by_the_survivor(void)
 {
 	char logs[2][512];
@@ -627,6 +673,8 @@ static void test_api_versions_and_defaults(void)
 
 static const CU_TestInfo tests[] = {
 	{ "api_versions_and_defaults", test_api_versions_and_defaults },
+	{ "a_run_that_lost_its_database_is_recovered",
+	  test_a_run_that_lost_its_database_is_recovered },
 	{ "skip_is_the_default_and_nothing_overlaps",
 	  test_skip_is_the_default_and_nothing_overlaps },
 	{ "allow_overlaps_as_before", test_allow_overlaps_as_before },
