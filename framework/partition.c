@@ -192,22 +192,27 @@ static void notice_waiting(const cb__run *run, const cb_step_def *def, const cb_
 		run->job->name);
 }
 
-/* Poll; after a lost connection, reset it and try again for up to a lease. */
+/* Poll; after a lost connection, reconnect within the outage budget, prove
+ * the job's lock is still ours (and record the new session on it), listen
+ * again, and poll again. */
 static int poll_partitions(cb__partition_poll *p, cb__run *run, long long manager_id, cb_error *err)
 {
-	double until = cb__now() + run->lease_seconds;
+	double until = cb__now() + cb__run_outage_budget(run), delay = 0.2;
 
 	for (;;) {
 		int rc = cb__repo_partitions_poll(p, run->conn, manager_id, err);
 
-		if (rc == 0 || PQstatus(run->conn) == CONNECTION_OK || cb__now() > until)
+		if (rc == 0 || !cb__pg_lost(err, run->conn) || cb__now() > until)
 			return rc;
 		cb_error_clear(err);
-		usleep(200000);
+		cb__outage_pause(run, until, &delay);
 		PQreset(run->conn);
 		if (PQstatus(run->conn) == CONNECTION_OK) {
 			cb_error ignored = CB_ERROR_INIT;
 
+			if (cb__run_prove_lock(run, run->conn, err) == CB_EFENCED)
+				return CB_EFENCED;
+			cb_error_clear(err);
 			cb__work_listen(run->conn, &ignored);
 		}
 	}

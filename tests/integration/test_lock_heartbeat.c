@@ -227,6 +227,22 @@ static void test_cut_heartbeat_connection_stops_the_job(void)
 
 /* ---- 8a. the job's backend terminated --------------------------------------- */
 
+/* Once the ledger run @p pid is going, terminate its own session (not its
+ * heartbeat's). @return its execution. */
+static long long cut_once_going(PGconn *conn, pid_t pid)
+{
+	long long exec;
+
+	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
+		CBT_FAILF("the job did not get going");
+	exec = execution_of(conn, pid);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				     "pg_stat_activity WHERE datname = current_database() AND "
+				     "application_name = 'cbatch') x"),
+		  1);
+	return exec;
+}
+
 /* With outage.budget 0 a lost connection is not waited out: the run fails
  * cleanly and a restart completes. */
 static void test_terminated_job_backend_without_a_budget_fails_cleanly(void)
@@ -241,14 +257,7 @@ static void test_terminated_job_backend_without_a_budget_fails_cleanly(void)
 	add_rows(conn, 20000);
 	pid = ex_spawn("lock-term.log", "run", "ledger", "t:long=1", "-chunk.size:long=10",
 		       "-sleepMs:long=10", "-outage.budget:long=0", "--lease", "1", NULL);
-	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
-		CBT_FAILF("the job did not get going");
-	exec = execution_of(conn, pid);
-	/* The job's own session, not its heartbeat's. */
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				     "pg_stat_activity WHERE datname = current_database() AND "
-				     "application_name = 'cbatch') x"),
-		  1);
+	exec = cut_once_going(conn, pid);
 	before = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
 	rc = cbt_wait_timeout(pid, 60000);
 	CBT_EQ_LL(rc, 1);
@@ -300,13 +309,7 @@ static void test_terminated_job_backend_is_ridden_through(void)
 	add_rows(conn, 20000);
 	pid = ex_spawn("lock-term-ride.log", "run", "ledger", "t:long=2", "-chunk.size:long=10",
 		       "-sleepMs:long=10", "--lease", "2", NULL);
-	if (!cbt_wait_until(conn, 60000, "SELECT (count(*) >= 500)::int FROM ledger"))
-		CBT_FAILF("the job did not get going");
-	exec = execution_of(conn, pid);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				     "pg_stat_activity WHERE datname = current_database() AND "
-				     "application_name = 'cbatch') x"),
-		  1);
+	exec = cut_once_going(conn, pid);
 	if (cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed") == 0)
 		CBT_FAILF("the job finished before its backend was terminated");
 	CBT_EQ_LL(cbt_wait_timeout(pid, 120000), 0);
