@@ -79,20 +79,44 @@ static void options_given(char *out, size_t size, const char *conninfo)
 	PQconninfoFree(opts);
 }
 
-/* A connection string (key=value or URI) that libpq cannot parse. */
+/* A port list libpq refuses before it tries a host: "x", 99999999. */
+static int bad_ports(const char *ports)
+{
+	for (const char *p = ports; p && *p;) {
+		size_t n = strcspn(p, ",");
+		long v = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (p[i] < '0' || p[i] > '9' || v > 65535)
+				return 1;
+			v = v * 10 + (p[i] - '0');
+		}
+		if (n > 0 && (v < 1 || v > 65535))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* A connection string (key=value or URI) that libpq refuses before trying
+ * any server: it does not parse, or its ports are no ports. */
 static int unparsable(const char *conninfo)
 {
 	char *msg = NULL;
 	PQconninfoOption *o;
+	int bad = 0;
 
 	if (!conninfo || !*conninfo)
 		return 0;
 	o = PQconninfoParse(conninfo, &msg);
 	PQfreemem(msg);
-	if (!o && !strchr(conninfo, '=') && !strstr(conninfo, "://"))
-		return 0; /* a bare database name */
+	if (!o)
+		return strchr(conninfo, '=') || strstr(conninfo, "://"); /* else a bare name */
+	for (PQconninfoOption *x = o; x->keyword; x++)
+		if (strcmp(x->keyword, "port") == 0 && x->val)
+			bad = bad_ports(x->val);
 	PQconninfoFree(o);
-	return o == NULL;
+	return bad;
 }
 
 int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
