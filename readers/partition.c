@@ -378,9 +378,10 @@ static int take_hwm(json_t **out, PGconn *conn, const char *from, char *const *q
 	*out = NULL;
 	if (!f)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	/* aliased: ORDER BY "id" would otherwise sort the text output column */
 	cb__rd_add(f, "SELECT ");
 	for (size_t i = 0; i < n; i++)
-		cb__rd_add(f, "%s%s::text", i ? ", " : "", qk[i]);
+		cb__rd_add(f, "%s%s::text AS c%zu", i ? ", " : "", qk[i], i);
 	cb__rd_add(f, " FROM %s", from);
 	if (where)
 		cb__rd_add(f, " WHERE (\n%s\n)", where);
