@@ -444,6 +444,10 @@ long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
  * returns the same rows in the same order again — ORDER BY a unique key over
  * data that no longer changes (a closed day, an archive). For a source that
  * changes, or one whose rows are marked as processed, use the keyset reader.
+ * The snapshot is the run's bound while it is not interrupted (rows committed
+ * after `open` are not seen); a restart opens a new snapshot, so rows that
+ * arrived meanwhile are the restart's input too, unless the query bounds
+ * itself (a closed day, a key below a value passed as a parameter).
  * @p query is SQL text of the job author's; values travel as @p query_params
  * ($1..$n, text).
  */
