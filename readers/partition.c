@@ -405,9 +405,10 @@ static int take_hwm(json_t **out, PGconn *conn, const char *from, char *const *q
 		if (PQgetisnull(res, 0, (int)i)) {
 			json_decref(*out);
 			*out = NULL;
-			rc = cb_error_set(err, CB_EINVAL,
-					  "%s: key column %s is NULL in a row; keys must be NOT NULL",
-					  what, qk[i]);
+			rc = cb_error_set(
+				err, CB_EINVAL,
+				"%s: key column %s is NULL in a row; keys must be NOT NULL", what,
+				qk[i]);
 			goto done;
 		}
 		if (json_array_append_new(*out, json_string(PQgetvalue(res, 0, (int)i))) < 0) {
@@ -519,8 +520,9 @@ int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_option
 			     "SELECT count(*)::float8 FROM (SELECT 1 FROM %s%s%s%s%s%s%s "
 			     "LIMIT %.0f) AS m",
 			     from, opts->where ? " WHERE (\n" : "", opts->where ? opts->where : "",
-			     opts->where ? "\n)" : "", bound ? (opts->where ? " AND " : " WHERE ") : "",
-			     bound ? bound : "", "", 2 * target + 1) < 0) {
+			     opts->where ? "\n)" : "",
+			     bound ? (opts->where ? " AND " : " WHERE ") : "", bound ? bound : "",
+			     "", 2 * target + 1) < 0) {
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 			goto done;
 		}
@@ -610,7 +612,8 @@ ranges:
 					      "hwm", hwm),
 				    err);
 		else
-			rc = append(out, json_pack("{sO sO sO}", "keys", keys, "lo", prev, "hi", hi),
+			rc = append(out,
+				    json_pack("{sO sO sO}", "keys", keys, "lo", prev, "hi", hi),
 				    err);
 		json_decref(prev);
 		prev = hi;

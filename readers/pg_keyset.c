@@ -258,8 +258,8 @@ static void ks_free(void *state)
  * among them (or "*"); the mark's, the keys alone. Parameters: the query's,
  * the partition's, the mark's (bounded), the last key's (next page).
  */
-static int build_sql(struct keyset *ks, char **first, char **next, char **hwm,
-		     char *const *qkeys, cb_error *err)
+static int build_sql(struct keyset *ks, char **first, char **next, char **hwm, char *const *qkeys,
+		     cb_error *err)
 {
 	char *text[3] = { NULL, NULL, NULL };
 	size_t len, i, j, nbound = ks->unbounded ? 0 : ks->nkeys;
@@ -430,8 +430,8 @@ static int take_bound(struct keyset *ks, const char *sql, cb_error *err)
 		ks->params[i] = ks->qparams[i];
 	for (i = 0; i < ks->part.nvalues; i++)
 		ks->params[ks->nqparams + i] = ks->part.values[i];
-	res = PQexecParams(ks->conn, sql, (int)(ks->nqparams + ks->part.nvalues), NULL,
-			   ks->params, NULL, NULL, 0);
+	res = PQexecParams(ks->conn, sql, (int)(ks->nqparams + ks->part.nvalues), NULL, ks->params,
+			   NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		rc = cb_pg_error(err, ks->conn, res, "taking the high-water mark");
 		cb_error_prefix(err, "%s", ks->what);

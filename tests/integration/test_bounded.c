@@ -96,7 +96,8 @@ static void assert_posted_upto(long long upto, long long total)
 	CBT_EQ_LL(ledger_rows(), upto);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT coalesce(max(account_id), 0) FROM ledger"), upto);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE processed"), upto);
-	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM account WHERE NOT processed AND id > $1",
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM account WHERE NOT processed AND id > $1",
 				"lld", upto),
 		  total - upto);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l "
@@ -119,11 +120,10 @@ static long long newest_step(const char *column)
 /* The high-water mark the newest step execution committed (its reader's). */
 static long long newest_hwm(void)
 {
-	return cbt_query_ll(conn,
-			    "SELECT (c.serialized_context->'reader'->'hwm'->>0)::bigint "
-			    "FROM batch_step_execution_context c JOIN batch_step_execution s "
-			    "USING (step_execution_id) WHERE s.partition_index IS NULL "
-			    "ORDER BY step_execution_id DESC LIMIT 1");
+	return cbt_query_ll(conn, "SELECT (c.serialized_context->'reader'->'hwm'->>0)::bigint "
+				  "FROM batch_step_execution_context c JOIN batch_step_execution s "
+				  "USING (step_execution_id) WHERE s.partition_index IS NULL "
+				  "ORDER BY step_execution_id DESC LIMIT 1");
 }
 
 /*
@@ -177,7 +177,7 @@ static void test_a_killed_run_s_restart_keeps_the_original_bound(void)
 	if (written >= 20000)
 		CBT_FAILF("the run finished before the kill; the test proves nothing");
 	CBT_EQ_LL(newest_hwm(), 20000);
-	arrive(300); /* ids 20001..20300 */
+	arrive(300);        /* ids 20001..20300 */
 	cbt_sleep_ms(2500); /* the dead owner's lease runs out */
 	CBT_EQ_LL(EX("run", "ledger"), 0);
 	CBT_CONTAINS(out, "(restart)");
@@ -201,13 +201,14 @@ static long long rows_in_range(const json_t *r)
 	const json_t *lo = json_object_get(r, "lo"), *hi = json_object_get(r, "hi");
 	const json_t *hwm = json_object_get(r, "hwm");
 
-	return cbt_queryp_ll(conn,
-			     "SELECT count(*) FROM inc WHERE NOT done "
-			     "AND ($1::bigint IS NULL OR id >= $1) AND ($2::bigint IS NULL OR id < $2) "
-			     "AND ($3::bigint IS NULL OR id <= $3)",
-			     "s s s", json_string_value(json_array_get(lo, 0)),
-			     json_string_value(json_array_get(hi, 0)),
-			     json_string_value(json_array_get(hwm, 0)));
+	return cbt_queryp_ll(
+		conn,
+		"SELECT count(*) FROM inc WHERE NOT done "
+		"AND ($1::bigint IS NULL OR id >= $1) AND ($2::bigint IS NULL OR id < $2) "
+		"AND ($3::bigint IS NULL OR id <= $3)",
+		"s s s", json_string_value(json_array_get(lo, 0)),
+		json_string_value(json_array_get(hi, 0)),
+		json_string_value(json_array_get(hwm, 0)));
 }
 
 /* @p count ranges from cb_partition_key_ranges over inc WHERE NOT done. */
@@ -343,11 +344,10 @@ static void test_partitioned_run_and_its_restart_keep_the_bound(void)
 	if (written >= 4000)
 		CBT_FAILF("the run finished before the kill; the test proves nothing");
 	arrive(200); /* ids 4101..4300, after the kill */
-	CBT_EQ_LL(cbt_query_ll(conn,
-			       "SELECT count(*) FROM batch_step_execution_context c "
-			       "JOIN batch_step_execution s USING (step_execution_id) "
-			       "WHERE s.partition_index = 3 "
-			       "AND c.serialized_context->'partition'->'hwm'->>0 = '4000'"),
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution_context c "
+				     "JOIN batch_step_execution s USING (step_execution_id) "
+				     "WHERE s.partition_index = 3 "
+				     "AND c.serialized_context->'partition'->'hwm'->>0 = '4000'"),
 		  1);
 	cbt_sleep_ms(2500); /* the dead manager's lease runs out */
 	CBT_EQ_LL(EX("run", "ledger_partitioned", "-partition.threads:long=2"), 0);

@@ -484,10 +484,11 @@ static void arrive(int from, int to)
 {
 	PGconn *other = cbt_connect(db);
 
-	CBT_EQ_LL(cbt_queryp_ll(other,
-				"WITH i AS (INSERT INTO arrivals (id) SELECT generate_series($1::int, "
-				"$2::int) RETURNING 1) SELECT count(*) FROM i",
-				"d d", from, to),
+	CBT_EQ_LL(cbt_queryp_ll(
+			  other,
+			  "WITH i AS (INSERT INTO arrivals (id) SELECT generate_series($1::int, "
+			  "$2::int) RETURNING 1) SELECT count(*) FROM i",
+			  "d d", from, to),
 		  to - from + 1);
 	PQfinish(other);
 }
@@ -568,8 +569,7 @@ static void test_bounded_run_leaves_later_rows_to_the_next(void)
 		check_hwm(ctx, "30");
 		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT count(*) FROM arrivals WHERE processed"),
 			  30);
-		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT max(id) FROM arrivals WHERE processed"),
-			  30);
+		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT max(id) FROM arrivals WHERE processed"), 30);
 		json_decref(saved);
 		reader_free(&r);
 
@@ -1277,10 +1277,12 @@ static const CU_TestInfo tests[] = {
 	{ "upsert with bind by name", test_upsert_bind_by_name },
 	{ "array literals round-trip any text", test_array_escaping },
 	{ "errors name what failed", test_errors },
-	{ "bounded run leaves later rows to the next", test_bounded_run_leaves_later_rows_to_the_next },
+	{ "bounded run leaves later rows to the next",
+	  test_bounded_run_leaves_later_rows_to_the_next },
 	{ "bounded run of an empty input stays empty",
 	  test_bounded_run_of_an_empty_input_stays_empty },
-	{ "unbounded reader drains rows that arrive", test_unbounded_reader_drains_rows_that_arrive },
+	{ "unbounded reader drains rows that arrive",
+	  test_unbounded_reader_drains_rows_that_arrive },
 	{ "bounded composite key follows key order", test_bounded_composite_key_follows_key_order },
 	CU_TEST_INFO_NULL,
 };
