@@ -45,7 +45,8 @@ extern "C" {
  * reconnect) keeps it. No matching row at the first open: the mark is
  * nothing ({"hwm": null}) and the run reads no row, even if rows arrive
  * while it runs. A run that committed no chunk saved no mark: its restart
- * takes one anew (it had read nothing). The bound follows the key order, not
+ * takes one anew (it had read nothing), as does the restart of a run whose
+ * context an earlier cbatch saved (a last key without a mark). The bound follows the key order, not
  * the arrival order: it holds back exactly the late rows when keys grow with
  * arrival (a sequence, or a time then an id); a row that arrives with a key
  * below the mark (a composite key led by a customer, say) is still read if
