@@ -10,6 +10,7 @@
 
 #include "cbatch/partition.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,7 @@ static int bound_ok(const json_t *b, size_t n)
 int cb__rd_partition_filter(cb__rd_filter *out, PGconn *conn, const json_t *part,
 			    size_t first_param, const char *what, cb_error *err)
 {
-	const json_t *keys, *lo, *hi, *bucket, *buckets;
+	const json_t *keys, *lo, *hi, *hwm, *bucket, *buckets;
 	char **qk = NULL, *text = NULL;
 	size_t n, len;
 	FILE *f = NULL;
@@ -75,6 +76,7 @@ int cb__rd_partition_filter(cb__rd_filter *out, PGconn *conn, const json_t *part
 		return rc; /* no keys: an identical copy (a work queue), the whole input */
 	lo = json_object_get(part, "lo");
 	hi = json_object_get(part, "hi");
+	hwm = json_object_get(part, "hwm");
 	bucket = json_object_get(part, "bucket");
 	buckets = json_object_get(part, "buckets");
 	if (bucket || buckets) {
@@ -87,14 +89,14 @@ int cb__rd_partition_filter(cb__rd_filter *out, PGconn *conn, const json_t *part
 					    "%s: partition \"bucket\"/\"buckets\" must be integers "
 					    "with 0 <= bucket < buckets <= %d",
 					    what, CB_MAX_PARTITIONS);
-	} else if (!bound_ok(lo, n) || !bound_ok(hi, n)) {
+	} else if (!bound_ok(lo, n) || !bound_ok(hi, n) || !bound_ok(hwm, n)) {
 		return cb_error_set(err, CB_EINVAL,
-				    "%s: partition \"lo\"/\"hi\" must be null or arrays of %zu "
-				    "strings",
+				    "%s: partition \"lo\"/\"hi\"/\"hwm\" must be null or arrays of "
+				    "%zu strings",
 				    what, n);
 	}
 	qk = calloc(n, sizeof(*qk));
-	out->values = calloc(2 * n + 2, sizeof(*out->values));
+	out->values = calloc(3 * n + 2, sizeof(*out->values));
 	if (!qk || !out->values) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
 		goto done;
@@ -126,11 +128,17 @@ int cb__rd_partition_filter(cb__rd_filter *out, PGconn *conn, const json_t *part
 			out->values[out->nvalues++] = cb__rd_strdup(b);
 		}
 	} else {
-		const json_t *bounds[2] = { lo, hi };
-		const char *ops[2] = { ">=", "<" };
+		/* lo inclusive, hi exclusive; the last range closed at the
+		 * high-water mark, inclusive (null: nothing matched at the start) */
+		const json_t *bounds[3] = { lo, hi, hwm };
+		const char *ops[3] = { ">=", "<", "<=" };
 		int any = 0;
 
-		for (int b = 0; b < 2; b++) {
+		for (int b = 0; b < 3; b++) {
+			if (b == 2 && hwm && json_is_null(hwm)) {
+				cb__rd_add(f, "%sfalse", any++ ? " AND " : "");
+				continue;
+			}
 			if (!bounds[b] || json_is_null(bounds[b]))
 				continue;
 			cb__rd_add(f, "%s(", any++ ? " AND " : "");
@@ -247,9 +255,41 @@ int cb_partition_hash(json_t *out, const char *const *key_columns, size_t nkeys,
 	return rc;
 }
 
+/* "(k1, k2) <= ($1, $2)": the condition of the high-water mark, its values
+ * the first parameters of the partitioner's queries. */
+static char *bound_sql(char *const *qk, size_t n)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	cb__rd_add(f, "(");
+	for (size_t i = 0; i < n; i++)
+		cb__rd_add(f, "%s%s", i ? ", " : "", qk[i]);
+	cb__rd_add(f, ") <= (");
+	for (size_t i = 0; i < n; i++)
+		cb__rd_add(f, "%s$%zu", i ? ", " : "", i + 1);
+	cb__rd_add(f, ")");
+	if (ferror(f)) {
+		fclose(f);
+		free(text);
+		return NULL;
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 /* The boundary query: the keys (as text) at the quantiles of the rows of
- * @p from (the table, or a sample of it) that match the filter. */
-static char *boundary_sql(const char *from, char *const *qk, size_t n, const char *where)
+ * @p from (the table, or a sample of it) that match the filter and the
+ * bound, each with the number of rows it ranked. The count is parameter
+ * $<p>, the sample's percentage $<p + 1>. */
+static char *boundary_sql(const char *from, char *const *qk, size_t n, const char *where,
+			  const char *bound, size_t p)
 {
 	char *text = NULL;
 	size_t len;
@@ -266,12 +306,16 @@ static char *boundary_sql(const char *from, char *const *qk, size_t n, const cha
 	cb__rd_add(f, ") AS rn, count(*) OVER () AS n FROM %s", from);
 	if (where)
 		cb__rd_add(f, " WHERE (\n%s\n)", where);
+	if (bound)
+		cb__rd_add(f, "%s%s", where ? " AND " : " WHERE ", bound);
 	cb__rd_add(f, ") SELECT ");
 	for (size_t i = 0; i < n; i++)
-		cb__rd_add(f, "%sc%zu", i ? ", " : "", i);
+		cb__rd_add(f, "c%zu, ", i);
 	/* rank n*j/count + 1 starts range j (j = 1..count-1): rows split evenly */
-	cb__rd_add(f, " FROM s WHERE s.rn > 1 AND s.rn IN (SELECT (s.n * j / $1::bigint) + 1 "
-		      "FROM generate_series(1, $1::bigint - 1) AS j) ORDER BY s.rn");
+	cb__rd_add(f,
+		   "s.n FROM s WHERE s.rn > 1 AND s.rn IN (SELECT (s.n * j / $%zu::bigint) + 1 "
+		   "FROM generate_series(1, $%zu::bigint - 1) AS j) ORDER BY s.rn",
+		   p, p);
 	if (ferror(f)) {
 		fclose(f);
 		free(text);
@@ -303,24 +347,108 @@ static int estimate_rows(double *out, PGconn *conn, const char *qualified, cb_er
 	return 0;
 }
 
+/* Run @p sql with @p np text parameters; a result of tuples, or CB_EDB. */
+static int query(PGresult **out, PGconn *conn, const char *sql, int np, const char *const *p,
+		 const char *doing, cb_error *err)
+{
+	*out = PQexecParams(conn, sql, np, NULL, p, NULL, NULL, 0);
+	if (PQresultStatus(*out) != PGRES_TUPLES_OK) {
+		cb_pg_error(err, conn, *out, doing);
+		PQclear(*out);
+		*out = NULL;
+		return CB_EDB;
+	}
+	return 0;
+}
+
+/*
+ * The high-water mark: the last key, in key order, of the rows that match
+ * @p where now, as a JSON array of its text values, or JSON null when no
+ * row matches.
+ */
+static int take_hwm(json_t **out, PGconn *conn, const char *from, char *const *qk, size_t n,
+		    const char *where, const char *what, cb_error *err)
+{
+	char *sql = NULL;
+	size_t len;
+	FILE *f = open_memstream(&sql, &len);
+	PGresult *res = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!f)
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	/* aliased: ORDER BY "id" would otherwise sort the text output column */
+	cb__rd_add(f, "SELECT ");
+	for (size_t i = 0; i < n; i++)
+		cb__rd_add(f, "%s%s::text AS c%zu", i ? ", " : "", qk[i], i);
+	cb__rd_add(f, " FROM %s", from);
+	if (where)
+		cb__rd_add(f, " WHERE (\n%s\n)", where);
+	cb__rd_add(f, " ORDER BY ");
+	for (size_t i = 0; i < n; i++)
+		cb__rd_add(f, "%s%s DESC", i ? ", " : "", qk[i]);
+	cb__rd_add(f, " LIMIT 1");
+	if (ferror(f) | (fclose(f) != 0)) {
+		free(sql);
+		return cb_error_set(err, CB_ENOMEM, "out of memory");
+	}
+	rc = query(&res, conn, sql, 0, NULL, "key ranges: taking the high-water mark", err);
+	if (rc)
+		goto done;
+	if (PQntuples(res) == 0) {
+		*out = json_null();
+		goto done;
+	}
+	*out = json_array();
+	for (size_t i = 0; *out && i < n; i++) {
+		if (PQgetisnull(res, 0, (int)i)) {
+			json_decref(*out);
+			*out = NULL;
+			rc = cb_error_set(
+				err, CB_EINVAL,
+				"%s: key column %s is NULL in a row; keys must be NOT NULL", what,
+				qk[i]);
+			goto done;
+		}
+		if (json_array_append_new(*out, json_string(PQgetvalue(res, 0, (int)i))) < 0) {
+			json_decref(*out);
+			*out = NULL;
+		}
+	}
+	if (!*out)
+		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+done:
+	PQclear(res);
+	free(sql);
+	return rc;
+}
+
 int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_options *opts,
 			    size_t count, cb_error *err)
 {
 	const char *what = "key ranges";
+	cb_key_range_options o;
 	char **qk = NULL, *qtable = NULL, *qschema = NULL, *from = NULL, *sql = NULL;
+	char *bound = NULL;
 	char cnt[24], pct[32];
-	const char *p[2] = { cnt, pct };
-	json_t *prev = json_null(), *keys = NULL;
+	const char **p = NULL;
+	json_t *prev = json_null(), *keys = NULL, *hwm = NULL;
 	PGresult *res = NULL;
-	double est = -1, target;
-	size_t n;
-	int rc;
+	double est = -1, target, sample_pct = 100, matching;
+	size_t n, nb = 0;
+	int rc, sampled = 0;
 
 	if (!opts || !conn)
 		return cb_error_set(err, CB_EINVAL, "%s: NULL argument", what);
-	if (opts->version != CB_KEY_RANGE_OPTIONS_VERSION)
+	if (opts->version < 1 || opts->version > CB_KEY_RANGE_OPTIONS_VERSION)
 		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
 				    opts->version);
+	/* Only the members of the caller's version (the rest stay zero: bounded). */
+	memset(&o, 0, sizeof(o));
+	memcpy(&o, opts,
+	       opts->version == 1 ? offsetof(cb_key_range_options, unbounded) : sizeof(o));
+	opts = &o;
 	n = count_keys(opts->key_columns, opts->nkeys);
 	if (!opts->table || !opts->table[0])
 		return cb_error_set(err, CB_EINVAL, "%s: no table", what);
@@ -332,8 +460,9 @@ int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_option
 	if (rc < 0)
 		return rc;
 	qk = calloc(n, sizeof(*qk));
+	p = calloc(n + 2, sizeof(*p));
 	keys = key_array(opts->key_columns, n);
-	if (!qk || !keys) {
+	if (!qk || !p || !keys) {
 		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -350,43 +479,121 @@ int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_option
 		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 		goto done;
 	}
-	rc = estimate_rows(&est, conn, from, err);
-	if (rc)
-		goto done;
-	target = opts->sample_rows ? (double)opts->sample_rows :
-				     (count * 100.0 > 10000.0 ? count * 100.0 : 10000.0);
-	if (est > 2 * target) {
-		/* BERNOULLI draws rows: one pass over the table, exact quantiles
-		 * up to the sample's error however the keys lie on the pages.
-		 * SYSTEM draws whole pages, which is cheaper on a huge table but
-		 * sees keys clustered by page (ids in insertion order) as a few
-		 * lumps: only worth it where a pass costs more than the job. */
-		char *sampled;
-
-		snprintf(pct, sizeof(pct), "%.6f", 100.0 * target / est);
-		if (asprintf(&sampled, "%s TABLESAMPLE %s ($2::float4)", from,
-			     est > HUGE_TABLE_ROWS ? "SYSTEM" : "BERNOULLI") < 0) {
+	if (!opts->unbounded) {
+		/* The run's input: what matches now. The ranges split it, and the
+		 * last one ends at its last key (inclusive), so a partition run or
+		 * restarted later reads no row that arrived after this. */
+		rc = take_hwm(&hwm, conn, from, qk, n, opts->where, what, err);
+		if (rc)
+			goto done;
+		if (json_is_null(hwm)) {
+			/* nothing matches: one range of nothing */
+			rc = append(out,
+				    json_pack("{sO sO sO sO}", "keys", keys, "lo", prev, "hi",
+					      json_null(), "hwm", hwm),
+				    err);
+			goto done;
+		}
+		bound = bound_sql(qk, n);
+		if (!bound) {
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 			goto done;
 		}
-		free(from);
-		from = sampled;
+		for (size_t i = 0; i < n; i++)
+			p[nb++] = json_string_value(json_array_get(hwm, i));
 	}
-	sql = boundary_sql(from, qk, n, opts->where);
-	if (!sql) {
-		rc = cb_error_set(err, CB_ENOMEM, "out of memory");
-		goto done;
-	}
+	p[nb] = cnt;
+	p[nb + 1] = pct;
 	snprintf(cnt, sizeof(cnt), "%zu", count);
-	res = PQexecParams(conn, sql, est > 2 * target ? 2 : 1, NULL, p, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = cb_pg_error(err, conn, res, "key ranges: sampling the keys");
-		goto done;
-	}
-	for (int r = 0; r <= PQntuples(res) && !rc; r++) {
-		json_t *hi = json_null();
+	if (count == 1)
+		goto ranges; /* one range: no boundary to find */
+	target = opts->sample_rows ? (double)opts->sample_rows :
+				     (count * 100.0 > 10000.0 ? count * 100.0 : 10000.0);
+	/* How many rows match, up to twice the sample: the table's statistics
+	 * count every row, and a sample of a table drawn for the rows that
+	 * match a selective filter (a few new rows among many processed ones)
+	 * would hold one or two of them, or none. */
+	{
+		char *csql = NULL;
 
-		if (r < PQntuples(res)) {
+		if (asprintf(&csql,
+			     "SELECT count(*)::float8 FROM (SELECT 1 FROM %s%s%s%s%s%s%s "
+			     "LIMIT %.0f) AS m",
+			     from, opts->where ? " WHERE (\n" : "", opts->where ? opts->where : "",
+			     opts->where ? "\n)" : "",
+			     bound ? (opts->where ? " AND " : " WHERE ") : "", bound ? bound : "",
+			     "", 2 * target + 1) < 0) {
+			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+			goto done;
+		}
+		rc = query(&res, conn, csql, (int)nb, p, "key ranges: counting the rows", err);
+		free(csql);
+		if (rc)
+			goto done;
+		matching = atof(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		res = NULL;
+	}
+	if (matching > 2 * target) {
+		rc = estimate_rows(&est, conn, from, err);
+		if (rc)
+			goto done;
+		/* A table never analysed is read whole. */
+		if (est > 0) {
+			sampled = 1;
+			sample_pct = 100.0 * target / (est > matching ? est : matching);
+		}
+	}
+	/* Up to three tries: a sample; a larger one when the filter kept too
+	 * few of the sampled rows; the whole table. Exact count - 1 boundaries
+	 * come out of every try but a sample's. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		char *sampled_from = NULL;
+		double got;
+
+		if (sampled) {
+			/* BERNOULLI draws rows: one pass over the table, exact
+			 * quantiles up to the sample's error however the keys lie
+			 * on the pages. SYSTEM draws whole pages, which is cheaper
+			 * on a huge table but sees keys clustered by page (ids in
+			 * insertion order) as a few lumps: only worth it where a
+			 * pass costs more than the job. */
+			snprintf(pct, sizeof(pct), "%.6f", sample_pct);
+			if (asprintf(&sampled_from, "%s TABLESAMPLE %s ($%zu::float4)", from,
+				     est > HUGE_TABLE_ROWS ? "SYSTEM" : "BERNOULLI", nb + 2) < 0) {
+				rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+				goto done;
+			}
+		}
+		free(sql);
+		sql = boundary_sql(sampled_from ? sampled_from : from, qk, n, opts->where, bound,
+				   nb + 1);
+		free(sampled_from);
+		if (!sql) {
+			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
+			goto done;
+		}
+		PQclear(res);
+		rc = query(&res, conn, sql, (int)nb + (sampled ? 2 : 1), p,
+			   "key ranges: sampling the keys", err);
+		if (rc)
+			goto done;
+		if (!sampled)
+			break;
+		got = PQntuples(res) > 0 ? atof(PQgetvalue(res, 0, (int)n)) : 0;
+		if ((size_t)PQntuples(res) == count - 1 && got >= target / 2)
+			break;
+		/* too few sampled rows matched: draw more, or read them all */
+		sample_pct = got > 0 ? sample_pct * target / got : 100;
+		if (sample_pct >= 50 || attempt >= 1)
+			sampled = 0;
+	}
+ranges:
+	for (int r = 0; r <= (res ? PQntuples(res) : 0) && !rc; r++) {
+		json_t *hi = json_null();
+		int last = !res || r == PQntuples(res);
+
+		if (!last) {
 			hi = json_array();
 			for (size_t i = 0; hi && i < n; i++)
 				if (json_array_append_new(
@@ -399,18 +606,29 @@ int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_option
 			rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 			break;
 		}
-		rc = append(out, json_pack("{sO sO sO}", "keys", keys, "lo", prev, "hi", hi), err);
+		if (last && hwm)
+			rc = append(out,
+				    json_pack("{sO sO sO sO}", "keys", keys, "lo", prev, "hi", hi,
+					      "hwm", hwm),
+				    err);
+		else
+			rc = append(out,
+				    json_pack("{sO sO sO}", "keys", keys, "lo", prev, "hi", hi),
+				    err);
 		json_decref(prev);
 		prev = hi;
 	}
 done:
 	json_decref(prev);
 	json_decref(keys);
+	json_decref(hwm);
 	PQclear(res);
 	free(sql);
+	free(bound);
 	free(from);
 	free(qtable);
 	free(qschema);
+	free(p);
 	if (qk)
 		cb__rd_strv_free(qk, n);
 	return rc;

@@ -20,6 +20,15 @@
  * read() proves that chunk committed and makes it the committed position
  * (com). rollback() rewinds to com: the chunk being rolled back may be the
  * one whose update() already ran (a failed COMMIT).
+ *
+ * Bound. Unless the options say `unbounded`, the input is what matched when
+ * the step execution first opened the reader: the largest key then (in key
+ * order, through the same FROM and WHERE as the pages, DESC LIMIT 1) is the
+ * high-water mark, and both page queries add "(k1, k2) <= ($hwm)". update()
+ * stores it beside the last key, so it commits with the first chunk, and an
+ * open from a saved context (a restart, a reconnect) takes it from there
+ * instead of asking again. No row at the first open: the bound is "nothing"
+ * (JSON null) and the reader ends at once, whatever arrives meanwhile.
  */
 #include "cbatch/readers.h"
 #include "cbatch/sys/tx.h"
@@ -29,6 +38,7 @@
 #include "cbatch/partition.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +71,7 @@ struct keyset {
 	char **keys;
 	size_t nkeys;
 	size_t opt_page_size;
+	int unbounded; /* the option: no high-water mark */
 	char what[200];
 	/* from open */
 	int opened;
@@ -88,6 +99,9 @@ struct keyset {
 	struct keybuf pend; /* stored by the last update() */
 	struct keybuf com;  /* committed */
 	int pending;
+	/* the bound: hwm valid, or nothing (no row at the first open) */
+	struct keybuf hwm;
+	int nothing;
 };
 
 static int keybuf_init(struct keybuf *k, size_t n)
@@ -212,6 +226,8 @@ static void ks_close(void *state)
 	keybuf_free(&ks->cur, ks->nkeys);
 	keybuf_free(&ks->pend, ks->nkeys);
 	keybuf_free(&ks->com, ks->nkeys);
+	keybuf_free(&ks->hwm, ks->nkeys);
+	ks->nothing = 0;
 	ks->at = NULL;
 	ks->pending = 0;
 	ks->opened = 0;
@@ -236,30 +252,38 @@ static void ks_free(void *state)
 }
 
 /*
- * Build the two statements. @p qkeys: the quoted keys. The select list is the
- * given columns plus any key not among them (or "*").
+ * Build the statements: the first page, the pages after a key and, when
+ * bounded, the high-water mark query (the last key in key order). @p qkeys:
+ * the quoted keys. The select list is the given columns plus any key not
+ * among them (or "*"); the mark's, the keys alone. Parameters: the query's,
+ * the partition's, the mark's (bounded), the last key's (next page).
  */
-static int build_sql(struct keyset *ks, char **first, char **next, char *const *qkeys,
+static int build_sql(struct keyset *ks, char **first, char **next, char **hwm, char *const *qkeys,
 		     cb_error *err)
 {
-	char *text[2] = { NULL, NULL };
-	size_t len, i, j;
+	char *text[3] = { NULL, NULL, NULL };
+	size_t len, i, j, nbound = ks->unbounded ? 0 : ks->nkeys;
+	size_t base = ks->nqparams + ks->part.nvalues;
 	char *qtable = NULL, *qschema = NULL, *q = NULL;
-	int rc = 0, which;
+	int rc = 0, which, nstmt = ks->unbounded ? 2 : 3;
 
-	*first = *next = NULL;
+	*first = *next = *hwm = NULL;
 	rc = cb__rd_quote(&qtable, ks->conn, ks->what, ks->table, err);
 	if (!rc && ks->schema)
 		rc = cb__rd_quote(&qschema, ks->conn, ks->what, ks->schema, err);
-	for (which = 0; which < 2 && !rc; which++) {
+	for (which = 0; which < nstmt && !rc; which++) {
 		FILE *f = open_memstream(&text[which], &len);
+		int any;
 
 		if (!f) {
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 			break;
 		}
 		cb__rd_add(f, "SELECT ");
-		if (ks->ncolumns == 0) {
+		if (which == 2) {
+			for (i = 0; i < ks->nkeys; i++)
+				cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+		} else if (ks->ncolumns == 0) {
 			cb__rd_add(f, "*");
 		} else {
 			for (i = 0; i < ks->ncolumns && !rc; i++) {
@@ -284,26 +308,41 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 		else
 			cb__rd_add(f, " FROM %s", qtable);
 		/* the filter on its own lines, so that a trailing "--" comment is harmless */
+		any = ks->where || ks->part.sql;
 		if (ks->where)
 			cb__rd_add(f, " WHERE (\n%s\n)", ks->where);
 		if (ks->part.sql)
 			cb__rd_add(f, "%s(%s)", ks->where ? " AND " : " WHERE ", ks->part.sql);
+		if (which < 2 && nbound) {
+			/* the high-water mark: the input that existed at the first open */
+			cb__rd_add(f, any ? " AND (" : " WHERE (");
+			for (i = 0; i < ks->nkeys; i++)
+				cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+			cb__rd_add(f, ") <= (");
+			for (i = 0; i < ks->nkeys; i++)
+				cb__rd_add(f, "%s$%zu", i ? ", " : "", base + i + 1);
+			cb__rd_add(f, ")");
+			any = 1;
+		}
 		if (which == 1) {
-			cb__rd_add(f, ks->where || ks->part.sql ? " AND (" : " WHERE (");
+			cb__rd_add(f, any ? " AND (" : " WHERE (");
 			for (i = 0; i < ks->nkeys; i++)
 				cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
 			cb__rd_add(f, ") > (");
 			for (i = 0; i < ks->nkeys; i++)
-				cb__rd_add(f, "%s$%zu", i ? ", " : "",
-					   ks->nqparams + ks->part.nvalues + i + 1);
+				cb__rd_add(f, "%s$%zu", i ? ", " : "", base + nbound + i + 1);
 			cb__rd_add(f, ")");
 		}
 		cb__rd_add(f, " ORDER BY ");
+		/* the mark: the last key, by the same index read backwards */
 		for (i = 0; i < ks->nkeys; i++)
-			cb__rd_add(f, "%s%s", i ? ", " : "", qkeys[i]);
+			cb__rd_add(f, "%s%s%s", i ? ", " : "", qkeys[i], which == 2 ? " DESC" : "");
 		/* A literal, not a parameter: with LIMIT $n PostgreSQL plans the
 		 * page query again on every execution (measured: ~60 us a chunk). */
-		cb__rd_add(f, " LIMIT %zu", ks->page_size);
+		if (which == 2)
+			cb__rd_add(f, " LIMIT 1");
+		else
+			cb__rd_add(f, " LIMIT %zu", ks->page_size);
 		if (ferror(f))
 			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 		if (fclose(f) != 0 && !rc)
@@ -312,29 +351,25 @@ static int build_sql(struct keyset *ks, char **first, char **next, char *const *
 	free(qtable);
 	free(qschema);
 	if (rc) {
-		free(text[0]);
-		free(text[1]);
+		for (which = 0; which < 3; which++)
+			free(text[which]);
 		return rc;
 	}
 	*first = text[0];
 	*next = text[1];
+	*hwm = text[2];
 	return 0;
 }
 
-static int restore(struct keyset *ks, const json_t *saved, cb_error *err)
+/* A saved key array (@p name: its member) into @p k. */
+static int restore_key(struct keyset *ks, struct keybuf *k, const json_t *lk, const char *name,
+		       cb_error *err)
 {
-	const json_t *lk;
 	size_t i;
 
-	if (!saved || !json_is_object(saved))
-		return 0;
-	lk = json_object_get(saved, "last_key");
-	if (!lk || json_is_null(lk))
-		return 0;
 	if (!json_is_array(lk) || json_array_size(lk) != ks->nkeys)
-		return cb_error_set(err, CB_EINVAL,
-				    "%s: saved last_key is not an array of %zu strings", ks->what,
-				    ks->nkeys);
+		return cb_error_set(err, CB_EINVAL, "%s: saved %s is not an array of %zu strings",
+				    ks->what, name, ks->nkeys);
 	for (i = 0; i < ks->nkeys; i++) {
 		const json_t *v = json_array_get(lk, i);
 		const char *s = json_string_value(v);
@@ -342,23 +377,98 @@ static int restore(struct keyset *ks, const json_t *saved, cb_error *err)
 
 		if (!s || memchr(s, '\0', n))
 			return cb_error_set(err, CB_EINVAL,
-					    "%s: saved last_key value %zu is not a NUL-free string",
-					    ks->what, i + 1);
-		if (keybuf_set(&ks->com, i, s, n) < 0)
+					    "%s: saved %s value %zu is not a NUL-free string",
+					    ks->what, name, i + 1);
+		if (keybuf_set(k, i, s, n) < 0)
 			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 	}
-	ks->com.valid = 1;
+	k->valid = 1;
+	return 0;
+}
+
+/*
+ * The saved position and bound. @p *have_bound: the saved context held the
+ * bound ("hwm": a key, or null for nothing), so it is not taken again.
+ */
+static int restore(struct keyset *ks, const json_t *saved, int *have_bound, cb_error *err)
+{
+	const json_t *lk, *hwm;
+	int rc;
+
+	*have_bound = 0;
+	if (!saved || !json_is_object(saved))
+		return 0;
+	hwm = json_object_get(saved, "hwm");
+	if (hwm && !ks->unbounded) {
+		if (json_is_null(hwm))
+			ks->nothing = 1;
+		else if ((rc = restore_key(ks, &ks->hwm, hwm, "hwm", err)) < 0)
+			return rc;
+		*have_bound = 1;
+	}
+	lk = json_object_get(saved, "last_key");
+	if (!lk || json_is_null(lk))
+		return 0;
+	if ((rc = restore_key(ks, &ks->com, lk, "last_key", err)) < 0)
+		return rc;
 	ks->at = &ks->com;
 	return 0;
+}
+
+/*
+ * Take the high-water mark: the last key (in key order) of what matches now,
+ * on the step's connection, before the first chunk's transaction. No row:
+ * the bound is nothing.
+ */
+static int take_bound(struct keyset *ks, const char *sql, cb_error *err)
+{
+	PGresult *res;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < ks->nqparams; i++)
+		ks->params[i] = ks->qparams[i];
+	for (i = 0; i < ks->part.nvalues; i++)
+		ks->params[ks->nqparams + i] = ks->part.values[i];
+	res = PQexecParams(ks->conn, sql, (int)(ks->nqparams + ks->part.nvalues), NULL, ks->params,
+			   NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = cb_pg_error(err, ks->conn, res, "taking the high-water mark");
+		cb_error_prefix(err, "%s", ks->what);
+		goto done;
+	}
+	if (PQntuples(res) == 0) {
+		ks->nothing = 1;
+		goto done;
+	}
+	for (i = 0; i < ks->nkeys; i++) {
+		if (PQgetisnull(res, 0, (int)i)) {
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: key column \"%s\" is NULL in a row; keys must be "
+					  "NOT NULL",
+					  ks->what, ks->keys[i]);
+			goto done;
+		}
+		if (keybuf_set(&ks->hwm, i, PQgetvalue(res, 0, (int)i),
+			       (size_t)PQgetlength(res, 0, (int)i)) < 0) {
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+			goto done;
+		}
+	}
+	ks->hwm.valid = 1;
+done:
+	PQclear(res);
+	return rc;
 }
 
 static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
 {
 	struct keyset *ks = state;
 	char **qkeys = NULL;
-	char *first = NULL, *next = NULL;
+	size_t nbound;
+	char *first = NULL, *next = NULL, *hwm = NULL;
 	size_t i;
-	int rc = 0;
+	int rc = 0, have_bound = 0;
 
 	ks_close(ks);
 	if (!sc || !cb_step_context_conn(sc))
@@ -376,10 +486,12 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 	if (rc)
 		goto done;
 	ks->keycol = calloc(ks->nkeys, sizeof(*ks->keycol));
-	ks->params = calloc(ks->nqparams + ks->part.nvalues + ks->nkeys + 1, sizeof(*ks->params));
+	ks->params =
+		calloc(ks->nqparams + ks->part.nvalues + 2 * ks->nkeys + 1, sizeof(*ks->params));
 	qkeys = calloc(ks->nkeys, sizeof(*qkeys));
 	if (!ks->keycol || !ks->params || !qkeys || keybuf_init(&ks->cur, ks->nkeys) ||
-	    keybuf_init(&ks->pend, ks->nkeys) || keybuf_init(&ks->com, ks->nkeys)) {
+	    keybuf_init(&ks->pend, ks->nkeys) || keybuf_init(&ks->com, ks->nkeys) ||
+	    keybuf_init(&ks->hwm, ks->nkeys)) {
 		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 		goto done;
 	}
@@ -387,14 +499,16 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 		rc = cb__rd_quote(&qkeys[i], ks->conn, ks->what, ks->keys[i], err);
 	if (rc)
 		goto done;
-	rc = build_sql(ks, &first, &next, qkeys, err);
+	rc = build_sql(ks, &first, &next, &hwm, qkeys, err);
 	if (rc)
 		goto done;
+	nbound = ks->unbounded ? 0 : ks->nkeys;
 	rc = cb_pg_prepare(ks->conn, ks->stmt_first, "ks", first,
-			   (int)(ks->nqparams + ks->part.nvalues), err);
+			   (int)(ks->nqparams + ks->part.nvalues + nbound), err);
 	if (!rc)
 		rc = cb_pg_prepare(ks->conn, ks->stmt_next, "ks", next,
-				   (int)(ks->nqparams + ks->part.nvalues + ks->nkeys), err);
+				   (int)(ks->nqparams + ks->part.nvalues + nbound + ks->nkeys),
+				   err);
 	if (rc) {
 		cb_error_prefix(err, "%s: preparing the page query", ks->what);
 		goto done;
@@ -403,7 +517,10 @@ static int ks_open(void *state, const cb_step_context *sc, const json_t *saved, 
 				 ks->what, "page", err);
 	if (rc)
 		goto done;
-	rc = restore(ks, saved, err);
+	rc = restore(ks, saved, &have_bound, err);
+	/* the first open of this step execution: the input is what matches now */
+	if (!rc && !ks->unbounded && !have_bound)
+		rc = take_bound(ks, hwm, err);
 	if (rc)
 		goto done;
 	ks->pos = 0;
@@ -419,6 +536,7 @@ done:
 	free(qkeys);
 	free(first);
 	free(next);
+	free(hwm);
 	if (rc)
 		ks_close(ks);
 	return rc;
@@ -502,6 +620,11 @@ static int fetch(struct keyset *ks, cb_tx *tx, cb_error *err)
 	for (i = 0; i < ks->part.nvalues; i++)
 		ks->params[ks->nqparams + i] = ks->part.values[i];
 	nparams = (int)(ks->nqparams + ks->part.nvalues);
+	if (!ks->unbounded) {
+		for (i = 0; i < ks->nkeys; i++)
+			ks->params[(size_t)nparams + i] = ks->hwm.v[i];
+		nparams += (int)ks->nkeys;
+	}
 	if (ks->at && ks->at->valid) {
 		for (i = 0; i < ks->nkeys; i++)
 			ks->params[(size_t)nparams + i] = ks->at->v[i];
@@ -556,6 +679,8 @@ static int ks_read(void *state, cb_tx *tx, void **item, cb_error *err)
 			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 		ks->pending = 0;
 	}
+	if (ks->nothing)
+		return CB_DONE; /* no row when the step execution started */
 	for (;;) {
 		if (ks->npages > 0 && !ks->dropped) {
 			struct page *p = &ks->pages[ks->npages - 1];
@@ -613,6 +738,23 @@ static int ks_update(void *state, json_t *out, cb_error *err)
 		if (json_object_set_new(out, "last_key", arr) < 0)
 			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 	}
+	if (!ks->unbounded) {
+		/* the bound commits with the chunk; a restart keeps it */
+		arr = ks->nothing ? json_null() : json_array();
+		for (i = 0; arr && !ks->nothing && i < ks->nkeys; i++) {
+			json_t *v = json_string(ks->hwm.v[i]);
+
+			if (!v || json_array_append_new(arr, v) < 0) {
+				json_decref(arr);
+				return cb_error_set(err, v ? CB_ENOMEM : CB_EINVAL,
+						    "%s: high-water mark of key column \"%s\" %s",
+						    ks->what, ks->keys[i],
+						    v ? "out of memory" : "is not valid UTF-8");
+			}
+		}
+		if (!arr || json_object_set_new(out, "hwm", arr) < 0)
+			return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	}
 	if (save_position(ks, &ks->pend) < 0)
 		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
 	ks->pending = 1;
@@ -665,15 +807,18 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 		memset(out, 0, sizeof(*out));
 	if (!out || !opts)
 		return cb_error_set(err, CB_EINVAL, "%s: no options", what);
+	if (opts->version < 1 || opts->version > CB_PG_KEYSET_OPTIONS_VERSION)
+		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
+				    opts->version);
+	/* Only the members of the caller's version (the rest stay zero: bounded). */
+	memset(&o, 0, sizeof(o));
+	memcpy(&o, opts,
+	       opts->version == 1 ? offsetof(cb_pg_keyset_options, unbounded) : sizeof(o));
 	/* Counts of 0 with a list: NULL-terminated lists (item.h, CB_COUNT). */
-	o = *opts;
 	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
 	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
 	o.nquery_params = cb_list_count(o.query_params, o.nquery_params);
 	opts = &o;
-	if (opts->version != CB_PG_KEYSET_OPTIONS_VERSION)
-		return cb_error_set(err, CB_EINVAL, "%s: unsupported options version %u", what,
-				    opts->version);
 	t.schema = opts->schema;
 	t.table = opts->table;
 	t.columns = opts->columns;
@@ -733,6 +878,7 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	ks->nkeys = opts->nkeys;
 	ks->ncolumns = opts->ncolumns;
 	ks->opt_page_size = opts->page_size;
+	ks->unbounded = opts->unbounded != 0;
 
 	out->version = CB_READER_VERSION;
 	out->state = ks;

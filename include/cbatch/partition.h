@@ -82,7 +82,7 @@ extern "C" {
  */
 const json_t *cb_step_context_partition(const cb_step_context *sc);
 
-#define CB_KEY_RANGE_OPTIONS_VERSION 1
+#define CB_KEY_RANGE_OPTIONS_VERSION 2
 
 /** Options of cb_partition_key_ranges. Strings are borrowed for the call. */
 typedef struct cb_key_range_options {
@@ -95,9 +95,17 @@ typedef struct cb_key_range_options {
 	const char *where;
 	/**
 	 * Rows to sample for the boundaries; 0: 100 per partition, at least
-	 * 10,000. A table with fewer (estimated) rows is read whole.
+	 * 10,000. When fewer rows match (counted up to twice the sample), they
+	 * are read whole.
 	 */
 	size_t sample_rows;
+	/**
+	 * Since version 2. Non-zero: no high-water mark; the last range is
+	 * open-ended, so rows that arrive later, above the last boundary, fall
+	 * into it (pair it with an unbounded reader). 0 (and every version 1
+	 * caller): the last range ends at the high-water mark.
+	 */
+	int unbounded;
 } cb_key_range_options;
 
 /** Key range options with every member zero but the version. */
@@ -107,20 +115,38 @@ typedef struct cb_key_range_options {
 	}
 
 /**
- * Append to the JSON array @p out up to @p count contiguous key ranges that
- * together cover every possible key of @p opts->table:
+ * Append to the JSON array @p out @p count contiguous key ranges of the rows
+ * of @p opts->table that match @p opts->where now:
  * {"keys": [..], "lo": [..] | null, "hi": [..] | null}, lo inclusive, hi
- * exclusive, null unbounded (the first range has no lower bound, the last
- * no upper one, so rows inserted later still belong to one). The boundaries
- * are quantiles of the keys of the rows that match @p opts->where: all of
- * them on a table whose statistics (pg_class.reltuples) say it holds at
- * most twice the sample, else a sample (TABLESAMPLE BERNOULLI: rows; over
- * 50 million rows TABLESAMPLE SYSTEM: pages, cheaper but lumpier where keys
- * are clustered by page), so skewed keys still give balanced ranges, not
- * min/max arithmetic. A table never analysed is read whole. Fewer ranges come out when there are fewer distinct keys (at least
- * one, also for an empty table). Runs on @p conn (not in a transaction, or
- * inside the caller's). @return 0, CB_EINVAL (options, @p count 0 or over
- * CB_MAX_PARTITIONS), CB_EDB, CB_ENOMEM.
+ * exclusive, null unbounded on that side (the first range has no lower
+ * bound).
+ *
+ * A run has a bounded input: the partitioner first takes the high-water
+ * mark, the largest key in key order of the matching rows
+ * (`ORDER BY k1 DESC, ... LIMIT 1`), and the last range carries it,
+ * inclusive: {"lo": [..], "hi": null, "hwm": [..]}. The keyset reader of
+ * that partition reads no key above it, and since the partitions are stored
+ * with their step executions, a partition run late, resumed by another
+ * worker or restarted keeps the bound: rows that arrive later are the next
+ * run's. No matching row: one range {"lo": null, "hi": null, "hwm": null},
+ * which holds nothing. @p opts->unbounded opts out (the last range is then
+ * open-ended, as before version 2).
+ *
+ * The boundaries are quantiles of the keys of the matching rows up to the
+ * mark, so skewed keys still give balanced ranges, not min/max arithmetic.
+ * The rows that match are counted first, up to twice the sample: when there
+ * are at most that many they are all read, and the boundaries are exact, so
+ * that with at least @p count matching rows there are exactly @p count
+ * ranges, none empty (a few new rows among many processed ones included).
+ * More rows than that are sampled (TABLESAMPLE BERNOULLI: rows, by the
+ * table's statistics, pg_class.reltuples; over 50 million rows TABLESAMPLE
+ * SYSTEM: pages, cheaper but lumpier where keys are clustered by page); a
+ * sample in which too few rows matched is drawn again larger, then the rows
+ * are read whole. A table never analysed is read whole. Fewer ranges come
+ * out when fewer rows match than @p count (at least one). Runs on @p conn
+ * (not in a transaction, or inside the caller's). @return 0, CB_EINVAL
+ * (options, @p count 0 or over CB_MAX_PARTITIONS, a NULL key), CB_EDB,
+ * CB_ENOMEM.
  */
 int cb_partition_key_ranges(json_t *out, PGconn *conn, const cb_key_range_options *opts,
 			    size_t count, cb_error *err);

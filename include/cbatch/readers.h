@@ -15,7 +15,7 @@ extern "C" {
 /* Declared here, exported from libcbatch (built with hidden visibility). */
 #pragma GCC visibility push(default)
 
-#define CB_PG_KEYSET_OPTIONS_VERSION 1
+#define CB_PG_KEYSET_OPTIONS_VERSION 2
 
 /**
  * Options of the PostgreSQL keyset paging reader. All strings are copied by
@@ -25,12 +25,33 @@ extern "C" {
  * The reader runs, inside each chunk transaction,
  *
  *     SELECT <columns>[, <missing keys>] FROM <schema>.<table>
- *      WHERE (<where>) [AND (k1, k2, ...) > ($1, $2, ...)]
+ *      WHERE (<where>) AND (k1, k2, ...) <= (<high-water mark>)
+ *        [AND (k1, k2, ...) > ($1, $2, ...)]
  *      ORDER BY k1, k2, ... LIMIT <page size>
  *
  * and never OFFSET: progress lives in the data (a processed row no longer
  * matches @p where) and in the last key, which the reader stores in the step
  * execution context as {"last_key": ["..", ..]} and resumes from on restart.
+ *
+ * A run has a bounded input. At the first `open` of a step execution (no
+ * saved bound) the reader takes the high-water mark: the largest key, in key
+ * order, of the rows that match then (the same FROM and WHERE as the pages,
+ * the partition's share included, `ORDER BY k1 DESC, ... LIMIT 1`, on the
+ * step's connection before the first chunk's transaction). Every page query
+ * is bounded by it, so rows that arrive with larger keys during the run are
+ * the next run's. The mark is stored beside the last key ({"hwm": [..]})
+ * and commits with the first chunk; an `open` from a saved context (a
+ * restart of the execution, a new execution of the same instance, a
+ * reconnect) keeps it. No matching row at the first open: the mark is
+ * nothing ({"hwm": null}) and the run reads no row, even if rows arrive
+ * while it runs. A run that committed no chunk saved no mark: its restart
+ * takes one anew (it had read nothing), as does the restart of a run whose
+ * context an earlier cbatch saved (a last key without a mark). The bound follows the key order, not
+ * the arrival order: it holds back exactly the late rows when keys grow with
+ * arrival (a sequence, or a time then an id); a row that arrives with a key
+ * below the mark (a composite key led by a customer, say) is still read if
+ * the run has not passed it. @p unbounded (version 2) opts out: the reader
+ * drains the table as it grows, until a page comes back short.
  * The key columns must together be unique and NOT NULL (put the primary key
  * last). Identifiers (schema, table, columns, keys) are quoted with
  * PQescapeIdentifier; @p where is SQL text written by the job author (code,
@@ -78,6 +99,13 @@ typedef struct cb_pg_keyset_options {
 	const char *query;
 	const char *const *query_params; /**< values of $1..$n of @p query (copied) */
 	size_t nquery_params;            /**< 0: @p query_params is NULL-terminated (or NULL) */
+	/**
+	 * Since version 2. Non-zero: no high-water mark; the run also reads rows
+	 * that arrive while it runs (a drain of a live table), until a page
+	 * comes back short. 0 (and every version 1 caller): the input is what
+	 * matched at the step execution's first open.
+	 */
+	int unbounded;
 } cb_pg_keyset_options;
 
 /** Keyset reader options with every member zero but the version. */
@@ -88,8 +116,9 @@ typedef struct cb_pg_keyset_options {
 
 /**
  * Fill @p out with a keyset paging reader. The reader owns a copy of the
- * options; the step calls out->free. @return 0, CB_EINVAL (no table or key,
- * empty identifier), CB_ENOMEM.
+ * options; the step calls out->free. Options of version 1 and 2 are taken
+ * (version 1: bounded). @return 0, CB_EINVAL (no table or key, empty
+ * identifier, unknown version), CB_ENOMEM.
  */
 int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb_error *err);
 
@@ -416,6 +445,10 @@ long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value);
  * returns the same rows in the same order again — ORDER BY a unique key over
  * data that no longer changes (a closed day, an archive). For a source that
  * changes, or one whose rows are marked as processed, use the keyset reader.
+ * The snapshot is the run's bound while it is not interrupted (rows committed
+ * after `open` are not seen); a restart opens a new snapshot, so rows that
+ * arrived meanwhile are the restart's input too, unless the query bounds
+ * itself (a closed day, a key below a value passed as a parameter).
  * @p query is SQL text of the job author's; values travel as @p query_params
  * ($1..$n, text).
  */

@@ -352,6 +352,10 @@ static void test_sigkill_at_random_points_then_takeover_after_the_lease(void)
  * it was, so the fencing token is the only thing that stops it).
  * @p new_work: fresh rows wait for the zombie, or nothing is left to write
  * (then it ends without a chunk, and must still end FAILED and be audited).
+ * A run's input is bounded by its high-water mark (guarantee 9): rows added
+ * with larger keys would not be the zombie's work. So the fresh rows are
+ * 5,000 accounts held back from the zombie's input below its largest key (a
+ * gap in the ids), put back after the takeover.
  *
  * The zombie and the taker run as two roles without privilege over each
  * other: the taker cannot end the zombie's session (a takeover normally
@@ -371,8 +375,15 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	snprintf(tparam, sizeof(tparam), "z:long=%d", same_instance ? round : 100 + round);
 	snprintf(log, sizeof(log), "lock-zombie-%d.log", round);
 	/* 20,000 rows at 10 ms a chunk of 10: 20 s at least, far more than it
-	 * needs to write 300 (the taker, without the throttle, runs fast). */
-	add_rows(conn, 20000);
+	 * needs to write 300 (the taker, without the throttle, runs fast). With
+	 * new work, 5,000 of them, below the largest, wait aside until the
+	 * zombie wakes. */
+	add_rows(conn, new_work ? 25000 : 20000);
+	if (new_work)
+		cbt_exec(conn, "CREATE TABLE IF NOT EXISTS zombie_gap (LIKE account); "
+			       "WITH d AS (DELETE FROM account WHERE id IN (SELECT id FROM account "
+			       "ORDER BY id DESC OFFSET 1 LIMIT 5000) RETURNING *) "
+			       "INSERT INTO zombie_gap SELECT * FROM d");
 	pid = ex_spawn_with(NULL, zombie_db, log, "run", "ledger", zparam, "-chunk.size:long=10",
 			    "-sleepMs:long=10", "--lease", "1", NULL);
 	{
@@ -456,9 +467,10 @@ static void zombie_round(PGconn *conn, int round, int same_instance, int new_wor
 	zrows = cbt_queryp_ll(conn, "SELECT count(*) FROM ledger WHERE job_execution_id = $1",
 			      "lld", zombie);
 	CBT_EQ_LL(zrows, zwrites);
-	/* New work, so that the zombie has something it could still write. */
+	/* New work, so that the zombie has something it could still write:
+	 * within its bound, after its position. */
 	if (new_work)
-		add_rows(conn, 5000);
+		cbt_exec(conn, "INSERT INTO account SELECT * FROM zombie_gap; TRUNCATE zombie_gap");
 
 	/* Wake it while no one may write batch_lock: its heartbeat and its next
 	 * chunk checkpoint queue behind us (a row lock would not do: an UPDATE

@@ -134,6 +134,10 @@ static void check_ranges(json_t *ranges, size_t want, long long total)
 		return;
 	CU_ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ranges, 0), "lo")));
 	CU_ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ranges, want - 1), "hi")));
+	/* the last range is closed at the high-water mark: the largest key */
+	CBT_EQ_STR(json_string_value(json_array_get(
+			   json_object_get(json_array_get(ranges, want - 1), "hwm"), 0)),
+		   "1000000000000");
 	for (size_t i = 0; i < want; i++) {
 		const json_t *r = json_array_get(ranges, i);
 		long long n = rows_in_range(r);

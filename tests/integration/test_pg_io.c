@@ -463,6 +463,212 @@ static void test_status_writer_progress(void)
 	}
 }
 
+/* ---- a run has a bounded input ------------------------------------------------ */
+
+/* Table arrivals: ids 1..@p nrows, none processed. */
+static void make_arrivals(PGconn *conn, int nrows)
+{
+	char sql[400];
+
+	snprintf(sql, sizeof(sql),
+		 "SET client_min_messages = warning; DROP TABLE IF EXISTS arrivals; "
+		 "CREATE TABLE arrivals (id bigint PRIMARY KEY, "
+		 "processed boolean NOT NULL DEFAULT false); "
+		 "INSERT INTO arrivals (id) SELECT g FROM generate_series(1, %d) g",
+		 nrows);
+	CU_ASSERT_EQUAL_FATAL(cbt_exec(conn, sql), 0);
+}
+
+/* Rows @p from..@p to arrive (another session's commit). */
+static void arrive(int from, int to)
+{
+	PGconn *other = cbt_connect(db);
+
+	CBT_EQ_LL(cbt_queryp_ll(
+			  other,
+			  "WITH i AS (INSERT INTO arrivals (id) SELECT generate_series($1::int, "
+			  "$2::int) RETURNING 1) SELECT count(*) FROM i",
+			  "d d", from, to),
+		  to - from + 1);
+	PQfinish(other);
+}
+
+static const char *const arrivals_key[] = { "id", NULL };
+
+/* A keyset reader of arrivals WHERE NOT processed; @p version 1 or 2. */
+static void arrivals_reader(cb_reader *r, unsigned int version, int unbounded)
+{
+	cb_pg_keyset_options o = CB_PG_KEYSET_OPTIONS_INIT;
+	cb_error err = CB_ERROR_INIT;
+
+	o.version = version;
+	o.table = "arrivals";
+	o.key_columns = arrivals_key;
+	o.where = "NOT processed";
+	o.unbounded = unbounded; /* not read for version 1 */
+	CBT_PASS_FATAL(cb_pg_keyset_reader_new(r, &o, &err), &err);
+}
+
+static json_t *through_text(const json_t *ctx)
+{
+	char *text = json_dumps(ctx, JSON_COMPACT);
+	json_error_t jerr;
+	json_t *back;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	back = json_loads(text, 0, &jerr);
+	free(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+	return back;
+}
+
+static void check_hwm(const json_t *ctx, const char *want)
+{
+	const json_t *h = json_object_get(ctx, "hwm");
+
+	if (!want) {
+		CU_ASSERT_TRUE(h && json_is_null(h));
+		return;
+	}
+	CU_ASSERT_FATAL(json_is_array(h) && json_array_size(h) == 1);
+	CBT_EQ_STR(json_string_value(json_array_get(h, 0)), want);
+}
+
+/*
+ * A run reads what matched at its first open: rows that arrive during the
+ * run (above the mark) are the next run's; a reopen from the saved context
+ * (a restart) keeps the mark; options of version 1 are bounded too.
+ */
+static void test_bounded_run_leaves_later_rows_to_the_next(void)
+{
+	struct drv d;
+	cb_reader r;
+	cb_writer w;
+	json_t *ctx = NULL, *saved;
+	unsigned int version;
+
+	for (version = 1; version <= 2; version++) {
+		drv_init(&d, 10, 1);
+		make_arrivals(d.conn, 30);
+		arrivals_reader(&r, version, 0);
+		status_writer(&w, "arrivals", arrivals_key, 1, "processed");
+		open_reader(&r, &d, NULL);
+		open_writer(&w, &d);
+		CBT_EQ_LL(run_chunk(&d, &r, &w, 1, &ctx, 1, NULL), 10);
+		check_hwm(ctx, "30");
+		arrive(31, 50); /* during the run */
+		CBT_EQ_LL(run_chunk(&d, &r, &w, 1, &ctx, 1, NULL), 10);
+		reader_free(&r);
+
+		/* restart from the committed context: the mark is kept */
+		saved = through_text(ctx);
+		arrive(51, 60);
+		arrivals_reader(&r, version, 0);
+		open_reader(&r, &d, saved);
+		CBT_EQ_LL(run_all(&d, &r, &w, 1, &ctx, NULL), 10);
+		check_hwm(ctx, "30");
+		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT count(*) FROM arrivals WHERE processed"),
+			  30);
+		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT max(id) FROM arrivals WHERE processed"), 30);
+		json_decref(saved);
+		reader_free(&r);
+
+		/* the next run (no saved context) takes them */
+		arrivals_reader(&r, version, 0);
+		open_reader(&r, &d, NULL);
+		CBT_EQ_LL(run_all(&d, &r, &w, 1, &ctx, NULL), 30);
+		check_hwm(ctx, "60");
+		CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT count(*) FROM arrivals WHERE NOT processed"),
+			  0);
+		json_decref(ctx);
+		ctx = NULL;
+		reader_free(&r);
+		writer_free(&w);
+		drv_done(&d);
+	}
+}
+
+/* No matching row at the first open: the bound is nothing, kept on restart. */
+static void test_bounded_run_of_an_empty_input_stays_empty(void)
+{
+	struct drv d;
+	cb_reader r;
+	json_t *saved = json_pack("{s:n}", "hwm");
+
+	drv_init(&d, 10, 1);
+	make_arrivals(d.conn, 0);
+	arrivals_reader(&r, CB_PG_KEYSET_OPTIONS_VERSION, 0);
+	open_reader(&r, &d, NULL);
+	arrive(1, 25);
+	CBT_EQ_LL(run_all(&d, &r, NULL, 0, NULL, NULL), 0);
+	reader_free(&r);
+	/* a context saying "nothing" stays nothing */
+	arrivals_reader(&r, CB_PG_KEYSET_OPTIONS_VERSION, 0);
+	open_reader(&r, &d, saved);
+	CBT_EQ_LL(run_all(&d, &r, NULL, 0, NULL, NULL), 0);
+	reader_free(&r);
+	/* a new run reads them */
+	arrivals_reader(&r, CB_PG_KEYSET_OPTIONS_VERSION, 0);
+	open_reader(&r, &d, NULL);
+	CBT_EQ_LL(run_all(&d, &r, NULL, 0, NULL, NULL), 25);
+	reader_free(&r);
+	json_decref(saved);
+	drv_done(&d);
+}
+
+/* unbounded = 1: the run drains rows that arrive while it runs. */
+static void test_unbounded_reader_drains_rows_that_arrive(void)
+{
+	struct drv d;
+	cb_reader r;
+	cb_writer w;
+	json_t *ctx = NULL;
+
+	drv_init(&d, 10, 1);
+	make_arrivals(d.conn, 30);
+	arrivals_reader(&r, CB_PG_KEYSET_OPTIONS_VERSION, 1);
+	status_writer(&w, "arrivals", arrivals_key, 1, "processed");
+	open_reader(&r, &d, NULL);
+	open_writer(&w, &d);
+	CBT_EQ_LL(run_chunk(&d, &r, &w, 1, &ctx, 1, NULL), 10);
+	CU_ASSERT_PTR_NULL(json_object_get(ctx, "hwm"));
+	arrive(31, 50);
+	CBT_EQ_LL(run_all(&d, &r, &w, 1, &ctx, NULL), 40);
+	CBT_EQ_LL(cbt_query_ll(d.conn, "SELECT count(*) FROM arrivals WHERE NOT processed"), 0);
+	json_decref(ctx);
+	reader_free(&r);
+	writer_free(&w);
+	drv_done(&d);
+}
+
+/*
+ * A composite key is bounded by the largest key tuple in key order: a late
+ * row above it waits for the next run, one below it (a lower leading column)
+ * is read, as documented.
+ */
+static void test_bounded_composite_key_follows_key_order(void)
+{
+	struct drv d;
+	cb_reader r;
+	json_t *ctx = NULL, *mark;
+
+	drv_init(&d, 10, 1);
+	make_sales(d.conn, 100);
+	sales_reader(&r, 0, "NOT processed");
+	open_reader(&r, &d, NULL);
+	CBT_EQ_LL(run_chunk(&d, &r, NULL, 0, &ctx, 1, NULL), 10);
+	mark = json_pack("{s:O}", "last_key", json_object_get(ctx, "hwm"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mark);
+	check_last_key(mark, "9", "97");
+	json_decref(mark);
+	cbt_exec(d.conn, "INSERT INTO sales VALUES (101, 9, 1), (102, 9, 1), (103, 8, 1)");
+	/* 90 left, plus (8, 103) below the mark; (9, 101) and (9, 102) are above */
+	CBT_EQ_LL(run_all(&d, &r, NULL, 0, &ctx, NULL), 91);
+	json_decref(ctx);
+	reader_free(&r);
+	drv_done(&d);
+}
+
 static int same_seen(const struct seen *a, size_t afrom, const struct seen *b, size_t bfrom,
 		     size_t n)
 {
@@ -1071,6 +1277,13 @@ static const CU_TestInfo tests[] = {
 	{ "upsert with bind by name", test_upsert_bind_by_name },
 	{ "array literals round-trip any text", test_array_escaping },
 	{ "errors name what failed", test_errors },
+	{ "bounded run leaves later rows to the next",
+	  test_bounded_run_leaves_later_rows_to_the_next },
+	{ "bounded run of an empty input stays empty",
+	  test_bounded_run_of_an_empty_input_stays_empty },
+	{ "unbounded reader drains rows that arrive",
+	  test_unbounded_reader_drains_rows_that_arrive },
+	{ "bounded composite key follows key order", test_bounded_composite_key_follows_key_order },
 	CU_TEST_INFO_NULL,
 };
 
