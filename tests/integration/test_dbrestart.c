@@ -414,11 +414,88 @@ static void test_outage_past_the_lease_says_the_execution_is_left_started(void)
 	PQfinish(conn);
 }
 
+/* default_transaction_read_only for the whole cluster (a primary turned
+ * standby, as libpq's target_session_attrs sees it), from a session that
+ * keeps writing. */
+static void cluster_read_only(int on)
+{
+	char admin[CBT_CONNINFO_MAX + 80];
+	PGconn *a;
+
+	snprintf(admin, sizeof(admin), "%s options='-c default_transaction_read_only=off'", db);
+	a = cbt_connect(admin);
+	CBT_EQ_LL(cbt_exec(a, on ? "ALTER SYSTEM SET default_transaction_read_only = on" :
+				   "ALTER SYSTEM RESET default_transaction_read_only"),
+		  0);
+	cbt_exec(a, "SELECT pg_reload_conf()");
+	PQfinish(a);
+}
+
+/*
+ * A worker on a multi-host conninfo (target_session_attrs=read-write) whose
+ * every host turns read-only, as during a failover before a standby is
+ * promoted: it waits with its backoff, never spinning on a refused host's
+ * socket, and claims again once a primary is back.
+ */
+static void test_worker_waits_without_spinning_while_no_primary(void)
+{
+	const char *host = getenv("CBATCH_TEST_PGHOST"), *port = getenv("CBATCH_TEST_PGPORT");
+	char multi[CBT_CONNINFO_MAX + 400], log[PATH_MAX], *text, *p;
+	PGconn *conn = cbt_connect(db);
+	double down;
+	int lines = 0;
+	pid_t pid;
+
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	snprintf(multi, sizeof(multi), "%s host=%s,%s port=%s,%s target_session_attrs=read-write",
+		 db, host, host, port, port);
+	snprintf(log, sizeof(log), "%s/dbrestart-worker-spin.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", multi, "worker",
+				       "--lease",          "2",    NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(
+		    conn, 30000,
+		    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+		    "current_database() AND pid <> pg_backend_pid() AND query ILIKE '%partition%'"))
+		CBT_FAILF("the worker did not start listening");
+	cluster_read_only(1);
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+		       "current_database() AND pid <> pg_backend_pid()");
+	down = cbt_now();
+	/* The window under test: 4 s without a primary. */
+	cbt_sleep_ms(4000);
+	cluster_read_only(0);
+	text = cbt_slurp(log, NULL);
+	for (p = text; p && (p = strstr(p, "retrying in")) != NULL; p++)
+		lines++;
+	printf("\n    %.1f s without a primary: %d retries logged\n", cbt_now() - down, lines);
+	/* Backoff 0.2 s doubling to 5 s: 5 or 6 tries in 4 s, not hundreds. */
+	CU_ASSERT(lines >= 1);
+	CU_ASSERT(lines <= 12);
+	free(text);
+	PQfinish(conn);
+	conn = reconnect();
+	if (!cbt_wait_until(
+		    conn, 60000,
+		    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+		    "current_database() AND pid <> pg_backend_pid() AND query ILIKE '%partition%'"))
+		CBT_FAILF("the worker did not listen again once a primary was back");
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 30000), 0);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "database restart mid-run is ridden through exactly once",
 	  test_database_restart_mid_run_is_ridden_through_exactly_once },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
+	{ "worker waits without spinning while no primary",
+	  test_worker_waits_without_spinning_while_no_primary },
 	{ "outage past the budget ends DATABASE_LOST with its steps",
 	  test_outage_past_the_budget_ends_database_lost_with_its_steps },
 	{ "outage past the lease says the execution is left STARTED",
