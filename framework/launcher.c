@@ -51,24 +51,7 @@ static int reach_repository(PGconn *conn, struct lease_clock *lc, double *delay)
 	/* The deadline is fixed when the wait starts: a heartbeat still running
 	 * on its own connection keeps extending the lease, and a deadline that
 	 * moved with it would wait for as long as that connection lives. */
-	double end = lease_end(lc);
-
-	for (;;) {
-		double now, left;
-
-		if (PQstatus(conn) == CONNECTION_OK)
-			return 1;
-		PQreset(conn);
-		if (PQstatus(conn) == CONNECTION_OK)
-			return 1;
-		now = cb__now();
-		left = end - now;
-		if (left <= 0)
-			return 0;
-		/* The last try falls just before the lease ends. */
-		usleep((useconds_t)((*delay < left ? *delay : left) * 1e6));
-		*delay = *delay * 2 > 2.0 ? 2.0 : *delay * 2;
-	}
+	return cb__outage_reach(conn, lease_end(lc), delay, NULL) == 1;
 }
 
 /* Did @p rc fail for a lost connection that may come back? */

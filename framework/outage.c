@@ -66,8 +66,7 @@ int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run
 		left = deadline - cb__now();
 		if (left <= 0)
 			return 0;
-		pause_unless_quitting(run, *delay < left ? *delay : left);
-		*delay = *delay * 2 > 2.0 ? 2.0 : *delay * 2;
+		cb__outage_pause(run, deadline, delay);
 	}
 }
 
