@@ -8,6 +8,10 @@
 --          p_session_start): checked in the same round trip as the chunk
 -- The lock row records that verified session (a partition's claim records
 -- the claimant's session unverified; its first chunk makes it verified).
+-- A partition's chunk is fenced twice: by its own partition lock (p_lock_name)
+-- and by the job lock its execution holds (batch_job_execution.lock_name,
+-- fencing_token): once that lock is taken over or forced open, no partition of
+-- the execution commits another chunk (CB002), whichever worker runs it.
 -- A partition's chunk does not take the job execution's row lock: every
 -- partition commits into the same job execution row, so taking its lock in
 -- each checkpoint would queue their commits behind each other, and a restart
@@ -28,6 +32,8 @@ RETURNS varchar LANGUAGE plpgsql AS $$
 DECLARE
     v_status varchar;
     v_partition int;
+    v_job_lock varchar;
+    v_job_token bigint;
 BEGIN
     PERFORM batch_session_check(p_session_pid, p_session_start);
     IF p_lock_name IS NOT NULL THEN
@@ -72,8 +78,19 @@ BEGIN
          WHERE job_execution_id = p_job_execution_id;
     END IF;
     IF v_partition IS NOT NULL THEN
-        SELECT status INTO v_status FROM batch_job_execution
-         WHERE job_execution_id = p_job_execution_id;
+        SELECT e.status, e.lock_name, e.fencing_token INTO v_status, v_job_lock, v_job_token
+          FROM batch_job_execution e WHERE e.job_execution_id = p_job_execution_id;
+        -- A plain read of the job lock row (the manager's heartbeat updates
+        -- it; a row lock here would queue the partitions behind it). A forced
+        -- unlock or a takeover also ends the claimants' sessions, so a chunk
+        -- in flight past this read cannot commit either.
+        IF v_job_lock IS NOT NULL AND NOT EXISTS (
+               SELECT 1 FROM batch_lock b
+                WHERE b.lock_name = v_job_lock AND b.fencing_token = v_job_token
+                  AND NOT b.released) THEN
+            RAISE EXCEPTION 'fenced off: job execution % no longer holds its lock "%" (fencing token %)',
+                p_job_execution_id, v_job_lock, v_job_token USING ERRCODE = 'CB002';
+        END IF;
     ELSE
         UPDATE batch_job_execution SET last_updated = clock_timestamp(),
                heartbeat_time = clock_timestamp()

@@ -1,7 +1,10 @@
 -- Release a lock by hand (unlock --force), recorded. A holder that still
 -- holds it has its session ended first (as a takeover does): its chunk in
 -- flight could not commit anyway, and a frozen holder's open transaction
--- would otherwise block the release and the next owner. Unlocked = false when
+-- would otherwise block the release and the next owner. So do the sessions of
+-- the partitions of the execution that holds it (as a takeover ends them): a
+-- partition's chunk is fenced by its execution's job lock, and one in flight
+-- must not commit after the release. Unlocked = false when
 -- there is no such lock. Raises 55P03 when the row stays locked by a session
 -- that could not be ended.
 CREATE OR REPLACE FUNCTION batch_lock_force_unlock(p_lock_name varchar, p_who varchar, p_detail text,
@@ -14,9 +17,16 @@ DECLARE
     v_ended_pid int := -1; -- the old session already dealt with (-1: none yet)
     v_tries int := 0;
     v_done boolean;
+    v_execution bigint;
     e record;
 BEGIN
     unlocked := false;
+    -- A plain read: never waits on a frozen holder's row lock.
+    SELECT b.job_execution_id INTO v_execution FROM batch_lock b
+     WHERE b.lock_name = p_lock_name AND NOT b.released;
+    IF v_execution IS NOT NULL THEN
+        PERFORM batch_execution_claimants_end(v_execution);
+    END IF;
     LOOP
         v_done := false;
         BEGIN

@@ -1318,6 +1318,66 @@ static void test_manager_giving_up_ends_frozen_partition_sessions(void)
 	disarm_freeze("ledger");
 }
 
+/*
+ * A forced unlock of a partitioned execution's job lock stops its partitions
+ * at once, whichever process runs them: the unlock ends their claimants'
+ * sessions (as a takeover does), and each partition's next checkpoint is
+ * refused by the job lock's fence. Before, they went on committing until the
+ * manager's heartbeat noticed (issue 28.6). The lease is long (20 s) so that
+ * the manager notices late; the partitions' rows are what is checked.
+ */
+static void test_forced_unlock_fences_every_partition(void)
+{
+	char log[2][4096], lock[128], plain[128], parted[128], *text;
+	long long exec, at_unlock, after;
+	pid_t mgr, w;
+
+	expected_ledger("40000", "31", plain, sizeof(plain));
+	for (int i = 0; i < 2; i++)
+		log_path(log[i], sizeof(log[i]), "forced", i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=31",
+		    "-partition.threads:long=0", "-partition.count:long=2", "-chunk.size:long=1",
+		    "--lease", "20");
+	w = SPAWN(log[1], "worker", "--threads", "2", "--lease", "20", "--exit-when-idle", "2");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 2)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"),
+		  1);
+	exec = newest_execution();
+	cbt_query_str(conn,
+		      "SELECT lock_name FROM batch_job_execution ORDER BY job_execution_id "
+		      "DESC LIMIT 1",
+		      lock, sizeof(lock));
+	CBT_EQ_LL(EX("unlock", lock, "--force", "--reason", "test"), 0);
+	at_unlock = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
+	/* Both processes end: the worker with its partitions refused, the
+	 * manager when its heartbeat finds the lock gone. */
+	CBT_EQ_LL(cbt_wait_timeout(w, 60000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 60000), 1);
+	after = cbt_query_ll(conn, "SELECT count(*) FROM ledger");
+	/* A chunk whose checkpoint read the lock before the unlock committed may
+	 * still commit (one of one row per partition); nothing after that. */
+	if (after - at_unlock > 2)
+		CBT_FAILF("%lld rows were posted after the forced unlock", after - at_unlock);
+	text = cbt_slurp(log[1], NULL);
+	if (!text || !strstr(text, "no longer holds its lock"))
+		CBT_FAILF("the worker's partitions were not fenced by the job lock: %s",
+			  text ? text : "");
+	free(text);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id "
+				"= $1 AND partition_index IS NOT NULL AND status IN ('STARTING', "
+				"'STARTED', 'COMPLETED')",
+				"lld", exec),
+		  0);
+	/* the restart posts every account once */
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=31", "-partition.threads:long=2"),
+		  0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
 static void test_frozen_queue_restart_leaves_no_message(void)
 {
 	char log[2][4096];
@@ -1496,6 +1556,7 @@ static const CU_TestInfo tests[] = {
 	  test_stop_and_abandon_end_a_frozen_plain_run },
 	{ "a manager giving up ends frozen partition sessions",
 	  test_manager_giving_up_ends_frozen_partition_sessions },
+	{ "a forced unlock fences every partition", test_forced_unlock_fences_every_partition },
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },
