@@ -115,6 +115,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
 	  "               [--overlap skip|queue|allow] [--recover restart|leave]\n"
 	  "               [--recover-attempts N] [--recover-delay SECONDS]\n"
+	  "               [--same-instance]  (templates that ignore the instant)\n"
 	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
 	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
 	  "  schedule history NAME [--limit N]\n\n"
