@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -958,6 +959,19 @@ static void test_job_scope_keeps_every_other_instance_out(void)
 	CBT_EQ_LL(ex("run", "ledger", "scope:long=2", NULL), 4);
 	CBT_CONTAINS(errout, "lock 'ledger' is held by ");
 	CBT_CONTAINS(errout, owner);
+	{
+		/* the lease's end in ISO 8601 with its zone, not the server's format */
+		regex_t re;
+
+		CBT_EQ_LL(regcomp(&re,
+				  " until [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z "
+				  "\\([0-9]+ s left\\)",
+				  REG_EXTENDED | REG_NOSUB),
+			  0);
+		if (regexec(&re, errout, 0, NULL, 0) != 0)
+			CBT_FAILF("the lease's end is not ISO 8601 UTC: %s", errout);
+		regfree(&re);
+	}
 	CBT_CONTAINS(errout, "lock scope job: one execution of job 'ledger' at a time, whatever "
 			     "its parameters");
 	/* The old instance's restart too. */
