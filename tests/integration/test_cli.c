@@ -196,8 +196,10 @@ static void test_usage_errors_exit_2(void)
 static void test_unknown_job_exits_2(void)
 {
 	CBT_EQ_LL(EXDB("run", "nope"), 2);
-	CBT_CONTAINS(errout, "cbatch: unknown job 'nope' (known: ledger, settlement, csv_import, "
-			     "ledger_export, ledger_partitioned, outbox, tick, sales_totals)");
+	/* the message carries the program's own name, not cbatch's */
+	CBT_CONTAINS(errout,
+		     "cbatch-examples: unknown job 'nope' (known: ledger, settlement, csv_import, "
+		     "ledger_export, ledger_partitioned, outbox, tick, sales_totals)");
 	/* The admin binary registers no job. */
 	CBT_EQ_LL(ADMINDB("run", "ledger"), 2);
 	CBT_CONTAINS(errout, "unknown job 'ledger'");
@@ -242,7 +244,7 @@ static void test_bad_parameter_writes_nothing(void)
 		if (rc != 2)
 			CBT_FAILF("parameter '%s': exit %d, want 2 (stderr: %s)", bad[i][1], rc,
 				  errout);
-		CBT_CONTAINS(errout, "cbatch: parameter '");
+		CBT_CONTAINS(errout, "cbatch-examples: parameter '");
 		CBT_CONTAINS(errout, bad[i][1]);
 	}
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 0);
