@@ -79,7 +79,7 @@ static int report_result(struct cli *c, const cb_job *job, const cb_job_result *
 			snprintf(hint, sizeof(hint),
 				 " (it goes on from its last commit: `restart %lld`)",
 				 r->job_execution_id);
-		fprintf(stderr, "cbatch: job %s execution %lld failed: %s%s\n", job_name,
+		fprintf(stderr, "%s: job %s execution %lld failed: %s%s\n", c->prog, job_name,
 			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message),
 			hint);
 	}

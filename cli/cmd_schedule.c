@@ -40,17 +40,24 @@ static int split(struct cli *c, const char ***pos, size_t *npos, const char *con
 
 static int cmd_add(struct cli *c, PGconn *conn)
 {
-	static const char *const flags[] = {
-		"--cron=",  "--tz=",      "--job=",     "--misfire=",          "--misfire-grace=",
-		"--paused", "--overlap=", "--recover=", "--recover-attempts=", "--recover-delay=",
-		NULL
-	};
-	const char *values[11] = { 0 }, **pos = NULL;
+	static const char *const flags[] = { "--cron=",
+					     "--tz=",
+					     "--job=",
+					     "--misfire=",
+					     "--misfire-grace=",
+					     "--paused",
+					     "--overlap=",
+					     "--recover=",
+					     "--recover-attempts=",
+					     "--recover-delay=",
+					     "--same-instance",
+					     NULL };
+	const char *values[12] = { 0 }, **pos = NULL;
 	static const char usage[] =
 		"NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...] "
 		"[--misfire run-once|skip] [--misfire-grace SECONDS] [--paused] "
 		"[--overlap skip|queue|allow] [--recover restart|leave] [--recover-attempts N] "
-		"[--recover-delay SECONDS]";
+		"[--recover-delay SECONDS] [--same-instance]";
 	long long attempts = 3, delay = 10;
 	size_t npos = 0;
 	cb_schedule_def def = CB_SCHEDULE_DEF_INIT;
@@ -114,6 +121,7 @@ static int cmd_add(struct cli *c, PGconn *conn)
 	def.skip_misfires = values[3] && strcmp(values[3], "skip") == 0;
 	def.misfire_grace_seconds = (int)grace;
 	def.paused = values[5] != NULL;
+	def.same_instance = values[10] != NULL;
 	if (cb_schedule_add(&added, conn, &def, job, &c->err) < 0) {
 		rc = cb__cli_fail(c, c->err.code == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
 		goto done;
@@ -132,10 +140,8 @@ static int cmd_add(struct cli *c, PGconn *conn)
 		       added.first_fire_text, def.paused ? " (paused)" : "");
 	}
 	if (added.same_instance)
-		fprintf(stderr,
-			"schedule add: warning: no identifying parameter uses {fire_date} or "
-			"another {fire_...} placeholder, so every firing is the same job "
-			"instance, which runs to completion only once\n");
+		fprintf(stderr, "schedule add: note: every firing is the same job instance "
+				"(--same-instance), which runs to completion only once\n");
 	rc = 0;
 done:
 	free(pos);

@@ -115,6 +115,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
 	  "               [--overlap skip|queue|allow] [--recover restart|leave]\n"
 	  "               [--recover-attempts N] [--recover-delay SECONDS]\n"
+	  "               [--same-instance]  (templates that ignore the instant)\n"
 	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
 	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
 	  "  schedule history NAME [--limit N]\n\n"
@@ -136,7 +137,8 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "restarted by a surviving node after the delay (default 10s) and its lease,\n"
 	  "at most N times (default 3); leave: never.\n",
 	  cb__cli_cmd_schedule },
-	{ CB__CMD_scheduler, "[--lease SECONDS] [--max-running N] [--verbose|--quiet]",
+	{ CB__CMD_scheduler,
+	  "[--lease SECONDS] [--max-running N] [--exit-after SECONDS] [--verbose|--quiet]",
 	  "fire due schedules, each fire instant once across all scheduler nodes",
 	  "Start one on every host you like: each fire instant is claimed by one node\n"
 	  "in one transaction (unique per schedule and instant, in the database's\n"
@@ -163,17 +165,15 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
-	  "GET / (the dashboard), /metrics (the `metrics` text), /healthz, /readyz,\n"
-	  "/api/v1/info, /jobs, /executions[?job=&status=&from=&to=&limit=&before=],\n"
-	  "/executions/ID, /executions/ID/skips, /locks, /locks/audit.\n"
+	  "GET / is the dashboard, /metrics the `metrics` text; the routes are below.\n"
 	  "Answers only requests whose Host names it: the --listen address (for\n"
 	  "loopback also localhost, 127.0.0.1, [::1]) with its port, or an\n"
 	  "--allowed-host; others get 421. A request head must arrive within 10 s.\n"
 	  "Read-only unless an admin token is given (a file of this user's that\n"
-	  "only it may read or write, not a symbolic link); then\n"
-	  "POST /api/v1/executions/ID/stop|abandon|restart and\n"
-	  "/api/v1/locks/NAME/unlock ({\"reason\": \"...\"}) act, for a request\n"
-	  "with \"Authorization: Bearer TOKEN\" from no other site's page.\n"
+	  "only it may read or write, not a symbolic link); then the POST routes\n"
+	  "(stop, abandon, restart, launch, pause, resume, fire now, unlock with\n"
+	  "{\"reason\": \"...\"}) act, for a request with\n"
+	  "\"Authorization: Bearer TOKEN\" from no other site's page.\n"
 	  "SIGTERM/SIGINT: stops accepting, finishes the requests in flight and\n"
 	  "exits 0.\n\n"
 	  "Options:\n"

@@ -55,7 +55,8 @@ int cb__cli_fail(struct cli *c, int exitcode)
 	{
 		char shown[CB_ERROR_MESSAGE_MAX * 4];
 
-		fprintf(stderr, "cbatch: %s\n", cb__cli_term(shown, sizeof(shown), c->err.message));
+		fprintf(stderr, "%s: %s\n", c->prog,
+			cb__cli_term(shown, sizeof(shown), c->err.message));
 	}
 	if (!c->json)
 		return exitcode;

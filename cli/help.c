@@ -4,6 +4,7 @@
  * they share (global options, exit codes, parameters).
  */
 #include "cli_internal.h"
+#include "serve.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +180,11 @@ static void print_builtin_help(const struct cli *c, const struct cb__cli_builtin
 	fprintf(f, "\n\n%s.\n", b->summary);
 	if (b->help)
 		fprintf(f, "\n%s", b->help);
+	if (strcmp(cb__cli_builtin_name(b), "serve") == 0) {
+		fprintf(f, "\nRoutes (GET and HEAD read; POST acts, with the admin token; "
+			   "{id} is an\nexecution id, a job or a schedule name):\n");
+		cb__serve_routes_help(f);
+	}
 	if (strcmp(cb__cli_builtin_name(b), "run") == 0) {
 		print_job_params(c, f);
 		fprintf(f, "\n%s", params_help);

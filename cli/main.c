@@ -213,7 +213,7 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 	}
 	/* Output that never reached its reader is a failure (a full disk, a closed pipe). */
 	if (fflush(stdout) != 0 && rc == 0) {
-		fprintf(stderr, "cbatch: cannot write the output: %s\n", strerror(errno));
+		fprintf(stderr, "%s: cannot write the output: %s\n", c.prog, strerror(errno));
 		rc = CB_EXIT_FAILED;
 	}
 	cb__cli_zone_end();

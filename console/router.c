@@ -7,6 +7,7 @@
  * (401).
  */
 #include "console.h"
+#include "serve.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -79,6 +80,13 @@ static const cb__route routes[] = {
 	{ "/api/v1/locks/{name}/unlock", POST(cb__api_unlock) },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+void cb__serve_routes_help(FILE *f)
+{
+	for (size_t i = 0; i < NROUTES; i++)
+		fprintf(f, "  %-4s %s%s\n", routes[i].post ? "POST" : "GET", routes[i].pattern,
+			routes[i].list ? "  (a list: ?limit= and a cursor)" : "");
+}
 
 /* Does @p path match @p pattern? The {id} segment (one, non-empty, no '/')
  * or the {name} part (non-empty, any characters: the path arrives decoded,

@@ -30,7 +30,6 @@ int example_throttle_add(cb_chunk_parts *parts, const cb_step_context *sc, cb_er
 	long long sleep_ms = 0;
 	long long *state;
 	cb_writer w;
-	int rc;
 
 	cb_params_get_long(cb_step_context_params(sc), "sleepMs", &sleep_ms);
 	if (sleep_ms <= 0)
@@ -43,9 +42,6 @@ int example_throttle_add(cb_chunk_parts *parts, const cb_step_context *sc, cb_er
 			 .state = state,
 			 .write = throttle_write,
 			 .free = throttle_free };
-	if ((rc = cb_chunk_parts_add_writer(parts, &w, err)) < 0) {
-		free(state);
-		return rc;
-	}
-	return 0;
+	/* The parts own the state from here, also when this fails. */
+	return cb_chunk_parts_add_writer(parts, &w, err);
 }

@@ -119,6 +119,11 @@ static int launch_validate(struct launch_run *lr)
 		rc = cb_params_job_key(lr->key, lr->params, err);
 	if (rc == 0)
 		rc = cb_job_lock_name(&lr->lock_name, job, lr->params, err);
+	/* A refusal that needs no lock is made without one: no lock audit row,
+	 * no acquire counted, no holder kept out meanwhile. */
+	if (rc == 0)
+		rc = cb__repo_launch_precheck(lr->conn, job->name, lr->key, job->restartable,
+					      lr->expect_restart_of, err);
 	return rc;
 }
 

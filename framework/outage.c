@@ -12,6 +12,7 @@
  * host's socket open, and a wait on it returns at once.
  */
 #include "engine.h"
+#include "program.h"
 #include "repo.h"
 #include "reserved.h"
 #include "cbatch/lock.h"
@@ -148,10 +149,10 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 		if (rc == 0) {
 			run->outage_since = 0;
 			fprintf(stderr,
-				"cbatch: %s execution %lld step '%s': %s: the database was lost (%.200s); "
+				"%s: %s execution %lld step '%s': %s: the database was lost (%.200s); "
 				"connected again after %.1f s, going on from the last commit\n",
-				run->job->name, run->job_execution_id, step, where, cause,
-				cb__now() - since);
+				cb__program_name(), run->job->name, run->job_execution_id, step,
+				where, cause, cb__now() - since);
 			return 0;
 		}
 		if (!cb__pg_lost(err, conn)) {
@@ -174,10 +175,11 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 			run->database_lost = 1;
 			fprintf(stderr,
-				"cbatch: %s execution %lld step '%s': %s: the database stayed away "
+				"%s: %s execution %lld step '%s': %s: the database stayed away "
 				"beyond the outage budget (%.0f s): the step fails; its end is "
 				"recorded as soon as the database answers\n",
-				run->job->name, run->job_execution_id, step, where, budget);
+				cb__program_name(), run->job->name, run->job_execution_id, step,
+				where, budget);
 			return CB_EDB;
 		}
 		cb__outage_pause(run, since + budget, &delay);

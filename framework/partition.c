@@ -7,6 +7,7 @@
  * the progress line), never from the workers directly.
  */
 #include "engine.h"
+#include "program.h"
 #include "repo.h"
 #include "reserved.h"
 #include "step_context.h"
@@ -185,11 +186,11 @@ static void notice_waiting(const cb__run *run, const cb_step_def *def, const cb_
 	else
 		exe[n] = '\0';
 	fprintf(stderr,
-		"cbatch: %s execution %lld step '%s': %lld of %lld partitions wait and none has "
+		"%s: %s execution %lld step '%s': %lld of %lld partitions wait and none has "
 		"run for %.0f s; start a worker (same --db or CBATCH_DB as this run): "
 		"%s worker --job %s\n",
-		run->job->name, run->job_execution_id, def->name, p->open, p->total, idle, exe,
-		run->job->name);
+		cb__program_name(), run->job->name, run->job_execution_id, def->name, p->open,
+		p->total, idle, exe, run->job->name);
 }
 
 /* Poll; after a lost connection, reconnect within the outage budget, prove

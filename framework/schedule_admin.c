@@ -157,6 +157,19 @@ int cb_schedule_add(cb_schedule_added *out, PGconn *conn, const cb_schedule_def 
 	for (size_t i = 0; i < def->nparameters; i++)
 		if (def->parameters[i][0] != '-' && cb__template_uses_fire(def->parameters[i]))
 			out->same_instance = 0;
+	/* One instance for every firing: the first completes it and every later
+	 * firing ends "already complete". Almost always a forgotten placeholder,
+	 * so it is refused unless asked for (a version 2 caller predates that). */
+	if (out->same_instance && def->version >= 3 && !def->same_instance) {
+		rc = cb_error_set(err, CB_EINVAL,
+				  "schedule '%s': no identifying parameter uses the fire instant, "
+				  "so every firing would be the same job instance, which runs to "
+				  "completion only once; add a placeholder, e.g. "
+				  "'date(date)={fire_date}' or 'asOf={fire_utc}', or allow one "
+				  "instance on purpose (--same-instance)",
+				  s.name);
+		goto done;
+	}
 	s.has_next = 1;
 	if ((rc = cb__repo_schedule_add(&out->schedule_id, conn, &s, err)) < 0)
 		goto done;

@@ -200,6 +200,80 @@ static int launch_over_live(struct launch *l)
 	return 0;
 }
 
+/*
+ * The refusals that are final: once true of an instance they stay true (a
+ * complete or abandoned instance gets no new execution; an execution once
+ * superseded stays so; a job that cannot restart cannot restart). So they
+ * can be decided before the lock is taken, from a plain read, and again
+ * under it. @return 0 when none applies, or the refusal.
+ */
+static int final_refusal(const char *job, long long inst, long long last, cb_status status,
+			 int restartable, long long expect_restart_of, cb_error *err)
+{
+	if (expect_restart_of > 0 && last != expect_restart_of)
+		return cb_error_set(err, CB_EINVAL,
+				    "execution %lld is not the newest execution of its instance "
+				    "(that is %lld): restart the newest one",
+				    expect_restart_of, last);
+	if (!last)
+		return 0;
+	switch (status) {
+	case CB_STATUS_COMPLETED:
+		return cb_error_set(err, CB_ECOMPLETE,
+				    "job '%s' instance %lld is already complete (execution "
+				    "%lld); use --next for a new instance",
+				    job, inst, last);
+	case CB_STATUS_ABANDONED:
+		return cb_error_set(err, CB_ENORESTART,
+				    "job '%s' instance %lld was abandoned (execution %lld) "
+				    "and cannot be restarted",
+				    job, inst, last);
+	case CB_STATUS_FAILED:
+	case CB_STATUS_STOPPED:
+		if (!restartable)
+			return cb_error_set(err, CB_ENORESTART,
+					    "job '%s' is not restartable and instance %lld "
+					    "already ran (execution %lld, %s)",
+					    job, inst, last, cb_status_name(status));
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int cb__repo_launch_precheck(PGconn *conn, const char *job_name, const char *job_key,
+			     int restartable, long long expect_restart_of, cb_error *err)
+{
+	const char *p[2] = { job_name, job_key };
+	long long inst = 0, last = 0;
+	cb_status status = CB_STATUS_UNKNOWN;
+	PGresult *res;
+
+	/* No lock, no transaction: what it refuses is final (final_refusal). */
+	res = cb__repo_exec(
+		conn, "check the instance before its lock",
+		"SELECT i.job_instance_id, e.job_execution_id, e.status "
+		"FROM batch_job_instance i LEFT JOIN LATERAL (SELECT x.job_execution_id, "
+		" x.status FROM batch_job_execution x WHERE x.job_instance_id = "
+		" i.job_instance_id ORDER BY x.job_execution_id DESC LIMIT 1) e ON true "
+		"WHERE i.job_name = $1 AND i.job_key = $2",
+		2, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		inst = atoll(PQgetvalue(res, 0, 0));
+		if (!PQgetisnull(res, 0, 1)) {
+			last = atoll(PQgetvalue(res, 0, 1));
+			status = cb_status_parse(PQgetvalue(res, 0, 2));
+		}
+	}
+	PQclear(res);
+	/* A restart of an execution of no instance here is decided under the lock. */
+	if (!inst)
+		return 0;
+	return final_refusal(job_name, inst, last, status, restartable, expect_restart_of, err);
+}
+
 /* The verdict on the newest execution: a new instance, a restart, or a refusal. */
 static int launch_verdict(struct launch *l, long long expect_restart_of)
 {
@@ -207,23 +281,11 @@ static int launch_verdict(struct launch *l, long long expect_restart_of)
 	long long inst = l->out->job_instance_id, last = l->last_id;
 	int rc;
 
-	if (expect_restart_of > 0 && last != expect_restart_of)
-		return cb_error_set(l->err, CB_EINVAL,
-				    "execution %lld is not the newest execution of its instance "
-				    "(that is %lld): restart the newest one",
-				    expect_restart_of, last);
+	rc = final_refusal(job, inst, last, l->last, l->restartable, expect_restart_of, l->err);
+	if (rc < 0)
+		return rc;
 	if (last) {
 		switch (l->last) {
-		case CB_STATUS_COMPLETED:
-			return cb_error_set(l->err, CB_ECOMPLETE,
-					    "job '%s' instance %lld is already complete (execution "
-					    "%lld); use --next for a new instance",
-					    job, inst, last);
-		case CB_STATUS_ABANDONED:
-			return cb_error_set(l->err, CB_ENORESTART,
-					    "job '%s' instance %lld was abandoned (execution %lld) "
-					    "and cannot be restarted",
-					    job, inst, last);
 		case CB_STATUS_STARTING:
 		case CB_STATUS_STARTED:
 		case CB_STATUS_STOPPING:
@@ -233,11 +295,6 @@ static int launch_verdict(struct launch *l, long long expect_restart_of)
 			break;
 		case CB_STATUS_FAILED:
 		case CB_STATUS_STOPPED:
-			if (!l->restartable)
-				return cb_error_set(l->err, CB_ENORESTART,
-						    "job '%s' is not restartable and instance %lld "
-						    "already ran (execution %lld, %s)",
-						    job, inst, last, cb_status_name(l->last));
 			l->out->restart_of = last;
 			snprintf(l->prev, sizeof(l->prev), "%lld", last);
 			/* Its steps end with it, if its process could not say so. */

@@ -212,7 +212,10 @@ int cb__lock_acquire(cb__lock_grant *out, PGconn *conn, const char *lock_name, c
 		p[3] = holder;
 	res = cb__repo_exec(
 		conn, "acquire lock",
-		"SELECT fencing_token, outcome, holder, held_until, held_left_seconds, "
+		/* ISO 8601 in UTC: messages carry it, whatever the server's DateStyle. */
+		"SELECT fencing_token, outcome, holder, "
+		"to_char(held_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+		"held_left_seconds, "
 		"coalesce(old_session_ended, true), coalesce(note, '') "
 		"FROM batch_lock_acquire(p_lock_name => $1, p_owner_id => $2, "
 		"p_lease_seconds => $3::float8, p_dead_owner => $4, p_session_pid => $5::int, "

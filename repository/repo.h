@@ -41,6 +41,16 @@ typedef struct cb__launch {
 } cb__launch;
 
 /*
+ * Before the lock: refuse a launch whose answer needs no lock, because it
+ * is final (the instance is complete or abandoned, @p expect_restart_of is
+ * not its newest execution, or it already ran and is not @p restartable),
+ * with cb__repo_launch's codes and messages. A plain read, no transaction;
+ * cb__repo_launch decides again under the lock. @return 0 or the refusal.
+ */
+int cb__repo_launch_precheck(PGconn *conn, const char *job_name, const char *job_key,
+			     int restartable, long long expect_restart_of, cb_error *err);
+
+/*
  * Create (or find) the instance of job_name/job_key and a new STARTING
  * execution of it with @p params, in one transaction. A completed instance
  * gives CB_ECOMPLETE, an abandoned one (or a failed one when !restartable)

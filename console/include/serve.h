@@ -54,4 +54,9 @@ int cb__serve_run(const cb__serve_options *opts, cb_error *err);
 int cb__serve_parse_listen(int *family, char *addr, size_t addr_size, int *port, const char *value,
 			   cb_error *err);
 
+/* Print the console's routes, one per line ("  GET  /api/v1/jobs", "  POST
+ * /api/v1/jobs/{id}/executions"), from the router's own table: serve's help
+ * lists what the server answers, never a copy of it. */
+void cb__serve_routes_help(FILE *f);
+
 #endif

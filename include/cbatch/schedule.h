@@ -88,8 +88,9 @@ extern "C" {
 /* Declared here, exported from libcbatch (built with hidden visibility). */
 #pragma GCC visibility push(default)
 
-/** Version of cb_schedule_def: 2 added the overlap and recovery members. */
-#define CB_SCHEDULE_DEF_VERSION 2
+/** Version of cb_schedule_def: 2 added the overlap and recovery members, 3
+ *  same_instance (a version 2 definition is allowed one instance, as before). */
+#define CB_SCHEDULE_DEF_VERSION 3
 
 /** Overlap policies (cb_schedule_def.overlap). */
 enum {
@@ -115,11 +116,15 @@ typedef struct cb_schedule_def {
 	int recover_leave;         /**< never restart an unfinished execution */
 	int recover_attempts;      /**< restarts per firing, 1..100; 0: 3 */
 	int recover_delay_seconds; /**< before a restart, 1..86400; 0: 10 */
+	/* version 3 */
+	int same_instance; /**< allow templates that ignore the fire instant: every
+			    *   firing is then one job instance, which completes once
+			    *   (refused without it: CB_EINVAL naming the fix) */
 } cb_schedule_def;
 
 #define CB_SCHEDULE_DEF_INIT                                                                       \
 	{                                                                                          \
-		CB_SCHEDULE_DEF_VERSION, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0      \
+		CB_SCHEDULE_DEF_VERSION, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0   \
 	}
 
 /** Result of cb_schedule_add. */

@@ -310,6 +310,33 @@ static void test_fire_now(void)
 				     "'QUEUED'"),
 		  0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	/* A node judged the seconds already, skipping each for overlap: the
+	 * answer is that skip in the node's words, not "taken by" the node (4
+	 * times of 5 on an every-2-s schedule before). The judged seconds cover
+	 * the next minute of the database's clock, whenever this request lands
+	 * (after the second of the manual skip above, which is its own). */
+	if (!cbt_wait_until(
+		    conn, 60000,
+		    "SELECT (clock_timestamp() >= max(fire_time) + interval '1 second')::int "
+		    "FROM batch_schedule_firing WHERE kind = 'MANUAL'"))
+		CBT_FAILF("the database's clock did not pass the skipped manual instant");
+	cbt_queryp_ll(conn,
+		      "WITH s AS (SELECT schedule_id FROM batch_schedule WHERE schedule_name = "
+		      " 'monthly'), i AS (INSERT INTO batch_schedule_firing (schedule_id, "
+		      " fire_time, kind, node_id, status, job_name, message) SELECT "
+		      " s.schedule_id, g, 'SCHEDULED', 'judging-node', 'SKIPPED_OVERLAP', 'tick', "
+		      " 'skipped: firing ' || $1 || ' still runs (overlap policy SKIP)' FROM s, "
+		      " generate_series(date_trunc('second', clock_timestamp()), "
+		      " date_trunc('second', clock_timestamp()) + interval '60 s', "
+		      " interval '1 s') g ON CONFLICT DO NOTHING RETURNING 1) "
+		      "SELECT count(*) FROM i",
+		      "lld", live);
+	CBT_EQ_LL(req("POST", "/api/v1/schedules/monthly/fire", "{}", NULL, &d), 409);
+	CBT_CONTAINS(err_message(d), "still runs (overlap policy SKIP)");
+	if (strstr(err_message(d), "is taken by"))
+		CBT_FAILF("a second skipped for overlap was answered as taken: %s", err_message(d));
+	json_decref(d);
+	cbt_exec(conn, "DELETE FROM batch_schedule_firing WHERE node_id = 'judging-node'");
 
 	/* The live one is over: fired now (in a later second by the database's
 	 * clock: the skip took its second's instant, once per instant), queued

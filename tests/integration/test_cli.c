@@ -196,8 +196,10 @@ static void test_usage_errors_exit_2(void)
 static void test_unknown_job_exits_2(void)
 {
 	CBT_EQ_LL(EXDB("run", "nope"), 2);
-	CBT_CONTAINS(errout, "cbatch: unknown job 'nope' (known: ledger, settlement, csv_import, "
-			     "ledger_export, ledger_partitioned, outbox, tick, sales_totals)");
+	/* the message carries the program's own name, not cbatch's */
+	CBT_CONTAINS(errout,
+		     "cbatch-examples: unknown job 'nope' (known: ledger, settlement, csv_import, "
+		     "ledger_export, ledger_partitioned, outbox, tick, sales_totals)");
 	/* The admin binary registers no job. */
 	CBT_EQ_LL(ADMINDB("run", "ledger"), 2);
 	CBT_CONTAINS(errout, "unknown job 'ledger'");
@@ -242,7 +244,7 @@ static void test_bad_parameter_writes_nothing(void)
 		if (rc != 2)
 			CBT_FAILF("parameter '%s': exit %d, want 2 (stderr: %s)", bad[i][1], rc,
 				  errout);
-		CBT_CONTAINS(errout, "cbatch: parameter '");
+		CBT_CONTAINS(errout, "cbatch-examples: parameter '");
 		CBT_CONTAINS(errout, bad[i][1]);
 	}
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), 0);
@@ -741,6 +743,61 @@ static void test_readme_lists_every_command(void)
 	free(block);
 }
 
+/* Every "--option" of @p text is in @p syn (a command's usage line). */
+static void check_usage_options(const char *syn, const char *cmd, const char *text)
+{
+	for (const char *p = text; (p = strstr(p, "--")) != NULL;) {
+		size_t n = 2;
+		char opt[64];
+
+		while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] == '-' && p[n + 1] != '-'))
+			n++;
+		if (n > 3 && n < sizeof(opt) && (p == text || p[-1] != '-')) {
+			memcpy(opt, p, n);
+			opt[n] = '\0';
+			if (!has_option(syn, opt, n))
+				CBT_FAILF("%s: its help names %s, its usage line does not", cmd,
+					  opt);
+		}
+		p += n;
+	}
+}
+
+/* A command's usage line names every option its help explains (the
+ * scheduler's lacked --exit-after), and serve's help lists every route the
+ * server answers, actions included (it named 4 of 8). */
+static void test_usage_lines_name_every_option(void)
+{
+	const char *name, *syn, *summary, *more;
+	static const char *const posts[] = { "/api/v1/executions/{id}/stop",
+					     "/api/v1/executions/{id}/abandon",
+					     "/api/v1/executions/{id}/restart",
+					     "/api/v1/jobs/{id}/executions",
+					     "/api/v1/schedules/{id}/pause",
+					     "/api/v1/schedules/{id}/resume",
+					     "/api/v1/schedules/{id}/fire",
+					     "/api/v1/locks/{name}/unlock",
+					     NULL };
+
+	for (size_t i = 0; cb__cli_builtin_at(i, &name, &syn, &summary, &more) == 0; i++) {
+		/* `schedule SUB ...`: its sub-commands' usage is in its help */
+		if (strstr(syn, "..."))
+			continue;
+		const char *opts = more ? strstr(more, "Options:") : NULL;
+
+		if (opts)
+			check_usage_options(syn, name, opts);
+	}
+	CBT_EQ_LL(ADMIN("serve", "--help"), 0);
+	for (size_t i = 0; posts[i]; i++) {
+		char line[128];
+
+		snprintf(line, sizeof(line), "POST %s\n", posts[i]);
+		CBT_CONTAINS(out, line);
+	}
+	CBT_CONTAINS(out, "GET  /api/v1/schedules/{id}/firings");
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a standby is named with what to do", test_a_standby_is_named_with_what_to_do },
 	{ "help for every command", test_help_for_every_command },
@@ -754,6 +811,7 @@ static const CU_TestInfo tests[] = {
 	{ "times carry their zone", test_times_carry_their_zone },
 	{ "help wraps without cutting", test_help_wraps_without_cutting },
 	{ "README lists every command", test_readme_lists_every_command },
+	{ "usage lines name every option", test_usage_lines_name_every_option },
 	CU_TEST_INFO_NULL,
 };
 

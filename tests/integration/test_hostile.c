@@ -77,7 +77,7 @@ static void test_unstorable_parameters_are_refused_before_anything_is_written(vo
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CBT_EQ_LL(cli("run", "ledger", bad[i], NULL), 2);
-		CBT_CONTAINS(errout, "cbatch: ");
+		CBT_CONTAINS(errout, "cbatch-examples: ");
 	}
 	memset(big, 'v', sizeof(big) - 1);
 	memcpy(big, "long=", 5);

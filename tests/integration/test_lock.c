@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -958,6 +959,19 @@ static void test_job_scope_keeps_every_other_instance_out(void)
 	CBT_EQ_LL(ex("run", "ledger", "scope:long=2", NULL), 4);
 	CBT_CONTAINS(errout, "lock 'ledger' is held by ");
 	CBT_CONTAINS(errout, owner);
+	{
+		/* the lease's end in ISO 8601 with its zone, not the server's format */
+		regex_t re;
+
+		CBT_EQ_LL(regcomp(&re,
+				  " until [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z "
+				  "\\([0-9]+ s left\\)",
+				  REG_EXTENDED | REG_NOSUB),
+			  0);
+		if (regexec(&re, errout, 0, NULL, 0) != 0)
+			CBT_FAILF("the lease's end is not ISO 8601 UTC: %s", errout);
+		regfree(&re);
+	}
 	CBT_CONTAINS(errout, "lock scope job: one execution of job 'ledger' at a time, whatever "
 			     "its parameters");
 	/* The old instance's restart too. */
@@ -1050,7 +1064,41 @@ static void test_instance_scope_lets_two_instances_run_side_by_side(void)
 	PQfinish(conn);
 }
 
+/*
+ * A launch or restart whose refusal needs no lock is refused without one:
+ * an instance already complete, an execution that is not the newest. They
+ * used to take and give back the lock, leaving ACQUIRED/RELEASED audit rows
+ * of no execution and counting in cbatch_lock_acquire_success_total.
+ */
+static void test_refusals_that_need_no_lock_take_none(void)
+{
+	PGconn *conn = cbt_connect(db);
+	long long mark, first, second;
+	char id[24];
+
+	reset(conn);
+	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
+	CBT_EQ_LL(ex("run", "tick", "at=refusal", "-fail:long=1", NULL), 1);
+	first = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	CBT_EQ_LL(ex("run", "tick", "at=refusal", NULL), 0);
+	second = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	CU_ASSERT(second > first);
+	mark = audit_mark(conn);
+	/* already complete: exit 3 */
+	CBT_EQ_LL(ex("run", "tick", "at=refusal", NULL), 3);
+	CBT_CONTAINS(errout, "is already complete");
+	/* not the newest execution of its instance: exit 2 */
+	snprintf(id, sizeof(id), "%lld", first);
+	CBT_EQ_LL(ex("restart", id, NULL), 2);
+	CBT_CONTAINS(errout, "is not the newest execution of its instance");
+	CBT_EQ_LL(cbt_queryp_ll(conn, "SELECT count(*) FROM batch_lock_audit WHERE audit_id > $1",
+				"lld", mark),
+		  0);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
+	{ "refusals that need no lock take none", test_refusals_that_need_no_lock_take_none },
 	{ "contention: 2 then 8 launch at once, one runs, the rest skip",
 	  test_contention_exactly_one_runs_the_rest_skip },
 	{ "SIGKILL at random points, takeover after the lease",

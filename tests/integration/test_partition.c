@@ -831,6 +831,8 @@ static void test_rolling_upgrade_other_builds_leave_the_partitions(void)
 		  3);
 	snprintf(want, sizeof(want), "%s worker --job ledger_partitioned", cbt_examples_bin());
 	CBT_EQ_LL(occurrences(log[0], "3 of 3 partitions wait and none has run for"), 1);
+	/* in the name of the program that runs the job, not cbatch's */
+	CBT_EQ_LL(occurrences(log[0], "cbatch-examples: ledger_partitioned execution "), 1);
 	CBT_EQ_LL(occurrences(log[0], want), 1);
 	/* `show` says why they wait. */
 	snprintf(id, sizeof(id), "%lld", exec);

@@ -168,10 +168,19 @@ static void test_bad_input_is_refused_and_nothing_written(void)
 	CBT_EQ_LL(EX("schedule", "frobnicate"), 2);
 	CBT_CONTAINS(sched.errout, "unknown sub-command 'frobnicate'");
 	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule"), 1);
-	/* A schedule whose identifying parameters ignore the instant is allowed,
-	 * with a warning: every firing would be one instance. */
-	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "at=x"), 0);
-	CBT_CONTAINS(sched.errout, "warning: no identifying parameter uses {fire_date}");
+	/* A schedule whose identifying parameters ignore the instant is refused,
+	 * saying how to write it, unless one instance is asked for: every firing
+	 * would be that one instance. Nothing is written when refused. */
+	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "at=x"), 2);
+	CBT_CONTAINS(sched.errout, "no identifying parameter uses the fire instant");
+	CBT_CONTAINS(sched.errout, "{fire_date}");
+	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "-at=x"),
+		  2);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule"), 1);
+	CBT_EQ_LL(EX("schedule", "add", "same", "--cron", "0 3 * * *", "--job", "tick", "at=x",
+		     "--same-instance"),
+		  0);
+	CBT_CONTAINS(sched.errout, "every firing is the same job instance");
 }
 
 /* The "local" member of each element of the JSON array under "next". */

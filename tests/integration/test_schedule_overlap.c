@@ -270,7 +270,7 @@ static void test_a_run_that_lost_its_database_is_recovered(void)
 
 	fresh();
 	CBT_EQ_LL(EX("schedule", "add", "lost", "--cron", "0 0 1 1 *", "--job", "tick", "at=lost",
-		     "--recover-delay", "1"),
+		     "--recover-delay", "1", "--same-instance"),
 		  0);
 	CBT_EQ_LL(EX("run", "tick", "at=lost", "-fail:long=1"), 1);
 	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution");
@@ -645,8 +645,21 @@ static void test_api_versions_and_defaults(void)
 			       "'RESTART' AND recover_attempts = 3 AND "
 			       "recover_delay_seconds = 10"),
 		  1);
-	def.name = "bad";
+	/* Version 3: one instance for every firing only when asked for (a
+	 * version 1 or 2 definition, as "v1" above, predates the refusal). */
+	def.name = "same";
 	def.version = CB_SCHEDULE_DEF_VERSION;
+	def.parameters = (const char *[]){ "at=x" };
+	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), CB_EINVAL);
+	CBT_CONTAINS(err.message,
+		     "schedule 'same': no identifying parameter uses the fire instant");
+	cb_error_clear(&err);
+	def.same_instance = 1;
+	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), 0);
+	CBT_EQ_LL(added.same_instance, 1);
+	def.same_instance = 0;
+	def.parameters = params;
+	def.name = "bad";
 	def.overlap = 7;
 	CBT_EQ_LL(cb_schedule_add(&added, sched.conn, &def, NULL, &err), CB_EINVAL);
 	CBT_CONTAINS(err.message, "overlap policy 7 is none of skip, queue, allow");
