@@ -317,7 +317,8 @@ static int launch_explain(struct launch_run *lr, int rc)
 	if (outage(rc, lr->conn)) {
 		/* First, so that the long errors of libpq after it cannot cut it. */
 		char until[64], msg[CB_ERROR_MESSAGE_MAX];
-		time_t t = (time_t)(cb__clock_wall() + lease_end(&lr->lc) - cb__clock_mono() + 0.999);
+		time_t t =
+			(time_t)(cb__clock_wall() + lease_end(&lr->lc) - cb__clock_mono() + 0.999);
 		struct tm tm;
 
 		if (!gmtime_r(&t, &tm) ||

@@ -266,7 +266,8 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 			idle_since = cb__clock_mono();
 			ended_seen = p.completed + p.failed + p.stopped;
 		} else if (cb__clock_mono() - idle_since >= WAIT_NOTICE_FIRST &&
-			   (last_notice == 0 || cb__clock_mono() - last_notice >= WAIT_NOTICE_AGAIN)) {
+			   (last_notice == 0 ||
+			    cb__clock_mono() - last_notice >= WAIT_NOTICE_AGAIN)) {
 			notice_waiting(run, def, &p, cb__clock_mono() - idle_since);
 			last_notice = cb__clock_mono();
 		}

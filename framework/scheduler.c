@@ -1078,8 +1078,8 @@ static int tick(struct node *n, cb_error *err)
 	/* Orphans need a lease to run out: looking a few times per lease is
 	 * enough, and keeps two queries off most ticks. */
 	if (cb__clock_mono() >= n->orphans_due) {
-		n->orphans_due =
-			cb__clock_mono() + (n->o->lease_seconds < 8 ? n->o->lease_seconds / 4 : 2.0);
+		n->orphans_due = cb__clock_mono() +
+				 (n->o->lease_seconds < 8 ? n->o->lease_seconds / 4 : 2.0);
 		if ((rc = cb__repo_schedule_orphans(&orphans, n->conn, n->id, err)) < 0)
 			return rc;
 	}
@@ -1167,8 +1167,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	while (!n.stopping) {
 		cb_error e = CB_ERROR_INIT;
 
-		if (cb__stop_signalled() ||
-		    (o->exit_after_seconds > 0 && cb__clock_mono() - started >= o->exit_after_seconds))
+		if (cb__stop_signalled() || (o->exit_after_seconds > 0 &&
+					     cb__clock_mono() - started >= o->exit_after_seconds))
 			break;
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */

@@ -62,7 +62,7 @@ static pthread_once_t mark_once = PTHREAD_ONCE_INIT;
 static void make_mark(void)
 {
 	if (getentropy(&process_mark, sizeof(process_mark)) != 0)
-		process_mark = (unsigned int)(cb__clock_wall() * 1e6) ^
+		process_mark = (unsigned int)(unsigned long long)(cb__clock_wall() * 1e6) ^
 			       ((unsigned int)getpid() << 12);
 }
 
