@@ -208,8 +208,6 @@ typedef struct cb__cli_progress {
 	int shown;       /* a line is on the terminal */
 } cb__cli_progress;
 
-/* Monotonic seconds. */
-double cb__cli_now(void);
 void cb__cli_progress_init(cb__cli_progress *p, FILE *f, const char *job);
 /* A cb_progress_fn: @p ctx is a cb__cli_progress. Writes at most ~4 lines/s. */
 void cb__cli_progress_update(void *ctx, const char *step_name, long long read_count,

@@ -1,19 +1,11 @@
 /* The live progress line on a terminal: job/step, counts, rate, elapsed. */
 #include "cli_internal.h"
+#include "clock.h"
 
 #include <string.h>
-#include <time.h>
 
 /* At most this many seconds between two lines: ~4 updates per second. */
 #define PROGRESS_INTERVAL 0.25
-
-double cb__cli_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void cb__cli_progress_init(cb__cli_progress *p, FILE *f, const char *job)
 {
@@ -39,7 +31,7 @@ void cb__cli_progress_update(void *ctx, const char *step_name, long long read_co
 {
 	cb__cli_progress *p = ctx;
 	const char *step = step_name ? step_name : "";
-	double now = cb__cli_now();
+	double now = cb__clock_mono();
 	int new_step = strncmp(p->step, step, sizeof(p->step) - 1) != 0;
 	char rate[32], job[512], shown[512];
 

@@ -12,6 +12,7 @@
 #include "cbatch/metrics.h"
 #include "cbatch/repository.h"
 #include "cli_internal.h"
+#include "clock.h"
 #include "reserved.h"
 #include "text.h"
 
@@ -105,7 +106,7 @@ static int execute(struct cli *c, PGconn *conn, const cb_job *job, const cb_para
 		opts.progress = cb__cli_progress_update;
 		opts.progress_ctx = &progress;
 	}
-	t0 = cb__cli_now();
+	t0 = cb__clock_mono();
 	if (restart_id > 0)
 		rc = cb_job_restart(&res, conn, job, restart_id, &opts, &c->err);
 	else
@@ -113,7 +114,7 @@ static int execute(struct cli *c, PGconn *conn, const cb_job *job, const cb_para
 	cb__cli_progress_clear(&progress);
 	if (rc < 0)
 		return cb__cli_fail(c, cb__cli_exit_for(rc, restart_id > 0));
-	return report_result(c, job, &res, cb__cli_now() - t0);
+	return report_result(c, job, &res, cb__clock_mono() - t0);
 }
 
 /* --lease SECONDS: 0 when absent. */

@@ -1,5 +1,6 @@
 /* Probes, metrics and what the server is: /healthz, /readyz, /metrics, /api/v1/info. */
 #include "console.h"
+#include "clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,8 @@ void cb__api_info(cb__request *r)
 {
 	cb_error err = CB_ERROR_INIT;
 	char now[40], dbnow[48] = "";
-	struct timespec ts;
+	double wall;
+	time_t secs;
 	struct tm tm;
 	PGconn *conn;
 	int version = -1, rc;
@@ -78,10 +80,12 @@ void cb__api_info(cb__request *r)
 
 	if (cb__query_only(r, NULL) < 0)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
+	wall = cb__clock_wall();
+	secs = (time_t)wall;
+	gmtime_r(&secs, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(now + strlen(now), sizeof(now) - strlen(now), ".%03ldZ", ts.tv_nsec / 1000000);
+	snprintf(now + strlen(now), sizeof(now) - strlen(now), ".%03dZ",
+		 (int)((wall - (double)secs) * 1000.0) % 1000);
 	rc = cb__pool_get(r->console->pool, &conn, &err);
 	if (rc == 0) {
 		rc = cb__repo_schema_version(&version, dbnow, sizeof(dbnow), conn, &err);

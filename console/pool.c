@@ -6,11 +6,11 @@
  * up the other requests.
  */
 #include "console.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pgkit.h"
 
@@ -37,14 +37,9 @@ int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_sec
 		free(p);
 		return cb_error_set(err, CB_ENOMEM, "out of memory for the connection pool");
 	}
-	pthread_condattr_t attr;
-
 	pthread_mutex_init(&p->lock, NULL);
 	/* Waits are measured on the monotonic clock: a clock step changes nothing. */
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->freed, &attr);
-	pthread_condattr_destroy(&attr);
+	cb__clock_cond_init(&p->freed);
 	p->size = size;
 	p->nidle = size;
 	p->wait = wait_seconds;
@@ -75,21 +70,14 @@ static int connect_one(PGconn **out, const char *conninfo, cb_error *err)
 
 int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err)
 {
-	struct timespec until;
+	double until = cb__clock_mono() + p->wait;
 	PGconn *conn;
 	int rc = 0;
 
 	*out = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)p->wait;
-	until.tv_nsec += (long)((p->wait - (double)(time_t)p->wait) * 1e9);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&p->lock);
 	while (p->nidle == 0 && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&p->freed, &p->lock, &until);
+		rc = cb__clock_cond_wait(&p->freed, &p->lock, until);
 	if (p->nidle == 0) {
 		pthread_mutex_unlock(&p->lock);
 		return cb_error_set(

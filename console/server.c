@@ -16,6 +16,7 @@
  * flight finish (each reply then says Connection: close), and it returns.
  */
 #include "console.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -30,7 +31,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cbatch/version.h"
@@ -211,14 +211,6 @@ struct cb__slot {
 	double since;
 };
 
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
@@ -233,7 +225,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			return; /* untracked: MHD's idle timeout still applies */
 		s->fd = fd->connect_fd;
 		s->waiting = 1;
-		s->since = mono();
+		s->since = cb__clock_mono();
 		pthread_mutex_lock(&c->lock);
 		s->next = c->slots;
 		if (c->slots)
@@ -269,7 +261,7 @@ static void slot_waiting(cb__console *c, struct MHD_Connection *conn, int waitin
 		return;
 	pthread_mutex_lock(&c->lock);
 	s->waiting = waiting;
-	s->since = mono();
+	s->since = cb__clock_mono();
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -277,7 +269,7 @@ static void slot_waiting(cb__console *c, struct MHD_Connection *conn, int waitin
  * the end of the stream and close them on its own threads. */
 static void reap(cb__console *c)
 {
-	double now = mono();
+	double now = cb__clock_mono();
 
 	pthread_mutex_lock(&c->lock);
 	for (struct cb__slot *s = c->slots; s; s = s->next)
@@ -569,7 +561,7 @@ static int start(struct run *s, cb_error *err)
 static void wait_for_stop(struct run *s)
 {
 	for (;;) {
-		s->sig = sigtimedwait(&s->sigs, NULL, &(struct timespec){ 1, 0 });
+		s->sig = cb__clock_sigwait(&s->sigs, 1.0);
 		if (s->sig > 0)
 			break;
 		reap(&s->c);
@@ -580,7 +572,6 @@ static void wait_for_stop(struct run *s)
  * DRAIN_SECONDS), and stop the daemon. */
 static void drain(struct run *s)
 {
-	struct timespec ts;
 	double t0;
 
 	s->c.stopping = 1;
@@ -591,14 +582,11 @@ static void drain(struct run *s)
 		if (ls != MHD_INVALID_SOCKET)
 			close(ls);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	t0 = cb__clock_mono();
 	for (;;) {
 		long n = in_flight(&s->c);
-		double now;
+		double now = cb__clock_mono();
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 		if (n == 0)
 			break;
 		if (now - t0 > DRAIN_SECONDS) {
@@ -607,7 +595,7 @@ static void drain(struct run *s)
 				n == 1 ? "" : "s", DRAIN_SECONDS);
 			break;
 		}
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		cb__clock_sleep(0.01);
 	}
 	MHD_stop_daemon(s->c.daemon);
 	s->c.daemon = NULL;

@@ -83,7 +83,7 @@ typedef struct cb__run {
 	int fenced;          /* a step failed because this execution lost its lock */
 	int invalid_input;   /* the last failed step found invalid input before any chunk */
 	atomic_int *quit;    /* set (a partition's worker is leaving): stop after this chunk */
-	double outage_since; /* cb__now() when the database went away and stayed away, or 0 */
+	double outage_since; /* cb__clock_mono() when the database went away and stayed away, or 0 */
 	int database_lost;   /* a step failed because the database stayed away past the budget */
 } cb__run;
 
@@ -132,8 +132,9 @@ int cb__stop_signalled(void);
  * drained: it stays readable), or -1 when the handlers are not installed. */
 int cb__signals_wake_fd(void);
 
-/* Monotonic clock in seconds. */
-double cb__now(void);
+/* Sleep @p seconds on the engine's clock, cut short by a stop signal (every
+ * sleeping thread wakes, not only the one the signal hit). */
+void cb__signals_nap(double seconds);
 
 /* Outages (framework/outage.c). How long a lost database is waited out:
  * the reserved parameter outage.budget (seconds), else the lease. */
@@ -142,7 +143,7 @@ double cb__run_outage_budget(const cb__run *run);
  * when the database went away (run->outage_since), else from now. */
 double cb__run_outage_deadline(const cb__run *run);
 /* Reconnect @p conn (PQreset) with backoff *delay (0.2 s doubling to 2 s)
- * until @p deadline (cb__now() seconds). @return 1 connected, 0 the
+ * until @p deadline (cb__clock_mono() seconds). @return 1 connected, 0 the
  * deadline passed, -1 the run is stopping (@p run may be NULL). */
 int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run *run);
 /* After a reconnect of @p conn: the run's lock still carries its fencing

@@ -8,6 +8,7 @@
 #include "heartbeat.h"
 #include "cbatch/sys/conn.h"
 #include "engine.h"
+#include "clock.h"
 #include "repo.h"
 
 #include <errno.h>
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct cb__heartbeat {
 	pthread_t thread;
@@ -32,7 +32,7 @@ struct cb__heartbeat {
 	long long token, job_execution_id;
 	double lease;
 	double patience; /* give up after this long without an extension */
-	double renewed;  /* cb__now() of the last extension (under mu) */
+	double renewed;  /* cb__clock_mono() of the last extension (under mu) */
 };
 
 static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
@@ -50,19 +50,12 @@ static void mark_lost(cb__heartbeat *hb, const char *fmt, const char *detail)
 /* Wait up to @p seconds or until stopped. Returns non-zero when stopped. */
 static int pause_for(cb__heartbeat *hb, double seconds)
 {
-	struct timespec until;
+	double until = cb__clock_mono() + seconds;
 	int stopped;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)seconds;
-	until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&hb->mu);
 	while (!hb->stop) {
-		if (pthread_cond_timedwait(&hb->cv, &hb->mu, &until) == ETIMEDOUT)
+		if (cb__clock_cond_wait(&hb->cv, &hb->mu, until) == ETIMEDOUT)
 			break;
 	}
 	stopped = hb->stop;
@@ -73,7 +66,7 @@ static int pause_for(cb__heartbeat *hb, double seconds)
 static void *beat(void *arg)
 {
 	cb__heartbeat *hb = arg;
-	double interval = hb->lease / 3.0, last_ok = cb__now();
+	double interval = hb->lease / 3.0, last_ok = cb__clock_mono();
 
 	if (interval < 0.05)
 		interval = 0.05;
@@ -90,7 +83,7 @@ static void *beat(void *arg)
 						hb->token, hb->lease, hb->job_execution_id, &err) :
 			     cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
 		if (rc == 0 && alive) {
-			last_ok = cb__now();
+			last_ok = cb__clock_mono();
 			pthread_mutex_lock(&hb->mu);
 			hb->renewed = last_ok;
 			pthread_mutex_unlock(&hb->mu);
@@ -101,7 +94,7 @@ static void *beat(void *arg)
 				  "its fencing token is no longer current");
 			break;
 		}
-		if (cb__now() - last_ok > hb->patience) {
+		if (cb__clock_mono() - last_ok > hb->patience) {
 			mark_lost(hb,
 				  "lock '%s': could not extend the lease for longer than the "
 				  "lease and the outage budget: %s",
@@ -134,9 +127,9 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	hb->lease = lease_seconds;
 	hb->patience = patience > lease_seconds ? patience : lease_seconds;
 	hb->job_execution_id = job_execution_id;
-	hb->renewed = cb__now();
+	hb->renewed = cb__clock_mono();
 	pthread_mutex_init(&hb->mu, NULL);
-	pthread_cond_init(&hb->cv, NULL);
+	cb__clock_cond_init(&hb->cv);
 	/* Connect here, in the caller's thread: a job that cannot open its
 	 * heartbeat connection should not start. */
 	hb->conn = cb_pg_connect_like(like, "cbatch-heartbeat");

@@ -22,7 +22,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 /* Non-zero once the lock is lost; @p why (may be NULL) receives the reason. */
 int cb__heartbeat_lost(cb__heartbeat *hb, char *why, size_t size);
 
-/* When the lease was last extended (cb__now() seconds; the start at first):
+/* When the lease was last extended (cb__clock_mono() seconds; the start at first):
  * the lock is ours until about this plus the lease. */
 double cb__heartbeat_renewed(cb__heartbeat *hb);
 

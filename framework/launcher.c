@@ -1,5 +1,6 @@
 /* Launch and restart: from parameters to a finished job execution. */
 #include "engine.h"
+#include "clock.h"
 #include "heartbeat.h"
 #include "repo.h"
 
@@ -25,7 +26,7 @@ static void result_set(cb_job_result *out, cb_status status, const char *exit_co
  * process may recognise the execution as dead and take over. */
 struct lease_clock {
 	cb__heartbeat *hb; /* NULL once stopped, or before it started */
-	double renewed;    /* cb__now() of the last known extension */
+	double renewed;    /* cb__clock_mono() of the last known extension */
 	double lease;
 };
 
@@ -136,7 +137,7 @@ static int launch_lock(struct launch_run *lr)
 	rc = cb__lock_take(grant, lr->conn, lr->job, lr->lock_name, lr->lease, lr->err);
 	if (rc < 0)
 		return rc;
-	lr->lc.renewed = cb__now();
+	lr->lc.renewed = cb__clock_mono();
 	lr->lc.lease = lr->lease;
 	if (grant->outcome == CB__LOCK_TAKEOVER)
 		snprintf(lr->dead_why, sizeof(lr->dead_why), "owner %s lost: lease expired at %s",
@@ -191,7 +192,7 @@ static int launch_execution(struct launch_run *lr)
 	run->params = lr->params;
 	run->job_instance_id = lr->l.job_instance_id;
 	run->job_execution_id = lr->l.job_execution_id;
-	run->started = cb__now();
+	run->started = cb__clock_mono();
 	run->lock_name = lr->lock_name;
 	run->fencing_token = lr->grant.fencing_token;
 	run->lease_seconds = lr->lease;
@@ -321,7 +322,8 @@ static int launch_explain(struct launch_run *lr, int rc)
 	if (outage(rc, lr->conn)) {
 		/* First, so that the long errors of libpq after it cannot cut it. */
 		char until[64], msg[CB_ERROR_MESSAGE_MAX];
-		time_t t = time(NULL) + (time_t)(lease_end(&lr->lc) - cb__now() + 0.999);
+		time_t t =
+			(time_t)(cb__clock_wall() + lease_end(&lr->lc) - cb__clock_mono() + 0.999);
 		struct tm tm;
 
 		if (!gmtime_r(&t, &tm) ||

@@ -12,16 +12,15 @@
  * host's socket open, and a wait on it returns at once.
  */
 #include "engine.h"
+#include "clock.h"
 #include "program.h"
 #include "repo.h"
 #include "reserved.h"
 #include "cbatch/lock.h"
 #include "cbatch/sys/conn.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 double cb__run_outage_budget(const cb__run *run)
 {
@@ -37,18 +36,14 @@ double cb__run_outage_budget(const cb__run *run)
 /* Sleep @p seconds, cut short by a stop request (signal or a leaving worker). */
 static void pause_unless_quitting(const cb__run *run, double seconds)
 {
-	double end = cb__now() + seconds;
+	double end = cb__clock_mono() + seconds;
 
 	while (!(run && cb__run_quitting(run))) {
-		double left = end - cb__now(), step = left < 0.1 ? left : 0.1;
-		struct timespec ts;
+		double left = end - cb__clock_mono();
 
 		if (left <= 0)
 			return;
-		ts.tv_sec = (time_t)step;
-		ts.tv_nsec = (long)((step - (double)ts.tv_sec) * 1e9);
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		cb__clock_sleep(left < 0.1 ? left : 0.1);
 	}
 }
 
@@ -64,7 +59,7 @@ int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run
 			return 1;
 		if (run && cb__run_quitting(run))
 			return -1;
-		left = deadline - cb__now();
+		left = deadline - cb__clock_mono();
 		if (left <= 0)
 			return 0;
 		cb__outage_pause(run, deadline, delay);
@@ -73,7 +68,7 @@ int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run
 
 void cb__outage_pause(const cb__run *run, double deadline, double *delay)
 {
-	double left = deadline - cb__now();
+	double left = deadline - cb__clock_mono();
 
 	if (left > 0)
 		pause_unless_quitting(run, *delay < left ? *delay : left);
@@ -101,7 +96,7 @@ int cb__run_prove_lock(const cb__run *run, PGconn *conn, cb_error *err)
 
 double cb__run_outage_deadline(const cb__run *run)
 {
-	double since = run->outage_since > 0 ? run->outage_since : cb__now();
+	double since = run->outage_since > 0 ? run->outage_since : cb__clock_mono();
 
 	return since + cb__run_outage_budget(run);
 }
@@ -127,7 +122,7 @@ static int connect_failed(cb_error *err, PGconn *conn)
 int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const char *where,
 			 int (*resume)(void *ctx, cb_error *err), void *ctx, cb_error *err)
 {
-	double since = cb__now(), budget = cb__run_outage_budget(run), delay = 0.2;
+	double since = cb__clock_mono(), budget = cb__run_outage_budget(run), delay = 0.2;
 	char cause[CB_ERROR_MESSAGE_MAX], last[CB_ERROR_MESSAGE_MAX];
 	int rc;
 
@@ -152,7 +147,7 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 				"%s: %s execution %lld step '%s': %s: the database was lost (%.200s); "
 				"connected again after %.1f s, going on from the last commit\n",
 				cb__program_name(), run->job->name, run->job_execution_id, step,
-				where, cause, cb__now() - since);
+				where, cause, cb__clock_mono() - since);
 			return 0;
 		}
 		if (!cb__pg_lost(err, conn)) {
@@ -164,14 +159,14 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 			cb_error_clear(err);
 			return 1;
 		}
-		if (cb__now() - since >= budget) {
+		if (cb__clock_mono() - since >= budget) {
 			snprintf(last, sizeof(last), "%s", err->message);
 			cb_error_clear(err);
 			cb_error_set(
 				err, CB_EDB,
 				"%s: the database stayed unreachable for %.1f s (outage budget "
 				"%.0f s): %.120s; last try: %.240s",
-				where, cb__now() - since, budget, cause, last);
+				where, cb__clock_mono() - since, budget, cause, last);
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 			run->database_lost = 1;
 			fprintf(stderr,

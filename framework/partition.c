@@ -7,6 +7,7 @@
  * the progress line), never from the workers directly.
  */
 #include "engine.h"
+#include "clock.h"
 #include "program.h"
 #include "repo.h"
 #include "reserved.h"
@@ -162,7 +163,7 @@ static void report(const cb__run *run, const cb_step_def *def, const cb__partiti
 
 	if (o->progress)
 		o->progress(o->progress_ctx, def->name, p->read, p->written,
-			    cb__now() - run->started);
+			    cb__clock_mono() - run->started);
 }
 
 /* Seconds without a running partition before the manager says that its
@@ -198,12 +199,12 @@ static void notice_waiting(const cb__run *run, const cb_step_def *def, const cb_
  * again, and poll again. */
 static int poll_partitions(cb__partition_poll *p, cb__run *run, long long manager_id, cb_error *err)
 {
-	double until = cb__now() + cb__run_outage_budget(run), delay = 0.2;
+	double until = cb__clock_mono() + cb__run_outage_budget(run), delay = 0.2;
 
 	for (;;) {
 		int rc = cb__repo_partitions_poll(p, run->conn, manager_id, err);
 
-		if (rc == 0 || !cb__pg_lost(err, run->conn) || cb__now() > until)
+		if (rc == 0 || !cb__pg_lost(err, run->conn) || cb__clock_mono() > until)
 			return rc;
 		cb_error_clear(err);
 		cb__outage_pause(run, until, &delay);
@@ -229,7 +230,7 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	long long threads = 0;
 	char why[CB_ERROR_MESSAGE_MAX];
 	int stop_asked = 0, rc;
-	double last_report = 0, idle_since = cb__now(), last_notice = 0;
+	double last_report = 0, idle_since = cb__clock_mono(), last_notice = 0;
 	long long ended_seen = 0;
 
 	(void)context;
@@ -257,18 +258,19 @@ int cb__step_partitioned_run(cb__run *run, const cb_step_def *def, cb_step_conte
 	while (rc == 0) {
 		if (p.completed + p.failed + p.stopped >= p.total)
 			break;
-		if (cb__now() - last_report >= 1.0) {
+		if (cb__clock_mono() - last_report >= 1.0) {
 			report(run, def, &p);
-			last_report = cb__now();
+			last_report = cb__clock_mono();
 		}
 		if (p.running > 0 || p.open == 0 ||
 		    p.completed + p.failed + p.stopped != ended_seen) {
-			idle_since = cb__now();
+			idle_since = cb__clock_mono();
 			ended_seen = p.completed + p.failed + p.stopped;
-		} else if (cb__now() - idle_since >= WAIT_NOTICE_FIRST &&
-			   (last_notice == 0 || cb__now() - last_notice >= WAIT_NOTICE_AGAIN)) {
-			notice_waiting(run, def, &p, cb__now() - idle_since);
-			last_notice = cb__now();
+		} else if (cb__clock_mono() - idle_since >= WAIT_NOTICE_FIRST &&
+			   (last_notice == 0 ||
+			    cb__clock_mono() - last_notice >= WAIT_NOTICE_AGAIN)) {
+			notice_waiting(run, def, &p, cb__clock_mono() - idle_since);
+			last_notice = cb__clock_mono();
 		}
 		if (cb__run_check_lock(run, err) < 0) {
 			rc = err->code;

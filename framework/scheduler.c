@@ -14,6 +14,7 @@
 #include "scheduler.h"
 
 #include "engine.h"
+#include "clock.h"
 #include "repo.h"
 #include "schedule_repo.h"
 #include "template.h"
@@ -25,7 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,10 +607,10 @@ static void children_tick(struct node *n, int record)
 		}
 		if (WIFEXITED(k->status))
 			snprintf(msg, sizeof(msg), "exit %d (%s) after %.1fs", code,
-				 exit_meaning(code), cb__now() - k->started);
+				 exit_meaning(code), cb__clock_mono() - k->started);
 		else
 			snprintf(msg, sizeof(msg), "killed by signal %d after %.1fs",
-				 WTERMSIG(k->status), cb__now() - k->started);
+				 WTERMSIG(k->status), cb__clock_mono() - k->started);
 		if (cb__repo_schedule_finished(&exec_id, st, n->conn, k->firing_id, n->id, code,
 					       msg, n->stopping, &err) < 0)
 			return;
@@ -643,7 +643,7 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 	k->firing_id = firing_id;
 	snprintf(k->schedule, sizeof(k->schedule), "%s", schedule);
 	snprintf(k->when, sizeof(k->when), "%s", when);
-	k->started = cb__now();
+	k->started = cb__clock_mono();
 	if (fill_error && fill_error[0]) {
 		snprintf(why, sizeof(why), "%s", fill_error);
 	} else if (!cb_registry_find(n->reg, job)) {
@@ -1049,17 +1049,6 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Sleep @p seconds, or less if a stop signal comes. */
-static void nap(double seconds)
-{
-	struct pollfd p = { cb__signals_wake_fd(), POLLIN, 0 };
-
-	if (p.fd >= 0)
-		poll(&p, 1, (int)(seconds * 1000));
-	else
-		usleep((useconds_t)(seconds * 1e6));
-}
-
 static int connect_repo(struct node *n, cb_error *err)
 {
 	if (cb__pg_connect(&n->conn, n->o->conninfo, err) < 0 ||
@@ -1088,9 +1077,9 @@ static int tick(struct node *n, cb_error *err)
 	children_tick(n, 1);
 	/* Orphans need a lease to run out: looking a few times per lease is
 	 * enough, and keeps two queries off most ticks. */
-	if (cb__now() >= n->orphans_due) {
-		n->orphans_due =
-			cb__now() + (n->o->lease_seconds < 8 ? n->o->lease_seconds / 4 : 2.0);
+	if (cb__clock_mono() >= n->orphans_due) {
+		n->orphans_due = cb__clock_mono() +
+				 (n->o->lease_seconds < 8 ? n->o->lease_seconds / 4 : 2.0);
 		if ((rc = cb__repo_schedule_orphans(&orphans, n->conn, n->id, err)) < 0)
 			return rc;
 	}
@@ -1145,7 +1134,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		     const cb_scheduler_options *o, cb_error *err)
 {
 	struct node n;
-	double started = cb__now(), backoff = 0.5;
+	double started = cb__clock_mono(), backoff = 0.5;
 	int rc = 0, down = 0, said_unreachable = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1178,8 +1167,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	while (!n.stopping) {
 		cb_error e = CB_ERROR_INIT;
 
-		if (cb__stop_signalled() ||
-		    (o->exit_after_seconds > 0 && cb__now() - started >= o->exit_after_seconds))
+		if (cb__stop_signalled() || (o->exit_after_seconds > 0 &&
+					     cb__clock_mono() - started >= o->exit_after_seconds))
 			break;
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */
@@ -1191,7 +1180,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			said_unreachable = 1;
 			down = 1;
 			children_tick(&n, 0);
-			nap(backoff);
+			cb__signals_nap(backoff);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1208,7 +1197,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			PQfinish(n.conn);
 			n.conn = NULL;
 			down = 1;
-			nap(backoff);
+			cb__signals_nap(backoff);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1242,7 +1231,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			if (running_children(&n) == 0)
 				break;
 		}
-		usleep(100 * 1000);
+		cb__clock_sleep(0.1);
 	}
 	if (n.conn) {
 		cb_error e = CB_ERROR_INIT;

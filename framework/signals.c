@@ -1,10 +1,11 @@
 /* SIGINT/SIGTERM: the first asks for a graceful stop, the second is fatal. */
 #include "engine.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t stop_flag;
@@ -77,12 +78,14 @@ int cb__stop_signalled(void)
 	return stop_flag != 0;
 }
 
-double cb__now(void)
+void cb__signals_nap(double seconds)
 {
-	struct timespec ts;
+	struct pollfd p = { cb__signals_wake_fd(), POLLIN, 0 };
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	if (p.fd >= 0)
+		cb__clock_poll(&p, 1, seconds);
+	else
+		cb__clock_sleep(seconds);
 }
 
 int cb__run_quitting(const cb__run *run)

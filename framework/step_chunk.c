@@ -15,6 +15,7 @@
  * A fencing or version failure of the checkpoint is always FAIL.
  */
 #include "engine.h"
+#include "clock.h"
 #include "repo.h"
 #include "step_context.h"
 #include "reserved.h"
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct counts {
 	long long read, written, filtered, read_skip, process_skip, write_skip;
@@ -523,16 +523,14 @@ static int resume_chunks(void *ctx, cb_error *err)
 	return rc;
 }
 
+/* A stop signal cuts the backoff short: the loop then ends the step. */
 static void backoff(const cb_step_def *def, unsigned int attempt_no)
 {
 	unsigned long ms = def->retry_backoff_ms ? def->retry_backoff_ms : 100;
-	struct timespec ts;
 
 	for (unsigned int i = 1; i < attempt_no && ms < 30000; i++)
 		ms *= 2;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	cb__signals_nap((double)ms / 1000.0);
 }
 
 static void add_counts(counts *t, const counts *c)
@@ -551,7 +549,7 @@ static void report_progress(chunk_step *cs)
 
 	if (o->progress)
 		o->progress(o->progress_ctx, cs->def->name, cs->total.read, cs->total.written,
-			    cb__now() - cs->run->started);
+			    cb__clock_mono() - cs->run->started);
 }
 
 /*

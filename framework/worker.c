@@ -6,6 +6,7 @@
  * partitions) and the `worker` command (any running execution of its jobs).
  */
 #include "engine.h"
+#include "clock.h"
 #include "heartbeat.h"
 #include "repo.h"
 #include "step_context.h"
@@ -125,9 +126,7 @@ void cb__work_wait(PGconn *conn, double seconds)
 {
 	struct pollfd pfd[2];
 	PGnotify *n;
-	int ms = seconds <= 0 ? 0 : (int)(seconds * 1000.0);
-
-	double end = cb__now() + (seconds > 0 ? seconds : 0);
+	double end = cb__clock_mono() + (seconds > 0 ? seconds : 0);
 
 	/* A notice that came with an earlier answer is already buffered. */
 	if (PQstatus(conn) == CONNECTION_OK && PQconsumeInput(conn) &&
@@ -149,10 +148,11 @@ void cb__work_wait(PGconn *conn, double seconds)
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
 	if (pfd[0].fd < 0 && pfd[1].fd < 0) {
-		usleep((useconds_t)ms * 1000);
+		cb__clock_sleep(seconds);
 		return;
 	}
-	if (poll(pfd, 2, ms) > 0 && (pfd[0].revents & POLLIN) && PQconsumeInput(conn)) {
+	if (cb__clock_poll(pfd, 2, seconds) > 0 && (pfd[0].revents & POLLIN) &&
+	    PQconsumeInput(conn)) {
 		while ((n = PQnotifies(conn)) != NULL)
 			PQfreemem(n);
 		return;
@@ -160,13 +160,13 @@ void cb__work_wait(PGconn *conn, double seconds)
 	if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL | POLLIN)) {
 		/* The socket woke us for no notice (closed, or an error): wait the
 		 * rest of the time without it, a stop still waking us. */
-		double left = end - cb__now();
+		double left = end - cb__clock_mono();
 
 		pfd[0].fd = -1;
 		if (left > 0 && pfd[1].fd >= 0)
-			poll(pfd, 2, (int)(left * 1000.0));
+			cb__clock_poll(pfd, 2, left);
 		else if (left > 0)
-			usleep((useconds_t)(left * 1e6));
+			cb__clock_sleep(left);
 	}
 }
 
@@ -206,7 +206,7 @@ static void run_claim(PGconn *conn, const cb__work *w, const cb_job *job, const 
 	run.job_instance_id = c->job_instance_id;
 	run.job_execution_id = c->job_execution_id;
 	run.job_context = job_context;
-	run.started = cb__now();
+	run.started = cb__clock_mono();
 	run.lock_name = c->lock_name;
 	run.fencing_token = c->fencing_token;
 	run.lease_seconds = lease;
@@ -335,7 +335,7 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 
 int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_worker_result *res)
 {
-	double idle_since = cb__now(), backoff = 0.2;
+	double idle_since = cb__clock_mono(), backoff = 0.2;
 	int listening = 0;
 
 	while (!quitting(w)) {
@@ -351,7 +351,7 @@ int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_wor
 			if (rc == 0)
 				w->health->failing_since = 0;
 			else if (w->health->failing_since == 0)
-				w->health->failing_since = cb__now();
+				w->health->failing_since = cb__clock_mono();
 			if (rc < 0)
 				snprintf(w->health->why, sizeof(w->health->why), "%s", err.message);
 			pthread_mutex_unlock(&w->health->mu);
@@ -374,18 +374,18 @@ int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_wor
 		}
 		backoff = 0.2;
 		if (claimed) {
-			idle_since = cb__now();
+			idle_since = cb__clock_mono();
 			continue;
 		}
-		if (exit_when_idle > 0 && cb__now() - idle_since >= exit_when_idle)
+		if (exit_when_idle > 0 && cb__clock_mono() - idle_since >= exit_when_idle)
 			break;
 		/* Nothing open: wait for a notice, and look again at least once
 		 * per half lease for partitions whose owner's lease ran out. */
 		wait = w->lease / 2;
 		if (wait > (w->local ? 0.5 : 5.0))
 			wait = w->local ? 0.5 : 5.0;
-		if (exit_when_idle > 0 && wait > exit_when_idle - (cb__now() - idle_since))
-			wait = exit_when_idle - (cb__now() - idle_since);
+		if (exit_when_idle > 0 && wait > exit_when_idle - (cb__clock_mono() - idle_since))
+			wait = exit_when_idle - (cb__clock_mono() - idle_since);
 		if (wait > 0)
 			cb__work_wait(conn, wait);
 	}
@@ -518,7 +518,7 @@ int cb__workers_failing(cb__worker_pool *p, double seconds, char *why, size_t si
 		cb__work_health *h = &p->t[i].health;
 
 		pthread_mutex_lock(&h->mu);
-		failing = h->failing_since > 0 && cb__now() - h->failing_since >= seconds;
+		failing = h->failing_since > 0 && cb__clock_mono() - h->failing_since >= seconds;
 		if (failing)
 			snprintf(why, size, "%s", h->why);
 		pthread_mutex_unlock(&h->mu);

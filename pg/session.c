@@ -27,6 +27,7 @@
 #include "pgkit.h"
 
 #include "cbatch/sys/conn.h"
+#include "clock.h"
 #include "text.h"
 
 #include <libpq-events.h>
@@ -37,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct conn_state {
@@ -57,14 +57,13 @@ static atomic_ulong orphan_stmts;
 static unsigned int process_mark;
 static pthread_once_t mark_once = PTHREAD_ONCE_INIT;
 
+/* Not a time judgment: a value another process is unlikely to have. Without
+ * the kernel's entropy (a very old kernel), the wall clock and the pid. */
 static void make_mark(void)
 {
-	FILE *f = fopen("/dev/urandom", "rb");
-
-	if (!f || fread(&process_mark, sizeof(process_mark), 1, f) != 1)
-		process_mark = (unsigned int)time(NULL) ^ ((unsigned int)getpid() << 12);
-	if (f)
-		fclose(f);
+	if (getentropy(&process_mark, sizeof(process_mark)) != 0)
+		process_mark = (unsigned int)(unsigned long long)(cb__clock_wall() * 1e6) ^
+			       ((unsigned int)getpid() << 12);
 }
 
 /* Caller holds sessions_mu. */
@@ -201,7 +200,7 @@ int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int bac
 		pthread_mutex_unlock(&sessions_mu);
 		if (!shared || wait_ms >= 2000)
 			break;
-		usleep(10 * 1000);
+		cb__clock_sleep(0.01);
 	}
 	if (shared)
 		return refuse_shared(err, st->pid, st->start);
@@ -242,14 +241,6 @@ static int refuse_moved(cb_error *err, int pid, const char *start, int now_pid,
 	return rc;
 }
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /*
  * Send @p sql (simple protocol; its last statement is CB__SESSION_SQL) on
  * @p conn and read the session from its last result. @p timeout_ms > 0:
@@ -265,15 +256,15 @@ static int read_session(int *pid, char *start, size_t size, PGconn *conn, const 
 	if (!PQsendQuery(conn, sql))
 		return cb_pg_error(err, conn, NULL, "read the connection's server session");
 	if (timeout_ms > 0) {
-		double deadline = mono_ms() + timeout_ms;
+		double deadline = cb__clock_mono() + timeout_ms / 1000.0;
 
 		while (PQisBusy(conn)) {
 			struct pollfd p = { .fd = PQsocket(conn), .events = POLLIN };
-			double left = deadline - mono_ms();
+			double left = deadline - cb__clock_mono();
 
 			if (left <= 0)
 				return 1;
-			if (poll(&p, 1, (int)left + 1) < 0 && errno != EINTR)
+			if (cb__clock_poll(&p, 1, left) < 0 && errno != EINTR)
 				break;
 			if (!PQconsumeInput(conn))
 				break;

@@ -36,6 +36,7 @@
 #include "cbatch/sys/tx.h"
 
 #include "pg_sql.h"
+#include "clock.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -43,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct queue {
 	/* options (copies) */
@@ -373,14 +373,6 @@ static int look_at_locked(struct queue *q, cb_tx *tx, char *verdict, char *note,
 	return 0;
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Claim the chunk's rows, and judge in the same transaction whether they are
  * the last (see the top of this file). A full claim is never the end; a
@@ -390,7 +382,7 @@ static double now_seconds(void)
  */
 static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 {
-	double started = now_seconds(), wait_seconds = 30;
+	double started = cb__clock_mono(), wait_seconds = 30;
 	char note[512] = "", verdict;
 	int rc;
 
@@ -405,7 +397,7 @@ static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 		/* rows to hand out: this chunk takes them, the next claims again */
 		if (q->at_end || q->ntuples > 0)
 			return 0;
-		if (now_seconds() - started > wait_seconds)
+		if (cb__clock_mono() - started > wait_seconds)
 			return cb_error_set(err, CB_EDB,
 					    "%s: matching rows stay locked by another session "
 					    "for more than %.0f s (%s); the input is not at its "
@@ -413,11 +405,8 @@ static int claim(struct queue *q, cb_tx *tx, cb_error *err)
 					    q->what, wait_seconds, note[0] ? note : "unknown");
 		release_claim(q);
 		/* a holder just ended: claim at once; else give it a moment */
-		if (verdict != 'c' || tries > 0) {
-			struct timespec pause = { 0, 200 * 1000 * 1000 };
-
-			nanosleep(&pause, NULL);
-		}
+		if (verdict != 'c' || tries > 0)
+			cb__clock_sleep(0.2);
 	}
 }
 

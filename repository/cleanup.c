@@ -28,11 +28,11 @@
  * firings, each walked in time order through its index up to the cutoff.
  */
 #include "repo.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The statements that judge executions call batch_cleanup_removable()
  * (sql/functions/batch_cleanup_removable.sql), the removal rule, with the plan's
@@ -81,14 +81,6 @@
 	" (SELECT count(*) FROM st), (SELECT count(partition_index) FROM st), "                    \
 	" (SELECT count(*) FROM sc), (SELECT count(*) FROM jc), (SELECT count(*) FROM pa), "       \
 	" (SELECT count(*) FROM r)"
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void rollback_quietly(PGconn *conn)
 {
@@ -638,11 +630,7 @@ static int retryable(cb_error *err, int rc, int attempt)
 	if (rc != CB_ERETRY || attempt + 1 >= MAX_ATTEMPTS)
 		return 0;
 	cb_error_clear(err);
-	{
-		struct timespec ts = { 0, 100000000L * (attempt + 1) };
-
-		nanosleep(&ts, NULL);
-	}
+	cb__clock_sleep(0.1 * (attempt + 1));
 	return 1;
 }
 
@@ -680,7 +668,7 @@ static void report(const cb_cleanup_options *opt, const char *phase, long long b
 	pr.fraction = -1;
 	pr.eta_seconds = -1;
 	if (pc && pc->hi > pc->lo) {
-		double f = (at - pc->lo) / (pc->hi - pc->lo), now = now_seconds();
+		double f = (at - pc->lo) / (pc->hi - pc->lo), now = cb__clock_mono();
 		int i = pc->n % PACE_SAMPLES, oldest;
 
 		pr.fraction = f < 0 ? 0 : f > 1 ? 1 : f;
@@ -733,7 +721,7 @@ static int pace_start(pace *pc, PGconn *conn, const plan *p, enum walk w, cb_err
 	PGresult *res;
 
 	memset(pc, 0, sizeof(*pc));
-	pc->started = now_seconds();
+	pc->started = cb__clock_mono();
 	res = cb__repo_exec(conn, measure_what[w], oldest_sql[w], 1, pa, err);
 	if (!res)
 		return CB_EDB;
@@ -752,7 +740,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 	char *last_lock = NULL;
 	long long batch = 0, skipped = 0;
 	int rc, done = 0, passes = 0, attempt = 0;
-	double t0 = now_seconds();
+	double t0 = cb__clock_mono();
 
 	memset(out, 0, sizeof(*out));
 	if (!opt || opt->version != CB_CLEANUP_OPTIONS_VERSION)
@@ -767,7 +755,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 	snprintf(out->cutoff, sizeof(out->cutoff), "%s", p.cutoff);
 	if (opt->dry_run) {
 		rc = count_only(&out->removed, conn, &p, err);
-		out->seconds = now_seconds() - t0;
+		out->seconds = cb__clock_mono() - t0;
 		plan_free(&p);
 		return rc;
 	}
@@ -798,7 +786,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 		}
 		add_counts(&out->removed, &b);
 		out->batches = ++batch;
-		report(opt, "executions", batch, &b, &out->removed, now_seconds() - t0,
+		report(opt, "executions", batch, &b, &out->removed, cb__clock_mono() - t0,
 		       passes ? NULL : &pc, at.epoch);
 	}
 	out->skipped_instances = skipped;
@@ -822,7 +810,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		out->removed.lock_audit += b.lock_audit;
 		out->batches = ++batch;
-		report(opt, "lock audit", batch, &b, &out->removed, now_seconds() - t0, &pc,
+		report(opt, "lock audit", batch, &b, &out->removed, cb__clock_mono() - t0, &pc,
 		       at.epoch);
 	}
 	done = 0;
@@ -842,7 +830,7 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 			break;
 		out->removed.locks += b.locks;
 		out->batches = ++batch;
-		report(opt, "locks", batch, &b, &out->removed, now_seconds() - t0, NULL, 0);
+		report(opt, "locks", batch, &b, &out->removed, cb__clock_mono() - t0, NULL, 0);
 	}
 	for (int firings = 0; firings < 2; firings++) {
 		const char *phase = firings ? "schedule firings" : "schedule events";
@@ -867,13 +855,13 @@ int cb_repo_cleanup(cb_cleanup_result *out, PGconn *conn, const cb_cleanup_optio
 				break;
 			add_counts(&out->removed, &b);
 			out->batches = ++batch;
-			report(opt, phase, batch, &b, &out->removed, now_seconds() - t0, &pc,
+			report(opt, phase, batch, &b, &out->removed, cb__clock_mono() - t0, &pc,
 			       at.epoch);
 		}
 	}
 	rc = 0;
 out:
-	out->seconds = now_seconds() - t0;
+	out->seconds = cb__clock_mono() - t0;
 	free(last_lock);
 	plan_free(&p);
 	return rc;

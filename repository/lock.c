@@ -6,6 +6,7 @@
  * framework/heartbeat.c; the metrics are repository/metrics.c.
  */
 #include "repo.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cbatch/lock.h"
@@ -100,12 +100,13 @@ const char *cb__owner_id(void)
 	if (!owner_buf[0] || owner_pid != getpid()) {
 		char host[96] = "unknown", boot[16], pidns[24], state;
 		unsigned long long r = 0, start = 0;
-		FILE *f = fopen("/dev/urandom", "rb");
 
-		if (!f || fread(&r, sizeof(r), 1, f) != 1)
-			r = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
-		if (f)
-			fclose(f);
+		/* Not a time judgment: only a value no other owner has. Without
+		 * the kernel's entropy (a very old kernel), the wall clock's
+		 * microseconds and the pid are unlikely to repeat. */
+		if (getentropy(&r, sizeof(r)) != 0)
+			r = (unsigned long long)(cb__clock_wall() * 1e6) ^
+			    ((unsigned long long)getpid() << 32);
 		gethostname(host, sizeof(host) - 1);
 		host[sizeof(host) - 1] = '\0';
 		host_marks(boot, sizeof(boot), pidns, sizeof(pidns));
