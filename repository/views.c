@@ -43,7 +43,7 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 		" LEFT JOIN LATERAL (SELECT jsonb_build_object('job_execution_id',"
 		"  e.job_execution_id, 'status', e.status, 'exit_code', e.exit_code,"
 		"  'start_time', e.start_time, 'end_time', e.end_time, 'duration_seconds',"
-		"  extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - e.start_time),"
+		"  extract(epoch FROM coalesce(e.end_time, batch_now()) - e.start_time),"
 		"  'owner_lost', batch_status_is_live(e.status) AND " CB__OWNER_LOST_SQL(
 			"e") ") AS j"
 			     "  FROM batch_job_summary m JOIN batch_job_execution e"
@@ -276,7 +276,7 @@ int cb__repo_schema_version(int *out, char *now, size_t now_size, PGconn *conn, 
 	*out = -1;
 	res = cb__repo_exec(conn, "schema version",
 			    "SELECT to_regclass('batch_schema_version') IS NOT NULL,"
-			    " to_char(clock_timestamp() AT TIME ZONE 'UTC',"
+			    " to_char(batch_now() AT TIME ZONE 'UTC',"
 			    " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
 			    0, NULL, err);
 	if (!res)
