@@ -7,16 +7,18 @@
 #
 # Starts a private PostgreSQL with default durability (bench/pg-bench-cluster.sh),
 # makes a repository (`cbatch schema init`) holding one STARTED job execution
-# with its step and lock, and defines beside batch_chunk_checkpoint its copy
-# bench_checkpoint_clock, the file with clock_timestamp() wherever it has
-# batch_now(): the function as it was before issue 27. Then:
+# with its step and lock, and defines beside batch_chunk_checkpoint (new: it
+# reads batch_now() once) two copies of the function as it was before issue
+# 27 (bench/one_clock_before.sql): bench_checkpoint_clock (old: it reads
+# clock_timestamp() in each statement) and bench_checkpoint_each (the same
+# with batch_now() in each statement: the plain substitution). Then:
 #   1. checkpoint: ROUNDS rounds of pgbench, one client, CALLS checkpoints of
-#      the step per round, each its own transaction (synchronous_commit off,
-#      so that a WAL flush does not drown the statement; prepared, as the
-#      engine prepares it), each picking the old
-#      or the new function at random (pgbench's weighted scripts), so that both
-#      meet the same machine at the same moments. Per round each one's average
-#      latency; then the medians, and the median of the rounds' ratios.
+#      each per round, each its own transaction (synchronous_commit off, so
+#      that a WAL flush does not drown the statement; prepared, as the engine
+#      prepares it), each call picking one of the three at random (pgbench's
+#      weighted scripts), so that all meet the same machine at the same
+#      moments. Per round each one's average latency; then the medians, and
+#      the medians of the rounds' ratios to old.
 #   2. the clock alone: a PL/pgSQL loop of LOOPS reads, x := batch_now() vs
 #      x := clock_timestamp() (and x := a constant, the loop's own cost),
 #      alternating, ROUNDS times each; the medians per read.
@@ -46,10 +48,10 @@ trap 'rm -rf "$work"; bash "$root/bench/pg-bench-cluster.sh" stop "$dir"' EXIT
 psql=(psql -X -q -v ON_ERROR_STOP=1 -At "$db")
 
 "$build/cbatch" schema init --db "$db" >/dev/null
-sed -e 's/batch_now()/clock_timestamp()/g' \
-	-e 's/FUNCTION batch_chunk_checkpoint(/FUNCTION bench_checkpoint_clock(/' \
-	"$root/sql/functions/batch_chunk_checkpoint.sql" >"$work/old.sql"
-"${psql[@]}" -f "$work/old.sql"
+sed -e 's/FUNCTION batch_chunk_checkpoint(/FUNCTION bench_checkpoint_clock(/' \
+	"$root/bench/one_clock_before.sql" | "${psql[@]}"
+sed -e 's/FUNCTION batch_chunk_checkpoint(/FUNCTION bench_checkpoint_each(/' \
+	-e 's/clock_timestamp()/batch_now()/g' "$root/bench/one_clock_before.sql" | "${psql[@]}"
 token=$("${psql[@]}" <<'SQL'
 INSERT INTO batch_job_instance (job_name, job_key) VALUES ('bench', repeat('0', 32));
 INSERT INTO batch_job_execution (job_instance_id, status, start_time, owner_id)
@@ -63,7 +65,7 @@ SELECT step_execution_id FROM batch_step_execution;
 SELECT fencing_token FROM batch_lock_acquire('bench', 'bench-owner', 3600);
 SQL
 )
-for f in batch_chunk_checkpoint bench_checkpoint_clock; do
+for f in bench_checkpoint_clock bench_checkpoint_each batch_chunk_checkpoint; do
 	cat >"$work/$f.sql" <<SQL
 SELECT $f(p_step_execution_id => 1,
     p_version => (SELECT version FROM batch_step_execution WHERE step_execution_id = 1),
@@ -80,35 +82,36 @@ median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1
 
 echo "# one clock: batch_now() vs clock_timestamp(), $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
-echo "## checkpoint (pgbench, 1 client, $CALLS calls a round, old and new picked at random)"
+echo "## checkpoint (pgbench, 1 client, $CALLS calls of each a round, the three picked at random)"
 echo
-echo "| round | clock_timestamp() ms | batch_now() ms | new/old |"
-echo "|---:|---:|---:|---:|"
+echo "| round | old: clock_timestamp() each, ms | batch_now() each, ms | new: batch_now() once, ms | each/old | new/old |"
+echo "|---:|---:|---:|---:|---:|---:|"
 # (pgbench prints latencies in ms with 3 decimals: 1 µs steps.)
-: >"$work/old.lat"
-: >"$work/new.lat"
-: >"$work/ratio"
+for v in old each new r_each r_new; do : >"$work/$v.lat"; done
+# Per script: "SQL script N: FILE" ... " - latency average = X ms".
+lat() {
+	awk -v f="/$1.sql" '/^SQL script [0-9]+: / {s = index($0, f) > 0}
+		s && /latency average/ {print $(NF-1); exit}' "$work/pgbench.out"
+}
 for r in $(seq "$ROUNDS"); do
-	PGOPTIONS='-c synchronous_commit=off' pgbench -n -M prepared -c 1 -t "$CALLS" \
-		-f "$work/bench_checkpoint_clock.sql@1" -f "$work/batch_chunk_checkpoint.sql@1" \
-		"$db" >"$work/pgbench.out" 2>&1
-	# Per script: "SQL script N: FILE" ... " - latency average = X ms".
-	old=$(awk '/^SQL script [0-9]+: .*bench_checkpoint_clock/ {s=1} /^SQL script [0-9]+: .*batch_chunk_checkpoint/ {s=0}
-		s && /latency average/ {print $(NF-1); exit}' "$work/pgbench.out")
-	new=$(awk '/^SQL script [0-9]+: .*batch_chunk_checkpoint/ {s=1} /^SQL script [0-9]+: .*bench_checkpoint_clock/ {s=0}
-		s && /latency average/ {print $(NF-1); exit}' "$work/pgbench.out")
-	[ -n "$old" ] && [ -n "$new" ] || {
+	PGOPTIONS='-c synchronous_commit=off' pgbench -n -M prepared -c 1 -t "$((CALLS * 3))" \
+		-f "$work/bench_checkpoint_clock.sql@1" -f "$work/bench_checkpoint_each.sql@1" \
+		-f "$work/batch_chunk_checkpoint.sql@1" "$db" >"$work/pgbench.out" 2>&1
+	old=$(lat bench_checkpoint_clock)
+	each=$(lat bench_checkpoint_each)
+	new=$(lat batch_chunk_checkpoint)
+	[ -n "$old" ] && [ -n "$each" ] && [ -n "$new" ] || {
 		cat "$work/pgbench.out" >&2
 		exit 1
 	}
-	echo "$old" >>"$work/old.lat"
-	echo "$new" >>"$work/new.lat"
-	ratio=$(awk -v a="$new" -v b="$old" 'BEGIN {printf "%.4f", a / b}')
-	echo "$ratio" >>"$work/ratio"
-	echo "| $r | $old | $new | $ratio |"
+	r_each=$(awk -v a="$each" -v b="$old" 'BEGIN {printf "%.4f", a / b}')
+	r_new=$(awk -v a="$new" -v b="$old" 'BEGIN {printf "%.4f", a / b}')
+	for v in old each new r_each r_new; do echo "${!v}" >>"$work/$v.lat"; done
+	echo "| $r | $old | $each | $new | $r_each | $r_new |"
 done
-echo "| **median** | **$(median <"$work/old.lat")** | **$(median <"$work/new.lat")** | **$(median <"$work/ratio")** |"
-
+echo "| **median** | **$(median <"$work/old.lat")** | **$(median <"$work/each.lat")** |" \
+	"**$(median <"$work/new.lat")** | **$(median <"$work/r_each.lat")** |" \
+	"**$(median <"$work/r_new.lat")** |"
 echo
 echo "## the clock alone (PL/pgSQL loop of $LOOPS reads, ns a read)"
 echo
