@@ -18,6 +18,13 @@
 -- that buries a dead execution (steps, then the job row) would deadlock with
 -- them. A partition reads the job's status without locking; its manager keeps
 -- the execution's heartbeat.
+-- The checkpoint's times (the lease's new start, updated_at, last_updated,
+-- the heartbeat) are one instant, batch_now() read once as the call starts:
+-- read in each statement instead, it is inlined (parsed) again whenever
+-- PL/pgSQL plans that statement afresh (a custom plan), which cost the
+-- checkpoint about 2% (bench/RESULTS.md, one clock). Reckoned from before
+-- the lock row's UPDATE, the lease can only come out shorter, by the time
+-- that UPDATE waited.
 -- Returns the job execution's status, so a `stop` request is seen for free.
 -- Called with named arguments (repository/steps.c): a parameter renamed or
 -- removed here fails there at once.
@@ -34,13 +41,15 @@ DECLARE
     v_partition int;
     v_job_lock varchar;
     v_job_token bigint;
+    v_now timestamptz;
 BEGIN
     PERFORM batch_session_check(p_session_pid, p_session_start);
+    v_now := batch_now();
     IF p_lock_name IS NOT NULL THEN
         UPDATE batch_lock
            SET locked_until = greatest(locked_until,
-                   clock_timestamp() + make_interval(secs => p_lease_seconds)),
-               updated_at = clock_timestamp(),
+                   v_now + make_interval(secs => p_lease_seconds)),
+               updated_at = v_now,
                owner_backend_pid = coalesce(p_session_pid, owner_backend_pid),
                owner_backend_start = CASE WHEN p_session_pid IS NULL THEN owner_backend_start
                                           ELSE p_session_start END
@@ -62,7 +71,7 @@ BEGIN
            duplicate_target_write_count = duplicate_target_write_count + p_duplicate
                + coalesce(nullif(current_setting('cbatch.duplicate_writes', true), '')::bigint, 0),
            version = version + 1,
-           last_updated = clock_timestamp()
+           last_updated = v_now
      WHERE step_execution_id = p_step_execution_id AND version = p_version
     RETURNING partition_index INTO v_partition;
     IF NOT FOUND THEN
@@ -92,8 +101,8 @@ BEGIN
                 p_job_execution_id, v_job_lock, v_job_token USING ERRCODE = 'CB002';
         END IF;
     ELSE
-        UPDATE batch_job_execution SET last_updated = clock_timestamp(),
-               heartbeat_time = clock_timestamp()
+        UPDATE batch_job_execution SET last_updated = v_now,
+               heartbeat_time = v_now
          WHERE job_execution_id = p_job_execution_id
          RETURNING status INTO v_status;
     END IF;

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# One clock (issue 27): what reading the time through batch_now() costs the
+# chunk checkpoint, against the same function reading clock_timestamp().
+#
+#   bash bench/one_clock.sh [BUILD]    BUILD: a build tree holding the cbatch
+#                                      CLI (default: build/)
+#
+# Starts a private PostgreSQL with default durability (bench/pg-bench-cluster.sh),
+# makes a repository (`cbatch schema init`) holding one STARTED job execution
+# with its step and lock, and defines beside batch_chunk_checkpoint (new: it
+# reads batch_now() once) two copies of the function as it was before issue
+# 27 (bench/one_clock_before.sql): bench_checkpoint_clock (old: it reads
+# clock_timestamp() in each statement) and bench_checkpoint_each (the same
+# with batch_now() in each statement: the plain substitution). Then:
+#   1. checkpoint: ROUNDS rounds of pgbench, one client, CALLS checkpoints of
+#      each per round, each its own transaction (synchronous_commit off, so
+#      that a WAL flush does not drown the statement; prepared, as the engine
+#      prepares it), each call picking one of the three at random (pgbench's
+#      weighted scripts), so that all meet the same machine at the same
+#      moments. Per round each one's average latency; then the medians, and
+#      the medians of the rounds' ratios to old.
+#   2. the clock alone: a PL/pgSQL loop of LOOPS reads, x := batch_now() vs
+#      x := clock_timestamp() (and x := a constant, the loop's own cost),
+#      alternating, ROUNDS times each; the medians per read.
+# Settings (environment): ROUNDS (default 15), CALLS (default 20000), LOOPS
+# (default 1000000), BENCH_DIR (default /tmp/cbatch-bench-clock). Prints
+# Markdown. Not part of the test suite.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(realpath "${1:-$root/build}")
+ROUNDS=${ROUNDS:-15}
+CALLS=${CALLS:-20000}
+LOOPS=${LOOPS:-1000000}
+dir=${BENCH_DIR:-/tmp/cbatch-bench-clock}
+[ -x "$build/cbatch" ] || {
+	echo "one_clock.sh: no cbatch CLI in $build (build it first)" >&2
+	exit 2
+}
+command -v pgbench >/dev/null || {
+	echo "one_clock.sh: pgbench is missing (postgresql-contrib or postgresql-client)" >&2
+	exit 2
+}
+
+db=$(bash "$root/bench/pg-bench-cluster.sh" start "$dir")
+work=$(mktemp -d)
+trap 'rm -rf "$work"; bash "$root/bench/pg-bench-cluster.sh" stop "$dir"' EXIT
+psql=(psql -X -q -v ON_ERROR_STOP=1 -At "$db")
+
+"$build/cbatch" schema init --db "$db" >/dev/null
+sed -e 's/FUNCTION batch_chunk_checkpoint(/FUNCTION bench_checkpoint_clock(/' \
+	"$root/bench/one_clock_before.sql" | "${psql[@]}"
+sed -e 's/FUNCTION batch_chunk_checkpoint(/FUNCTION bench_checkpoint_each(/' \
+	-e 's/clock_timestamp()/batch_now()/g' "$root/bench/one_clock_before.sql" | "${psql[@]}"
+token=$("${psql[@]}" <<'SQL'
+INSERT INTO batch_job_instance (job_name, job_key) VALUES ('bench', repeat('0', 32));
+INSERT INTO batch_job_execution (job_instance_id, status, start_time, owner_id)
+SELECT job_instance_id, 'STARTED', batch_now(), 'bench-owner' FROM batch_job_instance;
+INSERT INTO batch_job_execution_context (job_execution_id)
+SELECT job_execution_id FROM batch_job_execution;
+INSERT INTO batch_step_execution (step_name, job_execution_id, status, start_time)
+SELECT 'step', job_execution_id, 'STARTED', batch_now() FROM batch_job_execution;
+INSERT INTO batch_step_execution_context (step_execution_id)
+SELECT step_execution_id FROM batch_step_execution;
+SELECT fencing_token FROM batch_lock_acquire('bench', 'bench-owner', 3600);
+SQL
+)
+for f in bench_checkpoint_clock bench_checkpoint_each batch_chunk_checkpoint; do
+	cat >"$work/$f.sql" <<SQL
+SELECT $f(p_step_execution_id => 1,
+    p_version => (SELECT version FROM batch_step_execution WHERE step_execution_id = 1),
+    p_read => 1000, p_write => 1000, p_filter => 0, p_commit => 1, p_read_skip => 0,
+    p_write_skip => 0, p_process_skip => 0, p_duplicate => 0,
+    p_context => '{"reader": {"last": [123456]}, "writer": {"rows": 1000}}',
+    p_job_execution_id => 1, p_job_context => NULL, p_lock_name => 'bench',
+    p_fencing_token => $token, p_lease_seconds => 60);
+SQL
+done
+"${psql[@]}" -c "VACUUM ANALYZE"
+
+median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.4f", m}'; }
+
+echo "# one clock: batch_now() vs clock_timestamp(), $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo
+echo "## checkpoint (pgbench, 1 client, $CALLS calls of each a round, the three picked at random)"
+echo
+echo "| round | old: clock_timestamp() each, ms | batch_now() each, ms | new: batch_now() once, ms | each/old | new/old |"
+echo "|---:|---:|---:|---:|---:|---:|"
+# (pgbench prints latencies in ms with 3 decimals: 1 µs steps.)
+for v in old each new r_each r_new; do : >"$work/$v.lat"; done
+# Per script: "SQL script N: FILE" ... " - latency average = X ms".
+lat() {
+	awk -v f="/$1.sql" '/^SQL script [0-9]+: / {s = index($0, f) > 0}
+		s && /latency average/ {print $(NF-1); exit}' "$work/pgbench.out"
+}
+for r in $(seq "$ROUNDS"); do
+	PGOPTIONS='-c synchronous_commit=off' pgbench -n -M prepared -c 1 -t "$((CALLS * 3))" \
+		-f "$work/bench_checkpoint_clock.sql@1" -f "$work/bench_checkpoint_each.sql@1" \
+		-f "$work/batch_chunk_checkpoint.sql@1" "$db" >"$work/pgbench.out" 2>&1
+	old=$(lat bench_checkpoint_clock)
+	each=$(lat bench_checkpoint_each)
+	new=$(lat batch_chunk_checkpoint)
+	[ -n "$old" ] && [ -n "$each" ] && [ -n "$new" ] || {
+		cat "$work/pgbench.out" >&2
+		exit 1
+	}
+	r_each=$(awk -v a="$each" -v b="$old" 'BEGIN {printf "%.4f", a / b}')
+	r_new=$(awk -v a="$new" -v b="$old" 'BEGIN {printf "%.4f", a / b}')
+	for v in old each new r_each r_new; do echo "${!v}" >>"$work/$v.lat"; done
+	echo "| $r | $old | $each | $new | $r_each | $r_new |"
+done
+echo "| **median** | **$(median <"$work/old.lat")** | **$(median <"$work/each.lat")** |" \
+	"**$(median <"$work/new.lat")** | **$(median <"$work/r_each.lat")** |" \
+	"**$(median <"$work/r_new.lat")** |"
+echo
+echo "## the clock alone (PL/pgSQL loop of $LOOPS reads, ns a read)"
+echo
+echo "| round | x := constant | x := clock_timestamp() | x := batch_now() |"
+echo "|---:|---:|---:|---:|"
+for v in const clock now; do : >"$work/$v.ns"; done
+loop() {
+	"${psql[@]}" -c "DO \$\$ DECLARE t0 timestamptz; x timestamptz; k timestamptz := '2030-01-01';
+BEGIN t0 := clock_timestamp();
+FOR i IN 1..$LOOPS LOOP x := $1; END LOOP;
+RAISE NOTICE '%', round(extract(epoch FROM clock_timestamp() - t0) * 1e9 / $LOOPS, 1);
+END \$\$" 2>&1 | sed 's/^NOTICE: *//'
+}
+for r in $(seq "$ROUNDS"); do
+	c=$(loop k)
+	o=$(loop 'clock_timestamp()')
+	n=$(loop 'batch_now()')
+	echo "$c" >>"$work/const.ns"
+	echo "$o" >>"$work/clock.ns"
+	echo "$n" >>"$work/now.ns"
+	echo "| $r | $c | $o | $n |"
+done
+echo "| **median** | **$(median <"$work/const.ns")** | **$(median <"$work/clock.ns")** | **$(median <"$work/now.ns")** |"
