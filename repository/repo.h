@@ -341,6 +341,16 @@ typedef struct cb__claim {
 } cb__claim;
 
 /*
+ * Why the partition of claim @p c is no longer this claimant's, in words for
+ * its worker's log, into @p out: its execution ended (buried by a restart,
+ * a stop, its scheduler: "its execution 5 ended FAILED: owner lost ..."),
+ * another worker took it over ("taken over by W"), or it ended otherwise.
+ * @return 0 or CB_EDB.
+ */
+int cb__repo_partition_fate(char *out, size_t size, PGconn *conn, const cb__claim *c,
+			    cb_error *err);
+
+/*
  * Claim one open partition (batch_partition_claim) for @p owner_id under a
  * lease; @p job_names (n) and @p job_execution_id (> 0) narrow the search,
  * @p runnable (cb__work_runnable's JSON) says which steps, as defined where,
