@@ -1,4 +1,4 @@
--- 018: the operators' counters agree with the history (issue 28).
+-- 019: the operators' counters agree with the history (issue 28).
 --
 -- schedule_orphaned_count used to follow the firings ORPHANED now, so it fell
 -- back when a restart finished one and read 0 beside ORPHANED events in the
