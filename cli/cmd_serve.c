@@ -10,13 +10,19 @@
 
 int cb__cli_cmd_serve(struct cli *c)
 {
-	static const char *const flags[] = { "--listen=",       "--admin-token-file=",   "--pool=",
-					     "--allowed-host=", "--client-connections=", NULL };
-	const char *values[5] = { NULL, NULL, NULL, NULL, NULL };
+	static const char *const flags[] = { "--listen=",
+					     "--admin-token-file=",
+					     "--pool=",
+					     "--allowed-host=",
+					     "--client-connections=",
+					     "--launch-wait=",
+					     NULL };
+	const char *values[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
 	cb__serve_options o = { 0 };
 	const char **pos, **names = NULL, **hosts;
 	size_t npos, n, nhosts = 0;
 	long long pool = CB__SERVE_DEFAULT_POOL, per_client = CB__SERVE_DEFAULT_PER_CLIENT;
+	long long launch_wait = CB__SERVE_DEFAULT_LAUNCH_WAIT;
 	int family, port, rc;
 	char addr[64];
 
@@ -38,7 +44,8 @@ int cb__cli_cmd_serve(struct cli *c)
 		else if (strcmp(c->argv[i], "--listen") == 0 ||
 			 strcmp(c->argv[i], "--admin-token-file") == 0 ||
 			 strcmp(c->argv[i], "--pool") == 0 ||
-			 strcmp(c->argv[i], "--client-connections") == 0)
+			 strcmp(c->argv[i], "--client-connections") == 0 ||
+			 strcmp(c->argv[i], "--launch-wait") == 0)
 			i++; /* its value, whatever it says */
 	}
 	if (npos) {
@@ -64,6 +71,14 @@ int cb__cli_cmd_serve(struct cli *c)
 					 values[4], CB__SERVE_MAX_PER_CLIENT);
 		goto done;
 	}
+	if (values[5] && (cb__cli_parse_positive(&launch_wait, values[5]) < 0 ||
+			  launch_wait > CB__SERVE_MAX_LAUNCH_WAIT)) {
+		rc = cb__cli_usage_error(c,
+					 "serve: invalid --launch-wait '%.100s' (expected 1..%d "
+					 "seconds)",
+					 values[5], CB__SERVE_MAX_LAUNCH_WAIT);
+		goto done;
+	}
 	/* Before listening: a launch's child would refuse what serve accepted. */
 	if ((rc = cb__cli_check_env(c)) != 0)
 		goto done;
@@ -78,6 +93,7 @@ int cb__cli_cmd_serve(struct cli *c)
 	o.token_file = values[1];
 	o.pool = (int)pool;
 	o.per_client = (int)per_client;
+	o.launch_wait = (int)launch_wait;
 	o.conninfo = c->db;
 	o.job_names = names;
 	o.njobs = n;

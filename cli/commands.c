@@ -161,7 +161,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  cb__cli_cmd_scheduler },
 	{ CB__CMD_serve,
 	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
-	  "[--client-connections N]",
+	  "[--client-connections N] [--launch-wait SECONDS]",
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
@@ -184,7 +184,11 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "  --allowed-host NAME[:PORT]  also answer to this Host (a reverse proxy's\n"
 	  "                            name; any port unless given); repeatable\n"
 	  "  --client-connections N    connections one client address may hold\n"
-	  "                            (default 64, at most 500; a proxy is one)\n",
+	  "                            (default 64, at most 500; a proxy is one)\n"
+	  "  --launch-wait SECONDS     how long a launch or restart waits for its\n"
+	  "                            process to record its execution (201) or to\n"
+	  "                            exit (its own message, 409/400/503) before\n"
+	  "                            answering 202 (default 8, at most 120)\n",
 	  cb__cli_cmd_serve },
 	{ CB__CMD_cleanup, "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
 	  "remove old executions with their steps, contexts, parameters and audit",

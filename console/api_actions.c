@@ -7,26 +7,20 @@
  * the CLI names $USER@host.
  *
  * A restart runs a job, which is no work for a request thread: it starts
- * this very program (/proc/self/exe restart ID) as a process of its own, in
- * its own session (a ^C to serve does not reach it), stdin /dev/null, its
- * output on serve's stderr, and answers 202 with its pid; a thread of ours
- * waits for it, so that no zombie is left, and logs how it ended.
+ * this very program (/proc/self/exe restart ID) as a process of its own and
+ * answers with what became of it (spawn.c).
  */
 #define _GNU_SOURCE /* POSIX_SPAWN_SETSID */
 #include "console.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cbatch/lock.h"
@@ -34,8 +28,6 @@
 #include "text.h"
 
 #define REASON_MAX 500
-
-extern char **environ;
 
 /* The request's body as a JSON object into @p out (NULL when there is no
  * body and @p required is 0); else reply 400 and return -1. */
@@ -208,106 +200,49 @@ void cb__api_unlock(cb__request *r)
 
 /* ---- restart --------------------------------------------------------------- */
 
-struct child {
-	pid_t pid;
-	char what[200];
-	FILE *log;
-};
-
-/* Reap the started job and say how it ended. */
-static void *reaper(void *arg)
+/* Whether execution @p id is the newest of its instance: a restart of any
+ * other would be refused, so it is refused here before a process starts.
+ * @return 0, or -1 having replied (409 naming the newest, or the error). */
+static int newest_of_instance(cb__request *r, long long id)
 {
-	struct child *ch = arg;
-	int status = 0;
+	cb_error err = CB_ERROR_INIT;
+	char idtext[24];
+	const char *p[1] = { idtext };
+	long long newest = 0;
+	PGconn *conn;
+	PGresult *res;
+	int rc;
 
-	while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status))
-		fprintf(ch->log, "serve: %s (pid %d) exited with %d\n", ch->what, (int)ch->pid,
-			WEXITSTATUS(status));
+	snprintf(idtext, sizeof(idtext), "%lld", id);
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return -1;
+	}
+	res = PQexecParams(conn,
+			   "SELECT max(n.job_execution_id) FROM batch_job_execution e "
+			   "JOIN batch_job_execution n USING (job_instance_id) "
+			   "WHERE e.job_execution_id = $1",
+			   1, NULL, p, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    !PQgetisnull(res, 0, 0))
+		newest = atoll(PQgetvalue(res, 0, 0));
 	else
-		fprintf(ch->log, "serve: %s (pid %d) ended by signal %d\n", ch->what, (int)ch->pid,
-			WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	fflush(ch->log);
-	free(ch);
-	return NULL;
-}
-
-/* The environment for the child: ours, with CBATCH_DB set to the conninfo
- * serve was given (so that a password never appears in its command line). */
-static char **child_env(const char *conninfo)
-{
-	size_t n = 0, k = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	if (!(env = calloc(n + 2, sizeof(*env))))
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!conninfo || strncmp(environ[i], "CBATCH_DB=", 10) != 0)
-			env[k++] = environ[i];
-	if (conninfo) {
-		size_t len = strlen(conninfo) + 11;
-
-		if (!(env[k] = malloc(len))) {
-			free(env);
-			return NULL;
-		}
-		snprintf(env[k++], len, "CBATCH_DB=%s", conninfo);
-	}
-	env[k] = NULL;
-	return env;
-}
-
-/* Start `/proc/self/exe ARGV...`. @return its pid, or -1 (errno). */
-static pid_t spawn_self(cb__console *c, char *const argv[])
-{
-	char **env = child_env(c->conninfo);
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, dfl;
-	pid_t pid = -1;
-	int e;
-
-	if (!env) {
-		errno = ENOMEM;
+		rc = cb_error_set(&err, CB_EDB, "find the newest execution: %s",
+				  PQerrorMessage(conn));
+	PQclear(res);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0) {
+		cb__reply_repo_error(r, rc, &err);
 		return -1;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	posix_spawnattr_init(&at);
-	/* Serve blocks its stop signals in every thread and ignores SIGPIPE
-	 * (and may have been started with SIGINT/SIGQUIT ignored, as a shell's
-	 * background job is): the job must get them as any process does. */
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGQUIT);
-	sigaddset(&dfl, SIGHUP);
-	sigaddset(&dfl, SIGPIPE);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &dfl);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					      POSIX_SPAWN_SETSID);
-	e = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, env);
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	if (c->conninfo) {
-		size_t k = 0;
-
-		while (env[k])
-			k++;
-		free(env[k - 1]); /* the CBATCH_DB entry, ours */
-	}
-	free(env);
-	if (e) {
-		errno = e;
+	if (newest != id) {
+		cb__reply_error(r, MHD_HTTP_CONFLICT,
+				"execution %lld is not the newest execution of its instance (that "
+				"is %lld): restart the newest one",
+				id, newest);
 		return -1;
 	}
-	return pid;
+	return 0;
 }
 
 void cb__api_restart(cb__request *r)
@@ -346,8 +281,9 @@ void cb__api_restart(cb__request *r)
 				id, name);
 		return;
 	}
-	/* What can never restart is refused here; the rest (a live owner, not
-	 * the newest execution) the restart itself says, in serve's log. */
+	/* What can never restart is refused here, before anything starts; the
+	 * rest (a live owner, a lock held) the restart itself decides, and the
+	 * answer says what it decided. */
 	status = json_string_value(json_object_get(e, "status"));
 	if (status && (strcmp(status, "COMPLETED") == 0 || strcmp(status, "ABANDONED") == 0)) {
 		cb__reply_error(r, MHD_HTTP_CONFLICT, "execution %lld is %s: nothing to restart",
@@ -356,55 +292,19 @@ void cb__api_restart(cb__request *r)
 		return;
 	}
 	json_decref(e);
+	if (newest_of_instance(r, id) < 0)
+		return;
 	{
 		char idtext[24], what[64];
 		char *argv[4] = { "cbatch", "restart", idtext, NULL };
-		pid_t pid;
+		cb__job_child *ch;
 
 		snprintf(idtext, sizeof(idtext), "%lld", id);
 		snprintf(what, sizeof(what), "restart of execution %lld", id);
-		if (cb__spawn_job(r, argv, what, &pid) < 0)
+		if (cb__spawn_job(r, argv, what, &ch) < 0)
 			return;
-		cb__reply_json(r, MHD_HTTP_ACCEPTED,
-			       json_pack("{s:I,s:i,s:s}", "job_execution_id", (json_int_t)id, "pid",
-					 (int)pid, "status", "RESTARTING"));
+		cb__spawn_answer(r, ch, name, r->console->launch_wait);
 	}
-}
-
-int cb__spawn_job(cb__request *r, char *const argv[], const char *what, pid_t *pid_out)
-{
-	struct child *ch;
-	pthread_t t;
-	pthread_attr_t ta;
-	char who[80];
-
-	if (!(ch = calloc(1, sizeof(*ch)))) {
-		r->result = MHD_NO;
-		r->replied = 1;
-		return -1;
-	}
-	snprintf(ch->what, sizeof(ch->what), "%s", what);
-	ch->log = r->console->log;
-	if ((ch->pid = spawn_self(r->console, argv)) < 0) {
-		int e2 = errno;
-
-		free(ch);
-		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot start the %s: %s", what,
-				strerror(e2));
-		return -1;
-	}
-	*pid_out = ch->pid;
-	actor(r, who, sizeof(who));
-	fprintf(r->console->log, "serve: %s: %s started (pid %d)\n", who, what, (int)ch->pid);
-	fflush(r->console->log);
-	pthread_attr_init(&ta);
-	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &ta, reaper, ch) != 0) {
-		/* Without a thread to wait: wait here, rather than leave a zombie. */
-		reaper(ch);
-	}
-	pthread_attr_destroy(&ta);
-	return 0;
 }
 
 void cb__request_actor(cb__request *r, char *out, size_t size)

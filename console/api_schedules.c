@@ -253,7 +253,7 @@ void cb__api_job_launch(cb__request *r)
 	long long last = 0;
 	size_t n = 0, i;
 	PGconn *conn;
-	pid_t pid;
+	cb__job_child *ch;
 	int rc;
 
 	if (cb__query_only(r, NULL) < 0 || !(job = path_job(r)))
@@ -332,18 +332,9 @@ void cb__api_job_launch(cb__request *r)
 	for (i = 0; i < n; i++)
 		argv[4 + i] = (char *)json_string_value(json_array_get(list, i));
 	snprintf(what, sizeof(what), "run of job %.100s (instance %s)", cb_job_name(job), key);
-	if (cb__spawn_job(r, argv, what, &pid) < 0)
+	if (cb__spawn_job(r, argv, what, &ch) < 0)
 		goto done;
-	{
-		char href[300];
-
-		snprintf(href, sizeof(href), "/api/v1/executions?job=%s", cb_job_name(job));
-		cb__reply_json(r, MHD_HTTP_ACCEPTED,
-			       json_pack("{s:o,s:s,s:i,s:s,s:o}", "job_name",
-					 cb__json_text(cb_job_name(job)), "job_key", key, "pid",
-					 (int)pid, "status", "STARTING", "executions",
-					 cb__json_text(href)));
-	}
+	cb__spawn_answer(r, ch, cb_job_name(job), r->console->launch_wait);
 done:
 	free(argv);
 	cb_params_free(params);

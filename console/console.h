@@ -69,6 +69,7 @@ typedef struct cb__console {
 	const char *conninfo;          /* as given (borrowed), for the jobs restart spawns */
 	const struct cb_registry *reg; /* the program's jobs (borrowed): declared parameters */
 	FILE *log;                     /* serve's log: what the actions did */
+	double launch_wait;            /* seconds a launch waits for its outcome */
 	atomic_int stopping;           /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
@@ -280,10 +281,19 @@ void cb__api_abandon(cb__request *r);
 void cb__api_restart(cb__request *r);
 void cb__api_unlock(cb__request *r);
 
+/* spawn.c: a job started from the console. */
+typedef struct cb__job_child cb__job_child;
 /* Start `/proc/self/exe ARGV...` (argv[0] is its name) as a job of its own,
- * in its own session, reaped by a thread that logs how it ended (@p what:
- * "restart of execution 7"). @return 0 with its pid, or -1 having replied. */
-int cb__spawn_job(cb__request *r, char *const argv[], const char *what, pid_t *pid);
+ * in its own session, its output copied to serve's log by a thread that reaps
+ * it and logs how it ended (@p what: "restart of execution 7"). @return 0
+ * with @p out, which cb__spawn_answer takes, or -1 having replied. */
+int cb__spawn_job(cb__request *r, char *const argv[], const char *what, cb__job_child **out);
+/* Answer with what happened to @p ch (taken), waiting at most @p seconds:
+ * 201 {job_name, job_execution_id, status, pid, href} once it recorded its
+ * execution; when it exited first, its own last message, 409 (lock held,
+ * instance complete), 400 (invalid input), 503 (database out of reach) or
+ * 500; 202 {pid, status: STARTING} when neither happened in time. */
+void cb__spawn_answer(cb__request *r, cb__job_child *ch, const char *job_name, double seconds);
 /* "console@ADDRESS", the client's, as the audit names an action's actor. */
 void cb__request_actor(cb__request *r, char *out, size_t size);
 

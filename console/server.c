@@ -493,6 +493,7 @@ static int open_console(struct run *s, cb_error *err)
 	s->c.reg = o->reg;
 	s->c.conninfo = o->conninfo;
 	s->c.log = s->log;
+	s->c.launch_wait = o->launch_wait > 0 ? o->launch_wait : CB__SERVE_DEFAULT_LAUNCH_WAIT;
 	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0)
 		return rc;
 	/* Connecting to a database that does not answer must not hold a request

@@ -81,7 +81,7 @@ static void *beat(void *arg)
 		rc = PQstatus(hb->conn) == CONNECTION_OK ?
 			     cb__lock_heartbeat(&alive, hb->conn, hb->lock_name, hb->owner_id,
 						hb->token, hb->lease, hb->job_execution_id, &err) :
-			     cb_error_set(&err, CB_EDB, "%s", PQerrorMessage(hb->conn));
+			     cb_pg_error(&err, hb->conn, NULL, "heartbeat");
 		if (rc == 0 && alive) {
 			last_ok = cb__clock_mono();
 			pthread_mutex_lock(&hb->mu);
@@ -134,7 +134,7 @@ int cb__heartbeat_start(cb__heartbeat **out, PGconn *like, const char *lock_name
 	 * heartbeat connection should not start. */
 	hb->conn = cb_pg_connect_like(like, "cbatch-heartbeat");
 	if (PQstatus(hb->conn) != CONNECTION_OK) {
-		cb_error_set(err, CB_EDB, "heartbeat connection: %s", PQerrorMessage(hb->conn));
+		cb_pg_error(err, hb->conn, NULL, "heartbeat connection");
 		cb__heartbeat_stop(hb);
 		return CB_EDB;
 	}

@@ -308,13 +308,19 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 		return rc;
 	}
 	if (!ours) {
-		/* Taken over meanwhile: its successor counts it. */
+		/* Taken over or ended by another process meanwhile: say which,
+		 * once, in cbatch's words (not "to another worker" for a burial). */
+		char fate[600];
+		cb_error ignored = CB_ERROR_INIT;
+
 		res->failed++;
-		if (w->verbose)
-			fprintf(stderr,
-				"worker %s: lost %s execution %lld %s to another worker%s%s\n",
-				w->worker, c.job_name, c.job_execution_id, c.step_name,
-				message[0] ? ": " : "", message);
+		if (w->verbose) {
+			if (cb__repo_partition_fate(fate, sizeof(fate), conn, &c, &ignored) < 0)
+				snprintf(fate, sizeof(fate),
+					 "taken over or ended by another process");
+			fprintf(stderr, "worker %s: gave up %s execution %lld %s: %s\n", w->worker,
+				c.job_name, c.job_execution_id, c.step_name, fate);
+		}
 	} else if (strcmp(status, "COMPLETED") == 0) {
 		res->completed++;
 		say(w, "completed %s execution %lld %s%s", &c, "");

@@ -7,15 +7,43 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What the server says when pg_terminate_backend ended the session. */
+#define TERMINATED "terminating connection due to administrator command"
+
+size_t cb__pg_message_line(char *out, size_t size, const char *msg)
+{
+	size_t n;
+
+	if (!msg || !*msg)
+		msg = "unknown error";
+	/* libpq's own text: "FATAL:  ...\nserver closed the connection
+	 * unexpectedly\n\tThis probably means...": its first line says it. */
+	if (strncmp(msg, "FATAL:  ", 8) == 0 || strncmp(msg, "ERROR:  ", 8) == 0 ||
+	    strncmp(msg, "PANIC:  ", 8) == 0)
+		msg += 8;
+	if (strncmp(msg, TERMINATED, strlen(TERMINATED)) == 0)
+		msg = "its database session was ended by another process (a takeover, a stop or "
+		      "burial of its execution, or an administrator: pg_terminate_backend)";
+	n = strcspn(msg, "\n");
+	while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\r'))
+		n--;
+	return (size_t)snprintf(out, size, "%.*s", (int)n, msg);
+}
+
 int cb_pg_error(cb_error *err, PGconn *conn, const PGresult *res, const char *what)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	char line[512];
 	int code = CB_EDB;
 
 	if (!msg || !*msg)
 		msg = conn ? PQerrorMessage(conn) : "unknown error";
+	if (!state && strstr(msg, TERMINATED))
+		state = "57P01";
+	cb__pg_message_line(line, sizeof(line), msg);
+	msg = line;
 	if (!state && conn && PQstatus(conn) == CONNECTION_BAD)
 		state = "08006";
 	/* 55P03: a lock_timeout ran out (see the launcher's bounded waits). */

@@ -141,6 +141,10 @@ int cb__pg_result_check(const PGresult *res, PGconn *conn, const char *label, co
  * redone from the last commit (framework/outage.c), never an item's fault.
  */
 int cb__pg_lost(const cb_error *err, PGconn *conn);
+/* @p msg (a server's or libpq's message, maybe several lines with a
+ * "FATAL:  " prefix) as one line in cbatch's words into @p out: never a raw
+ * libpq line in what cbatch prints. @return snprintf's. */
+size_t cb__pg_message_line(char *out, size_t size, const char *msg);
 
 /* ---- table options (pg/table.c) ---- */
 

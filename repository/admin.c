@@ -356,7 +356,9 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 	/* Its partitions' claimants' sessions end first (sql/005): a frozen one
 	 * would block this burial and keep rows locked from the restart. */
 	rc = cb__repo_command(conn, "end the sessions of a dead execution's partitions",
-			      "SELECT batch_execution_claimants_end($1)", 1, p, err);
+			      "SELECT batch_execution_claimants_end($1), "
+			      "batch_partitions_summed($1::bigint)",
+			      1, p, err);
 	if (rc < 0) {
 		rollback_quietly(conn);
 		return rc;
@@ -376,7 +378,8 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 			     " AND batch_status_is_live(s.status)) "
 			     "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
 			     " exit_message = left(format($4, d.owner_id, "
-			     "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
+			     "  coalesce(d.heartbeat_time::text, 'never')) "
+			     "  || '; it ends at its last sign of life', 2500), "
 			     " end_time = d.last_sign, last_updated = batch_now(), "
 			     " version = e.version + 1, "
 			     " stop_origin = coalesce(e.stop_origin, $6::varchar) "

@@ -60,7 +60,8 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 	 * keeps its chunk's rows locked, and the burial below and the restart's
 	 * partitions would wait on them for as long as it stays frozen. */
 	res = cb__repo_exec(conn, "end the sessions of a dead execution's partitions",
-			    "SELECT batch_execution_claimants_end(e.job_execution_id) "
+			    "SELECT batch_execution_claimants_end(e.job_execution_id), "
+			    " batch_partitions_summed(e.job_execution_id) "
 			    "FROM batch_job_execution e WHERE e.job_execution_id = $1 "
 			    "AND batch_status_is_live(e.status) "
 			    "AND " CB__OWNER_LOST_SQL("e"),
@@ -85,8 +86,9 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 					  " WHERE s.job_execution_id = d.job_execution_id "
 					  " AND batch_status_is_live(s.status) RETURNING 1) "
 					  "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
-					  " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
-					  "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
+					  " exit_message = left(coalesce($2, format('owner %s lost: lease "
+					  "  expired, last heartbeat at %s', d.owner_id, d.heartbeat_time)) "
+					  "  || '; it ends at its last sign of life', 2500), "
 					  " end_time = d.last_sign, last_updated = batch_now(), "
 					  " version = e.version + 1 FROM d "
 					  "WHERE e.job_execution_id = d.job_execution_id "

@@ -74,15 +74,15 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
  * CB__OWNER_LOST_SQL: true when the lock the execution ran under (its name
  * and fencing token) is no longer held: taken over, released, or its lease
  * expired. An execution that claims to run and whose owner is lost is dead.
- * CB__LAST_SIGN_SQL: its last sign of life (the later of its heartbeat and its
- * last update, never in the future): the end time of a dead execution.
+ * CB__LAST_SIGN_SQL: its last sign of life (its heartbeat, its last update or
+ * any of its steps' and partitions' last checkpoint, whichever is later; never
+ * in the future): the end time of a dead execution.
  */
 #define CB__OWNER_LOST_SQL(e)                                                                      \
 	"(" e ".lock_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM batch_lock l "                 \
 	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "           \
 	"AND batch_lock_is_held(l.released, l.locked_until)))"
-#define CB__LAST_SIGN_SQL(e)                                                                       \
-	"least(batch_now(), greatest(" e ".heartbeat_time, " e ".last_updated))"
+#define CB__LAST_SIGN_SQL(e) "batch_execution_last_sign(" e ".job_execution_id)"
 
 /*
  * STARTING -> STARTED, start_time = now; guarded: only a STARTING execution
@@ -339,6 +339,16 @@ typedef struct cb__claim {
 	int takeover; /* its previous claimant's lease had expired */
 	char previous_owner[201];
 } cb__claim;
+
+/*
+ * Why the partition of claim @p c is no longer this claimant's, in words for
+ * its worker's log, into @p out: its execution ended (buried by a restart,
+ * a stop, its scheduler: "its execution 5 ended FAILED: owner lost ..."),
+ * another worker took it over ("taken over by W"), or it ended otherwise.
+ * @return 0 or CB_EDB.
+ */
+int cb__repo_partition_fate(char *out, size_t size, PGconn *conn, const cb__claim *c,
+			    cb_error *err);
 
 /*
  * Claim one open partition (batch_partition_claim) for @p owner_id under a

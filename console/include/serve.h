@@ -17,6 +17,10 @@
  * a few tools; the most leaves half the server's 1000 to everyone else. */
 #define CB__SERVE_DEFAULT_PER_CLIENT 64
 #define CB__SERVE_MAX_PER_CLIENT     500
+/* How long a launch or restart from the console waits for its process to
+ * record its execution or exit before it answers 202 (still starting). */
+#define CB__SERVE_DEFAULT_LAUNCH_WAIT 8
+#define CB__SERVE_MAX_LAUNCH_WAIT     120
 
 struct cb_registry;
 
@@ -25,6 +29,7 @@ typedef struct cb__serve_options {
 	const char *token_file; /* the admin token; NULL: read-only */
 	int pool;               /* repository connections, 1..CB__SERVE_MAX_POOL; 0: default */
 	int per_client; /* connections per client address, 1..CB__SERVE_MAX_PER_CLIENT; 0: default */
+	int launch_wait;      /* seconds, 1..CB__SERVE_MAX_LAUNCH_WAIT; 0: default */
 	const char *conninfo; /* NULL: $CBATCH_DB, else libpq's PG* variables */
 	/* The program's registered jobs (borrowed), listed by /api/v1/jobs even
 	 * before they ever ran. */

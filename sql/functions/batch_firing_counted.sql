@@ -1,4 +1,8 @@
--- A firing's outcome recorded: the difference it makes.
+-- A firing's outcome recorded: the difference it makes. Each schedule counter
+-- counts events (a firing fired, missed, orphaned...), so it only grows: a
+-- firing that leaves ORPHANED (its restart finished it) stays counted as
+-- orphaned, as the history's ORPHANED event stays. The status counts are
+-- gauges and follow the status both ways.
 CREATE OR REPLACE FUNCTION batch_firing_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     n record;
@@ -9,12 +13,12 @@ BEGIN
     o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count);
     PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
     PERFORM batch_status_add('schedule', v_sched, NEW.status, 1);
-    PERFORM batch_metric_add('schedule_fired_count', v_sched, n.fired - o.fired);
-    PERFORM batch_metric_add('schedule_missed_count', v_sched, n.missed - o.missed);
-    PERFORM batch_metric_add('schedule_failed_to_launch_count', v_sched, n.nolaunch - o.nolaunch);
-    PERFORM batch_metric_add('schedule_orphaned_count', v_sched, n.orphaned - o.orphaned);
+    PERFORM batch_metric_add('schedule_fired_count', v_sched, greatest(n.fired - o.fired, 0));
+    PERFORM batch_metric_add('schedule_missed_count', v_sched, greatest(n.missed - o.missed, 0));
+    PERFORM batch_metric_add('schedule_failed_to_launch_count', v_sched, greatest(n.nolaunch - o.nolaunch, 0));
+    PERFORM batch_metric_add('schedule_orphaned_count', v_sched, greatest(n.orphaned - o.orphaned, 0));
     PERFORM batch_metric_add('schedule_skipped_overlap_count', v_sched,
-                             n.overlapped - o.overlapped);
+                             greatest(n.overlapped - o.overlapped, 0));
     RETURN NULL;
 END
 $$;

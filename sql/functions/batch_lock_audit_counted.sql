@@ -3,7 +3,10 @@
 -- once per statement (a row trigger would update one counter row once per
 -- row, and many updates of one row in one transaction cost quadratic time).
 -- A bypass is a force-unlock after which the next taking of the same lock
--- succeeded; only takings and force-unlocks are ordered.
+-- succeeded; only takings and force-unlocks are ordered. Takeovers are also
+-- counted by the lock's kind (a job's lock, a partition's) and reason (its
+-- lease expired, its owner's process was seen dead), subject 'KIND:REASON';
+-- fenced chunks also by job (the execution's), subject the job's name.
 CREATE OR REPLACE FUNCTION batch_lock_audit_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r record;
@@ -34,6 +37,23 @@ BEGIN
         PERFORM batch_metric_add('heartbeat_failure_count', '', r.hb);
         PERFORM batch_metric_add('fenced_chunk_count', '', r.fenced);
         PERFORM batch_metric_add('manual_rerun_lock_bypass_count', '', r.bypass);
+    END LOOP;
+    FOR r IN SELECT CASE WHEN n.lock_name LIKE 'cbatch.partition:%' THEN 'partition'
+                         ELSE 'job' END
+                    || CASE n.outcome WHEN 'LEASE_EXPIRED_TAKEOVER' THEN ':lease_expired'
+                                      ELSE ':owner_dead' END AS subject, count(*) AS n
+               FROM new_rows n
+              WHERE n.outcome IN ('LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')
+              GROUP BY 1 LOOP
+        PERFORM batch_metric_add('lock_takeover_count', r.subject, r.n);
+    END LOOP;
+    FOR r IN SELECT i.job_name, count(*) AS n
+               FROM new_rows n
+               JOIN batch_job_execution e ON e.job_execution_id = n.job_execution_id
+               JOIN batch_job_instance i ON i.job_instance_id = e.job_instance_id
+              WHERE n.outcome = 'FENCED'
+              GROUP BY i.job_name LOOP
+        PERFORM batch_metric_add('job_fenced_chunk_count', r.job_name, r.n);
     END LOOP;
     RETURN NULL;
 END

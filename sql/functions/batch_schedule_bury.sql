@@ -17,7 +17,7 @@ BEGIN
         RETURN false;
     END IF;
     -- Its last sign of life, as every other burial reckons it.
-    SELECT least(batch_now(), greatest(e.heartbeat_time, e.last_updated))
+    SELECT batch_execution_last_sign(e.job_execution_id)
       INTO last_sign
       FROM batch_job_execution e
      WHERE e.job_execution_id = p_job_execution_id AND e.owner_id = p_owner_id
@@ -26,6 +26,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM batch_partitions_summed(p_job_execution_id);
     UPDATE batch_step_execution s
        SET status = 'FAILED', exit_code = 'FAILED', exit_message = left(p_message, 2500),
            end_time = greatest(s.start_time, s.last_updated, last_sign),
@@ -33,7 +34,8 @@ BEGIN
      WHERE s.job_execution_id = p_job_execution_id
        AND batch_status_is_live(s.status);
     UPDATE batch_job_execution e
-       SET status = 'FAILED', exit_code = 'FAILED', exit_message = left(p_message, 2500),
+       SET status = 'FAILED', exit_code = 'FAILED',
+           exit_message = left(p_message || '; it ends at its last sign of life', 2500),
            end_time = last_sign, last_updated = batch_now(), version = e.version + 1
      WHERE e.job_execution_id = p_job_execution_id;
     RETURN true;

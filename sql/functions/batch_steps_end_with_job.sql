@@ -21,6 +21,8 @@ BEGIN
     IF v_status IS NULL OR v_status NOT IN ('FAILED', 'STOPPED') THEN
         v_status := 'FAILED';
     END IF;
+    -- A manager step that never wrote its partitions' sums gets them.
+    PERFORM batch_partitions_summed(p_job_execution_id);
     UPDATE batch_step_execution s
        SET status = v_status, exit_code = v_status,
            exit_message = left(concat_ws(': ', 'its job execution ended before the step''s '

@@ -257,6 +257,15 @@ async function main() {
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
     check(await page.$('form#launch button[data-action="launch"]') !== null, 'and a form that launches a run');
+    /* Launch takes two clicks, and the page follows the run it made (the
+     * answer names the execution: 201), never "started" for a run that did not run. */
+    await page.type('input[data-param-input="at"]', 'browser-launch');
+    await page.click('form#launch button[data-action="launch"]');
+    check((await text(page, 'form#launch button[data-action="launch"]')) === 'Confirm launch',
+      'the first click on Launch only arms it');
+    await page.click('form#launch button[data-action="launch"]');
+    await page.waitForFunction(() => /^#\/execution\/\d+$/.test(location.hash), { timeout: 60000 });
+    check(true, 'the second click launches the run and the page goes to its execution');
     await narrow.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
     await narrow.waitForSelector('#next-firings tr[data-next-firing]');
     const swidth = await narrow.evaluate(() => document.documentElement.scrollWidth);

@@ -636,8 +636,11 @@ static void test_dead_manager_restart_fences_old_partitions(void)
 		char done[96];
 
 		snprintf(done, sizeof(done), "completed ledger_partitioned execution %lld ", dead);
-		if (!text || strstr(text, done) ||
-		    (!strstr(text, "to another worker: ") && !strstr(text, "ended FAILED: ")))
+		/* in cbatch's words: its execution was buried (not "lost to another
+		 * worker"), and no raw libpq line */
+		if (!text || strstr(text, done) || strstr(text, "to another worker") ||
+		    strstr(text, "FATAL:") ||
+		    (!strstr(text, ": its execution ") && !strstr(text, "ended FAILED: ")))
 			CBT_FAILF("the worker did not lose the buried execution's partitions: %s",
 				  text ? text : "");
 	}
@@ -1380,6 +1383,66 @@ static void test_forced_unlock_fences_every_partition(void)
 	CBT_EQ_STR(parted, plain);
 }
 
+/*
+ * A partitioned run killed before its first heartbeat (the lease is 60 s: a
+ * heartbeat every 20 s) is buried by its restart at its last sign of life,
+ * its partitions' last checkpoint, not at its start (it showed END = START,
+ * 0 s); and its manager step reads what its partitions read (the manager
+ * sums them when it ends, and a killed one never did). Issue 28.4.
+ */
+static void test_killed_manager_is_buried_at_its_partitions_last_commit(void)
+{
+	char log[2][4096], plain[128], parted[128], last[64];
+	long long dead;
+	pid_t mgr;
+
+	expected_ledger("40000", "41", plain, sizeof(plain));
+	for (int i = 0; i < 2; i++)
+		log_path(log[i], sizeof(log[i]), "lastsign", i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=41",
+		    "-partition.threads:long=2", "-partition.count:long=2", "-chunk.size:long=5");
+	CBT_EQ_LL(cbt_wait_until(conn, 30000,
+				 "SELECT (count(*) = 2)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 20"),
+		  1);
+	dead = newest_execution();
+	kill(mgr, SIGKILL);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 10000), 128 + SIGKILL);
+	/* the last sign of life: nothing of it changes any more */
+	cbt_query_str(conn,
+		      "SELECT greatest(e.last_updated, max(s.last_updated))::text FROM "
+		      "batch_job_execution e JOIN batch_step_execution s USING (job_execution_id) "
+		      "WHERE e.job_execution_id = (SELECT max(job_execution_id) FROM "
+		      "batch_job_execution) GROUP BY e.last_updated",
+		      last, sizeof(last));
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=41", "-partition.threads:long=2"),
+		  0);
+	CBT_CONTAINS(out, "(restart)");
+	/* its end is its partitions' last checkpoint, said so */
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_job_execution e WHERE job_execution_id = "
+			      "$1 AND status = 'FAILED' AND end_time = $2::timestamptz AND "
+			      "end_time > start_time AND exit_message LIKE '%last sign of life%'",
+			      "lld s", dead, last),
+		1);
+	/* its manager step read what its partitions read */
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_step_execution m WHERE m.job_execution_id "
+			  "= $1 AND m.partition_index IS NULL AND m.read_count > 0 AND "
+			  "m.read_count = (SELECT sum(p.read_count) FROM batch_step_execution p "
+			  "WHERE p.manager_step_execution_id = m.step_execution_id) AND "
+			  "m.commit_count = (SELECT sum(p.commit_count) FROM "
+			  "batch_step_execution p WHERE p.manager_step_execution_id = "
+			  "m.step_execution_id)",
+			  "lld", dead),
+		  1);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+}
+
 static void test_frozen_queue_restart_leaves_no_message(void)
 {
 	char log[2][4096];
@@ -1559,6 +1622,8 @@ static const CU_TestInfo tests[] = {
 	{ "a manager giving up ends frozen partition sessions",
 	  test_manager_giving_up_ends_frozen_partition_sessions },
 	{ "a forced unlock fences every partition", test_forced_unlock_fences_every_partition },
+	{ "a killed manager is buried at its partitions' last commit",
+	  test_killed_manager_is_buried_at_its_partitions_last_commit },
 	{ "a frozen queue run's restart leaves no message",
 	  test_frozen_queue_restart_leaves_no_message },
 	{ "the queue waits for rows locked elsewhere", test_queue_waits_for_rows_locked_elsewhere },

@@ -485,6 +485,115 @@ static void test_a_real_prometheus_scrapes_serve(void)
 	PQfinish(conn);
 }
 
+/* @p series's value in the `metrics` text equals what @p sql counts in the
+ * history (its first column), named in the failure. */
+static void counts_rows(PGconn *conn, const char *series, const char *sql)
+{
+	long long want = cbt_query_ll(conn, sql), got = value_of(out, series);
+
+	if (got != want)
+		CBT_FAILF("%s is %lld, but the history has %lld (%s)", series, got, want, sql);
+}
+
+/*
+ * Every counter against the rows it counts (issue 28.3: the orphaned
+ * counter read 0 beside three ORPHANED firings in the history, because it
+ * followed the firings ORPHANED now and a finished restart took it back).
+ * The fixture's real runs and firings, and the events of a firing orphaned
+ * by the real batch_schedule_orphans_of and then finished; the audit rows of
+ * takeovers, fences and recovery as the engine records them.
+ */
+static void test_every_counter_counts_its_rows(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	/* A firing of a node that is gone (no node row), orphaned by a live
+	 * node's sweep (planning its recovery: it started no execution, so
+	 * NOT_RECOVERED), then finished as a restart would finish it. */
+	cbt_exec(conn, "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		       " status, job_name) SELECT schedule_id, '2020-01-01 03:00Z', 'SCHEDULED', "
+		       " 'gone-node', 'LAUNCHED', 'ledger' FROM batch_schedule WHERE "
+		       " schedule_name = 'tick'");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_orphans_of('sweeper', "
+				     "NULL, NULL)"),
+		  1);
+	cbt_exec(conn, "UPDATE batch_schedule_firing SET status = 'FINISHED' WHERE node_id = "
+		       "'gone-node'");
+	/* Takeovers of both kinds of lock for both reasons, fences of a ledger
+	 * execution, a recovery restart and a claim lost to another node. */
+	cbt_exec(conn,
+		 "INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, job_execution_id) "
+		 "SELECT l, 'taker', o, (SELECT min(job_execution_id) FROM batch_job_execution) "
+		 "FROM (VALUES ('cbatch.partition:1:0', 'LEASE_EXPIRED_TAKEOVER'), "
+		 " ('cbatch.partition:1:1', 'OWNER_DEAD_TAKEOVER'), "
+		 " ('cbatch.partition:1:1', 'OWNER_DEAD_TAKEOVER'), "
+		 " ('ledger', 'LEASE_EXPIRED_TAKEOVER'), ('ledger', 'FENCED'), "
+		 " ('ledger', 'FENCED')) v(l, o)");
+	cbt_exec(conn,
+		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		 " message) SELECT schedule_id, '2020-01-01 04:00Z', 'sweeper', o, 'test' "
+		 "FROM batch_schedule, (VALUES ('RESTARTED'), ('SKIPPED_CLAIMED')) v(o) "
+		 "WHERE schedule_name = 'tick'");
+	CBT_EQ_LL(EX("metrics"), 0);
+	counts_rows(conn, "cbatch_schedule_orphaned_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'ORPHANED'");
+	CU_ASSERT(value_of(out, "cbatch_schedule_orphaned_total{batch_job=\"ledger\","
+				"schedule=\"tick\"}") >= 1);
+	counts_rows(conn, "cbatch_schedule_fired_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_firing WHERE status IN ('LAUNCHED', "
+		    "'FINISHED', 'ORPHANED')");
+	counts_rows(conn,
+		    "cbatch_schedule_skipped_overlap_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_firing WHERE status = 'SKIPPED_OVERLAP'");
+	counts_rows(
+		conn,
+		"cbatch_schedule_failed_to_launch_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		"SELECT count(*) FROM batch_schedule_firing WHERE status = 'FAILED_TO_LAUNCH'");
+	counts_rows(conn, "cbatch_schedule_missed_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT coalesce(sum(missed_count), 0) FROM batch_schedule_firing WHERE "
+		    "kind <> 'SCHEDULED' AND missed_count > 0");
+	counts_rows(conn,
+		    "cbatch_schedule_not_recovered_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'NOT_RECOVERED'");
+	counts_rows(
+		conn,
+		"cbatch_schedule_recovery_restart_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		"SELECT count(*) FROM batch_schedule_event WHERE outcome = 'RESTARTED'");
+	counts_rows(conn,
+		    "cbatch_schedule_claim_lost_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'SKIPPED_CLAIMED'");
+	counts_rows(conn, "cbatch_lock_acquire_success_total",
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome IN ('ACQUIRED', "
+		    "'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')");
+	counts_rows(conn, "cbatch_lock_acquire_failed_total",
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome IN ('SKIPPED_HELD', "
+		    "'ERROR')");
+	counts_rows(conn, "cbatch_lock_lease_expired_total",
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
+		    "'LEASE_EXPIRED_TAKEOVER'");
+	counts_rows(conn, "cbatch_heartbeat_failure_total",
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome = 'HEARTBEAT_FAILED'");
+	counts_rows(conn, "cbatch_fenced_chunk_total",
+		    "SELECT count(*) FROM batch_lock_audit WHERE outcome = 'FENCED'");
+	counts_rows(conn, "cbatch_job_fenced_chunk_total{batch_job=\"ledger\"}",
+		    "SELECT count(*) FROM batch_lock_audit a JOIN batch_job_execution e USING "
+		    "(job_execution_id) JOIN batch_job_instance i USING (job_instance_id) WHERE "
+		    "a.outcome = 'FENCED' AND i.job_name = 'ledger'");
+	counts_rows(conn, "cbatch_lock_takeover_total{lock=\"partition\",reason=\"lease_expired\"}",
+		    "SELECT count(*) FROM batch_lock_audit WHERE lock_name LIKE "
+		    "'cbatch.partition:%' AND outcome = 'LEASE_EXPIRED_TAKEOVER'");
+	counts_rows(conn, "cbatch_lock_takeover_total{lock=\"partition\",reason=\"owner_dead\"}",
+		    "SELECT count(*) FROM batch_lock_audit WHERE lock_name LIKE "
+		    "'cbatch.partition:%' AND outcome = 'OWNER_DEAD_TAKEOVER'");
+	counts_rows(conn, "cbatch_lock_takeover_total{lock=\"job\",reason=\"lease_expired\"}",
+		    "SELECT count(*) FROM batch_lock_audit WHERE lock_name NOT LIKE "
+		    "'cbatch.partition:%' AND outcome = 'LEASE_EXPIRED_TAKEOVER'");
+	counts_rows(conn, "cbatch_lock_takeover_total{lock=\"job\",reason=\"owner_dead\"}",
+		    "SELECT count(*) FROM batch_lock_audit WHERE lock_name NOT LIKE "
+		    "'cbatch.partition:%' AND outcome = 'OWNER_DEAD_TAKEOVER'");
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "fixture: runs, a running execution, a schedule, the server", test_fixture },
 	{ "promtool check metrics: the CLI's and /metrics, no warning",
@@ -494,6 +603,7 @@ static const CU_TestInfo tests[] = {
 	{ "metrics --json: the text's names and labels", test_json_matches_text },
 	{ "a real Prometheus scrapes serve; its API has batch_job",
 	  test_a_real_prometheus_scrapes_serve },
+	{ "every counter counts its rows", test_every_counter_counts_its_rows },
 	CU_TEST_INFO_NULL,
 };
 

@@ -178,8 +178,11 @@ static void test_fixture(void)
 		 (int)getpid());
 	cbt_write_str(token_file, TOKEN "\n");
 	chmod(token_file, 0600);
+	/* A launch's answer waits for its outcome as long as a busy machine
+	 * may need (the default, 8 s, is for people). */
 	CBT_EQ_LL(server_start(&adm, db,
-			       (const char *const[]){ "--admin-token-file", token_file, NULL }),
+			       (const char *const[]){ "--admin-token-file", token_file,
+						      "--launch-wait", "60", NULL }),
 		  0);
 	CBT_EQ_LL(server_start(&ro, db, NULL), 0);
 	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%d", adm.port);
@@ -384,7 +387,7 @@ static void test_stop(void)
 	PQfinish(conn);
 }
 
-/* Restart the stopped one from the console: 202 with a pid, a new
+/* Restart the stopped one from the console: 201 with the new
  * execution of the same instance that completes (every account the first
  * run left, the failed run's 10 and the 500, in the ledger once), the
  * process reaped. */
@@ -397,11 +400,38 @@ static void test_restart(void)
 
 	NEED_SERVERS();
 	snprintf(p, sizeof(p), "/api/v1/executions/%lld/restart", running_id);
-	CBT_EQ_LL(post(adm.port, p, NULL, &v), 202);
+	/* 201 with the new execution the restart recorded, not 202 "restarting" */
+	CBT_EQ_LL(post(adm.port, p, NULL, &v), 201);
 	pid = json_integer_value(json_object_get(v, "pid"));
 	CU_ASSERT(pid > 0);
-	CBT_EQ_LL(json_integer_value(json_object_get(v, "job_execution_id")), running_id);
+	CU_ASSERT(json_integer_value(json_object_get(v, "job_execution_id")) > running_id);
+	CBT_EQ_LL(
+		json_integer_value(json_object_get(v, "job_execution_id")),
+		cbt_queryp_ll(conn,
+			      "SELECT max(job_execution_id) FROM batch_job_execution WHERE "
+			      "job_instance_id = (SELECT job_instance_id FROM batch_job_execution "
+			      "WHERE job_execution_id = $1)",
+			      "lld", running_id));
+	{
+		char href[64];
+
+		snprintf(href, sizeof(href), "/api/v1/executions/%lld",
+			 (long long)json_integer_value(json_object_get(v, "job_execution_id")));
+		CBT_EQ_STR(json_string_value(json_object_get(v, "href")), href);
+	}
 	json_decref(v);
+	/* A restart of an execution that is no longer the newest: 409 at once,
+	 * naming the newest, nothing started. */
+	{
+		long long execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+
+		CBT_EQ_LL(post(adm.port, p, NULL, &v), 409);
+		CBT_CONTAINS(
+			json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+			"is not the newest execution of its instance");
+		json_decref(v);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	}
 	if (!cbt_wait_untilp(conn, 120000,
 			     "SELECT count(*) FROM batch_job_execution WHERE job_instance_id = "
 			     "(SELECT job_instance_id FROM batch_job_execution WHERE "
@@ -513,7 +543,8 @@ static const CU_TestInfo tests[] = {
 	{ "bad bodies and ids 400, unknown 404, wrong state 409", test_bad_action_requests },
 	{ "restart of a job not registered here: 409", test_restart_unregistered },
 	{ "stop: STOPPING, then STOPPED after its chunk", test_stop },
-	{ "restart: 202 with a pid, the execution completes, the process reaped", test_restart },
+	{ "restart: 201 with the new execution, the execution completes, the process reaped",
+	  test_restart },
 	{ "abandon: ABANDONED; again 409; restart 409", test_abandon },
 	{ "force unlock: released, FORCE_UNLOCKED audit row with reason and actor", test_unlock },
 	{ "servers stop with 0", test_finish },

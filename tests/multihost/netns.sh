@@ -365,11 +365,11 @@ check "lease-expired takeovers of $lock1" t "SELECT count(*) >= 1 FROM batch_loc
 check "what the job wrote, once every worker had exited" "$at_end" "$written"
 check "rows read again by host 1's partition" t "SELECT read_count = write_count
 	FROM batch_step_execution WHERE step_execution_id = $p1"
-grep -q "lost ledger_partitioned execution .* to another worker" "$state/worker1.err" ||
+grep -q "gave up ledger_partitioned execution .*: taken over by " "$state/worker1.err" ||
 	fail "host 1's worker did not report losing its partition"
 grep -q "worker: claimed 1 partitions, completed 0," "$state/worker1.out" ||
 	fail "host 1's worker completed a partition: $(cat "$state/worker1.out")"
-say "host 1's worker: $(grep -m1 "lost ledger_partitioned" "$state/worker1.err")"
+say "host 1's worker: $(grep -m1 "gave up ledger_partitioned" "$state/worker1.err")"
 for h in "${hosts[@]}"; do
 	echo "---- worker on host $h"
 	cat "$state/worker$h.err" "$state/worker$h.out"

@@ -566,10 +566,10 @@ static void test_ledger_worker_frozen(void)
 		t->faults++;
 		t->rounds++;
 		text = cbt_slurp(zlog, NULL);
-		snprintf(want, sizeof(want), "lost ledger_partitioned execution %lld ", exec);
+		snprintf(want, sizeof(want), "gave up ledger_partitioned execution %lld ", exec);
 		CBT_CONTAINS(text ? text : "", want);
-		/* ... and why: its session was ended by the takeover, or it was fenced. */
-		CBT_CONTAINS(text ? text : "", " to another worker: ");
+		/* ... and why, in cbatch's words: another worker took it over. */
+		CBT_CONTAINS(text ? text : "", ": taken over by ");
 		CBT_CONTAINS(text ? text : "", "completed 0, failed or lost 1");
 		free(text);
 		check_ledger(t, exec, n);

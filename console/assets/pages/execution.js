@@ -35,7 +35,18 @@ export function pageExecution(main, id) {
       acts.appendChild(actionButton('Stop', 'danger', () => after('/stop', (d) => 'Execution ' + e.job_execution_id + ': ' + d.status)));
     if (!running || e.owner_lost) {
       if (e.status !== 'COMPLETED' && e.status !== 'ABANDONED') {
-        acts.appendChild(actionButton('Restart', '', () => after('/restart', (d) => 'Restart started (pid ' + d.pid + ')')));
+        /* The answer says what happened: the new execution (the page goes
+         * there), or the refusal in the run's own words. */
+        acts.appendChild(actionButton('Restart', '', async () => {
+          const d = await act(base + '/restart');
+          if (d.job_execution_id && d.job_execution_id !== e.job_execution_id) {
+            notice('Execution ' + d.job_execution_id + ' restarts ' + e.job_execution_id + ': ' + d.status, true);
+            location.hash = '#/execution/' + d.job_execution_id;
+          } else {
+            notice('Restart of ' + e.job_execution_id + ' is starting (pid ' + d.pid + '); no execution recorded yet', true);
+            await load();
+          }
+        }));
         acts.appendChild(actionButton('Abandon', 'danger', () => after('/abandon', () => 'Execution ' + e.job_execution_id + ' abandoned')));
       }
     }

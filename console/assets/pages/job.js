@@ -36,21 +36,40 @@ export function pageJob(main, name) {
     if (!canAct()) return;
     const extra = el('input', { type: 'text', id: 'launch-extra', 'aria-label': 'more parameters',
       placeholder: 'more: name:type=value -other=value' });
-    const form = el('form', { id: 'launch', class: 'actions' }, el('label', {}, 'More parameters ', extra),
-      el('button', { type: 'submit', 'data-action': 'launch' }, 'Launch'));
+    const button = el('button', { type: 'submit', 'data-action': 'launch' }, 'Launch');
+    const form = el('form', { id: 'launch', class: 'actions' }, el('label', {}, 'More parameters ', extra), button);
+    /* Two clicks, as every action: the first arms it for 4 s. */
+    let armed = null;
+    const disarm = () => { clearTimeout(armed); armed = null; button.classList.remove('armed'); button.textContent = 'Launch'; };
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
+      if (!armed) {
+        button.classList.add('armed');
+        button.textContent = 'Confirm launch';
+        armed = setTimeout(disarm, 4000);
+        return;
+      }
+      disarm();
       if (!token()) { notice('Type the admin token in the field at the top first.'); return; }
       const params = [];
       for (const [p, input] of inputs)
         if (input.value.trim() !== '') params.push(p.name + ':' + p.type + '=' + input.value.trim());
       for (const w of extra.value.trim().split(/\s+/)) if (w) params.push(w);
       try {
+        button.disabled = true;
         const r = await act('/api/v1/jobs/' + encodeURIComponent(name) + '/executions', { params: params });
-        notice('Run of ' + name + ' started (pid ' + r.pid + ')', true);
+        if (r.job_execution_id) {
+          /* It ran: its execution, where the page goes. */
+          notice('Execution ' + r.job_execution_id + ' of ' + name + ': ' + r.status, true);
+          location.hash = '#/execution/' + r.job_execution_id;
+          return;
+        }
+        notice('Run of ' + name + ' is starting (pid ' + r.pid + '); no execution recorded yet', true);
         await load();
       } catch (e) {
         notice('Launch refused: ' + e.message);
+      } finally {
+        button.disabled = false;
       }
     });
     declared.appendChild(form);
