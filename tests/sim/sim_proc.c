@@ -1,0 +1,710 @@
+/*
+ * The simulated processes. Each is a state machine (sim.h, enum sim_state)
+ * whose actions are the engine's own repository calls (repository/: the
+ * lock, the launch, the step, the checkpoint's statement, stop, abandon,
+ * force-unlock), run on the process's own connection by a thread of its own,
+ * so that a call blocked on another process's row lock keeps only that
+ * process waiting. The simulator posts an action and settles: it waits until
+ * the action is done or its backend is blocked on a lock (pg_blocking_pids:
+ * the lock manager's own state, not a timeout), so a step's outcome does not
+ * depend on the machine's speed. Calls that resolve a block by themselves
+ * (batch_lock_acquire and batch_lock_force_unlock wait 200 ms at a time and
+ * end a frozen owner's session) are waited for to the end.
+ *
+ * The data: an accumulating job. Items (sim_item: run, amount, status) move
+ * 'new' -> 'done' by a strict transition; their amounts are added into
+ * sim_total(run); the chunk's transaction also checkpoints under the fence
+ * and logs itself (sim_chunk: the token it wrote under, and the lock row's
+ * token read FOR SHARE at its end, which no takeover can change before the
+ * commit). DESIGN.md "The chunk transaction".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <cbatch.h>
+
+#include "repo.h"
+#include "sim.h"
+
+enum action {
+	A_NOTHING,
+	A_ACQUIRE,
+	A_LAUNCH,
+	A_HEARTBEAT,
+	A_CHUNK,
+	A_CHUNK_OPEN,
+	A_COMMIT,
+	A_STOP,
+	A_ABANDON,
+	A_FORCE_UNLOCK,
+};
+
+static const char *const action_names[] = { "nothing",   "acquire", "launch",
+					    "heartbeat", "chunk",   "chunk-open",
+					    "commit",    "stop",    "abandon",
+					    "force-unlock" };
+
+static void say(sim_proc *p, const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(p->result);
+
+	if (n + 2 < sizeof(p->result))
+		snprintf(p->result + n, sizeof(p->result) - n, n ? "; " : "%s", "");
+	n = strlen(p->result);
+	snprintf(p->result + n, sizeof(p->result) - n, fmt, a ? a : "", b ? b : "");
+}
+
+/* One statement on the process's connection; NULL (and said) on error. */
+static PGresult *q(sim_proc *p, const char *sql, int n, const char *const *v, char *sqlstate)
+{
+	PGresult *res = PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+		return res;
+	if (sqlstate) {
+		const char *c = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		snprintf(sqlstate, 6, "%s", c ? c : "conn");
+	}
+	{
+		char m[200];
+		const char *e = PQresultErrorMessage(res);
+
+		snprintf(m, sizeof(m), "%.*s", (int)strcspn(e, "\n"), e);
+		say(p, "error: %s%s", m, "");
+	}
+	PQclear(res);
+	return NULL;
+}
+
+static void cmd(sim_proc *p, const char *sql)
+{
+	PGresult *res = q(p, sql, 0, NULL, NULL);
+
+	PQclear(res);
+}
+
+void sim_proc_time(const sim *s, const sim_proc *p, char *out, size_t size)
+{
+	snprintf(out, size, "%.3f", s->vnow + (p ? p->skew : 0));
+}
+
+static void set_time(sim *s, sim_proc *p)
+{
+	char secs[32];
+	const char *v[2] = { s->epoch, secs };
+
+	sim_proc_time(s, p, secs, sizeof(secs));
+	PQclear(q(p,
+		  "SELECT set_config('cbatch.virtual_now', ($1::timestamptz + "
+		  "make_interval(secs => $2::float8))::text, false)",
+		  2, v, NULL));
+}
+
+static void sayerr(sim_proc *p, const char *what, const cb_error *err)
+{
+	say(p, "%s: %s", what, err->message);
+}
+
+static void release(sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	if (cb__lock_release(p->conn, SIM_LOCK, p->owner, p->token, 0, p->exec_id, &err) < 0)
+		sayerr(p, "release", &err);
+	else
+		say(p, "released %s%s", "", "");
+	p->state = S_IDLE;
+	p->exec_id = p->step_id = 0;
+}
+
+/* The execution ends (status), the lock is released. */
+static void finish(sim_proc *p, cb_status st)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	if (cb__repo_step_finish(p->conn, p->step_id, st, cb_status_name(st), "", 0, &err) < 0)
+		sayerr(p, "step finish", &err);
+	cb_error_clear(&err);
+	if (cb__repo_job_finish(p->conn, p->exec_id, st, cb_status_name(st), "sim", "SIGNAL", &err) <
+	    0)
+		sayerr(p, "job finish", &err);
+	else
+		say(p, "ended %s%s", cb_status_name(st), "");
+	release(p);
+}
+
+/* It lost its lock: the engine ends its execution FAILED (refused when
+ * another process already buried it) and stops. */
+static void lost(sim_proc *p, const char *why)
+{
+	cb_error err = CB_ERROR_INIT;
+
+	say(p, "lost the lock (%s)%s", why, "");
+	if (p->exec_id &&
+	    cb__repo_job_finish(p->conn, p->exec_id, CB_STATUS_FAILED, "FAILED", why, NULL, &err) < 0)
+		sayerr(p, "job finish", &err);
+	p->state = S_IDLE;
+	p->exec_id = p->step_id = 0;
+}
+
+static void do_acquire(sim *s, sim_proc *p)
+{
+	cb__lock_grant g;
+	cb_error err = CB_ERROR_INIT;
+	char t[24];
+
+	(void)s;
+	if (cb__lock_acquire(&g, p->conn, SIM_LOCK, p->owner, SIM_LEASE, &err) < 0) {
+		sayerr(p, "acquire", &err);
+		return;
+	}
+	if (g.outcome == CB__LOCK_HELD) {
+		say(p, "held by %s%s", g.holder, "");
+		return;
+	}
+	p->token = g.fencing_token;
+	p->state = S_LOCKED;
+	snprintf(t, sizeof(t), "%lld", g.fencing_token);
+	say(p, "%s token %s", g.outcome == CB__LOCK_ACQUIRED ? "acquired" : "took over", t);
+}
+
+static void do_launch(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__launch l;
+	cb_params *params = NULL;
+	cb_status st;
+	json_t *ctx;
+	PGresult *res;
+	char key[40], id[24];
+	int rc;
+
+	(void)s;
+	/* The lowest run that no execution completed or abandoned. */
+	res = q(p,
+		"SELECT min(i.run) FROM sim_item i WHERE NOT EXISTS (SELECT 1 FROM "
+		"batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "
+		"WHERE ji.job_name = '" SIM_JOB "' AND ji.job_key = lpad(i.run::text, 32, '0') "
+		"AND e.status IN ('COMPLETED', 'ABANDONED'))",
+		0, NULL, NULL);
+	if (!res || PQgetisnull(res, 0, 0)) {
+		PQclear(res);
+		say(p, "nothing to run%s%s", "", "");
+		release(p);
+		return;
+	}
+	p->run = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	snprintf(key, sizeof(key), "%032lld", p->run);
+	if (cb_params_new(&params, &err) < 0) {
+		sayerr(p, "params", &err);
+		return;
+	}
+	rc = cb__repo_launch(&l, p->conn, SIM_JOB, key, params, 1, p->owner, 0, SIM_LOCK, p->token,
+			     NULL, &err);
+	cb_params_free(params);
+	if (rc < 0) {
+		sayerr(p, "launch", &err);
+		release(p);
+		return;
+	}
+	p->exec_id = l.job_execution_id;
+	snprintf(id, sizeof(id), "%lld", p->exec_id);
+	say(p, "launched execution %s%s", id, l.restart_of ? " (restart)" : "");
+	if (cb__repo_job_started(&st, p->conn, p->exec_id, &err) < 0) {
+		sayerr(p, "start", &err);
+		lost(p, "not started");
+		return;
+	}
+	if (st == CB_STATUS_STOPPING) {
+		finish(p, CB_STATUS_STOPPED);
+		return;
+	}
+	ctx = json_object();
+	rc = cb__repo_step_create(&p->step_id, p->conn, p->exec_id, "s1", ctx, &err);
+	json_decref(ctx);
+	if (rc == 0) {
+		json_t *saved = NULL;
+
+		rc = cb__repo_step_state(&p->version, &saved, p->conn, p->step_id, &err);
+		json_decref(saved);
+	}
+	if (rc < 0) {
+		sayerr(p, "step", &err);
+		lost(p, "no step");
+		return;
+	}
+	p->state = S_RUNNING;
+}
+
+static void do_heartbeat(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	int alive = 0;
+
+	if (cb__lock_heartbeat(&alive, p->conn, SIM_LOCK, p->owner, p->token, SIM_LEASE, p->exec_id,
+			       &err) < 0) {
+		sayerr(p, "heartbeat", &err);
+		return;
+	}
+	if (alive) {
+		say(p, "heartbeat ok%s%s", "", "");
+	} else if (s->bug == BUG_IGNORE_LOST) {
+		say(p, "heartbeat lost, ignored (bug)%s%s", "", "");
+	} else {
+		lost(p, "heartbeat failed");
+	}
+}
+
+static void commit(sim *s, sim_proc *p, int stopping)
+{
+	char code[8];
+	PGresult *res = q(p, "COMMIT", 0, NULL, code);
+
+	if (!res) {
+		p->state = S_RUNNING;
+		return;
+	}
+	PQclear(res);
+	s->committed[p->run] += p->chunk_sum;
+	p->version++;
+	p->state = S_RUNNING;
+	say(p, "committed%s%s", "", "");
+	if (stopping)
+		finish(p, CB_STATUS_STOPPED);
+}
+
+static void rollback(sim_proc *p)
+{
+	PQclear(PQexec(p->conn, "ROLLBACK"));
+	p->state = S_RUNNING;
+}
+
+/* One chunk: page, strict transition, add into the target, checkpoint under
+ * the fence, log; then COMMIT (or leave the transaction open: open). */
+static void do_chunk(sim *s, sim_proc *p, int open)
+{
+	char run[24], step[24], ver[24], exec[24], tok[24], lease[24], n[8], sum[24], ctxj[64];
+	char pidbuf[16], code[8], ids[256] = "{";
+	const char *start = NULL;
+	cb_error err = CB_ERROR_INIT;
+	PGresult *res;
+	int spid = 0, page, stopping;
+	long long total = 0;
+
+	snprintf(run, sizeof(run), "%lld", p->run);
+	if (cb__conn_session(&spid, &start, p->conn, &err) < 0) {
+		sayerr(p, "session", &err);
+		return;
+	}
+	cmd(p, "BEGIN");
+	{
+		const char *v[1] = { run };
+
+		res = q(p,
+			"SELECT id, amount FROM sim_item WHERE run = $1::int AND status = 'new' "
+			"ORDER BY id LIMIT " CB_SIM_STR(SIM_CHUNK),
+			1, v, NULL);
+	}
+	if (!res) {
+		rollback(p);
+		return;
+	}
+	page = PQntuples(res);
+	for (int i = 0; i < page; i++) {
+		size_t l = strlen(ids);
+
+		snprintf(ids + l, sizeof(ids) - l, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+	}
+	strcat(ids, "}");
+	PQclear(res);
+	if (page == 0) {
+		rollback(p);
+		say(p, "run done%s%s", "", "");
+		finish(p, CB_STATUS_COMPLETED);
+		return;
+	}
+	{
+		const char *v[1] = { ids };
+
+		res = q(p,
+			"UPDATE sim_item SET status = 'done' WHERE id = ANY($1::bigint[]) "
+			"AND status = 'new' RETURNING amount",
+			1, v, NULL);
+	}
+	if (!res) {
+		rollback(p);
+		return;
+	}
+	for (int i = 0; i < PQntuples(res); i++)
+		total += atoll(PQgetvalue(res, i, 0));
+	if (PQntuples(res) != page) {
+		/* Another run took some: the strict transition rolls the chunk back. */
+		PQclear(res);
+		rollback(p);
+		say(p, "transition conflict, rolled back%s%s", "", "");
+		return;
+	}
+	PQclear(res);
+	snprintf(sum, sizeof(sum), "%lld", total);
+	{
+		const char *v[2] = { run, sum };
+
+		res = q(p,
+			"INSERT INTO sim_total (run, total) VALUES ($1::int, $2::bigint) "
+			"ON CONFLICT (run) DO UPDATE SET total = sim_total.total + excluded.total",
+			2, v, NULL);
+	}
+	if (!res) {
+		rollback(p);
+		return;
+	}
+	PQclear(res);
+	snprintf(step, sizeof(step), "%lld", p->step_id);
+	snprintf(ver, sizeof(ver), "%lld", p->version);
+	snprintf(exec, sizeof(exec), "%lld", p->exec_id);
+	snprintf(tok, sizeof(tok), "%lld", p->token);
+	snprintf(lease, sizeof(lease), "%.1f", SIM_LEASE);
+	snprintf(n, sizeof(n), "%d", page);
+	snprintf(ctxj, sizeof(ctxj), "{\"last\": %d}", page);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", spid);
+	{
+		/* The engine's checkpoint statement (repository/steps.c), with the
+		 * arguments cb__repo_checkpoint_queue gives it. */
+		int fence = s->bug != BUG_NOFENCE && s->bug != BUG_IGNORE_LOST;
+		const char *v[18] = { step, ver,  n,    n,    "0",  "1",          "0",
+				      "0",  "0",  "0",  ctxj, exec, NULL,         fence ? SIM_LOCK : NULL,
+				      fence ? tok : NULL, fence ? lease : NULL, pidbuf, start };
+
+		res = q(p, cb__repo_checkpoint_sql(), 18, v, code);
+	}
+	if (!res) {
+		rollback(p);
+		if (strcmp(code, "CB002") == 0 || strcmp(code, "CB001") == 0)
+			lost(p, code);
+		return;
+	}
+	stopping = strcmp(PQgetvalue(res, 0, 0), "STOPPING") == 0;
+	PQclear(res);
+	{
+		const char *v[4] = { exec, run, tok, sum };
+
+		res = q(p,
+			"INSERT INTO sim_chunk (job_execution_id, run, token, cur_token, amount) "
+			"SELECT $1::bigint, $2::int, $3::bigint, (SELECT fencing_token FROM batch_lock "
+			"WHERE lock_name = '" SIM_LOCK "' FOR SHARE), $4::bigint",
+			4, v, NULL);
+	}
+	if (!res) {
+		rollback(p);
+		return;
+	}
+	PQclear(res);
+	p->chunk_sum = total;
+	p->chunk_items = page;
+	say(p, "chunk of %s items, sum %s", n, sum);
+	if (open) {
+		p->state = stopping ? S_RUNNING : S_IN_CHUNK;
+		if (!stopping)
+			return;
+	}
+	commit(s, p, stopping);
+}
+
+/* The operator: stop the newest live execution, abandon the newest ended
+ * one, or force-unlock the lock, through the real admin calls. */
+static void do_operator(sim *s, sim_proc *p, int what)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb_status st;
+	PGresult *res;
+	long long id;
+
+	(void)s;
+	if (what == A_FORCE_UNLOCK) {
+		if (cb_lock_force_unlock(p->conn, SIM_LOCK, "operator", "sim", &err) < 0)
+			sayerr(p, "force-unlock", &err);
+		else
+			say(p, "force-unlocked%s%s", "", "");
+		return;
+	}
+	res = q(p,
+		what == A_STOP ?
+			"SELECT max(job_execution_id) FROM batch_job_execution "
+			"WHERE batch_status_is_live(status)" :
+			"SELECT max(job_execution_id) FROM batch_job_execution "
+			"WHERE status IN ('FAILED', 'STOPPED')",
+		0, NULL, NULL);
+	if (!res)
+		return;
+	id = PQgetisnull(res, 0, 0) ? 0 : atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (!id) {
+		say(p, "no execution to %s%s", what == A_STOP ? "stop" : "abandon", "");
+		return;
+	}
+	if (what == A_STOP ? cb_repo_stop(&st, p->conn, id, &err) : cb_repo_abandon(p->conn, id, &err))
+		sayerr(p, what == A_STOP ? "stop" : "abandon", &err);
+	else
+		say(p, "%s done%s", what == A_STOP ? "stop" : "abandon", "");
+}
+
+static void run_action(sim *s, sim_proc *p, int a)
+{
+	set_time(s, p);
+	switch (a) {
+	case A_ACQUIRE:
+		do_acquire(s, p);
+		break;
+	case A_LAUNCH:
+		do_launch(s, p);
+		break;
+	case A_HEARTBEAT:
+		do_heartbeat(s, p);
+		break;
+	case A_CHUNK:
+	case A_CHUNK_OPEN:
+		do_chunk(s, p, a == A_CHUNK_OPEN);
+		break;
+	case A_COMMIT:
+		commit(s, p, 0);
+		break;
+	case A_STOP:
+	case A_ABANDON:
+	case A_FORCE_UNLOCK:
+		do_operator(s, p, a);
+		break;
+	default:
+		break;
+	}
+	if (PQstatus(p->conn) == CONNECTION_BAD) {
+		/* Its session was ended (a takeover, a fault): reconnect next turn. */
+		p->disconnected = 1;
+		if (p->state == S_IN_CHUNK)
+			p->state = S_RUNNING;
+	}
+}
+
+struct thread_arg {
+	sim *s;
+	sim_proc *p;
+};
+
+static void *proc_thread(void *arg)
+{
+	struct thread_arg *ta = arg;
+	sim *s = ta->s;
+	sim_proc *p = ta->p;
+
+	free(ta);
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (p->action < 0 && !p->quit)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->quit)
+			break;
+		int a = p->action;
+
+		pthread_mutex_unlock(&p->mu);
+		run_action(s, p, a);
+		pthread_mutex_lock(&p->mu);
+		p->action = -1;
+		p->busy = 0;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static int connect_proc(sim *s, sim_proc *p)
+{
+	if (p->conn)
+		PQfinish(p->conn);
+	p->conn = PQconnectdb(s->conninfo);
+	if (PQstatus(p->conn) != CONNECTION_OK) {
+		fprintf(stderr, "sim: connect: %s", PQerrorMessage(p->conn));
+		return -1;
+	}
+	p->pid = PQbackendPID(p->conn);
+	p->disconnected = 0;
+	return 0;
+}
+
+int sim_proc_start(sim *s, sim_proc *p)
+{
+	struct thread_arg *ta = malloc(sizeof(*ta));
+
+	if (!ta)
+		return -1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->action = -1;
+	ta->s = s;
+	ta->p = p;
+	if (pthread_create(&p->thread, NULL, proc_thread, ta) != 0) {
+		free(ta);
+		return -1;
+	}
+	p->has_thread = 1;
+	return 0;
+}
+
+void sim_proc_stop(sim *s, sim_proc *p)
+{
+	(void)s;
+	if (!p->has_thread)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->quit = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	p->has_thread = 0;
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	if (p->conn)
+		PQfinish(p->conn);
+	p->conn = NULL;
+}
+
+int sim_proc_can_act(const sim *s, const sim_proc *p)
+{
+	return !p->busy && s->step >= p->frozen_until;
+}
+
+/* The actions open to @p p in its state (the operator's are its own). */
+static int actions(const sim *s, const sim_proc *p, int *out)
+{
+	int n = 0, faulty = !s->quiet_now;
+
+	if (p->index == SIM_OPERATOR) {
+		out[n++] = A_STOP;
+		out[n++] = A_ABANDON;
+		out[n++] = A_FORCE_UNLOCK;
+		out[n++] = A_NOTHING;
+		out[n++] = A_NOTHING;
+		return n;
+	}
+	switch (p->state) {
+	case S_IDLE:
+		out[n++] = A_ACQUIRE;
+		break;
+	case S_LOCKED:
+		out[n++] = A_LAUNCH;
+		break;
+	case S_RUNNING:
+		out[n++] = A_CHUNK;
+		out[n++] = A_CHUNK;
+		out[n++] = A_HEARTBEAT;
+		if (faulty)
+			out[n++] = A_CHUNK_OPEN; /* the fault: its transaction stays open */
+		break;
+	case S_IN_CHUNK:
+		out[n++] = A_COMMIT;
+		break;
+	default:
+		break;
+	}
+	return n;
+}
+
+static int blocked(sim *s, int pid)
+{
+	char b[16];
+	const char *v[1] = { b };
+
+	snprintf(b, sizeof(b), "%d", pid);
+	return sim_q_ll(s, "SELECT cardinality(pg_blocking_pids($1::int))", 1, v) > 0;
+}
+
+/* Done, or blocked on a lock (not for the calls that end a block by themselves). */
+static int settled(sim *s, sim_proc *p)
+{
+	int busy;
+
+	pthread_mutex_lock(&p->mu);
+	busy = p->busy;
+	pthread_mutex_unlock(&p->mu);
+	if (!busy) {
+		p->waiting = 0;
+		return 1;
+	}
+	if (p->posted != A_ACQUIRE && p->posted != A_FORCE_UNLOCK && blocked(s, p->pid)) {
+		p->waiting = 1;
+		return 1;
+	}
+	return 0;
+}
+
+void sim_settle(sim *s)
+{
+	for (int again = 1; again;) {
+		again = 0;
+		for (int i = 0; i <= SIM_MAX_PROCS; i++) {
+			sim_proc *p = &s->procs[i];
+
+			if (!p->has_thread || !p->busy)
+				continue;
+			while (!settled(s, p))
+				usleep(500);
+			if (!p->busy)
+				again = 1; /* its end may free others */
+		}
+	}
+}
+
+void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
+{
+	int acts[8], n, a;
+
+	if (p->state == S_DEAD && p->index != SIM_OPERATOR) {
+		p->gen++;
+		snprintf(p->owner, sizeof(p->owner), "sim-p%d.%d", p->index, p->gen);
+		if (connect_proc(s, p) < 0) {
+			snprintf(out, size, "born: connect failed");
+			return;
+		}
+		p->state = S_IDLE;
+		p->exec_id = p->step_id = p->token = 0;
+		snprintf(out, size, "born as %s", p->owner);
+		return;
+	}
+	if (p->disconnected) {
+		if (connect_proc(s, p) < 0) {
+			snprintf(out, size, "reconnect failed");
+			return;
+		}
+		if (p->state == S_IN_CHUNK)
+			p->state = S_RUNNING;
+	}
+	n = actions(s, p, acts);
+	if (n == 0) {
+		snprintf(out, size, "no action");
+		return;
+	}
+	a = acts[choice % (uint32_t)n];
+	p->result[0] = '\0';
+	pthread_mutex_lock(&p->mu);
+	p->action = a;
+	p->posted = a;
+	p->busy = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	sim_settle(s);
+	snprintf(out, size, "%s: %s", action_names[a],
+		 p->busy ? "WAITING on a lock" : p->result);
+}
+
+/* The result of an action that ended after its turn (it was waiting). */
+const char *sim_proc_result(const sim_proc *p)
+{
+	return p->result;
+}
