@@ -30,9 +30,14 @@
 #define SIM_JOB "acc"
 #define SIM_LEASE 10.0  /* seconds of virtual time */
 #define SIM_ITEMS 9     /* items per run (per job instance) */
-#define SIM_RUNS 3      /* job instances, run 1.. */
+#define SIM_RUNS 12     /* job instances, run 1.. */
 #define SIM_CHUNK 3     /* items per chunk */
 #define SIM_MSG 512
+/* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
+#define SIM_RUN_ENDED                                                                              \
+	"SELECT 1 FROM batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "  \
+	"WHERE ji.job_name = '" SIM_JOB "' AND ji.job_key = lpad(i.run::text, 32, '0') "           \
+	"AND e.status IN ('COMPLETED', 'ABANDONED')"
 #define CB_SIM_STR_(x) #x
 #define CB_SIM_STR(x) CB_SIM_STR_(x)
 

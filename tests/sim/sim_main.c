@@ -281,8 +281,16 @@ static void trace_add(sim *s, const char *line)
 {
 	s->trace = realloc(s->trace, (size_t)(s->ntrace + 1) * sizeof(*s->trace));
 	s->trace[s->ntrace++] = strdup(line);
-	if (s->verbose)
-		printf("%s\n", line);
+	if (s->verbose) {
+		static double last;
+		struct timespec ts;
+		double now;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		printf("%s  [%.0f ms]\n", line, last > 0 ? (now - last) * 1000 : 0);
+		last = now;
+	}
 }
 
 static int seed_items(sim *s)

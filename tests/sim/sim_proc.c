@@ -187,13 +187,14 @@ static void do_launch(sim *s, sim_proc *p)
 	char key[40], id[24];
 	int rc;
 
-	(void)s;
-	/* The lowest run that no execution completed or abandoned. */
+	/* The lowest run that no execution completed or abandoned; once the
+	 * faults stopped, only a run already begun (no new work: liveness). */
 	res = q(p,
-		"SELECT min(i.run) FROM sim_item i WHERE NOT EXISTS (SELECT 1 FROM "
-		"batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "
-		"WHERE ji.job_name = '" SIM_JOB "' AND ji.job_key = lpad(i.run::text, 32, '0') "
-		"AND e.status IN ('COMPLETED', 'ABANDONED'))",
+		s->quiet_now ?
+			"SELECT min(i.run) FROM sim_item i WHERE NOT EXISTS (" SIM_RUN_ENDED
+			") AND EXISTS (SELECT 1 FROM batch_job_instance ji WHERE ji.job_name = '" SIM_JOB
+			"' AND ji.job_key = lpad(i.run::text, 32, '0'))" :
+			"SELECT min(i.run) FROM sim_item i WHERE NOT EXISTS (" SIM_RUN_ENDED ")",
 		0, NULL, NULL);
 	if (!res || PQgetisnull(res, 0, 0)) {
 		PQclear(res);
