@@ -26,35 +26,37 @@
 #include <libpq-fe.h>
 
 #define SIM_MAX_PROCS 8
-#define SIM_LOCK "sim:acc"
-#define SIM_JOB "acc"
-#define SIM_LEASE 10.0  /* seconds of virtual time */
-#define SIM_ITEMS 9     /* items per run (per job instance) */
-#define SIM_RUNS 12     /* job instances, run 1.. */
-#define SIM_CHUNK 3     /* items per chunk */
-#define SIM_MSG 512
+#define SIM_LOCK      "sim:acc"
+#define SIM_JOB       "acc"
+#define SIM_LEASE     10.0 /* seconds of virtual time */
+#define SIM_ITEMS     9    /* items per run (per job instance) */
+#define SIM_RUNS      12   /* job instances, run 1.. */
+#define SIM_CHUNK     3    /* items per chunk */
+#define SIM_MSG       512
 /* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
 #define SIM_RUN_ENDED                                                                              \
 	"SELECT 1 FROM batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "  \
 	"WHERE ji.job_name = '" SIM_JOB "' AND ji.job_key = lpad(i.run::text, 32, '0') "           \
 	"AND e.status IN ('COMPLETED', 'ABANDONED')"
 #define CB_SIM_STR_(x) #x
-#define CB_SIM_STR(x) CB_SIM_STR_(x)
+#define CB_SIM_STR(x)  CB_SIM_STR_(x)
 
 /* The deliberate protocol breakages of --bug (the self-test). */
 enum sim_bug {
 	BUG_NONE,
-	BUG_NOFENCE, /* the chunk's checkpoint skips the fence (p_lock_name NULL) */
+	BUG_NOFENCE,     /* the chunk's checkpoint skips the fence (p_lock_name NULL) */
 	BUG_IGNORE_LOST, /* a lost heartbeat is ignored and the chunk written unfenced */
 };
 
 /* One step's decisions, made before the run (a pure function of the seed). */
 typedef struct sim_decision {
-	int quiet;    /* of the quiet phase: no fault, no operator, no open chunk */
-	int fault;    /* enum sim_fault */
-	int target;   /* the fault's process */
-	int param;    /* the fault's size (steps, seconds) */
-	int actor;    /* the process that acts (a slot; SIM_OPERATOR for the operator) */
+	int quiet;       /* of the quiet phase: no fault, no operator, no open chunk */
+	int advance;     /* seconds of virtual time before it (1; the shrinker adds
+			 the time of the steps it removes) */
+	int fault;       /* enum sim_fault */
+	int target;      /* the fault's process */
+	int param;       /* the fault's size (steps, seconds) */
+	int actor;       /* the process that acts (a slot; SIM_OPERATOR for the operator) */
 	uint32_t choice; /* which of its possible actions (modulo their number) */
 } sim_decision;
 
@@ -81,7 +83,7 @@ typedef struct sim_proc {
 	enum sim_state state;
 	char owner[64];
 	PGconn *conn;
-	int pid; /* its backend */
+	int pid;          /* its backend */
 	int disconnected; /* lost its connection: reconnects on its next turn */
 	int frozen_until; /* skips its turns until this step */
 	double skew;      /* its node's clock skew, seconds */
@@ -93,10 +95,10 @@ typedef struct sim_proc {
 	int has_thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int action;   /* posted action, -1 none */
-	int posted;   /* the last action posted */
-	int busy;     /* an action runs (or waits) */
-	int waiting;  /* busy and blocked on a lock (as last settled) */
+	int action;  /* posted action, -1 none */
+	int posted;  /* the last action posted */
+	int busy;    /* an action runs (or waits) */
+	int waiting; /* busy and blocked on a lock (as last settled) */
 	int quit;
 	char result[SIM_MSG];
 } sim_proc;
@@ -109,16 +111,16 @@ typedef struct sim {
 	enum sim_bug bug;
 	int verbose;
 	char conninfo[1024];
-	PGconn *admin;        /* the simulator's own: invariants and faults */
-	double vnow;          /* virtual time, seconds since the run's epoch */
+	PGconn *admin; /* the simulator's own: invariants and faults */
+	double vnow;   /* virtual time, seconds since the run's epoch */
 	int step;
-	int quiet_now; /* the step is of the quiet phase */
+	int quiet_now;                     /* the step is of the quiet phase */
 	long long committed[SIM_RUNS + 1]; /* what the simulator saw commit, per run */
 	long long max_token;
 	sim_proc procs[SIM_MAX_PROCS + 1]; /* + the operator */
-	char violation[SIM_MSG]; /* the first invariant that failed */
-	char invariant[64];      /* its name */
-	char **trace;            /* one line per step */
+	char violation[SIM_MSG];           /* the first invariant that failed */
+	char invariant[64];                /* its name */
+	char **trace;                      /* one line per step */
 	int ntrace;
 	/* the epoch of virtual time, as text (fixed: runs are reproducible) */
 	const char *epoch;

@@ -23,8 +23,8 @@ static void terminate(sim *s, sim_proc *p)
 	while (p->busy)
 		usleep(500);
 	for (int i = 0; i < 20000; i++) {
-		if (sim_q_ll(s, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", 1, v) ==
-		    0)
+		if (sim_q_ll(s, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", 1,
+			     v) == 0)
 			break;
 		usleep(500);
 	}

@@ -142,20 +142,22 @@ int sim_check_live(sim *s, int final)
 	char m[SIM_MSG];
 
 	set_time(s);
-	res = sim_q(s,
-		    "SELECT (SELECT count(*) FROM batch_job_execution "
-		    " WHERE batch_status_is_live(status)), "
-		    "(SELECT count(DISTINCT run) FROM sim_item i WHERE NOT EXISTS (" SIM_RUN_ENDED
-		    ") AND EXISTS (SELECT 1 FROM batch_job_instance ji WHERE ji.job_name = '" SIM_JOB
-		    "' AND ji.job_key = lpad(i.run::text, 32, '0')))",
-		    0, NULL);
+	res = sim_q(
+		s,
+		"SELECT (SELECT count(*) FROM batch_job_execution "
+		" WHERE batch_status_is_live(status)), "
+		"(SELECT count(DISTINCT run) FROM sim_item i WHERE NOT EXISTS (" SIM_RUN_ENDED
+		") AND EXISTS (SELECT 1 FROM batch_job_instance ji WHERE ji.job_name = '" SIM_JOB
+		"' AND ji.job_key = lpad(i.run::text, 32, '0')))",
+		0, NULL);
 	if (!res)
 		return fail(s, "query", "liveness");
 	ok = atoll(PQgetvalue(res, 0, 0)) == 0 && atoll(PQgetvalue(res, 0, 1)) == 0;
-	snprintf(m, sizeof(m),
-		 "after the quiet steps: %s live execution(s), %s run(s) begun, neither complete nor "
-		 "abandoned",
-		 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	snprintf(
+		m, sizeof(m),
+		"after the quiet steps: %s live execution(s), %s run(s) begun, neither complete nor "
+		"abandoned",
+		PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
 	PQclear(res);
 	if (!ok && final)
 		return fail(s, "liveness", m);

@@ -82,12 +82,13 @@ static void make_plan(plan *out, const struct opts *o)
 		int faulty = i < o->steps;
 
 		d->quiet = !faulty;
+		d->advance = 1;
 		if (faulty && below(&x, 100) < 22) {
 			d->fault = 1 + below(&x, F_NFAULTS - 1);
 			d->target = below(&x, o->procs);
-			d->param = d->fault == F_FREEZE	    ? 1 + below(&x, 6) :
+			d->param = d->fault == F_FREEZE     ? 1 + below(&x, 6) :
 				   d->fault == F_CLOCK_JUMP ? below(&x, (int)(2 * SIM_LEASE) + 1) :
-				   d->fault == F_SKEW	    ? below(&x, (int)SIM_LEASE + 1) :
+				   d->fault == F_SKEW       ? below(&x, (int)SIM_LEASE + 1) :
 							      0;
 		}
 		d->actor = faulty && below(&x, 10) == 0 ? SIM_OPERATOR : below(&x, o->procs);
@@ -103,14 +104,14 @@ static int write_plan(const char *path, const plan *p, const struct opts *o)
 
 	if (!f)
 		return -1;
-	fprintf(f, "# cbatch sim trace: seed %llu procs %d bug %s\n",
-		(unsigned long long)o->seed, o->procs, bug_names[o->bug]);
-	fprintf(f, "# step quiet fault target param actor choice\n");
+	fprintf(f, "# cbatch sim trace: seed %llu procs %d bug %s\n", (unsigned long long)o->seed,
+		o->procs, bug_names[o->bug]);
+	fprintf(f, "# step quiet advance fault target param actor choice\n");
 	for (int i = 0; i < p->n; i++) {
 		const sim_decision *d = &p->d[i];
 
-		fprintf(f, "%d %d %s %d %d %d %u\n", i, d->quiet, fault_names[d->fault], d->target,
-			d->param, d->actor, d->choice);
+		fprintf(f, "%d %d %d %s %d %d %d %u\n", i, d->quiet, d->advance,
+			fault_names[d->fault], d->target, d->param, d->actor, d->choice);
 	}
 	return fclose(f);
 }
@@ -130,16 +131,17 @@ static int read_plan(plan *out, struct opts *o, const char *path)
 		sim_decision d = { 0 };
 		int step;
 
-		if (sscanf(line, "# cbatch sim trace: seed %llu procs %d bug %31s", &seed, &o->procs,
-			   bug) == 3) {
+		if (sscanf(line, "# cbatch sim trace: seed %llu procs %d bug %31s", &seed,
+			   &o->procs, bug) == 3) {
 			o->seed = seed;
 			for (int b = 0; b < 3; b++)
 				if (strcmp(bug, bug_names[b]) == 0)
 					o->bug = (enum sim_bug)b;
 			continue;
 		}
-		if (line[0] == '#' || sscanf(line, "%d %d %31s %d %d %d %u", &step, &d.quiet, fault,
-					     &d.target, &d.param, &d.actor, &d.choice) != 7)
+		if (line[0] == '#' ||
+		    sscanf(line, "%d %d %d %31s %d %d %d %u", &step, &d.quiet, &d.advance, fault,
+			   &d.target, &d.param, &d.actor, &d.choice) != 8)
 			continue;
 		for (int k = 0; k < F_NFAULTS; k++)
 			if (strcmp(fault, fault_names[k]) == 0)
@@ -359,7 +361,7 @@ static int run(sim *s, const plan *pl)
 		if (d->target >= s->nprocs)
 			continue;
 		s->quiet_now = d->quiet;
-		s->vnow += 1;
+		s->vnow += d->advance;
 		for (int i = 0; i <= SIM_MAX_PROCS; i++)
 			was_waiting[i] = s->procs[i].has_thread && s->procs[i].busy;
 		sim_fault(s, d, fault, sizeof(fault));
@@ -371,8 +373,8 @@ static int run(sim *s, const plan *pl)
 			snprintf(who, sizeof(who), "op");
 		else
 			snprintf(who, sizeof(who), "p%d", d->actor);
-		snprintf(line, sizeof(line), "%4d t=%-6.0f %-4s %-30s %s%.*s", s->step, s->vnow, who,
-			 fault[0] ? fault : "-", d->quiet ? "[quiet] " : "", 300, act);
+		snprintf(line, sizeof(line), "%4d t=%-6.0f %-4s %-30s %s%.*s", s->step, s->vnow,
+			 who, fault[0] ? fault : "-", d->quiet ? "[quiet] " : "", 300, act);
 		for (int i = 0; i <= SIM_MAX_PROCS; i++) {
 			sim_proc *w = &s->procs[i];
 
@@ -394,14 +396,14 @@ static int run(sim *s, const plan *pl)
 			for (int i = 0; i <= SIM_MAX_PROCS; i++)
 				any |= s->procs[i].has_thread && s->procs[i].busy;
 			if (!any) {
-				trace_add(s, "     quiet: every execution ended, every run complete");
+				trace_add(s,
+					  "     quiet: every execution ended, every run complete");
 				quiet_ok = 1;
 				break;
 			}
 		}
 	}
-	if (rc == 0 && !quiet_ok && pl->n > 0 && pl->d[pl->n - 1].quiet &&
-	    sim_check_live(s, 1) < 0)
+	if (rc == 0 && !quiet_ok && pl->n > 0 && pl->d[pl->n - 1].quiet && sim_check_live(s, 1) < 0)
 		rc = 1;
 	if (rc == 1 && s->step >= pl->n)
 		s->step = pl->n - 1;
@@ -464,11 +466,19 @@ static void shrink(sim *s, const struct opts *o, plan *pl, const char *invariant
 
 	for (int chunk = pl->n / 2; chunk >= 1 && runs < budget; chunk /= 2) {
 		for (int i = 0; i < pl->n && runs < budget && time(NULL) - t0 < 120;) {
-			int k = 0;
+			int k = 0, carry = 0;
 
-			for (int j = 0; j < pl->n; j++)
-				if (j < i || j >= i + chunk)
-					c.d[k++] = pl->d[j];
+			/* The removed steps' time goes to the next step kept: what
+			 * stays happens at the same virtual times. */
+			for (int j = 0; j < pl->n; j++) {
+				if (j >= i && j < i + chunk) {
+					carry += pl->d[j].advance;
+					continue;
+				}
+				c.d[k] = pl->d[j];
+				c.d[k++].advance += carry;
+				carry = 0;
+			}
 			c.n = k;
 			runs++;
 			if (k > 0 && still_fails(s, o, &c, invariant)) {
@@ -478,6 +488,20 @@ static void shrink(sim *s, const struct opts *o, plan *pl, const char *invariant
 			} else {
 				i += chunk;
 			}
+		}
+	}
+	/* Then each fault alone: a step kept may not need its fault. */
+	for (int i = 0; i < pl->n && runs < budget && time(NULL) - t0 < 120; i++) {
+		if (pl->d[i].fault == F_NONE)
+			continue;
+		memcpy(c.d, pl->d, (size_t)pl->n * sizeof(*c.d));
+		c.n = pl->n;
+		c.d[i].fault = F_NONE;
+		runs++;
+		if (still_fails(s, o, &c, invariant)) {
+			memcpy(pl->d, c.d, (size_t)c.n * sizeof(*c.d));
+			pl->n = c.n;
+			printf("shrink: step %d needs no fault\n", i);
 		}
 	}
 	free(c.d);
@@ -545,8 +569,9 @@ static int parse(struct opts *o, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .seed = 1, .seeds = 1, .steps = 200, .procs = 3, .quiet = 150,
-			  .shrink = 1 };
+	struct opts o = {
+		.seed = 1, .seeds = 1, .steps = 200, .procs = 3, .quiet = 150, .shrink = 1
+	};
 	static sim s;
 	char outpath[512];
 	int failed = 0;
@@ -593,8 +618,8 @@ int main(int argc, char **argv)
 		snprintf(invariant, sizeof(invariant), "%s", s.invariant);
 		printf("VIOLATION seed %llu step %d invariant %s: %s\n", (unsigned long long)o.seed,
 		       s.step, s.invariant, s.violation);
-		printf("---- trace (seed %llu, procs %d, bug %s) ----\n", (unsigned long long)o.seed,
-		       o.procs, bug_names[o.bug]);
+		printf("---- trace (seed %llu, procs %d, bug %s) ----\n",
+		       (unsigned long long)o.seed, o.procs, bug_names[o.bug]);
 		print_trace(&s);
 		printf("replay: sim --seed %llu --steps %d --procs %d --quiet %d%s%s\n",
 		       (unsigned long long)o.seed, o.steps, o.procs, o.quiet,
@@ -617,12 +642,14 @@ int main(int argc, char **argv)
 				 o.trace_out ? o.trace_out : "sim-shrunk.trace");
 			if (write_plan(outpath, &pl, &o) == 0)
 				printf("replay the shortest: sim --trace %s\n", outpath);
-			if (o.expect && pl.n < len && rc == 1 && strcmp(s.invariant, invariant) == 0)
+			if (o.expect && pl.n < len && rc == 1 &&
+			    strcmp(s.invariant, invariant) == 0)
 				failed = 0, o.expect = 2;
 		} else if (o.expect) {
 			failed = 0, o.expect = 2;
 		}
 		free(pl.d);
+		break;
 	}
 	sim_reset(&s, &o);
 	cbt_db_drop(base_db);

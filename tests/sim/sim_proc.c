@@ -43,10 +43,9 @@ enum action {
 	A_FORCE_UNLOCK,
 };
 
-static const char *const action_names[] = { "nothing",   "acquire", "launch",
-					    "heartbeat", "chunk",   "chunk-open",
-					    "commit",    "stop",    "abandon",
-					    "force-unlock" };
+static const char *const action_names[] = { "nothing", "acquire",     "launch", "heartbeat",
+					    "chunk",   "chunk-open",  "commit", "stop",
+					    "abandon", "force-unlock" };
 
 static void say(sim_proc *p, const char *fmt, const char *a, const char *b)
 {
@@ -133,8 +132,8 @@ static void finish(sim_proc *p, cb_status st)
 	if (cb__repo_step_finish(p->conn, p->step_id, st, cb_status_name(st), "", 0, &err) < 0)
 		sayerr(p, "step finish", &err);
 	cb_error_clear(&err);
-	if (cb__repo_job_finish(p->conn, p->exec_id, st, cb_status_name(st), "sim", "SIGNAL", &err) <
-	    0)
+	if (cb__repo_job_finish(p->conn, p->exec_id, st, cb_status_name(st), "sim", "SIGNAL",
+				&err) < 0)
 		sayerr(p, "job finish", &err);
 	else
 		say(p, "ended %s%s", cb_status_name(st), "");
@@ -148,8 +147,8 @@ static void lost(sim_proc *p, const char *why)
 	cb_error err = CB_ERROR_INIT;
 
 	say(p, "lost the lock (%s)%s", why, "");
-	if (p->exec_id &&
-	    cb__repo_job_finish(p->conn, p->exec_id, CB_STATUS_FAILED, "FAILED", why, NULL, &err) < 0)
+	if (p->exec_id && cb__repo_job_finish(p->conn, p->exec_id, CB_STATUS_FAILED, "FAILED", why,
+					      NULL, &err) < 0)
 		sayerr(p, "job finish", &err);
 	p->state = S_IDLE;
 	p->exec_id = p->step_id = 0;
@@ -381,9 +380,24 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 		/* The engine's checkpoint statement (repository/steps.c), with the
 		 * arguments cb__repo_checkpoint_queue gives it. */
 		int fence = s->bug != BUG_NOFENCE && s->bug != BUG_IGNORE_LOST;
-		const char *v[18] = { step, ver,  n,    n,    "0",  "1",          "0",
-				      "0",  "0",  "0",  ctxj, exec, NULL,         fence ? SIM_LOCK : NULL,
-				      fence ? tok : NULL, fence ? lease : NULL, pidbuf, start };
+		const char *v[18] = { step,
+				      ver,
+				      n,
+				      n,
+				      "0",
+				      "1",
+				      "0",
+				      "0",
+				      "0",
+				      "0",
+				      ctxj,
+				      exec,
+				      NULL,
+				      fence ? SIM_LOCK : NULL,
+				      fence ? tok : NULL,
+				      fence ? lease : NULL,
+				      pidbuf,
+				      start };
 
 		res = q(p, cb__repo_checkpoint_sql(), 18, v, code);
 	}
@@ -438,11 +452,10 @@ static void do_operator(sim *s, sim_proc *p, int what)
 		return;
 	}
 	res = q(p,
-		what == A_STOP ?
-			"SELECT max(job_execution_id) FROM batch_job_execution "
-			"WHERE batch_status_is_live(status)" :
-			"SELECT max(job_execution_id) FROM batch_job_execution "
-			"WHERE status IN ('FAILED', 'STOPPED')",
+		what == A_STOP ? "SELECT max(job_execution_id) FROM batch_job_execution "
+				 "WHERE batch_status_is_live(status)" :
+				 "SELECT max(job_execution_id) FROM batch_job_execution "
+				 "WHERE status IN ('FAILED', 'STOPPED')",
 		0, NULL, NULL);
 	if (!res)
 		return;
@@ -452,7 +465,8 @@ static void do_operator(sim *s, sim_proc *p, int what)
 		say(p, "no execution to %s%s", what == A_STOP ? "stop" : "abandon", "");
 		return;
 	}
-	if (what == A_STOP ? cb_repo_stop(&st, p->conn, id, &err) : cb_repo_abandon(p->conn, id, &err))
+	if (what == A_STOP ? cb_repo_stop(&st, p->conn, id, &err) :
+			     cb_repo_abandon(p->conn, id, &err))
 		sayerr(p, what == A_STOP ? "stop" : "abandon", &err);
 	else
 		say(p, "%s done%s", what == A_STOP ? "stop" : "abandon", "");
@@ -700,8 +714,7 @@ void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	sim_settle(s);
-	snprintf(out, size, "%s: %s", action_names[a],
-		 p->busy ? "WAITING on a lock" : p->result);
+	snprintf(out, size, "%s: %s", action_names[a], p->busy ? "WAITING on a lock" : p->result);
 }
 
 /* The result of an action that ended after its turn (it was waiting). */
