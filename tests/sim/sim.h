@@ -25,14 +25,16 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 
-#define SIM_MAX_PROCS 8
-#define SIM_LOCK      "sim:acc"
-#define SIM_JOB       "acc"
-#define SIM_LEASE     10.0 /* seconds of virtual time */
-#define SIM_ITEMS     9    /* items per run (per job instance) */
-#define SIM_RUNS      12   /* job instances, run 1.. */
-#define SIM_CHUNK     3    /* items per chunk */
-#define SIM_MSG       512
+#define SIM_MAX_PROCS        8
+#define SIM_LOCK             "sim:acc"
+#define SIM_JOB              "acc"
+#define SIM_LEASE            10.0 /* seconds of virtual time */
+#define SIM_ITEMS            9    /* items per run (per job instance) */
+#define SIM_RUNS             12   /* job instances, run 1.. */
+#define SIM_CHUNK            3    /* items per chunk */
+#define SIM_PARTS            3    /* partitions of a partitioned run (every third run) */
+#define SIM_PARTITIONED(run) ((run) % 3 == 0)
+#define SIM_MSG              512
 /* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
 #define SIM_RUN_ENDED                                                                              \
 	"SELECT 1 FROM batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "  \
@@ -71,11 +73,12 @@ enum sim_fault {
 };
 
 enum sim_state {
-	S_DEAD,    /* no process in this slot (never born, or died) */
-	S_IDLE,    /* no lock */
-	S_LOCKED,  /* holds the lock, no execution yet */
-	S_RUNNING, /* runs an execution under the lock */
-	S_IN_CHUNK /* its chunk transaction is open (checkpointed, not committed) */
+	S_DEAD,     /* no process in this slot (never born, or died) */
+	S_IDLE,     /* no lock */
+	S_LOCKED,   /* holds the lock, no execution yet */
+	S_RUNNING,  /* runs an execution under the lock, or (part >= 0) a claimed partition */
+	S_MANAGING, /* runs a partitioned execution under the lock: polls its partitions */
+	S_IN_CHUNK  /* its chunk transaction is open (checkpointed, not committed) */
 };
 
 typedef struct sim_proc {
@@ -88,6 +91,10 @@ typedef struct sim_proc {
 	int frozen_until; /* skips its turns until this step */
 	double skew;      /* its node's clock skew, seconds */
 	long long token, exec_id, step_id, version, run;
+	int part;            /* the partition it works on as a worker, -1 none */
+	char lock[64];       /* the lock its chunks are fenced by (the job's, or the partition's) */
+	long long ltoken;    /* and that lock's token */
+	char wstep[64];      /* a worker's partition step name */
 	long long chunk_sum; /* the open chunk's items' sum, added on commit */
 	int chunk_items;
 	/* the thread that runs its actions */

@@ -95,9 +95,9 @@ int sim_check(sim *s)
 			 "e") " GROUP BY e.lock_name HAVING count(*) > 1") < 0)
 		return -1;
 	if (none(s, "fenced-chunk",
-		 "SELECT format('chunk %s of execution %s committed under token %s while the "
-		 "lock carried %s', chunk_id, job_execution_id, token, coalesce(cur_token::text, "
-		 "'none')) FROM sim_chunk WHERE cur_token IS DISTINCT FROM token "
+		 "SELECT format('chunk %s of execution %s committed under token %s of lock %s "
+		 "while it carried %s', chunk_id, job_execution_id, token, lock_name, "
+		 "coalesce(cur_token::text, 'none')) FROM sim_chunk WHERE cur_token IS DISTINCT FROM token "
 		 "ORDER BY chunk_id LIMIT 1") < 0)
 		return -1;
 	if (none(s, "one-live-exec",

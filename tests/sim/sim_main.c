@@ -204,10 +204,10 @@ static const char sim_schema_sql[] =
 	"CREATE FUNCTION sim.now() RETURNS timestamptz LANGUAGE sql VOLATILE AS "
 	"$$ SELECT sim.clock_timestamp() $$;"
 	"CREATE TABLE public.sim_item (id bigserial PRIMARY KEY, run int NOT NULL, "
-	" amount bigint NOT NULL, status text NOT NULL DEFAULT 'new');"
+	" part int NOT NULL, amount bigint NOT NULL, status text NOT NULL DEFAULT 'new');"
 	"CREATE TABLE public.sim_total (run int PRIMARY KEY, total bigint NOT NULL);"
 	"CREATE TABLE public.sim_chunk (chunk_id bigserial PRIMARY KEY, job_execution_id bigint,"
-	" run int, token bigint, cur_token bigint, amount bigint NOT NULL);";
+	" run int, lock_name text, token bigint, cur_token bigint, amount bigint NOT NULL);";
 
 /* The template: a repository by the real `schema init`, plus the data's tables. */
 static int make_template(void)
@@ -303,8 +303,8 @@ static int seed_items(sim *s)
 	for (int r = 1; r <= SIM_RUNS; r++)
 		for (int i = 0; i < SIM_ITEMS; i++) {
 			snprintf(sql, sizeof(sql),
-				 "INSERT INTO sim_item (run, amount) VALUES (%d, %d)", r,
-				 1 + below(&x, 1000));
+				 "INSERT INTO sim_item (run, part, amount) VALUES (%d, %d, %d)", r,
+				 i % SIM_PARTS, 1 + below(&x, 1000));
 			if (exec_on(s->admin, sql) < 0)
 				return -1;
 		}

@@ -41,11 +41,13 @@ enum action {
 	A_STOP,
 	A_ABANDON,
 	A_FORCE_UNLOCK,
+	A_CLAIM,
+	A_POLL,
 };
 
-static const char *const action_names[] = { "nothing", "acquire",     "launch", "heartbeat",
-					    "chunk",   "chunk-open",  "commit", "stop",
-					    "abandon", "force-unlock" };
+static const char *const action_names[] = { "nothing", "acquire",      "launch", "heartbeat",
+					    "chunk",   "chunk-open",   "commit", "stop",
+					    "abandon", "force-unlock", "claim",  "poll" };
 
 static void say(sim_proc *p, const char *fmt, const char *a, const char *b)
 {
@@ -140,13 +142,40 @@ static void finish(sim_proc *p, cb_status st)
 	release(p);
 }
 
+/* A worker's partition ends (status), its lock released, only while its
+ * claim's token is current. */
+static void part_finish(sim_proc *p, const char *status)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__claim c;
+	int ours = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.step_execution_id = p->step_id;
+	c.fencing_token = p->ltoken;
+	if (cb__repo_partition_finish(&ours, p->conn, &c, p->owner, status, status, "", 0, &err) <
+	    0)
+		sayerr(p, "partition finish", &err);
+	else
+		say(p, "partition %s%s", ours ? status : "no longer ours", "");
+	p->state = S_IDLE;
+	p->part = -1;
+	p->exec_id = p->step_id = 0;
+}
+
 /* It lost its lock: the engine ends its execution FAILED (refused when
- * another process already buried it) and stops. */
+ * another process already buried it) and stops; a worker drops its partition. */
 static void lost(sim_proc *p, const char *why)
 {
 	cb_error err = CB_ERROR_INIT;
 
 	say(p, "lost the lock (%s)%s", why, "");
+	if (p->part >= 0) {
+		p->state = S_IDLE;
+		p->part = -1;
+		p->exec_id = p->step_id = 0;
+		return;
+	}
 	if (p->exec_id && cb__repo_job_finish(p->conn, p->exec_id, CB_STATUS_FAILED, "FAILED", why,
 					      NULL, &err) < 0)
 		sayerr(p, "job finish", &err);
@@ -169,7 +198,9 @@ static void do_acquire(sim *s, sim_proc *p)
 		say(p, "held by %s%s", g.holder, "");
 		return;
 	}
-	p->token = g.fencing_token;
+	p->token = p->ltoken = g.fencing_token;
+	snprintf(p->lock, sizeof(p->lock), "%s", SIM_LOCK);
+	p->part = -1;
 	p->state = S_LOCKED;
 	snprintf(t, sizeof(t), "%lld", g.fencing_token);
 	say(p, "%s token %s", g.outcome == CB__LOCK_ACQUIRED ? "acquired" : "took over", t);
@@ -229,6 +260,29 @@ static void do_launch(sim *s, sim_proc *p)
 		return;
 	}
 	ctx = json_object();
+	if (SIM_PARTITIONED(p->run)) {
+		/* The manager: its partitions, one per part of the run's items,
+		 * after those of an earlier execution were superseded. */
+		json_t *parts = json_array();
+
+		for (int i = 0; i < SIM_PARTS; i++)
+			json_array_append_new(parts,
+					      json_pack("{s:i, s:{}}", "index", i, "context"));
+		rc = cb__repo_partitions_supersede(p->conn, l.job_instance_id, "m", &err);
+		if (rc == 0)
+			rc = cb__repo_partitions_create(&p->step_id, p->conn, p->exec_id, "m", ctx,
+							parts, NULL, &err);
+		json_decref(parts);
+		json_decref(ctx);
+		if (rc < 0) {
+			sayerr(p, "partitions", &err);
+			lost(p, "no partitions");
+			return;
+		}
+		say(p, "made %s partitions%s", CB_SIM_STR(SIM_PARTS), "");
+		p->state = S_MANAGING;
+		return;
+	}
 	rc = cb__repo_step_create(&p->step_id, p->conn, p->exec_id, "s1", ctx, &err);
 	json_decref(ctx);
 	if (rc == 0) {
@@ -250,8 +304,8 @@ static void do_heartbeat(sim *s, sim_proc *p)
 	cb_error err = CB_ERROR_INIT;
 	int alive = 0;
 
-	if (cb__lock_heartbeat(&alive, p->conn, SIM_LOCK, p->owner, p->token, SIM_LEASE, p->exec_id,
-			       &err) < 0) {
+	if (cb__lock_heartbeat(&alive, p->conn, p->lock, p->owner, p->ltoken, SIM_LEASE,
+			       p->part >= 0 ? 0 : p->exec_id, &err) < 0) {
 		sayerr(p, "heartbeat", &err);
 		return;
 	}
@@ -278,7 +332,9 @@ static void commit(sim *s, sim_proc *p, int stopping)
 	p->version++;
 	p->state = S_RUNNING;
 	say(p, "committed%s%s", "", "");
-	if (stopping)
+	if (stopping && p->part >= 0)
+		part_finish(p, "STOPPED");
+	else if (stopping)
 		finish(p, CB_STATUS_STOPPED);
 }
 
@@ -292,7 +348,8 @@ static void rollback(sim_proc *p)
  * the fence, log; then COMMIT (or leave the transaction open: open). */
 static void do_chunk(sim *s, sim_proc *p, int open)
 {
-	char run[24], step[24], ver[24], exec[24], tok[24], lease[24], n[8], sum[24], ctxj[64];
+	char run[24], part[8], step[24], ver[24], exec[24], tok[24], lease[24], n[8], sum[24];
+	char ctxj[64];
 	char pidbuf[16], code[8], ids[256] = "{";
 	const char *start = NULL;
 	cb_error err = CB_ERROR_INIT;
@@ -301,18 +358,20 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	long long total = 0;
 
 	snprintf(run, sizeof(run), "%lld", p->run);
+	snprintf(part, sizeof(part), "%d", p->part);
 	if (cb__conn_session(&spid, &start, p->conn, &err) < 0) {
 		sayerr(p, "session", &err);
 		return;
 	}
 	cmd(p, "BEGIN");
 	{
-		const char *v[1] = { run };
+		const char *v[2] = { run, part };
 
 		res = q(p,
 			"SELECT id, amount FROM sim_item WHERE run = $1::int AND status = 'new' "
-			"ORDER BY id LIMIT " CB_SIM_STR(SIM_CHUNK),
-			1, v, NULL);
+			"AND ($2::int < 0 OR part = $2::int) ORDER BY id LIMIT " CB_SIM_STR(
+				SIM_CHUNK),
+			2, v, NULL);
 	}
 	if (!res) {
 		rollback(p);
@@ -328,6 +387,10 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	PQclear(res);
 	if (page == 0) {
 		rollback(p);
+		if (p->part >= 0) {
+			part_finish(p, "COMPLETED");
+			return;
+		}
 		say(p, "run done%s%s", "", "");
 		finish(p, CB_STATUS_COMPLETED);
 		return;
@@ -371,7 +434,7 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	snprintf(step, sizeof(step), "%lld", p->step_id);
 	snprintf(ver, sizeof(ver), "%lld", p->version);
 	snprintf(exec, sizeof(exec), "%lld", p->exec_id);
-	snprintf(tok, sizeof(tok), "%lld", p->token);
+	snprintf(tok, sizeof(tok), "%lld", p->ltoken);
 	snprintf(lease, sizeof(lease), "%.1f", SIM_LEASE);
 	snprintf(n, sizeof(n), "%d", page);
 	snprintf(ctxj, sizeof(ctxj), "{\"last\": %d}", page);
@@ -393,7 +456,7 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 				      ctxj,
 				      exec,
 				      NULL,
-				      fence ? SIM_LOCK : NULL,
+				      fence ? p->lock : NULL,
 				      fence ? tok : NULL,
 				      fence ? lease : NULL,
 				      pidbuf,
@@ -410,13 +473,13 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	stopping = strcmp(PQgetvalue(res, 0, 0), "STOPPING") == 0;
 	PQclear(res);
 	{
-		const char *v[4] = { exec, run, tok, sum };
+		const char *v[5] = { exec, run, tok, sum, p->lock };
 
 		res = q(p,
-			"INSERT INTO sim_chunk (job_execution_id, run, token, cur_token, amount) "
-			"SELECT $1::bigint, $2::int, $3::bigint, (SELECT fencing_token FROM batch_lock "
-			"WHERE lock_name = '" SIM_LOCK "' FOR SHARE), $4::bigint",
-			4, v, NULL);
+			"INSERT INTO sim_chunk (job_execution_id, run, lock_name, token, cur_token, "
+			"amount) SELECT $1::bigint, $2::int, $5, $3::bigint, (SELECT fencing_token "
+			"FROM batch_lock WHERE lock_name = $5 FOR SHARE), $4::bigint",
+			5, v, NULL);
 	}
 	if (!res) {
 		rollback(p);
@@ -432,6 +495,75 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 			return;
 	}
 	commit(s, p, stopping);
+}
+
+/* A worker claims a partition of any execution (batch_partition_claim). */
+static void do_claim(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	const char *jobs[1] = { SIM_JOB };
+	cb__claim c;
+	PGresult *res;
+	char id[24];
+
+	(void)s;
+	if (cb__repo_partition_claim(&c, p->conn, p->owner, "sim", SIM_LEASE, jobs, 1, 0, NULL,
+				     &err) < 0) {
+		sayerr(p, "claim", &err);
+		return;
+	}
+	if (!c.found) {
+		say(p, "nothing to claim%s%s", "", "");
+		return;
+	}
+	snprintf(id, sizeof(id), "%lld", c.job_instance_id);
+	{
+		const char *v[1] = { id };
+
+		res = q(p,
+			"SELECT ltrim(job_key, '0') FROM batch_job_instance WHERE job_instance_id = $1",
+			1, v, NULL);
+	}
+	if (!res)
+		return;
+	p->run = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	p->part = c.partition_index;
+	p->exec_id = c.job_execution_id;
+	p->step_id = c.step_execution_id;
+	p->version = c.version;
+	p->ltoken = c.fencing_token;
+	snprintf(p->lock, sizeof(p->lock), "%s", c.lock_name);
+	p->state = S_RUNNING;
+	snprintf(id, sizeof(id), "%lld", c.fencing_token);
+	say(p, "claimed %s token %s", c.lock_name, id);
+}
+
+/* The manager polls its partitions; when none runs or waits, it ends. */
+static void do_poll(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__partition_poll pp;
+	cb_status st;
+	char m[64];
+
+	(void)s;
+	if (cb__repo_partitions_poll(&pp, p->conn, p->step_id, &err) < 0) {
+		sayerr(p, "poll", &err);
+		return;
+	}
+	snprintf(m, sizeof(m), "%lld/%lld complete, %lld running, %lld open", pp.completed,
+		 pp.total, pp.running, pp.open);
+	say(p, "poll: %s%s", m, "");
+	if (pp.running + pp.open > 0)
+		return;
+	st = pp.failed ? CB_STATUS_FAILED : pp.stopped ? CB_STATUS_STOPPED : CB_STATUS_COMPLETED;
+	if (cb__repo_partitions_end(p->conn, p->step_id, st, NULL, NULL, &err) < 0) {
+		sayerr(p, "partitions end", &err);
+		return;
+	}
+	p->step_id = 0;
+	finish(p, st);
 }
 
 /* The operator: stop the newest live execution, abandon the newest ended
@@ -491,6 +623,12 @@ static void run_action(sim *s, sim_proc *p, int a)
 		break;
 	case A_COMMIT:
 		commit(s, p, 0);
+		break;
+	case A_CLAIM:
+		do_claim(s, p);
+		break;
+	case A_POLL:
+		do_poll(s, p);
 		break;
 	case A_STOP:
 	case A_ABANDON:
@@ -611,6 +749,11 @@ static int actions(const sim *s, const sim_proc *p, int *out)
 	switch (p->state) {
 	case S_IDLE:
 		out[n++] = A_ACQUIRE;
+		out[n++] = A_CLAIM;
+		break;
+	case S_MANAGING:
+		out[n++] = A_POLL;
+		out[n++] = A_HEARTBEAT;
 		break;
 	case S_LOCKED:
 		out[n++] = A_LAUNCH;
@@ -689,6 +832,7 @@ void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
 		}
 		p->state = S_IDLE;
 		p->exec_id = p->step_id = p->token = 0;
+		p->part = -1;
 		snprintf(out, size, "born as %s", p->owner);
 		return;
 	}
