@@ -32,9 +32,11 @@
 #define SIM_ITEMS            9    /* items per run (per job instance) */
 #define SIM_RUNS             12   /* job instances, run 1.. */
 #define SIM_CHUNK            3    /* items per chunk */
-#define SIM_PARTS            3    /* partitions of a partitioned run (every third run) */
-#define SIM_PARTITIONED(run) ((run) % 3 == 0)
-#define SIM_MSG              512
+#define SIM_PARTS            3    /* partitions of a partitioned run (two runs in three) */
+#define SIM_PARTITIONED(run) ((run) % 3 != 1)
+/* and of those, every other one's workers drain one queue (FOR UPDATE SKIP LOCKED) */
+#define SIM_QUEUE(run) ((run) % 3 == 0)
+#define SIM_MSG        512
 /* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
 #define SIM_RUN_ENDED                                                                              \
 	"SELECT 1 FROM batch_job_instance ji JOIN batch_job_execution e USING (job_instance_id) "  \

@@ -344,6 +344,29 @@ static void rollback(sim_proc *p)
 	p->state = S_RUNNING;
 }
 
+/* The work-queue reader's end-of-input check (readers/pg_queue.c,
+ * look_at_locked): the xmax of every row still matching, then
+ * batch_queue_holders. 'd' done, 'c' claim again, 'w' wait. */
+static char queue_end(sim_proc *p, const char *run)
+{
+	char step[24], exec[24], verdict;
+	const char *v[3] = { run, exec, step };
+	PGresult *res;
+
+	snprintf(exec, sizeof(exec), "%lld", p->exec_id);
+	snprintf(step, sizeof(step), "%lld", p->step_id);
+	res = q(p,
+		"WITH x AS (SELECT DISTINCT xmax::text AS x FROM sim_item WHERE run = $1::int "
+		"AND status = 'new') SELECT verdict FROM batch_queue_holders((SELECT "
+		"coalesce(array_agg(x), '{}') FROM x), $2::bigint, $3::bigint)",
+		3, v, NULL);
+	if (!res)
+		return 'w';
+	verdict = PQgetvalue(res, 0, 0)[0];
+	PQclear(res);
+	return verdict;
+}
+
 /* One chunk: page, strict transition, add into the target, checkpoint under
  * the fence, log; then COMMIT (or leave the transaction open: open). */
 static void do_chunk(sim *s, sim_proc *p, int open)
@@ -354,7 +377,7 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	const char *start = NULL;
 	cb_error err = CB_ERROR_INIT;
 	PGresult *res;
-	int spid = 0, page, stopping;
+	int spid = 0, page, stopping, queue = p->part >= 0 && SIM_QUEUE(p->run);
 	long long total = 0;
 
 	snprintf(run, sizeof(run), "%lld", p->run);
@@ -367,10 +390,16 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	{
 		const char *v[2] = { run, part };
 
+		/* A queue run's workers all drain the run's items, as the work-queue
+		 * reader claims them (readers/pg_queue.c: FOR UPDATE SKIP LOCKED,
+		 * in the chunk transaction); the others page their own part. */
 		res = q(p,
-			"SELECT id, amount FROM sim_item WHERE run = $1::int AND status = 'new' "
-			"AND ($2::int < 0 OR part = $2::int) ORDER BY id LIMIT " CB_SIM_STR(
-				SIM_CHUNK),
+			queue ? "SELECT id, amount FROM sim_item WHERE run = $1::int AND status = "
+				"'new' AND $2::int IS NOT NULL ORDER BY id LIMIT " CB_SIM_STR(
+					SIM_CHUNK) " FOR UPDATE SKIP LOCKED" :
+				"SELECT id, amount FROM sim_item WHERE run = $1::int AND status = "
+				"'new' AND ($2::int < 0 OR part = $2::int) ORDER BY id "
+				"LIMIT " CB_SIM_STR(SIM_CHUNK),
 			2, v, NULL);
 	}
 	if (!res) {
@@ -385,6 +414,17 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 	}
 	strcat(ids, "}");
 	PQclear(res);
+	if (queue && page == 0) {
+		/* A short claim: is that the end of the queue? */
+		char verdict = queue_end(p, run);
+
+		if (verdict != 'd') {
+			rollback(p);
+			say(p, "queue: %s%s", verdict == 'w' ? "rows held, wait" : "claim again",
+			    "");
+			return;
+		}
+	}
 	if (page == 0) {
 		rollback(p);
 		if (p->part >= 0) {
