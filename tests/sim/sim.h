@@ -36,6 +36,10 @@
 #define SIM_PARTITIONED(run) ((run) % 3 != 1)
 /* and of those, every other one's workers drain one queue (FOR UPDATE SKIP LOCKED) */
 #define SIM_QUEUE(run) ((run) % 3 == 0)
+#define SIM_SCHEDULE   "sim"        /* every 10 s, overlap SKIP */
+#define SIM_EPOCH_UNIX 1893456000LL /* 2030-01-01 00:00:00 UTC, virtual time 0 */
+#define SIM_SCHEDULE   "sim"        /* every 10 s, overlap SKIP */
+#define SIM_EPOCH_UNIX 1893456000LL /* 2030-01-01 00:00:00 UTC: virtual time 0 */
 #define SIM_MSG        512
 /* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
 #define SIM_RUN_ENDED                                                                              \
@@ -50,6 +54,7 @@ enum sim_bug {
 	BUG_NONE,
 	BUG_NOFENCE,     /* the chunk's checkpoint skips the fence (p_lock_name NULL) */
 	BUG_IGNORE_LOST, /* a lost heartbeat is ignored and the chunk written unfenced */
+	BUG_NOCAS,       /* a claimed instant is launched without the compare-and-set */
 };
 
 /* One step's decisions, made before the run (a pure function of the seed). */
@@ -80,7 +85,8 @@ enum sim_state {
 	S_LOCKED,   /* holds the lock, no execution yet */
 	S_RUNNING,  /* runs an execution under the lock, or (part >= 0) a claimed partition */
 	S_MANAGING, /* runs a partitioned execution under the lock: polls its partitions */
-	S_IN_CHUNK  /* its chunk transaction is open (checkpointed, not committed) */
+	S_IN_CHUNK, /* its chunk transaction is open (checkpointed, not committed) */
+	S_FIRING    /* a scheduler node: the child of the firing it launched runs */
 };
 
 typedef struct sim_proc {
@@ -97,6 +103,7 @@ typedef struct sim_proc {
 	char lock[64];       /* the lock its chunks are fenced by (the job's, or the partition's) */
 	long long ltoken;    /* and that lock's token */
 	char wstep[64];      /* a worker's partition step name */
+	long long firing_id; /* S_FIRING: its firing */
 	long long chunk_sum; /* the open chunk's items' sum, added on commit */
 	int chunk_items;
 	/* the thread that runs its actions */
@@ -126,6 +133,7 @@ typedef struct sim {
 	int quiet_now;                     /* the step is of the quiet phase */
 	long long committed[SIM_RUNS + 1]; /* what the simulator saw commit, per run */
 	long long max_token;
+	long long launched_firing;         /* a firing launched in this step, checked for overlap */
 	sim_proc procs[SIM_MAX_PROCS + 1]; /* + the operator */
 	char violation[SIM_MSG];           /* the first invariant that failed */
 	char invariant[64];                /* its name */

@@ -13,6 +13,9 @@
  *                    holder, and one live execution of the job (job scope)
  *   fenced-chunk     every committed chunk was checkpointed under the token
  *                    that was current when it committed
+ *   instant-once     each fire instant of a schedule claimed at most once
+ *   skip-overlap     a firing launched (overlap SKIP) while no other firing of
+ *                    its schedule lived (batch_schedule_live_firing, at once)
  *   one-live-exec    never two live executions of one instance
  *   no-double-apply  each run's target equals the sum of its items marked
  *                    done, of its committed chunks, and of what the
@@ -115,6 +118,32 @@ int sim_check(sim *s)
 		 "WHERE coalesce(t.total, 0) <> i.done OR coalesce(c.amount, 0) <> i.done "
 		 "ORDER BY i.run LIMIT 1") < 0)
 		return -1;
+	if (none(s, "instant-once",
+		 "SELECT format('schedule %s: instant %s claimed %s times', schedule_id, fire_time, "
+		 "count(*)) FROM batch_schedule_firing GROUP BY schedule_id, fire_time "
+		 "HAVING count(*) > 1 LIMIT 1") < 0)
+		return -1;
+	if (s->launched_firing) {
+		/* Launched under overlap SKIP: no other firing of its schedule lived. */
+		char id[24], m[SIM_MSG];
+		const char *v[1] = { id };
+
+		snprintf(id, sizeof(id), "%lld", s->launched_firing);
+		res = sim_q(s,
+			    "SELECT l.why FROM batch_schedule_firing f, LATERAL "
+			    "batch_schedule_live_firing(f.schedule_id, f.firing_id) l "
+			    "WHERE f.firing_id = $1::bigint AND l.firing_id IS NOT NULL",
+			    1, v);
+		if (!res)
+			return fail(s, "query", "live firing");
+		if (PQntuples(res) > 0) {
+			snprintf(m, sizeof(m), "firing %s launched under SKIP while %.400s", id,
+				 PQgetvalue(res, 0, 0));
+			PQclear(res);
+			return fail(s, "skip-overlap", m);
+		}
+		PQclear(res);
+	}
 	res = sim_q(s, "SELECT run, coalesce(total, 0) FROM sim_total ORDER BY run", 0, NULL);
 	if (!res)
 		return fail(s, "query", "sim_total");
@@ -145,7 +174,8 @@ int sim_check_live(sim *s, int final)
 	res = sim_q(
 		s,
 		"SELECT (SELECT count(*) FROM batch_job_execution "
-		" WHERE batch_status_is_live(status)), "
+		" WHERE batch_status_is_live(status)) + (SELECT count(*) FROM "
+		" batch_schedule_firing WHERE status IN ('CLAIMED', 'LAUNCHED')), "
 		"(SELECT count(DISTINCT run) FROM sim_item i WHERE NOT EXISTS (" SIM_RUN_ENDED
 		") AND EXISTS (SELECT 1 FROM batch_job_instance ji WHERE ji.job_name = '" SIM_JOB
 		"' AND ji.job_key = lpad(i.run::text, 32, '0')))",
@@ -155,7 +185,7 @@ int sim_check_live(sim *s, int final)
 	ok = atoll(PQgetvalue(res, 0, 0)) == 0 && atoll(PQgetvalue(res, 0, 1)) == 0;
 	snprintf(
 		m, sizeof(m),
-		"after the quiet steps: %s live execution(s), %s run(s) begun, neither complete nor "
+		"after the quiet steps: %s live execution(s) or firing(s), %s run(s) begun, neither complete nor "
 		"abandoned",
 		PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
 	PQclear(res);

@@ -35,6 +35,7 @@
 #include <cbatch.h>
 
 #include "cbtest.h"
+#include "schedule_repo.h"
 #include "sim.h"
 
 /* ---- the PRNG: splitmix64 (never rand()) ---- */
@@ -62,7 +63,8 @@ struct opts {
 	const char *trace_in, *trace_out;
 };
 
-static const char *const bug_names[] = { "none", "nofence", "ignore-lost" };
+static const char *const bug_names[] = { "none", "nofence", "ignore-lost", "nocas" };
+#define NBUGS 4
 
 /* ---- the decisions ---- */
 
@@ -134,7 +136,7 @@ static int read_plan(plan *out, struct opts *o, const char *path)
 		if (sscanf(line, "# cbatch sim trace: seed %llu procs %d bug %31s", &seed,
 			   &o->procs, bug) == 3) {
 			o->seed = seed;
-			for (int b = 0; b < 3; b++)
+			for (int b = 0; b < NBUGS; b++)
 				if (strcmp(bug, bug_names[b]) == 0)
 					o->bug = (enum sim_bug)b;
 			continue;
@@ -295,6 +297,33 @@ static void trace_add(sim *s, const char *line)
 	}
 }
 
+/* The schedule its nodes fire: every 10 s of virtual time from t=10,
+ * overlap SKIP (the default), through the real cb__repo_schedule_add. */
+static int add_schedule(sim *s)
+{
+	cb__schedule def;
+	cb_error err = CB_ERROR_INIT;
+	long long id;
+	int rc;
+
+	memset(&def, 0, sizeof(def));
+	snprintf(def.name, sizeof(def.name), "%s", SIM_SCHEDULE);
+	snprintf(def.cron, sizeof(def.cron), "*/10 * * * * *");
+	snprintf(def.zone, sizeof(def.zone), "UTC");
+	snprintf(def.job, sizeof(def.job), "sim_fired");
+	snprintf(def.overlap, sizeof(def.overlap), "SKIP");
+	def.parameters = json_array();
+	def.grace_seconds = 3600;
+	def.recover_attempts = 3;
+	def.has_next = 1;
+	def.next_fire = SIM_EPOCH_UNIX + 10;
+	rc = cb__repo_schedule_add(&id, s->admin, &def, &err);
+	json_decref(def.parameters);
+	if (rc < 0)
+		fprintf(stderr, "sim: add schedule: %s\n", err.message);
+	return rc;
+}
+
 static int seed_items(sim *s)
 {
 	uint64_t x = s->seed ^ 0x5eed5eedULL;
@@ -326,7 +355,7 @@ static int run(sim *s, const plan *pl)
 		return -1;
 	s->admin = PQconnectdb(s->conninfo);
 	PQsetNoticeProcessor(s->admin, quiet_notice, NULL);
-	if (PQstatus(s->admin) != CONNECTION_OK || seed_items(s) < 0) {
+	if (PQstatus(s->admin) != CONNECTION_OK || seed_items(s) < 0 || add_schedule(s) < 0) {
 		fprintf(stderr, "sim: %s", PQerrorMessage(s->admin));
 		rc = -1;
 		goto done;
@@ -362,6 +391,7 @@ static int run(sim *s, const plan *pl)
 			continue;
 		s->quiet_now = d->quiet;
 		s->vnow += d->advance;
+		s->launched_firing = 0;
 		for (int i = 0; i <= SIM_MAX_PROCS; i++)
 			was_waiting[i] = s->procs[i].has_thread && s->procs[i].busy;
 		sim_fault(s, d, fault, sizeof(fault));
@@ -513,7 +543,7 @@ static void shrink(sim *s, const struct opts *o, plan *pl, const char *invariant
 static int usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed S] [--seeds K] [--steps N] [--procs P] [--quiet Q] "
-			"[--bug nofence|ignore-lost] [--trace FILE] [--trace-out FILE] "
+			"[--bug nofence|ignore-lost|nocas] [--trace FILE] [--trace-out FILE] "
 			"[--no-shrink] [--expect-violation] [-v]\n");
 	return 2;
 }
@@ -554,7 +584,7 @@ static int parse(struct opts *o, int argc, char **argv)
 			o->trace_out = v;
 		else if (strcmp(a, "--bug") == 0) {
 			o->bug = BUG_NONE;
-			for (int b = 1; b < 3; b++)
+			for (int b = 1; b < NBUGS; b++)
 				if (strcmp(v, bug_names[b]) == 0)
 					o->bug = (enum sim_bug)b;
 			if (o->bug == BUG_NONE)

@@ -28,6 +28,7 @@
 #include <cbatch.h>
 
 #include "repo.h"
+#include "schedule_repo.h"
 #include "sim.h"
 
 enum action {
@@ -43,11 +44,16 @@ enum action {
 	A_FORCE_UNLOCK,
 	A_CLAIM,
 	A_POLL,
+	A_FIRE,
+	A_FIRE_END,
+	A_FIRE_BEAT,
 };
 
-static const char *const action_names[] = { "nothing", "acquire",      "launch", "heartbeat",
-					    "chunk",   "chunk-open",   "commit", "stop",
-					    "abandon", "force-unlock", "claim",  "poll" };
+static const char *const action_names[] = {
+	"nothing",    "acquire", "launch", "heartbeat", "chunk",
+	"chunk-open", "commit",  "stop",   "abandon",   "force-unlock",
+	"claim",      "poll",    "fire",   "fire-end",  "node-beat",
+};
 
 static void say(sim_proc *p, const char *fmt, const char *a, const char *b)
 {
@@ -606,6 +612,131 @@ static void do_poll(sim *s, sim_proc *p)
 	finish(p, st);
 }
 
+/* A scheduler node's tick, as framework/scheduler.c's: its heartbeat, the
+ * firings of gone nodes orphaned, then the next instant of the schedule
+ * claimed if due (by the node's clock) and launched through the
+ * compare-and-set. Once the faults stopped, no new instant (liveness). */
+static void do_fire(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__claim_req rq;
+	cb__claim_res rs;
+	json_t *orphans = NULL;
+	PGresult *res;
+	long long sid, version, next, now;
+	double db_now;
+	char key[40], found[64], m[64];
+	int launched = 0;
+
+	if (cb__repo_scheduler_heartbeat(&db_now, p->conn, p->owner, "simhost", p->pid, SIM_LEASE,
+					 &err) < 0 ||
+	    cb__repo_schedule_orphans(&orphans, p->conn, p->owner, &err) < 0) {
+		sayerr(p, "node", &err);
+		json_decref(orphans);
+		return;
+	}
+	if (json_array_size(orphans)) {
+		snprintf(m, sizeof(m), "%zu", json_array_size(orphans));
+		say(p, "orphaned %s firing(s)%s", m, "");
+	}
+	json_decref(orphans);
+	if (s->quiet_now) {
+		say(p, "node alive, claims nothing (quiet)%s%s", "", "");
+		return;
+	}
+	res = q(p,
+		"SELECT schedule_id, version, extract(epoch FROM next_fire_time)::bigint, "
+		"extract(epoch FROM batch_now())::bigint FROM batch_schedule "
+		"WHERE schedule_name = '" SIM_SCHEDULE "' AND next_fire_time IS NOT NULL",
+		0, NULL, NULL);
+	if (!res)
+		return;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		say(p, "no instant%s%s", "", "");
+		return;
+	}
+	sid = atoll(PQgetvalue(res, 0, 0));
+	version = atoll(PQgetvalue(res, 0, 1));
+	next = atoll(PQgetvalue(res, 0, 2));
+	now = atoll(PQgetvalue(res, 0, 3));
+	PQclear(res);
+	if (next > now) {
+		say(p, "next instant not due%s%s", "", "");
+		return;
+	}
+	snprintf(key, sizeof(key), "f%031lld", next);
+	memset(&rq, 0, sizeof(rq));
+	rq.schedule_id = sid;
+	rq.version = version;
+	rq.fire_time = next;
+	rq.kind = "SCHEDULED";
+	rq.param_time = next;
+	rq.next_fire = next + 10;
+	rq.node = p->owner;
+	rq.job_key = key;
+	rq.parameters = "[]";
+	if (cb__repo_schedule_claim(&rs, p->conn, &rq, &err) < 0) {
+		sayerr(p, "schedule claim", &err);
+		return;
+	}
+	snprintf(m, sizeof(m), "t+%lld", next - SIM_EPOCH_UNIX);
+	if (rs.outcome != CB__CLAIM_CLAIMED) {
+		say(p, "instant %s: %s", m,
+		    rs.outcome == CB__CLAIM_OVERLAP ? "skipped, overlaps a live firing" :
+		    rs.outcome == CB__CLAIM_SKIPPED ? "claimed by another node" :
+						      "not claimed (changed, gone or queued)");
+		return;
+	}
+	if (s->bug == BUG_NOCAS)
+		launched = 1; /* the bug: launched without the compare-and-set */
+	else if (cb__repo_schedule_launch(&launched, found, sizeof(found), p->conn, rs.firing_id,
+					  p->owner, p->pid, "sim", &err) < 0) {
+		sayerr(p, "launch", &err);
+		return;
+	}
+	if (!launched) {
+		say(p, "instant %s: not launched (%s)", m, found);
+		return;
+	}
+	if (cb__repo_schedule_launched(p->conn, rs.firing_id, p->owner, p->pid, NULL, &err) < 0) {
+		sayerr(p, "launched", &err);
+		return;
+	}
+	p->firing_id = rs.firing_id;
+	p->state = S_FIRING;
+	s->launched_firing = rs.firing_id;
+	say(p, "instant %s claimed and launched", m, "");
+}
+
+/* The child of its firing exits 0 (or the node beats while it runs). */
+static void do_fire_end(sim *s, sim_proc *p, int end)
+{
+	cb_error err = CB_ERROR_INIT;
+	double db_now;
+	long long exec_id;
+	char st[16];
+
+	(void)s;
+	if (cb__repo_scheduler_heartbeat(&db_now, p->conn, p->owner, "simhost", p->pid, SIM_LEASE,
+					 &err) < 0) {
+		sayerr(p, "node", &err);
+		return;
+	}
+	if (!end) {
+		say(p, "node alive%s%s", "", "");
+		return;
+	}
+	if (cb__repo_schedule_finished(&exec_id, st, p->conn, p->firing_id, p->owner, 0, "", 0,
+				       &err) < 0) {
+		sayerr(p, "finished", &err);
+		return;
+	}
+	say(p, "firing finished%s%s", "", "");
+	p->state = S_IDLE;
+	p->firing_id = 0;
+}
+
 /* The operator: stop the newest live execution, abandon the newest ended
  * one, or force-unlock the lock, through the real admin calls. */
 static void do_operator(sim *s, sim_proc *p, int what)
@@ -669,6 +800,13 @@ static void run_action(sim *s, sim_proc *p, int a)
 		break;
 	case A_POLL:
 		do_poll(s, p);
+		break;
+	case A_FIRE:
+		do_fire(s, p);
+		break;
+	case A_FIRE_END:
+	case A_FIRE_BEAT:
+		do_fire_end(s, p, a == A_FIRE_END);
 		break;
 	case A_STOP:
 	case A_ABANDON:
@@ -790,6 +928,11 @@ static int actions(const sim *s, const sim_proc *p, int *out)
 	case S_IDLE:
 		out[n++] = A_ACQUIRE;
 		out[n++] = A_CLAIM;
+		out[n++] = A_FIRE;
+		break;
+	case S_FIRING:
+		out[n++] = A_FIRE_END;
+		out[n++] = A_FIRE_BEAT;
 		break;
 	case S_MANAGING:
 		out[n++] = A_POLL;
