@@ -47,12 +47,13 @@ enum action {
 	A_FIRE,
 	A_FIRE_END,
 	A_FIRE_BEAT,
+	A_CLEANUP,
 };
 
 static const char *const action_names[] = {
-	"nothing",    "acquire", "launch", "heartbeat", "chunk",
-	"chunk-open", "commit",  "stop",   "abandon",   "force-unlock",
-	"claim",      "poll",    "fire",   "fire-end",  "node-beat",
+	"nothing", "acquire",  "launch",    "heartbeat",    "chunk", "chunk-open",
+	"commit",  "stop",     "abandon",   "force-unlock", "claim", "poll",
+	"fire",    "fire-end", "node-beat", "cleanup",
 };
 
 static void say(sim_proc *p, const char *fmt, const char *a, const char *b)
@@ -747,6 +748,22 @@ static void do_operator(sim *s, sim_proc *p, int what)
 	long long id;
 
 	(void)s;
+	if (what == A_CLEANUP) {
+		/* What ended over 20 s (virtual) ago, with its audit and idle lock rows. */
+		cb_cleanup_options o = CB_CLEANUP_OPTIONS_INIT;
+		cb_cleanup_result r;
+		char m[96];
+
+		o.older_than_seconds = 20;
+		if (cb_repo_cleanup(&r, p->conn, &o, &err) < 0) {
+			sayerr(p, "cleanup", &err);
+			return;
+		}
+		snprintf(m, sizeof(m), "%lld execution(s), %lld lock(s)", r.removed.job_executions,
+			 r.removed.locks);
+		say(p, "cleanup removed %s%s", m, "");
+		return;
+	}
 	if (what == A_FORCE_UNLOCK) {
 		if (cb_lock_force_unlock(p->conn, SIM_LOCK, "operator", "sim", &err) < 0)
 			sayerr(p, "force-unlock", &err);
@@ -811,6 +828,7 @@ static void run_action(sim *s, sim_proc *p, int a)
 	case A_STOP:
 	case A_ABANDON:
 	case A_FORCE_UNLOCK:
+	case A_CLEANUP:
 		do_operator(s, p, a);
 		break;
 	default:
@@ -920,6 +938,7 @@ static int actions(const sim *s, const sim_proc *p, int *out)
 		out[n++] = A_STOP;
 		out[n++] = A_ABANDON;
 		out[n++] = A_FORCE_UNLOCK;
+		out[n++] = A_CLEANUP;
 		out[n++] = A_NOTHING;
 		out[n++] = A_NOTHING;
 		return n;
@@ -978,7 +997,8 @@ static int settled(sim *s, sim_proc *p)
 		p->waiting = 0;
 		return 1;
 	}
-	if (p->posted != A_ACQUIRE && p->posted != A_FORCE_UNLOCK && blocked(s, p->pid)) {
+	if (p->posted != A_ACQUIRE && p->posted != A_FORCE_UNLOCK && p->posted != A_CLEANUP &&
+	    blocked(s, p->pid)) {
 		p->waiting = 1;
 		return 1;
 	}
