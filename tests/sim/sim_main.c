@@ -20,8 +20,11 @@
  * clock read of the repository goes through batch_now() (branch h-csql), the
  * template also shadows clock_timestamp() and now() with functions of schema
  * `sim`, first in the simulated sessions' search_path, that read the same
- * setting (cbatch.virtual_now): the lease judgments then follow virtual time
- * already, and nothing changes once the repository reads batch_now().
+ * setting (cbatch.virtual_now), and sets the columns' defaults that read
+ * the clock (bound to pg_catalog's when their tables were made, so no
+ * search_path reaches them) to batch_now(): the lease judgments then follow
+ * virtual time already, and nothing changes once the repository reads
+ * batch_now().
  *
  * Exit: 0 no violation (or, with --expect-violation, a violation found and
  * shrunk to fewer steps), 1 otherwise, 2 on usage or setup errors.
@@ -205,6 +208,16 @@ static const char sim_schema_sql[] =
 	" pg_catalog.clock_timestamp()) $$;"
 	"CREATE FUNCTION sim.now() RETURNS timestamptz LANGUAGE sql VOLATILE AS "
 	"$$ SELECT sim.clock_timestamp() $$;"
+	/* Column defaults were bound to pg_catalog's clock when their tables were
+	 * made: they read the virtual clock too (batch_scheduler_node's first
+	 * heartbeat_at, for one, comes from its default). */
+	"DO $$ DECLARE c record; BEGIN FOR c IN SELECT a.attrelid::regclass AS t, a.attname "
+	" FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+	" JOIN pg_class k ON k.oid = a.attrelid JOIN pg_namespace n ON n.oid = k.relnamespace "
+	" WHERE n.nspname = 'public' AND pg_get_expr(d.adbin, d.adrelid) IN "
+	" ('clock_timestamp()', 'now()', 'CURRENT_TIMESTAMP') LOOP "
+	" EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT batch_now()', c.t, c.attname);"
+	" END LOOP; END $$;"
 	"CREATE TABLE public.sim_item (id bigserial PRIMARY KEY, run int NOT NULL, "
 	" part int NOT NULL, amount bigint NOT NULL, status text NOT NULL DEFAULT 'new');"
 	"CREATE TABLE public.sim_total (run int PRIMARY KEY, total bigint NOT NULL);"
