@@ -104,6 +104,7 @@ typedef struct sim_proc {
 	long long ltoken;    /* and that lock's token */
 	char wstep[64];      /* a worker's partition step name */
 	long long firing_id; /* S_FIRING: its firing */
+	double last_beat;    /* virtual time of its last heartbeat */
 	long long chunk_sum; /* the open chunk's items' sum, added on commit */
 	int chunk_items;
 	/* the thread that runs its actions */
@@ -153,6 +154,8 @@ void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
 void sim_settle(sim *s);
 int sim_proc_can_act(const sim *s, const sim_proc *p);
 const char *sim_proc_result(const sim_proc *p);
+/* The heartbeat threads' beats that are due, after a step's action. */
+void sim_background(sim *s, char *out, size_t size);
 void sim_proc_time(const sim *s, const sim_proc *p, char *out, size_t size);
 
 /* sim_faults.c */

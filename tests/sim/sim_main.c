@@ -360,7 +360,8 @@ static int seed_items(sim *s)
  */
 static int run(sim *s, const plan *pl)
 {
-	char name[64], who[16], line[SIM_MSG * 2], fault[SIM_MSG], act[SIM_MSG];
+	char name[64], who[16], line[SIM_MSG * 4], fault[SIM_MSG], act[SIM_MSG];
+	char beats[SIM_MSG * 2];
 	int rc = 0, quiet_ok = 0;
 
 	s->violation[0] = s->invariant[0] = '\0';
@@ -412,12 +413,18 @@ static int run(sim *s, const plan *pl)
 			snprintf(act, sizeof(act), "%s", p->busy ? "(waiting)" : "(frozen)");
 		else
 			sim_proc_turn(s, p, d->choice, act, sizeof(act));
+		sim_background(s, beats, sizeof(beats));
 		if (d->actor == SIM_OPERATOR)
 			snprintf(who, sizeof(who), "op");
 		else
 			snprintf(who, sizeof(who), "p%d", d->actor);
 		snprintf(line, sizeof(line), "%4d t=%-6.0f %-4s %-30s %s%.*s", s->step, s->vnow,
 			 who, fault[0] ? fault : "-", d->quiet ? "[quiet] " : "", 300, act);
+		if (beats[0]) {
+			size_t l = strlen(line);
+
+			snprintf(line + l, sizeof(line) - l, "%s", beats);
+		}
 		for (int i = 0; i <= SIM_MAX_PROCS; i++) {
 			sim_proc *w = &s->procs[i];
 
@@ -514,7 +521,7 @@ static void shrink(sim *s, const struct opts *o, plan *pl, const char *invariant
 			/* The removed steps' time goes to the next step kept: what
 			 * stays happens at the same virtual times. */
 			for (int j = 0; j < pl->n; j++) {
-				if (j >= i && j < i + chunk) {
+				if (j >= i && j < i + chunk && !pl->d[j].quiet) {
 					carry += pl->d[j].advance;
 					continue;
 				}
@@ -523,6 +530,10 @@ static void shrink(sim *s, const struct opts *o, plan *pl, const char *invariant
 				carry = 0;
 			}
 			c.n = k;
+			if (k == pl->n) { /* only quiet steps there: kept */
+				i += chunk;
+				continue;
+			}
 			runs++;
 			if (k > 0 && still_fails(s, o, &c, invariant)) {
 				memcpy(pl->d, c.d, (size_t)c.n * sizeof(*c.d));

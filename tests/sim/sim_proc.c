@@ -1022,6 +1022,22 @@ void sim_settle(sim *s)
 	}
 }
 
+/* Post action @p a to @p p's thread and settle. */
+static void post(sim *s, sim_proc *p, int a)
+{
+	p->result[0] = '\0';
+	if (a == A_HEARTBEAT || a == A_FIRE_BEAT || a == A_ACQUIRE || a == A_FIRE || a == A_CLAIM ||
+	    a == A_CHUNK)
+		p->last_beat = s->vnow;
+	pthread_mutex_lock(&p->mu);
+	p->action = a;
+	p->posted = a;
+	p->busy = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	sim_settle(s);
+}
+
 void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
 {
 	int acts[8], n, a;
@@ -1053,15 +1069,40 @@ void sim_proc_turn(sim *s, sim_proc *p, uint32_t choice, char *out, size_t size)
 		return;
 	}
 	a = acts[choice % (uint32_t)n];
-	p->result[0] = '\0';
-	pthread_mutex_lock(&p->mu);
-	p->action = a;
-	p->posted = a;
-	p->busy = 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	sim_settle(s);
+	post(s, p, a);
 	snprintf(out, size, "%s: %s", action_names[a], p->busy ? "WAITING on a lock" : p->result);
+}
+
+/*
+ * The engine's heartbeat thread, which beats whatever the process's main
+ * loop does: each process that holds a lock (the job's, a partition's) or
+ * runs a firing, that is neither frozen, waiting, disconnected nor inside
+ * its chunk transaction (whose connection its beat would join), beats once a
+ * third of a lease of virtual time has passed since its last beat. In slot
+ * order, after the step's action: as deterministic as the rest.
+ */
+void sim_background(sim *s, char *out, size_t size)
+{
+	out[0] = '\0';
+	for (int i = 0; i < SIM_MAX_PROCS; i++) {
+		sim_proc *p = &s->procs[i];
+		int a;
+		size_t l;
+
+		if (!p->has_thread || p->busy || s->step < p->frozen_until || p->disconnected ||
+		    s->vnow - p->last_beat < SIM_LEASE / 3)
+			continue;
+		if (p->state == S_LOCKED || p->state == S_RUNNING || p->state == S_MANAGING)
+			a = A_HEARTBEAT;
+		else if (p->state == S_FIRING)
+			a = A_FIRE_BEAT;
+		else
+			continue;
+		post(s, p, a);
+		l = strlen(out);
+		snprintf(out + l, size - l, " | p%d beats: %.120s", i,
+			 p->busy ? "WAITING on a lock" : p->result);
+	}
 }
 
 /* The result of an action that ended after its turn (it was waiting). */
