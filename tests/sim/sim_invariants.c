@@ -16,6 +16,8 @@
  *   instant-once     each fire instant of a schedule claimed at most once
  *   skip-overlap     a firing launched (overlap SKIP) while no other firing of
  *                    its schedule lived (batch_schedule_live_firing, at once)
+ *   recovery-bounded no firing restarted more often than its schedule's
+ *                    recover_attempts
  *   one-live-exec    never two live executions of one instance
  *   no-double-apply  each run's target equals the sum of its items marked
  *                    done, of its committed chunks, and of what the
@@ -122,6 +124,11 @@ int sim_check(sim *s)
 		 "SELECT format('schedule %s: instant %s claimed %s times', schedule_id, fire_time, "
 		 "count(*)) FROM batch_schedule_firing GROUP BY schedule_id, fire_time "
 		 "HAVING count(*) > 1 LIMIT 1") < 0)
+		return -1;
+	if (none(s, "recovery-bounded",
+		 "SELECT format('firing %s: restart attempt %s of at most %s', f.firing_id, "
+		 "f.attempt, b.recover_attempts) FROM batch_schedule_firing f JOIN batch_schedule b "
+		 "USING (schedule_id) WHERE f.attempt > b.recover_attempts LIMIT 1") < 0)
 		return -1;
 	if (s->launched_firing) {
 		/* Launched under overlap SKIP: no other firing of its schedule lived. */
