@@ -6,8 +6,9 @@
  *
  *   token-order      fencing tokens strictly increase per lock name, in the
  *                    order the audit recorded the owners (acquired or taken
- *                    over), and the lock row's token never goes back below
- *                    one already seen (never reused after cleanup)
+ *                    over), and no lock row's token ever goes back below
+ *                    one already seen for its name (never reused after
+ *                    cleanup or supersede)
  *   one-holder       at most one live execution of a lock name whose lock it
  *                    still holds (name and token, lease live): one live
  *                    holder, and one live execution of the job (job scope)
@@ -80,6 +81,18 @@ int sim_check(sim *s)
 		 "FROM batch_lock_audit WHERE outcome IN ('ACQUIRED', 'LEASE_EXPIRED_TAKEOVER', "
 		 "'OWNER_DEAD_TAKEOVER')) a WHERE fencing_token <= prev LIMIT 1") < 0)
 		return -1;
+	/* Every lock name's token, never below one seen before (a row removed by
+	 * cleanup or supersede and made again included). */
+	if (none(s, "token-order",
+		 "SELECT format('lock %s carries token %s after %s was seen', l.lock_name, "
+		 "l.fencing_token, t.token) FROM batch_lock l JOIN sim_token_seen t "
+		 "USING (lock_name) WHERE l.fencing_token < t.token LIMIT 1") < 0)
+		return -1;
+	PQclear(sim_q(s,
+		      "INSERT INTO sim_token_seen (lock_name, token) SELECT lock_name, "
+		      "fencing_token FROM batch_lock ON CONFLICT (lock_name) DO UPDATE "
+		      "SET token = greatest(sim_token_seen.token, excluded.token)",
+		      0, NULL));
 	tok = sim_q_ll(s,
 		       "SELECT coalesce(max(fencing_token), 0) FROM batch_lock "
 		       "WHERE lock_name = '" SIM_LOCK "'",

@@ -221,6 +221,7 @@ static const char sim_schema_sql[] =
 	"CREATE TABLE public.sim_item (id bigserial PRIMARY KEY, run int NOT NULL, "
 	" part int NOT NULL, amount bigint NOT NULL, status text NOT NULL DEFAULT 'new');"
 	"CREATE TABLE public.sim_total (run int PRIMARY KEY, total bigint NOT NULL);"
+	"CREATE TABLE public.sim_token_seen (lock_name text PRIMARY KEY, token bigint NOT NULL);"
 	"CREATE TABLE public.sim_chunk (chunk_id bigserial PRIMARY KEY, job_execution_id bigint,"
 	" run int, lock_name text, token bigint, cur_token bigint, amount bigint NOT NULL);";
 
