@@ -34,12 +34,12 @@
 #define SIM_CHUNK            3    /* items per chunk */
 #define SIM_PARTS            3    /* partitions of a partitioned run (two runs in three) */
 #define SIM_PARTITIONED(run) ((run) % 3 != 1)
-/* and of those, every other one's workers drain one queue (FOR UPDATE SKIP LOCKED) */
+/* of those, one in two has its workers drain one queue (FOR UPDATE SKIP LOCKED) */
 #define SIM_QUEUE(run) ((run) % 3 == 0)
+#define SIM_FIRED_JOB  "sim_fired" /* the schedule's job: its firings' children run it */
+#define SIM_FIRED_LOCK "sim:fired"
 #define SIM_SCHEDULE   "sim"        /* every 10 s, overlap SKIP */
 #define SIM_EPOCH_UNIX 1893456000LL /* 2030-01-01 00:00:00 UTC, virtual time 0 */
-#define SIM_SCHEDULE   "sim"        /* every 10 s, overlap SKIP */
-#define SIM_EPOCH_UNIX 1893456000LL /* 2030-01-01 00:00:00 UTC: virtual time 0 */
 #define SIM_MSG        512
 /* A run (of sim_item i) ended: an execution of its instance completed or was abandoned. */
 #define SIM_RUN_ENDED                                                                              \

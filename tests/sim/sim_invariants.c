@@ -209,7 +209,25 @@ int sim_check_live(sim *s, int final)
 		"abandoned",
 		PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
 	PQclear(res);
-	if (!ok && final)
+	if (!ok && final) {
+		/* Name them. */
+		res = sim_q(
+			s,
+			"SELECT coalesce(string_agg(x, '; '), '') FROM (SELECT format("
+			"'execution %s of %s %s owner %s', e.job_execution_id, i.job_name, "
+			"e.status, e.owner_id) AS x FROM batch_job_execution e JOIN "
+			"batch_job_instance i USING (job_instance_id) WHERE "
+			"batch_status_is_live(e.status) UNION ALL SELECT format('firing %s %s node %s "
+			"recover_after %s', firing_id, status, node_id, recover_after) FROM "
+			"batch_schedule_firing WHERE status IN ('CLAIMED', 'LAUNCHED')) q",
+			0, NULL);
+		if (res) {
+			size_t l = strlen(m);
+
+			snprintf(m + l, sizeof(m) - l, ": %.300s", PQgetvalue(res, 0, 0));
+			PQclear(res);
+		}
 		return fail(s, "liveness", m);
+	}
 	return ok ? 0 : -1;
 }

@@ -324,11 +324,12 @@ static int add_schedule(sim *s)
 	snprintf(def.name, sizeof(def.name), "%s", SIM_SCHEDULE);
 	snprintf(def.cron, sizeof(def.cron), "*/10 * * * * *");
 	snprintf(def.zone, sizeof(def.zone), "UTC");
-	snprintf(def.job, sizeof(def.job), "sim_fired");
+	snprintf(def.job, sizeof(def.job), "%s", SIM_FIRED_JOB);
 	snprintf(def.overlap, sizeof(def.overlap), "SKIP");
 	def.parameters = json_array();
 	def.grace_seconds = 3600;
 	def.recover_attempts = 3;
+	def.recover_delay = 25; /* past the dead child's lease */
 	def.has_next = 1;
 	def.next_fire = SIM_EPOCH_UNIX + 10;
 	rc = cb__repo_schedule_add(&id, s->admin, &def, &err);

@@ -125,7 +125,7 @@ static void release(sim_proc *p)
 {
 	cb_error err = CB_ERROR_INIT;
 
-	if (cb__lock_release(p->conn, SIM_LOCK, p->owner, p->token, 0, p->exec_id, &err) < 0)
+	if (cb__lock_release(p->conn, p->lock, p->owner, p->ltoken, 0, p->exec_id, &err) < 0)
 		sayerr(p, "release", &err);
 	else
 		say(p, "released %s%s", "", "");
@@ -613,6 +613,115 @@ static void do_poll(sim *s, sim_proc *p)
 	finish(p, st);
 }
 
+/* The child of a launched firing: a run of the schedule's job (no step:
+ * its whole work is to be live until the node sees it end), under the job's
+ * lock, as `cbatch run` would start it. A child that cannot start exits
+ * (3 complete, 4 lock held, 1 otherwise) and the firing finishes. */
+static void start_child(sim *s, sim_proc *p, long long firing_id, const char *key)
+{
+	cb_error err = CB_ERROR_INIT;
+	cb__lock_grant g;
+	cb__launch l;
+	cb_params *params = NULL;
+	cb_status st;
+	long long exec_id;
+	char stb[16], id[24];
+	int code = 0, rc;
+
+	(void)s;
+	p->firing_id = firing_id;
+	p->exec_id = p->step_id = 0;
+	p->part = -1;
+	if (cb__lock_acquire(&g, p->conn, SIM_FIRED_LOCK, p->owner, SIM_LEASE, &err) < 0) {
+		code = 1;
+	} else if (g.outcome == CB__LOCK_HELD) {
+		say(p, "child: lock held by %s%s", g.holder, "");
+		code = 4;
+	} else {
+		snprintf(p->lock, sizeof(p->lock), "%s", SIM_FIRED_LOCK);
+		p->token = p->ltoken = g.fencing_token;
+		rc = cb_params_new(&params, &err);
+		if (rc == 0)
+			rc = cb__repo_launch(&l, p->conn, SIM_FIRED_JOB, key, params, 1, p->owner,
+					     0, p->lock, p->ltoken, NULL, &err);
+		cb_params_free(params);
+		if (rc == 0) {
+			p->exec_id = l.job_execution_id;
+			rc = cb__repo_job_started(&st, p->conn, p->exec_id, &err);
+		}
+		if (rc < 0) {
+			sayerr(p, "child", &err);
+			code = rc == CB_ECOMPLETE ? 3 : rc == CB_ERUNNING ? 4 : 1;
+			if (p->exec_id)
+				finish(p, CB_STATUS_FAILED);
+			else
+				release(p);
+		}
+	}
+	if (code == 0) {
+		snprintf(id, sizeof(id), "%lld", p->exec_id);
+		say(p, "child runs execution %s%s", id, l.restart_of ? " (restart)" : "");
+		p->state = S_FIRING;
+		return;
+	}
+	cb_error_clear(&err);
+	if (cb__repo_schedule_finished(&exec_id, stb, p->conn, firing_id, p->owner, code, "", 0,
+				       &err) < 0)
+		sayerr(p, "finished", &err);
+	p->state = S_IDLE;
+	p->firing_id = 0;
+	p->exec_id = 0;
+}
+
+/* Due restarts of firings whose child ended unfinished
+ * (batch_schedule_take_recovery): the first is launched, through the
+ * compare-and-set, the others handed back as not launched. */
+static int take_recovery(sim *s, sim_proc *p)
+{
+	cb_error err = CB_ERROR_INIT;
+	json_t *jobs = json_pack("[s]", SIM_FIRED_JOB), *due = NULL;
+	int launched = 0, done = 0;
+	char found[64];
+
+	if (cb__repo_schedule_take(&due, p->conn, p->owner, jobs, 1, &err) < 0) {
+		sayerr(p, "take recovery", &err);
+		json_decref(jobs);
+		return 0;
+	}
+	json_decref(jobs);
+	for (size_t i = 0; i < json_array_size(due); i++) {
+		long long fid =
+			json_integer_value(json_object_get(json_array_get(due, i), "firing_id"));
+		char id[24], key[40] = "";
+		const char *v[1] = { id };
+		PGresult *res;
+
+		if (done) {
+			cb__repo_schedule_launched(p->conn, fid, p->owner, 0,
+						   "sim: one child at a time", &err);
+			continue;
+		}
+		if (cb__repo_schedule_launch(&launched, found, sizeof(found), p->conn, fid,
+					     p->owner, p->pid, "sim restart", &err) < 0 ||
+		    !launched)
+			continue;
+		snprintf(id, sizeof(id), "%lld", fid);
+		res = q(p, "SELECT job_key FROM batch_schedule_firing WHERE firing_id = $1::bigint",
+			1, v, NULL);
+		if (res && PQntuples(res) == 1)
+			snprintf(key, sizeof(key), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		if (cb__repo_schedule_launched(p->conn, fid, p->owner, p->pid, NULL, &err) < 0)
+			continue;
+		say(p, "restarts firing %s%s", id, "");
+		s->launched_firing = fid;
+		start_child(s, p, fid, key);
+		done = 1;
+	}
+	json_decref(due);
+	return done;
+}
+
 /* A scheduler node's tick, as framework/scheduler.c's: its heartbeat, the
  * firings of gone nodes orphaned, then the next instant of the schedule
  * claimed if due (by the node's clock) and launched through the
@@ -641,6 +750,8 @@ static void do_fire(sim *s, sim_proc *p)
 		say(p, "orphaned %s firing(s)%s", m, "");
 	}
 	json_decref(orphans);
+	if (take_recovery(s, p))
+		return;
 	if (s->quiet_now) {
 		say(p, "node alive, claims nothing (quiet)%s%s", "", "");
 		return;
@@ -704,10 +815,9 @@ static void do_fire(sim *s, sim_proc *p)
 		sayerr(p, "launched", &err);
 		return;
 	}
-	p->firing_id = rs.firing_id;
-	p->state = S_FIRING;
 	s->launched_firing = rs.firing_id;
 	say(p, "instant %s claimed and launched", m, "");
+	start_child(s, p, rs.firing_id, key);
 }
 
 /* The child of its firing exits 0 (or the node beats while it runs). */
@@ -717,6 +827,7 @@ static void do_fire_end(sim *s, sim_proc *p, int end)
 	double db_now;
 	long long exec_id;
 	char st[16];
+	int alive = 1, code = 0;
 
 	(void)s;
 	if (cb__repo_scheduler_heartbeat(&db_now, p->conn, p->owner, "simhost", p->pid, SIM_LEASE,
@@ -724,11 +835,28 @@ static void do_fire_end(sim *s, sim_proc *p, int end)
 		sayerr(p, "node", &err);
 		return;
 	}
-	if (!end) {
-		say(p, "node alive%s%s", "", "");
+	/* The child's own heartbeat thread. */
+	if (p->exec_id && cb__lock_heartbeat(&alive, p->conn, p->lock, p->owner, p->ltoken,
+					     SIM_LEASE, p->exec_id, &err) < 0) {
+		sayerr(p, "child heartbeat", &err);
 		return;
 	}
-	if (cb__repo_schedule_finished(&exec_id, st, p->conn, p->firing_id, p->owner, 0, "", 0,
+	if (!end && alive) {
+		say(p, "node and child alive%s%s", "", "");
+		return;
+	}
+	if (!alive) {
+		/* The child lost its lock: it ends FAILED (refused when buried), exit 1. */
+		say(p, "child lost its lock%s%s", "", "");
+		if (cb__repo_job_finish(p->conn, p->exec_id, CB_STATUS_FAILED, "FAILED",
+					"lock lost", NULL, &err) < 0)
+			sayerr(p, "job finish", &err);
+		code = 1;
+	} else {
+		finish(p, CB_STATUS_COMPLETED);
+	}
+	cb_error_clear(&err);
+	if (cb__repo_schedule_finished(&exec_id, st, p->conn, p->firing_id, p->owner, code, "", 0,
 				       &err) < 0) {
 		sayerr(p, "finished", &err);
 		return;
@@ -736,6 +864,7 @@ static void do_fire_end(sim *s, sim_proc *p, int end)
 	say(p, "firing finished%s%s", "", "");
 	p->state = S_IDLE;
 	p->firing_id = 0;
+	p->exec_id = p->step_id = 0;
 }
 
 /* The operator: stop the newest live execution, abandon the newest ended
