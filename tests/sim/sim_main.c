@@ -3,7 +3,11 @@
  * replay and the shrinker.
  *
  *   sim [--seed S] [--seeds K] [--steps N] [--procs P] [--quiet Q] [--bug NAME]
- *       [--trace FILE] [--trace-out FILE] [--no-shrink] [--expect-violation] [-v]
+ *       [--trace FILE] [--trace-out FILE] [--no-shrink] [--expect-violation]
+ *       [--keep-going] [-v]
+ *
+ * --keep-going: after a violation, go on with the next seed (the exit status
+ * still says that one failed).
  *
  * A run is a pure function of its decisions, and the decisions of (seed,
  * steps, procs, quiet): a seeded splitmix64 makes them up front, one per
@@ -61,7 +65,7 @@ static int below(uint64_t *x, int n)
 
 struct opts {
 	uint64_t seed;
-	int seeds, steps, procs, quiet, shrink, expect, verbose;
+	int seeds, steps, procs, quiet, shrink, expect, verbose, keep_going;
 	enum sim_bug bug;
 	const char *trace_in, *trace_out;
 };
@@ -570,7 +574,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed S] [--seeds K] [--steps N] [--procs P] [--quiet Q] "
 			"[--bug nofence|ignore-lost|nocas] [--trace FILE] [--trace-out FILE] "
-			"[--no-shrink] [--expect-violation] [-v]\n");
+			"[--no-shrink] [--expect-violation] [--keep-going] [-v]\n");
 	return 2;
 }
 
@@ -585,6 +589,10 @@ static int parse(struct opts *o, int argc, char **argv)
 		}
 		if (strcmp(a, "--expect-violation") == 0) {
 			o->expect = 1;
+			continue;
+		}
+		if (strcmp(a, "--keep-going") == 0) {
+			o->keep_going = 1;
 			continue;
 		}
 		if (strcmp(a, "-v") == 0) {
@@ -630,7 +638,7 @@ int main(int argc, char **argv)
 	};
 	static sim s;
 	char outpath[512];
-	int failed = 0;
+	int failed = 0, nviolations = 0;
 
 	if (parse(&o, argc, argv) < 0)
 		return usage();
@@ -705,7 +713,15 @@ int main(int argc, char **argv)
 			failed = 0, o.expect = 2;
 		}
 		free(pl.d);
-		break;
+		if (!o.keep_going || o.trace_in)
+			break;
+		nviolations++;
+		failed = 0; /* on to the next seed; the exit status says it at the end */
+		o.seed++;
+	}
+	if (nviolations) {
+		printf("%d seed(s) violated an invariant\n", nviolations);
+		failed = 1;
 	}
 	sim_reset(&s, &o);
 	cbt_db_drop(base_db);
