@@ -18,7 +18,7 @@
 	" SELECT 1 FROM batch_lock l WHERE l.lock_name = e.lock_name AND "                         \
 	" l.fencing_token = e.fencing_token AND "                                                  \
 	" batch_lock_is_held(l.released, l.locked_until)), "                                       \
-	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - "        \
+	"'duration_seconds', extract(epoch FROM coalesce(e.end_time, batch_now()) - "              \
 	"e.start_time), "                                                                          \
 	"'parameters', coalesce((SELECT jsonb_object_agg(p.parameter_name, jsonb_build_object("    \
 	"'type', p.parameter_type, 'value', p.parameter_value, 'identifying', p.identifying)) "    \
@@ -45,10 +45,10 @@
 	"'owner_id', x.owner_id, 'worker', x.worker, 'claim_count', x.claim_count, "               \
 	"'lock_name', x.lock_name, 'fencing_token', x.fencing_token, "                             \
 	"'lease_left_seconds', (SELECT round(extract(epoch FROM l.locked_until - "                 \
-	" clock_timestamp()), 3) FROM batch_lock l WHERE l.lock_name = x.lock_name "               \
+	" batch_now()), 3) FROM batch_lock l WHERE l.lock_name = x.lock_name "                     \
 	" AND l.fencing_token = x.fencing_token AND NOT l.released), "                             \
 	"'start_time', x.start_time, 'end_time', x.end_time, "                                     \
-	"'duration_seconds', extract(epoch FROM coalesce(x.end_time, clock_timestamp()) - "        \
+	"'duration_seconds', extract(epoch FROM coalesce(x.end_time, batch_now()) - "              \
 	"x.start_time), "                                                                          \
 	"'exit_code', x.exit_code, 'exit_message', x.exit_message, "                               \
 	"'partition', xc.serialized_context -> 'partition')"
@@ -167,7 +167,7 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 		"  'duplicate_target_write_count', s.duplicate_target_write_count,"
 		"  'transition_conflict_count', s.transition_conflict_count,"
 		"  'start_time', s.start_time, 'end_time', s.end_time,"
-		"  'duration_seconds', extract(epoch FROM coalesce(s.end_time, clock_timestamp())"
+		"  'duration_seconds', extract(epoch FROM coalesce(s.end_time, batch_now())"
 		"   - s.start_time),"
 		"  'exit_code', s.exit_code, 'exit_message', s.exit_message,"
 		"  'context', sc.serialized_context)"
@@ -184,7 +184,7 @@ int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_i
 		"     (SELECT r->>'fingerprint' FROM jsonb_array_elements(w.runs) AS r"
 		"      WHERE r->>'job' = i.job_name AND r->>'step' = s.step_name LIMIT 1))"
 		"     ORDER BY w.worker), '[]'::jsonb) FROM batch_partition_worker w"
-		"     WHERE w.last_seen > clock_timestamp() - interval '1 minute'"
+		"     WHERE w.last_seen > batch_now() - interval '1 minute'"
 		"     AND EXISTS (SELECT 1 FROM jsonb_array_elements(w.runs) AS r"
 		"      WHERE r->>'job' = i.job_name))) END"
 		"  ORDER BY s.step_execution_id)"
@@ -273,7 +273,7 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 		" ON l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token, "
 		" LATERAL batch_lock_end_session(l.owner_backend_pid, l.owner_backend_start) s "
 		"WHERE e.job_execution_id = $1 AND batch_status_is_live(e.status) "
-		" AND NOT l.released AND l.locked_until < clock_timestamp()",
+		" AND NOT l.released AND l.locked_until < batch_now()",
 		1, p, err);
 	if (rc < 0)
 		goto fail;
@@ -283,11 +283,11 @@ static int pin_execution(exec_state *out, PGconn *conn, const char *id, const ch
 	rc = cb__repo_command(
 		conn, "release the lock of a dead owner",
 		"WITH u AS (UPDATE batch_lock l SET released = true, "
-		" updated_at = clock_timestamp() FROM batch_job_execution e "
+		" updated_at = batch_now() FROM batch_job_execution e "
 		" WHERE e.job_execution_id = $1 "
 		" AND batch_status_is_live(e.status) "
 		" AND l.lock_name = e.lock_name AND l.fencing_token = e.fencing_token "
-		" AND NOT l.released AND l.locked_until < clock_timestamp() "
+		" AND NOT l.released AND l.locked_until < batch_now() "
 		" RETURNING l.lock_name, l.owner_id, l.fencing_token, l.locked_until) "
 		"INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, "
 		" fencing_token, job_execution_id, detail) "
@@ -371,13 +371,13 @@ static int bury(PGconn *conn, const char *id, const char *step_status, const cha
 			     "s AS (UPDATE batch_step_execution s SET status = $5, exit_code = $5, "
 			     " exit_message = $2, "
 			     " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
-			     " last_updated = clock_timestamp(), version = s.version + 1 FROM d "
+			     " last_updated = batch_now(), version = s.version + 1 FROM d "
 			     " WHERE s.job_execution_id = d.job_execution_id "
 			     " AND batch_status_is_live(s.status)) "
 			     "UPDATE batch_job_execution e SET status = $3, exit_code = $3, "
 			     " exit_message = left(format($4, d.owner_id, "
 			     "  coalesce(d.heartbeat_time::text, 'never')), 2500), "
-			     " end_time = d.last_sign, last_updated = clock_timestamp(), "
+			     " end_time = d.last_sign, last_updated = batch_now(), "
 			     " version = e.version + 1, "
 			     " stop_origin = coalesce(e.stop_origin, $6::varchar) "
 			     " FROM d WHERE e.job_execution_id = d.job_execution_id",
@@ -436,7 +436,7 @@ int cb__repo_stop_as(cb_status *out, PGconn *conn, long long job_execution_id, c
 	rc = change_and_commit(conn, "stop",
 			       "UPDATE batch_job_execution SET status = 'STOPPING', "
 			       "stop_origin = coalesce(stop_origin, $2::varchar), "
-			       "last_updated = clock_timestamp(), version = version + 1 "
+			       "last_updated = batch_now(), version = version + 1 "
 			       "WHERE job_execution_id = $1 AND status IN ('STARTING', 'STARTED')",
 			       id, origin, err);
 	if (rc == 0)
@@ -492,8 +492,8 @@ int cb_repo_abandon(PGconn *conn, long long job_execution_id, cb_error *err)
 			    NULL, err);
 	return change_and_commit(conn, "abandon",
 				 "UPDATE batch_job_execution SET status = 'ABANDONED', "
-				 "exit_code = 'ABANDONED', last_updated = clock_timestamp(), "
-				 "end_time = coalesce(end_time, clock_timestamp()), "
+				 "exit_code = 'ABANDONED', last_updated = batch_now(), "
+				 "end_time = coalesce(end_time, batch_now()), "
 				 "version = version + 1 "
 				 "WHERE job_execution_id = $1 AND status IN ('FAILED', 'STOPPED')",
 				 id, NULL, err);

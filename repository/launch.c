@@ -80,14 +80,14 @@ static int bury_if_dead(int *dead, PGconn *conn, long long exec_id, const char *
 					  "s AS (UPDATE batch_step_execution s SET status = 'FAILED', "
 					  " exit_code = 'FAILED', exit_message = 'owner lost', "
 					  " end_time = greatest(s.start_time, s.last_updated, d.last_sign), "
-					  " last_updated = clock_timestamp(), "
+					  " last_updated = batch_now(), "
 					  " version = s.version + 1 FROM d "
 					  " WHERE s.job_execution_id = d.job_execution_id "
 					  " AND batch_status_is_live(s.status) RETURNING 1) "
 					  "UPDATE batch_job_execution e SET status = 'FAILED', exit_code = 'FAILED', "
 					  " exit_message = coalesce($2, format('owner %s lost: lease expired, last "
 					  "  heartbeat at %s', d.owner_id, d.heartbeat_time)), "
-					  " end_time = d.last_sign, last_updated = clock_timestamp(), "
+					  " end_time = d.last_sign, last_updated = batch_now(), "
 					  " version = e.version + 1 FROM d "
 					  "WHERE e.job_execution_id = d.job_execution_id "
 					  "RETURNING (SELECT count(*) FROM s)",
@@ -290,7 +290,7 @@ static int launch_execution(struct launch *l, const char *owner_id, const char *
 			l->conn, "create job execution",
 			"INSERT INTO batch_job_execution (job_instance_id, status, owner_id, "
 			"restart_of, heartbeat_time, lock_name, fencing_token) "
-			"VALUES ($1, 'STARTING', $2, $3, clock_timestamp(), $4, $5::bigint) "
+			"VALUES ($1, 'STARTING', $2, $3, batch_now(), $4, $5::bigint) "
 			"RETURNING job_execution_id",
 			5, p, l->err);
 	}
@@ -396,7 +396,7 @@ int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_i
 	 * (STOPPING), or a burial by another process, must not be overwritten. */
 	res = cb__repo_exec(conn, "mark job execution started",
 			    "UPDATE batch_job_execution SET status = 'STARTED', "
-			    "start_time = clock_timestamp(), last_updated = clock_timestamp(), "
+			    "start_time = batch_now(), last_updated = batch_now(), "
 			    "version = version + 1 WHERE job_execution_id = $1 "
 			    "AND status = 'STARTING' RETURNING status",
 			    1, p, err);
@@ -451,8 +451,8 @@ int cb__repo_job_finish(PGconn *conn, long long job_execution_id, cb_status stat
 	res = cb__repo_exec(
 		conn, "finish job execution",
 		"WITH j AS (UPDATE batch_job_execution SET status = $2, exit_code = $3, "
-		"exit_message = left($4, 2500), end_time = clock_timestamp(), "
-		"last_updated = clock_timestamp(), version = version + 1, "
+		"exit_message = left($4, 2500), end_time = batch_now(), "
+		"last_updated = batch_now(), version = version + 1, "
 		"stop_origin = coalesce(stop_origin, $5::varchar) "
 		"WHERE job_execution_id = $1 "
 		"AND batch_status_is_live(status) RETURNING job_execution_id) "

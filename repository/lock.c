@@ -362,17 +362,17 @@ int cb__lock_audit(PGconn *conn, const char *lock_name, const char *owner_id, co
 				6, p, err);
 }
 
-/* The lock listing's statements (the first: held and recent; now(), not
- * clock_timestamp(), so that the planner can estimate the window). Held locks come from a partial index, recent
- * ones from the audit's time index: neither walks the rows the history left
- * (one per parameterized name, one per partition ever claimed). $1: after
- * (NULL: from the start), $2: limit + 1, $3: recent seconds. */
+/* The lock listing's statements. Held locks come from a partial index,
+ * recent ones from the audit's time index: neither walks the rows the history
+ * left (one per parameterized name, one per partition ever claimed). $1:
+ * after (NULL: from the start), $2: limit + 1, $3: recent seconds, $4: the
+ * listing's instant, batch_now() read just before (see list_instant). */
 #define LOCK_JSON_SQL                                                                              \
 	"jsonb_build_object('lock_name', l.lock_name, 'owner_id', l.owner_id,"                     \
 	" 'fencing_token', l.fencing_token, 'locked_at', l.locked_at,"                             \
 	" 'locked_until', l.locked_until, 'released', l.released,"                                 \
 	" 'lease_left_seconds', round(extract(epoch FROM l.locked_until - "                        \
-	"   clock_timestamp())::numeric, 3),"                                                      \
+	"   $4::timestamptz)::numeric, 3),"                                                        \
 	" 'job_execution_id', l.job_execution_id)"
 
 /* In natural order (ledger:2 before ledger:10): by batch_natural_key, whose
@@ -386,11 +386,12 @@ static const char *const lock_list_sql[2] = {
 		"l.lock_name") " AS k, " LOCK_JSON_SQL " AS j FROM batch_lock l"
 			       " WHERE (NOT l.released OR l.lock_name = ANY (ARRAY("
 			       "  SELECT a.lock_name FROM batch_lock_audit a"
-			       "  WHERE a.event_time >= now() - make_interval(secs => $3::double precision))))"
+			       "  WHERE a.event_time >= $4::timestamptz"
+			       "   - make_interval(secs => $3::double precision))))"
 			       " AND ($1::text IS NULL OR " NATURAL_KEY("l.lock_name") " > " NATURAL_KEY(
 				       "$1::text") ")"
 						   " AND (NOT l.released OR greatest(l.locked_until, l.updated_at) >="
-						   "  now() - make_interval(secs => $3::double precision))"
+						   "  $4::timestamptz - make_interval(secs => $3::double precision))"
 						   " ORDER BY " NATURAL_KEY(
 							   "l.lock_name") " LIMIT $2::int) x",
 	"SELECT coalesce(jsonb_agg(j ORDER BY k), '[]') FROM ("
@@ -403,12 +404,35 @@ static const char *const lock_list_sql[2] = {
 							   "l.lock_name") " LIMIT $2::int) x",
 };
 
+/*
+ * The listing's one instant, read before it as a value of its own: the window
+ * of recent locks is then a known constant, so the planner estimates it from
+ * the audit's statistics and walks the time index (batch_now() in the
+ * statement itself is volatile, an unknown the planner guesses a third of the
+ * audit for); and every lease left is reckoned from the same instant. @p out
+ * receives it in UTC with microseconds in ISO 8601, read back exactly whatever
+ * the session's DateStyle (as CB__SESSION_SQL does).
+ */
+static int list_instant(char *out, size_t size, PGconn *conn, cb_error *err)
+{
+	PGresult *res = cb__repo_exec(conn, "read the database's clock",
+				      "SELECT to_char(batch_now() AT TIME ZONE 'UTC', "
+				      "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+				      0, NULL, err);
+
+	if (!res)
+		return CB_EDB;
+	snprintf(out, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
 int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lock_list_options *o,
 		      cb_error *err)
 {
 	cb_lock_list_options d = { 0, 0, NULL, 0 };
-	char lim[16], recent[64];
-	const char *p[3] = { NULL, lim, recent };
+	char lim[16], recent[64], instant[64];
+	const char *p[4] = { NULL, lim, recent, instant };
 	json_error_t jerr;
 	PGresult *res;
 	size_t n;
@@ -428,7 +452,9 @@ int cb_lock_list_page(json_t **out, char **next_after, PGconn *conn, const cb_lo
 	snprintf(lim, sizeof(lim), "%d", (o->limit ? o->limit : 100) + 1);
 	snprintf(recent, sizeof(recent), "%.3f",
 		 o->recent_seconds > 0 ? o->recent_seconds : 3600.0);
-	res = cb__repo_exec(conn, "list locks", lock_list_sql[o->all ? 1 : 0], 3, p, err);
+	if (list_instant(instant, sizeof(instant), conn, err) < 0)
+		return CB_EDB;
+	res = cb__repo_exec(conn, "list locks", lock_list_sql[o->all ? 1 : 0], 4, p, err);
 	if (!res)
 		return CB_EDB;
 	*out = json_loads(PQgetvalue(res, 0, 0), 0, &jerr);

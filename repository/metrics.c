@@ -31,53 +31,53 @@
 #define JOBS                                                                                       \
 	"jl AS (SELECT j.job_name, e.status AS last_status FROM batch_job_summary j "              \
 	"  LEFT JOIN batch_job_execution e ON e.job_execution_id = j.last_execution_id), "
-#define JOB_SERIES_CTES                                                                               \
-	"r AS (SELECT i.job_name, count(*) AS n, "                                                    \
-	"  max(extract(epoch FROM now() - coalesce(e.start_time, e.create_time)))::bigint AS age "    \
-	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "             \
-	"  WHERE batch_status_is_live(e.status) GROUP BY i.job_name), "                               \
-	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "              \
-	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "       \
-	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                        \
-	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                          \
-	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                  \
-	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                              \
-	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "          \
-	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                 \
-	"  jl.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "               \
-	"  NULL::text AS lv2, extract(epoch FROM oc.last_success_time)::bigint AS v "                 \
-	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
-	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "          \
-	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', jl.job_name, NULL, NULL, "     \
-	"  NULL, NULL, extract(epoch FROM oc.last_failure_time)::bigint "                             \
-	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                  \
-	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "      \
-	"  for its status, 0 for the others.', 'gauge', jl.job_name, 'status', st.s, NULL, NULL, "    \
-	"  (jl.last_status IS NOT DISTINCT FROM st.s)::int FROM jl CROSS JOIN (" JOB_STATUSES         \
-	"  ) st(s) "                                                                                  \
-	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "        \
-	"  STOPPING.', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.n "                            \
-	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
-	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "      \
-	"  execution (0: none runs).', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.age "          \
-	"  FROM jl LEFT JOIN r USING (job_name) "                                                     \
-	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "    \
-	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "         \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "    \
-	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "      \
-	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "                 \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "       \
-	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "                \
-	"  'schedule', schedule_name, NULL, NULL, coalesce(exit_code, -1) FROM lf "                   \
-	" UNION ALL SELECT 'cbatch_schedule_last_firing_status', 'Status of the schedule''s "         \
-	"  newest firing: 1 for its status, 0 for the others.', 'gauge', lf.job_name, "               \
-	"  'schedule', lf.schedule_name, 'status', st.s, (lf.status IS NOT DISTINCT FROM st.s)::int " \
-	"  FROM lf CROSS JOIN (" FIRING_STATUSES ") st(s) "                                           \
-	" UNION ALL SELECT 'cbatch_partition_host_items_read_total', 'Items read by partitions, "     \
-	"  by the host of the worker that claimed them last, counted when the partition ends.', "     \
-	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                                 \
-	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "           \
-	"  partitions, by the host of the worker that claimed them last, counted when the "           \
+#define JOB_SERIES_CTES                                                                                  \
+	"r AS (SELECT i.job_name, count(*) AS n, "                                                       \
+	"  max(extract(epoch FROM batch_now() - coalesce(e.start_time, e.create_time)))::bigint AS age " \
+	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "                \
+	"  WHERE batch_status_is_live(e.status) GROUP BY i.job_name), "                                  \
+	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "                 \
+	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "          \
+	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                           \
+	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                             \
+	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                     \
+	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                                 \
+	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "             \
+	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                    \
+	"  jl.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "                  \
+	"  NULL::text AS lv2, extract(epoch FROM oc.last_success_time)::bigint AS v "                    \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                     \
+	" UNION ALL SELECT 'cbatch_job_last_failure_timestamp_seconds', 'End of the job''s "             \
+	"  newest FAILED execution, Unix seconds (0: none).', 'gauge', jl.job_name, NULL, NULL, "        \
+	"  NULL, NULL, extract(epoch FROM oc.last_failure_time)::bigint "                                \
+	"  FROM jl LEFT JOIN batch_job_outcome oc USING (job_name) "                                     \
+	" UNION ALL SELECT 'cbatch_job_last_status', 'Status of the job''s newest execution: 1 "         \
+	"  for its status, 0 for the others.', 'gauge', jl.job_name, 'status', st.s, NULL, NULL, "       \
+	"  (jl.last_status IS NOT DISTINCT FROM st.s)::int FROM jl CROSS JOIN (" JOB_STATUSES            \
+	"  ) st(s) "                                                                                     \
+	" UNION ALL SELECT 'cbatch_job_running_executions', 'Executions STARTING, STARTED or "           \
+	"  STOPPING.', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.n "                               \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                        \
+	" UNION ALL SELECT 'cbatch_job_running_oldest_age_seconds', 'Age of the oldest running "         \
+	"  execution (0: none runs).', 'gauge', jl.job_name, NULL, NULL, NULL, NULL, r.age "             \
+	"  FROM jl LEFT JOIN r USING (job_name) "                                                        \
+	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "       \
+	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "            \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "       \
+	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "         \
+	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "                    \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "          \
+	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "                   \
+	"  'schedule', schedule_name, NULL, NULL, coalesce(exit_code, -1) FROM lf "                      \
+	" UNION ALL SELECT 'cbatch_schedule_last_firing_status', 'Status of the schedule''s "            \
+	"  newest firing: 1 for its status, 0 for the others.', 'gauge', lf.job_name, "                  \
+	"  'schedule', lf.schedule_name, 'status', st.s, (lf.status IS NOT DISTINCT FROM st.s)::int "    \
+	"  FROM lf CROSS JOIN (" FIRING_STATUSES ") st(s) "                                              \
+	" UNION ALL SELECT 'cbatch_partition_host_items_read_total', 'Items read by partitions, "        \
+	"  by the host of the worker that claimed them last, counted when the partition ends.', "        \
+	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                                    \
+	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "              \
+	"  partitions, by the host of the worker that claimed them last, counted when the "              \
 	"  partition ends.', 'counter', job_name, 'host', host, NULL, NULL, w FROM hc), "
 
 /*

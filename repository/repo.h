@@ -72,7 +72,7 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	"WHERE l.lock_name = " e ".lock_name AND l.fencing_token = " e ".fencing_token "           \
 	"AND batch_lock_is_held(l.released, l.locked_until)))"
 #define CB__LAST_SIGN_SQL(e)                                                                       \
-	"least(clock_timestamp(), greatest(" e ".heartbeat_time, " e ".last_updated))"
+	"least(batch_now(), greatest(" e ".heartbeat_time, " e ".last_updated))"
 
 /*
  * STARTING -> STARTED, start_time = now; guarded: only a STARTING execution

@@ -144,7 +144,7 @@ int cb__repo_schedule_pause(int *changed, PGconn *conn, const char *name, int pa
 		"WITH s AS (SELECT schedule_id, paused FROM batch_schedule "
 		" WHERE schedule_name = $1 FOR NO KEY UPDATE), "
 		"u AS (UPDATE batch_schedule b SET paused = $2::boolean, "
-		" version = b.version + 1, updated_at = clock_timestamp(), "
+		" version = b.version + 1, updated_at = batch_now(), "
 		" next_fire_time = CASE WHEN $2::boolean THEN b.next_fire_time "
 		"  ELSE to_timestamp($3::bigint) END "
 		" FROM s WHERE b.schedule_id = s.schedule_id AND s.paused <> $2::boolean "
@@ -272,7 +272,7 @@ int cb__repo_schedule_history(json_t **out, PGconn *conn, const char *name, long
 int cb__repo_db_now(double *out, PGconn *conn, cb_error *err)
 {
 	PGresult *res = cb__repo_exec(conn, "read the database's clock",
-				      "SELECT extract(epoch FROM clock_timestamp())", 0, NULL, err);
+				      "SELECT extract(epoch FROM batch_now())", 0, NULL, err);
 
 	if (!res)
 		return CB_EDB;

@@ -67,7 +67,7 @@ int cb__repo_schedule_for_fire(cb__fire_target *out, PGconn *conn, const char *n
 	memset(out, 0, sizeof(*out));
 	res = cb__repo_exec(conn, "read a schedule to fire",
 			    "SELECT schedule_id, version, time_zone, parameters::text, paused, "
-			    " extract(epoch FROM date_trunc('second', clock_timestamp()))::bigint "
+			    " extract(epoch FROM date_trunc('second', batch_now()))::bigint "
 			    "FROM batch_schedule WHERE schedule_name = $1",
 			    1, p, err);
 	if (!res)

@@ -187,7 +187,7 @@ int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_executio
 		" WHERE job_execution_id = $1), "
 		"s AS (INSERT INTO batch_step_execution "
 		" (job_execution_id, step_name, status, start_time) "
-		" SELECT $1, $2, 'STARTED', clock_timestamp() FROM j "
+		" SELECT $1, $2, 'STARTED', batch_now() FROM j "
 		" WHERE j.status = 'STARTED' RETURNING step_execution_id), "
 		"c AS (INSERT INTO batch_step_execution_context "
 		" (step_execution_id, serialized_context) "
@@ -236,7 +236,7 @@ int cb__repo_step_finish(PGconn *conn, long long step_execution_id, cb_status st
 		conn, "finish step execution",
 		"UPDATE batch_step_execution SET status = $2, exit_code = $3, "
 		"exit_message = left($4, 2500), rollback_count = rollback_count + $5, "
-		"end_time = clock_timestamp(), last_updated = clock_timestamp(), "
+		"end_time = batch_now(), last_updated = batch_now(), "
 		"version = version + 1 WHERE step_execution_id = $1 "
 		"AND batch_status_is_live(status)",
 		5, p, err);

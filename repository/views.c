@@ -43,7 +43,7 @@ int cb__repo_job_overview(json_t **out, PGconn *conn, const char *names_json, cb
 		" LEFT JOIN LATERAL (SELECT jsonb_build_object('job_execution_id',"
 		"  e.job_execution_id, 'status', e.status, 'exit_code', e.exit_code,"
 		"  'start_time', e.start_time, 'end_time', e.end_time, 'duration_seconds',"
-		"  extract(epoch FROM coalesce(e.end_time, clock_timestamp()) - e.start_time),"
+		"  extract(epoch FROM coalesce(e.end_time, batch_now()) - e.start_time),"
 		"  'owner_lost', batch_status_is_live(e.status) AND " CB__OWNER_LOST_SQL(
 			"e") ") AS j"
 			     "  FROM batch_job_summary m JOIN batch_job_execution e"
@@ -271,27 +271,34 @@ int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_i
 int cb__repo_schema_version(int *out, char *now, size_t now_size, PGconn *conn, cb_error *err)
 {
 	PGresult *res;
-	int has;
+	int has, clock;
 
 	*out = -1;
+	now[0] = '\0';
+	/* Look before reading: a database without a repository (or with one
+	 * older than batch_now(), sql/functions/batch_now.sql) has neither. */
 	res = cb__repo_exec(conn, "schema version",
 			    "SELECT to_regclass('batch_schema_version') IS NOT NULL,"
-			    " to_char(clock_timestamp() AT TIME ZONE 'UTC',"
-			    " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+			    " to_regprocedure('batch_now()') IS NOT NULL",
 			    0, NULL, err);
 	if (!res)
 		return CB_EDB;
 	has = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	snprintf(now, now_size, "%s", PQgetvalue(res, 0, 1));
+	clock = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
 	PQclear(res);
 	if (!has)
 		return 0;
-	res = cb__repo_exec(conn, "schema version",
-			    "SELECT coalesce(max(version), 0) FROM batch_schema_version", 0, NULL,
-			    err);
+	res = cb__repo_exec(
+		conn, "schema version",
+		clock ? "SELECT coalesce(max(version), 0),"
+			" to_char(batch_now() AT TIME ZONE 'UTC',"
+			" 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM batch_schema_version" :
+			"SELECT coalesce(max(version), 0), '' FROM batch_schema_version",
+		0, NULL, err);
 	if (!res)
 		return CB_EDB;
 	*out = atoi(PQgetvalue(res, 0, 0));
+	snprintf(now, now_size, "%s", PQgetvalue(res, 0, 1));
 	PQclear(res);
 	return 0;
 }

@@ -78,8 +78,9 @@ int cb__repo_step_progress(json_t **out, PGconn *conn, long long job_execution_i
  * they are. One query for the whole page. */
 int cb__repo_partition_locks(json_t *locks, PGconn *conn, cb_error *err);
 
-/* The repository's schema version (@p out: -1 when there is none) and the
- * database's clock as text (@p now, >= 40 bytes). */
+/* The repository's schema version (@p out: -1 when there is none) and its
+ * clock, batch_now(), as text (@p now, >= 40 bytes; "" when the database
+ * holds no repository, or one older than batch_now()). */
 int cb__repo_schema_version(int *out, char *now, size_t now_size, PGconn *conn, cb_error *err);
 
 #endif

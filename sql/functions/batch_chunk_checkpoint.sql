@@ -33,8 +33,8 @@ BEGIN
     IF p_lock_name IS NOT NULL THEN
         UPDATE batch_lock
            SET locked_until = greatest(locked_until,
-                   clock_timestamp() + make_interval(secs => p_lease_seconds)),
-               updated_at = clock_timestamp(),
+                   batch_now() + make_interval(secs => p_lease_seconds)),
+               updated_at = batch_now(),
                owner_backend_pid = coalesce(p_session_pid, owner_backend_pid),
                owner_backend_start = CASE WHEN p_session_pid IS NULL THEN owner_backend_start
                                           ELSE p_session_start END
@@ -56,7 +56,7 @@ BEGIN
            duplicate_target_write_count = duplicate_target_write_count + p_duplicate
                + coalesce(nullif(current_setting('cbatch.duplicate_writes', true), '')::bigint, 0),
            version = version + 1,
-           last_updated = clock_timestamp()
+           last_updated = batch_now()
      WHERE step_execution_id = p_step_execution_id AND version = p_version
     RETURNING partition_index INTO v_partition;
     IF NOT FOUND THEN
@@ -75,8 +75,8 @@ BEGIN
         SELECT status INTO v_status FROM batch_job_execution
          WHERE job_execution_id = p_job_execution_id;
     ELSE
-        UPDATE batch_job_execution SET last_updated = clock_timestamp(),
-               heartbeat_time = clock_timestamp()
+        UPDATE batch_job_execution SET last_updated = batch_now(),
+               heartbeat_time = batch_now()
          WHERE job_execution_id = p_job_execution_id
          RETURNING status INTO v_status;
     END IF;

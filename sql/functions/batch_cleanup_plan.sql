@@ -22,7 +22,7 @@ WITH k AS (SELECT x.job_name, min(x.job_execution_id) AS first_kept FROM (
                                                  FROM batch_job_instance i
                                                 WHERE i.job_name = s.job_name)) AS id
              FROM batch_job_summary s)
-SELECT clock_timestamp() - p_older_than,
+SELECT batch_now() - p_older_than,
        coalesce((SELECT array_agg(k.job_name::text ORDER BY k.job_name) FROM k), '{}'),
        coalesce((SELECT array_agg(k.first_kept ORDER BY k.job_name) FROM k), '{}'),
        coalesce((SELECT array_agg(DISTINCT f.id) FROM f WHERE f.id IS NOT NULL), '{}')

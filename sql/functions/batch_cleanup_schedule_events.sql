@@ -5,7 +5,7 @@
 -- age alone. A plain query, inlined into the statement that calls it, so
 -- that a caller's range and order on recorded_at reach
 -- batch_schedule_event_recorded_ix; try it with
---   SELECT * FROM batch_cleanup_schedule_events(now() - interval '30 days') LIMIT 20;
+--   SELECT * FROM batch_cleanup_schedule_events(batch_now() - interval '30 days') LIMIT 20;
 CREATE OR REPLACE FUNCTION batch_cleanup_schedule_events(p_cutoff timestamptz)
 RETURNS TABLE (event_id bigint, recorded_at timestamptz)
 LANGUAGE sql STABLE AS $$

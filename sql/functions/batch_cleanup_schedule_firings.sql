@@ -6,7 +6,7 @@
 -- A plain query, inlined into the statement that calls it, so that a
 -- caller's range and order on claimed_at reach
 -- batch_schedule_firing_claimed_ix; try it with
---   SELECT * FROM batch_cleanup_schedule_firings(now() - interval '30 days') LIMIT 20;
+--   SELECT * FROM batch_cleanup_schedule_firings(batch_now() - interval '30 days') LIMIT 20;
 CREATE OR REPLACE FUNCTION batch_cleanup_schedule_firings(p_cutoff timestamptz)
 RETURNS TABLE (firing_id bigint, claimed_at timestamptz)
 LANGUAGE sql STABLE AS $$

@@ -51,8 +51,8 @@ BEGIN
                                          locked_at, updated_at, owner_backend_pid,
                                          owner_backend_start)
             VALUES (p_lock_name, p_owner_id, nextval('batch_lock_token_seq'),
-                    clock_timestamp() + make_interval(secs => p_lease_seconds),
-                    clock_timestamp(), clock_timestamp(), v_pid, v_start)
+                    batch_now() + make_interval(secs => p_lease_seconds),
+                    batch_now(), batch_now(), v_pid, v_start)
             ON CONFLICT (lock_name) DO NOTHING
             RETURNING b.fencing_token INTO fencing_token;
             IF FOUND THEN
@@ -80,7 +80,7 @@ BEGIN
         -- Locked by an open transaction. Not ours to take (a live lease, or
         -- a release kept until its lock-at-least-for): held, whatever that
         -- transaction does (it can only extend it).
-        IF l.locked_until >= clock_timestamp()
+        IF l.locked_until >= batch_now()
            AND (l.released OR l.owner_id IS DISTINCT FROM p_dead_owner) THEN
             outcome := 'SKIPPED_HELD';
             EXIT;
@@ -106,7 +106,7 @@ BEGIN
         -- We hold the row lock: decide on its newest version.
         holder := l.owner_id;
         held_until := l.locked_until;
-        v_expired := l.locked_until < clock_timestamp();
+        v_expired := l.locked_until < batch_now();
         IF v_expired OR (NOT l.released AND l.owner_id = p_dead_owner) THEN
             IF NOT l.released AND l.owner_backend_pid IS DISTINCT FROM v_ended_pid THEN
                 SELECT * INTO e FROM batch_lock_end_session(l.owner_backend_pid,
@@ -115,8 +115,8 @@ BEGIN
                 old_session_ended := e.ended;
             END IF;
             UPDATE batch_lock b SET owner_id = p_owner_id, fencing_token = l.fencing_token + 1,
-                   locked_until = clock_timestamp() + make_interval(secs => p_lease_seconds),
-                   locked_at = clock_timestamp(), updated_at = clock_timestamp(),
+                   locked_until = batch_now() + make_interval(secs => p_lease_seconds),
+                   locked_at = batch_now(), updated_at = batch_now(),
                    released = false, job_execution_id = NULL, owner_backend_pid = v_pid,
                    owner_backend_start = v_start
              WHERE b.lock_name = p_lock_name;
@@ -134,7 +134,7 @@ BEGIN
     note := v_note;
     IF outcome = 'SKIPPED_HELD' THEN
         fencing_token := NULL;
-        held_left_seconds := greatest(0, extract(epoch FROM held_until - clock_timestamp()));
+        held_left_seconds := greatest(0, extract(epoch FROM held_until - batch_now()));
     END IF;
     INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, detail)
     VALUES (p_lock_name, p_owner_id, outcome, coalesce(fencing_token, l.fencing_token),

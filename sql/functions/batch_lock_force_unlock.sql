@@ -47,8 +47,8 @@ BEGIN
                 coalesce(note, 'no session recorded') USING ERRCODE = '55P03';
         END IF;
     END LOOP;
-    UPDATE batch_lock b SET locked_until = clock_timestamp(), released = true,
-           updated_at = clock_timestamp()
+    UPDATE batch_lock b SET locked_until = batch_now(), released = true,
+           updated_at = batch_now()
      WHERE b.lock_name = p_lock_name;
     INSERT INTO batch_lock_audit (lock_name, owner_id, outcome, fencing_token, job_execution_id,
                                   detail)

@@ -5,14 +5,14 @@ RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE batch_lock
        SET locked_until = greatest(locked_until,
-               clock_timestamp() + make_interval(secs => p_lease_seconds)),
-           updated_at = clock_timestamp()
+               batch_now() + make_interval(secs => p_lease_seconds)),
+           updated_at = batch_now()
      WHERE lock_name = p_lock_name AND owner_id = p_owner_id
        AND fencing_token = p_fencing_token AND NOT released;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    UPDATE batch_job_execution SET heartbeat_time = clock_timestamp()
+    UPDATE batch_job_execution SET heartbeat_time = batch_now()
      WHERE job_execution_id = p_job_execution_id;
     RETURN true;
 END

@@ -5,9 +5,9 @@
 -- statements call it with the row's two columns. One SQL expression, so the
 -- planner inlines it into the calling statement: it stays a plain condition
 -- on the row (and implies the predicate of batch_lock_held_ix, NOT released).
--- Not IMMUTABLE or STABLE: it reads clock_timestamp(), and a function declared
+-- Not IMMUTABLE or STABLE: it reads batch_now(), and a function declared
 -- so would not be inlined.
 CREATE OR REPLACE FUNCTION batch_lock_is_held(p_released boolean, p_locked_until timestamptz)
 RETURNS boolean LANGUAGE sql PARALLEL SAFE AS $$
-    SELECT NOT p_released AND p_locked_until >= clock_timestamp()
+    SELECT NOT p_released AND p_locked_until >= batch_now()
 $$;

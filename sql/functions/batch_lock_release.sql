@@ -6,8 +6,8 @@ RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE batch_lock
        SET locked_until = greatest(locked_at + make_interval(secs => p_at_least_seconds),
-                                   clock_timestamp()),
-           updated_at = clock_timestamp(), released = true
+                                   batch_now()),
+           updated_at = batch_now(), released = true
      WHERE lock_name = p_lock_name AND owner_id = p_owner_id
        AND fencing_token = p_fencing_token AND NOT released;
     IF NOT FOUND THEN

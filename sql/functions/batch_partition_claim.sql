@@ -41,13 +41,13 @@ BEGIN
                        round(p_lease_seconds * 4 * 1000)::text, false);
     IF p_runnable IS NOT NULL AND p_job_execution_id IS NULL AND NOT EXISTS (SELECT 1 FROM batch_partition_worker w
          WHERE w.owner_id = p_owner_id AND w.runs = p_runnable
-           AND w.last_seen > clock_timestamp() - interval '5 seconds') THEN
+           AND w.last_seen > batch_now() - interval '5 seconds') THEN
         INSERT INTO batch_partition_worker AS w (owner_id, worker, runs, last_seen)
-        VALUES (p_owner_id, p_worker, p_runnable, clock_timestamp())
+        VALUES (p_owner_id, p_worker, p_runnable, batch_now())
         ON CONFLICT (owner_id) DO UPDATE
            SET worker = excluded.worker, runs = excluded.runs, last_seen = excluded.last_seen;
         DELETE FROM batch_partition_worker w
-         WHERE w.last_seen < clock_timestamp() - interval '1 day';
+         WHERE w.last_seen < batch_now() - interval '1 day';
     END IF;
     SELECT x.step_execution_id AS id, x.job_execution_id AS exec_id,
            e.job_instance_id AS inst_id, i.job_name AS jname, x.step_name AS sname,
@@ -94,10 +94,10 @@ BEGIN
     END IF;
     UPDATE batch_lock l SET job_execution_id = s.exec_id WHERE l.lock_name = v_lock;
     UPDATE batch_step_execution x
-       SET status = 'STARTED', start_time = coalesce(x.start_time, clock_timestamp()),
+       SET status = 'STARTED', start_time = coalesce(x.start_time, batch_now()),
            owner_id = p_owner_id, worker = p_worker, lock_name = v_lock,
            fencing_token = g.fencing_token, claim_count = x.claim_count + 1,
-           version = x.version + 1, last_updated = clock_timestamp()
+           version = x.version + 1, last_updated = batch_now()
      WHERE x.step_execution_id = s.id
     RETURNING x.version INTO v_version;
     RETURN QUERY SELECT s.id, s.exec_id, s.inst_id, s.jname, s.sname, s.mname, s.pidx, v_lock,

@@ -19,7 +19,7 @@ BEGIN
               WHERE x.step_execution_id = ANY (p_partitions)
                 AND x.partition_index IS NOT NULL
                 AND NOT b.released AND b.owner_backend_pid IS NOT NULL
-                AND (NOT p_lapsed_only OR b.locked_until < clock_timestamp())
+                AND (NOT p_lapsed_only OR b.locked_until < batch_now())
               ORDER BY b.lock_name
     LOOP
         CONTINUE WHEN EXISTS (SELECT 1 FROM batch_lock o

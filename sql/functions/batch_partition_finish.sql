@@ -20,8 +20,8 @@ BEGIN
            exit_code = CASE WHEN p_status = 'STARTING' THEN 'EXECUTING' ELSE p_exit_code END,
            exit_message = left(p_exit_message, 2500),
            rollback_count = x.rollback_count + p_rollbacks,
-           end_time = CASE WHEN p_status = 'STARTING' THEN NULL ELSE clock_timestamp() END,
-           last_updated = clock_timestamp(), version = x.version + 1
+           end_time = CASE WHEN p_status = 'STARTING' THEN NULL ELSE batch_now() END,
+           last_updated = batch_now(), version = x.version + 1
      WHERE x.step_execution_id = p_step_execution_id AND x.fencing_token = p_fencing_token
        AND x.status = 'STARTED'
     RETURNING x.job_execution_id, x.lock_name INTO v_exec, v_lock;

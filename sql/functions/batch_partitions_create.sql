@@ -17,7 +17,7 @@ BEGIN
     END IF;
     INSERT INTO batch_step_execution (job_execution_id, step_name, status, start_time,
                                       step_fingerprint)
-    VALUES (p_job_execution_id, p_manager, 'STARTED', clock_timestamp(), p_fingerprint)
+    VALUES (p_job_execution_id, p_manager, 'STARTED', batch_now(), p_fingerprint)
     RETURNING step_execution_id INTO manager_step_execution_id;
     INSERT INTO batch_step_execution_context (step_execution_id, serialized_context)
     VALUES (manager_step_execution_id, p_manager_context);

@@ -20,7 +20,7 @@ BEGIN
     UPDATE batch_step_execution x
        SET status = 'FAILED', exit_code = 'FAILED',
            exit_message = 'manager step ended: ' || left(p_exit_message, 2400),
-           end_time = clock_timestamp(), last_updated = clock_timestamp(),
+           end_time = batch_now(), last_updated = batch_now(),
            version = x.version + 1
      WHERE x.manager_step_execution_id = p_manager_step_execution_id
        AND batch_status_is_live(x.status);
@@ -32,7 +32,7 @@ BEGIN
            read_count = s.r, write_count = s.w, filter_count = s.f, commit_count = s.c,
            read_skip_count = s.rs, write_skip_count = s.ws, process_skip_count = s.ps,
            rollback_count = s.rb, duplicate_target_write_count = s.d,
-           end_time = clock_timestamp(), last_updated = clock_timestamp(),
+           end_time = batch_now(), last_updated = batch_now(),
            version = m.version + 1
       FROM (SELECT coalesce(sum(read_count), 0) r, coalesce(sum(write_count), 0) w,
                    coalesce(sum(filter_count), 0) f, coalesce(sum(commit_count), 0) c,

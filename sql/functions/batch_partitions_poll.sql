@@ -32,7 +32,7 @@ BEGIN
         UPDATE batch_step_execution x
            SET status = 'STOPPED', exit_code = 'STOPPED',
                exit_message = 'stopped before a worker ran it',
-               end_time = clock_timestamp(), last_updated = clock_timestamp(),
+               end_time = batch_now(), last_updated = batch_now(),
                version = x.version + 1
          WHERE x.step_execution_id = ANY (v_ids)
            AND x.status IN ('STARTING', 'STARTED')
@@ -69,7 +69,7 @@ BEGIN
            write_skip_count = batch_partitions_poll.write_skip_count,
            process_skip_count = batch_partitions_poll.process_skip_count,
            duplicate_target_write_count = batch_partitions_poll.duplicate_target_write_count,
-           last_updated = clock_timestamp()
+           last_updated = batch_now()
      WHERE m.step_execution_id = p_manager_step_execution_id AND m.status = 'STARTED'
        AND (m.read_count, m.write_count, m.commit_count, m.filter_count)
            IS DISTINCT FROM (batch_partitions_poll.read_count, batch_partitions_poll.write_count,

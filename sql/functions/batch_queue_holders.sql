@@ -89,7 +89,7 @@ BEGIN
           JOIN batch_job_execution x ON x.job_execution_id = s.job_execution_id
           JOIN batch_job_instance i ON i.job_instance_id = x.job_instance_id
          WHERE i.job_name = v_job AND s.partition_index IS NOT NULL AND NOT l.released
-           AND l.locked_until < clock_timestamp()
+           AND l.locked_until < batch_now()
            AND l.owner_backend_pid = h.pid AND l.owner_backend_start = h.backend_start
          LIMIT 1;
         IF FOUND THEN

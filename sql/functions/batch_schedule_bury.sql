@@ -17,7 +17,7 @@ BEGIN
         RETURN false;
     END IF;
     -- Its last sign of life, as every other burial reckons it.
-    SELECT least(clock_timestamp(), greatest(e.heartbeat_time, e.last_updated))
+    SELECT least(batch_now(), greatest(e.heartbeat_time, e.last_updated))
       INTO last_sign
       FROM batch_job_execution e
      WHERE e.job_execution_id = p_job_execution_id AND e.owner_id = p_owner_id
@@ -29,12 +29,12 @@ BEGIN
     UPDATE batch_step_execution s
        SET status = 'FAILED', exit_code = 'FAILED', exit_message = left(p_message, 2500),
            end_time = greatest(s.start_time, s.last_updated, last_sign),
-           last_updated = clock_timestamp(), version = s.version + 1
+           last_updated = batch_now(), version = s.version + 1
      WHERE s.job_execution_id = p_job_execution_id
        AND batch_status_is_live(s.status);
     UPDATE batch_job_execution e
        SET status = 'FAILED', exit_code = 'FAILED', exit_message = left(p_message, 2500),
-           end_time = last_sign, last_updated = clock_timestamp(), version = e.version + 1
+           end_time = last_sign, last_updated = batch_now(), version = e.version + 1
      WHERE e.job_execution_id = p_job_execution_id;
     RETURN true;
 END $$;

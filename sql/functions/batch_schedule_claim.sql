@@ -2,7 +2,7 @@
 -- transaction under the schedule's row lock. The caller computed the kind,
 -- the parameters and the next instant (p_next_fire_time) from the instant
 -- itself and the clock it last read; a SCHEDULED instant is judged again
--- here, by clock_timestamp() read once the row lock is held: later than the
+-- here, by batch_now() read once the row lock is held: later than the
 -- schedule's grace (and the node's second of slack), it is recorded as a
 -- misfire of that one instant (MISFIRE_SKIP under policy SKIP, with no job
 -- key and no parameters, since nothing runs; MISFIRE_RUN under RUN_ONCE). A
@@ -42,7 +42,7 @@ BEGIN
     -- launches, restarts) is taken under this lock.
     SELECT * INTO s FROM batch_schedule x WHERE x.schedule_id = p_schedule_id
        FOR NO KEY UPDATE;
-    db_now := clock_timestamp();
+    db_now := batch_now();
     IF NOT FOUND THEN
         outcome := 'GONE';
         RETURN;
@@ -100,7 +100,7 @@ BEGIN
     VALUES (p_schedule_id, p_fire_time, kind, missed_until, missed_count,
         p_param_time, p_node, new_status, s.job_name, job_key, parameters,
         coalesce(overlap_note, ''),
-        CASE WHEN new_status = 'SKIPPED_OVERLAP' THEN clock_timestamp() END)
+        CASE WHEN new_status = 'SKIPPED_OVERLAP' THEN batch_now() END)
     ON CONFLICT ON CONSTRAINT batch_schedule_firing_once_uk DO NOTHING
     RETURNING f.firing_id INTO firing_id;
     IF firing_id IS NULL THEN

@@ -14,7 +14,7 @@ BEGIN
     UPDATE batch_schedule_firing x
        SET status = 'FINISHED', exit_code = p_exit_code, job_execution_id = job_execution_id,
            exit_status = exit_status, message = coalesce(p_message, ''),
-           finished_at = clock_timestamp()
+           finished_at = batch_now()
      WHERE x.firing_id = p_firing_id AND x.node_id = p_node
        AND x.status IN ('CLAIMED', 'LAUNCHED', 'ORPHANED')
     RETURNING * INTO f;

@@ -21,7 +21,7 @@ BEGIN
      WHERE x.firing_id = p_firing_id AND x.node_id = p_node AND x.status = 'CLAIMED'
        AND EXISTS (SELECT 1 FROM batch_scheduler_node n
                     WHERE n.node_id = p_node AND n.stopped_at IS NULL
-                      AND n.heartbeat_at >= clock_timestamp() - n.lease_seconds * interval '1 second')
+                      AND n.heartbeat_at >= batch_now() - n.lease_seconds * interval '1 second')
     RETURNING * INTO f;
     launched := FOUND;
     IF launched THEN
@@ -40,7 +40,7 @@ BEGIN
         RETURN;
     END IF;
     UPDATE batch_schedule_firing x
-       SET status = 'FAILED_TO_LAUNCH', finished_at = clock_timestamp(),
+       SET status = 'FAILED_TO_LAUNCH', finished_at = batch_now(),
            message = 'not launched: this node''s lease ran out between its claim and its launch'
      WHERE x.firing_id = p_firing_id AND x.node_id = p_node AND x.status = 'CLAIMED'
     RETURNING * INTO f;

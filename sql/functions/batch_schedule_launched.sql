@@ -11,7 +11,7 @@ BEGIN
     UPDATE batch_schedule_firing x
        SET status = CASE WHEN p_pid IS NULL THEN 'FAILED_TO_LAUNCH' ELSE 'LAUNCHED' END,
            pid = coalesce(p_pid, x.pid), message = coalesce(p_message, ''),
-           finished_at = CASE WHEN p_pid IS NULL THEN clock_timestamp() END
+           finished_at = CASE WHEN p_pid IS NULL THEN batch_now() END
      WHERE x.firing_id = p_firing_id AND x.node_id = p_node
        AND (x.status = 'CLAIMED' OR (p_pid IS NULL AND x.status = 'LAUNCHED'))
     RETURNING * INTO f;

@@ -23,7 +23,7 @@ LANGUAGE sql STABLE AS $$
        AND (f.recover_after IS NOT NULL
             -- a launch in progress (no execution yet) on a node still alive
             OR (f.status IN ('CLAIMED', 'LAUNCHED') AND n.stopped_at IS NULL
-                AND n.heartbeat_at >= clock_timestamp() - n.lease_seconds * interval '1 second')
+                AND n.heartbeat_at >= batch_now() - n.lease_seconds * interval '1 second')
             -- its execution, on any node, under a lease that holds
             OR (f.status <> 'QUEUED' AND x.job_execution_id IS NOT NULL
                 AND batch_schedule_execution_live(x.job_execution_id)))

@@ -20,7 +20,7 @@ BEGIN
          WHERE f.status IN ('CLAIMED', 'LAUNCHED') AND f.node_id <> p_node
            AND (p_schedule_id IS NULL OR f.schedule_id = p_schedule_id)
            AND (n.node_id IS NULL OR n.stopped_at IS NOT NULL
-                OR n.heartbeat_at < clock_timestamp() - n.lease_seconds * interval '1 second'
+                OR n.heartbeat_at < batch_now() - n.lease_seconds * interval '1 second'
                 OR f.node_id = ANY (coalesce(p_dead_nodes, '{}')))
          ORDER BY f.firing_id
          FOR UPDATE OF f SKIP LOCKED
@@ -28,7 +28,7 @@ BEGIN
         SELECT x.job_execution_id, x.status INTO e FROM batch_schedule_firing_execution(r.firing_id) x;
         UPDATE batch_schedule_firing x
            SET status = 'ORPHANED', job_execution_id = e.job_execution_id, exit_status = e.status,
-               finished_at = clock_timestamp(),
+               finished_at = batch_now(),
                message = 'node ' || r.node_id || ' is gone; '
                    || CASE WHEN e.job_execution_id IS NULL THEN 'it started no execution'
                            ELSE 'execution ' || e.job_execution_id || ' was ' || e.status END

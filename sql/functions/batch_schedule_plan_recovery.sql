@@ -56,7 +56,7 @@ BEGIN
         RETURN;
     END IF;
     UPDATE batch_schedule_firing x
-       SET recover_after = clock_timestamp() + s.recover_delay_seconds * interval '1 second'
+       SET recover_after = batch_now() + s.recover_delay_seconds * interval '1 second'
      WHERE x.firing_id = p_firing_id
     RETURNING * INTO f;
     INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, firing_id,

@@ -37,7 +37,7 @@ BEGIN
         END IF;
         RETURN QUERY
         UPDATE batch_schedule_firing x
-           SET status = 'CLAIMED', node_id = p_node, claimed_at = clock_timestamp(),
+           SET status = 'CLAIMED', node_id = p_node, claimed_at = batch_now(),
                message = ''
          WHERE x.firing_id = r.firing_id AND x.status = 'QUEUED'
         RETURNING x.firing_id, x.schedule_id, x.fire_time, x.job_name, x.parameters;

@@ -19,14 +19,14 @@ DECLARE
 BEGIN
     FOR r IN
         SELECT f.firing_id, f.schedule_id FROM batch_schedule_firing f
-         WHERE f.recover_after <= clock_timestamp() AND f.job_name = ANY (p_jobs)
+         WHERE f.recover_after <= batch_now() AND f.job_name = ANY (p_jobs)
          ORDER BY f.recover_after
     LOOP
         SELECT * INTO s FROM batch_schedule b WHERE b.schedule_id = r.schedule_id AND NOT b.paused
            FOR NO KEY UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
         PERFORM 1 FROM batch_schedule_firing f
-         WHERE f.firing_id = r.firing_id AND f.recover_after <= clock_timestamp()
+         WHERE f.firing_id = r.firing_id AND f.recover_after <= batch_now()
            FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
         SELECT e.job_execution_id, e.status, j.stop_origin INTO x

@@ -6,7 +6,7 @@ LANGUAGE sql AS $$
     INSERT INTO batch_scheduler_node AS n (node_id, host, pid, lease_seconds)
     VALUES (p_node, p_host, p_pid, p_lease_seconds)
     ON CONFLICT (node_id) DO UPDATE
-       SET heartbeat_at = clock_timestamp(), lease_seconds = excluded.lease_seconds,
+       SET heartbeat_at = batch_now(), lease_seconds = excluded.lease_seconds,
            stopped_at = NULL;
-    SELECT clock_timestamp();
+    SELECT batch_now();
 $$;

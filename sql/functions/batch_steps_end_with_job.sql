@@ -26,7 +26,7 @@ BEGIN
            exit_message = left(concat_ws(': ', 'its job execution ended before the step''s '
                || 'end was recorded', nullif(p_message, '')), 2500),
            end_time = greatest(s.start_time, s.last_updated),
-           last_updated = clock_timestamp(), version = s.version + 1
+           last_updated = batch_now(), version = s.version + 1
      WHERE s.job_execution_id = p_job_execution_id AND s.partition_index IS NULL
        AND batch_status_is_live(s.status);
     GET DIAGNOSTICS n = ROW_COUNT;
