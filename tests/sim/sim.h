@@ -14,9 +14,7 @@
  *
  * Time: the simulator owns one virtual clock. Before each action a process
  * sets cbatch.virtual_now on its session to virtual time + its node's skew;
- * the database's batch_now() (and, in the simulation's database only, the
- * clock_timestamp()/now() that the repository still reads: see sim_main.c,
- * virtual_clock) answer with it.
+ * the database's batch_now(), the repository's one clock, answers with it.
  */
 #ifndef CB_SIM_H
 #define CB_SIM_H

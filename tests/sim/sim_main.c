@@ -20,15 +20,11 @@
  * with the command that replays it (--trace FILE).
  *
  * Each run gets its own database, copied from a template that holds the
- * repository (the real `schema init`) and the data's tables. Until every
- * clock read of the repository goes through batch_now() (branch h-csql), the
- * template also shadows clock_timestamp() and now() with functions of schema
- * `sim`, first in the simulated sessions' search_path, that read the same
- * setting (cbatch.virtual_now), and sets the columns' defaults that read
- * the clock (bound to pg_catalog's when their tables were made, so no
- * search_path reaches them) to batch_now(): the lease judgments then follow
- * virtual time already, and nothing changes once the repository reads
- * batch_now().
+ * repository (the real `schema init`) and the data's tables. Every time the
+ * repository reads goes through batch_now() (issue 27.1, merged from
+ * h-csql), so the virtual clock needs nothing else. (Before that merge the
+ * template shadowed clock_timestamp()/now() and the clock defaults; see this
+ * file's history.)
  *
  * Exit: 0 no violation (or, with --expect-violation, a violation found and
  * shrunk to fewer steps), 1 otherwise, 2 on usage or setup errors.
@@ -206,22 +202,6 @@ static int exec_on(PGconn *c, const char *sql)
 }
 
 static const char sim_schema_sql[] =
-	"CREATE SCHEMA sim;"
-	"CREATE FUNCTION sim.clock_timestamp() RETURNS timestamptz LANGUAGE sql VOLATILE AS "
-	"$$ SELECT coalesce(nullif(current_setting('cbatch.virtual_now', true), '')::timestamptz,"
-	" pg_catalog.clock_timestamp()) $$;"
-	"CREATE FUNCTION sim.now() RETURNS timestamptz LANGUAGE sql VOLATILE AS "
-	"$$ SELECT sim.clock_timestamp() $$;"
-	/* Column defaults were bound to pg_catalog's clock when their tables were
-	 * made: they read the virtual clock too (batch_scheduler_node's first
-	 * heartbeat_at, for one, comes from its default). */
-	"DO $$ DECLARE c record; BEGIN FOR c IN SELECT a.attrelid::regclass AS t, a.attname "
-	" FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
-	" JOIN pg_class k ON k.oid = a.attrelid JOIN pg_namespace n ON n.oid = k.relnamespace "
-	" WHERE n.nspname = 'public' AND pg_get_expr(d.adbin, d.adrelid) IN "
-	" ('clock_timestamp()', 'now()', 'CURRENT_TIMESTAMP') LOOP "
-	" EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT batch_now()', c.t, c.attname);"
-	" END LOOP; END $$;"
 	"CREATE TABLE public.sim_item (id bigserial PRIMARY KEY, run int NOT NULL, "
 	" part int NOT NULL, amount bigint NOT NULL, status text NOT NULL DEFAULT 'new');"
 	"CREATE TABLE public.sim_total (run int PRIMARY KEY, total bigint NOT NULL);"
@@ -272,8 +252,7 @@ static int new_db(char *out, size_t size, char *name, size_t nsize)
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s TEMPLATE %s", name, dbname_of(base_db));
 	rc = exec_on(c, sql);
 	PQfinish(c);
-	snprintf(out, size, "%s dbname=%s options='-csearch_path=sim,public,pg_catalog'", server,
-		 name);
+	snprintf(out, size, "%s dbname=%s", server, name);
 	return rc;
 }
 
