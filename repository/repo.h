@@ -186,6 +186,10 @@ typedef struct cb__checkpoint {
 	size_t status_size;
 } cb__checkpoint;
 
+/* The checkpoint statement's text ($1..$18 in batch_chunk_checkpoint's order),
+ * for the simulator (tests/sim), which sends it on its own connections. */
+const char *cb__repo_checkpoint_sql(void);
+
 /* Prepare the checkpoint statement on @p conn (not in pipeline mode) under a
  * name written to @p name_out (64 bytes). @return 0 or CB_EDB. */
 int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err);

@@ -23,6 +23,11 @@ static const char checkpoint_sql[] =
 	"p_lease_seconds => $16::float8, p_session_pid => $17::int, "
 	"p_session_start => $18::timestamptz)";
 
+const char *cb__repo_checkpoint_sql(void)
+{
+	return checkpoint_sql;
+}
+
 int cb__repo_checkpoint_prepare(PGconn *conn, char *name_out, const char *prefix, cb_error *err)
 {
 	const char *start;
