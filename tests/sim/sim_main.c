@@ -252,7 +252,8 @@ static int new_db(char *out, size_t size, char *name, size_t nsize)
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s TEMPLATE %s", name, dbname_of(base_db));
 	rc = exec_on(c, sql);
 	PQfinish(c);
-	snprintf(out, size, "%s dbname=%s", server, name);
+	if (snprintf(out, size, "%s dbname=%s", server, name) >= (int)size)
+		return -1;
 	return rc;
 }
 
