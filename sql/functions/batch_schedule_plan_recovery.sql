@@ -7,6 +7,12 @@
 -- after the stop (STOPPED, still STOPPING when its node died, or buried
 -- FAILED "owner lost"): NOT_RECOVERED says that too. Recorded as events of
 -- node p_node.
+-- An execution not restarted that still claims to run (its node died before
+-- it ended) must still end, or it would claim to run for ever: it is due
+-- again after the delay, and batch_schedule_take_recovery buries it once its
+-- lease lets it (STOPPED for an operator's stop, FAILED past the attempts),
+-- saying NOT_RECOVERED then. (Found by the simulator, tests/sim: an operator's
+-- stop just before the node died left the execution STOPPING for ever.)
 CREATE OR REPLACE FUNCTION batch_schedule_plan_recovery(p_firing_id bigint, p_node varchar, p_cause varchar)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -36,6 +42,13 @@ BEGIN
         unfinished := 'ended FAILED, its database lost beyond the outage budget: '
             || left(e.exit_message, 200);
     ELSE
+        RETURN;
+    END IF;
+    IF (e.stop_origin = 'OPERATOR' OR f.attempt >= s.recover_attempts)
+       AND batch_status_is_live(e.status) THEN
+        UPDATE batch_schedule_firing x
+           SET recover_after = batch_now() + s.recover_delay_seconds * interval '1 second'
+         WHERE x.firing_id = p_firing_id;
         RETURN;
     END IF;
     IF e.stop_origin = 'OPERATOR' THEN
