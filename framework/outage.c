@@ -107,13 +107,10 @@ static int connect_failed(cb_error *err, PGconn *conn)
 {
 	const char *msg = PQerrorMessage(conn), *p, *why = msg;
 	char line[CB_ERROR_MESSAGE_MAX];
-	size_t n;
 
 	for (p = strstr(msg, " failed: "); p; p = strstr(p + 1, " failed: "))
 		why = p + strlen(" failed: ");
-	snprintf(line, sizeof(line), "%s", why);
-	n = strcspn(line, "\n");
-	line[n] = '\0';
+	cb__pg_message_line(line, sizeof(line), why);
 	cb_error_set(err, CB_EDB, "connecting again: %s", line);
 	snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 	return CB_EDB;

@@ -370,24 +370,28 @@ int cb__repo_partitions_end(PGconn *conn, long long manager_id, cb_status status
 
 int cb__repo_partition_fate(char *out, size_t size, PGconn *conn, const cb__claim *c, cb_error *err)
 {
-	char id[24];
-	const char *p[1] = { id };
+	char id[24], token[24];
+	const char *p[2] = { id, token };
 	PGresult *res;
 
 	snprintf(id, sizeof(id), "%lld", c->step_execution_id);
-	/* The execution first: a burial ends the partitions with it. */
+	snprintf(token, sizeof(token), "%lld", c->fencing_token);
+	/* Claimed again since (its token moved on): another worker has it, or
+	 * had it and ended it. Else its execution ended (a burial ends the
+	 * partitions with it), or something else ended the partition. */
 	res = cb__repo_exec(
 		conn, "why a partition is no longer ours",
-		"SELECT CASE WHEN NOT batch_status_is_live(e.status) THEN format('its execution "
-		" %s ended %s: %s', e.job_execution_id, e.status, left(e.exit_message, 300)) "
-		" WHEN batch_status_is_live(x.status) AND l.owner_id IS NOT NULL THEN "
-		" format('taken over by %s (this worker''s lease had run out)', l.owner_id) "
-		" ELSE format('it ended %s by another process: %s', x.status, "
-		" left(x.exit_message, 300)) END "
+		"SELECT CASE WHEN x.fencing_token IS DISTINCT FROM $2::bigint THEN "
+		" format('taken over by %s (this worker''s lease had run out); it is %s now', "
+		"  coalesce(x.worker, x.owner_id, 'another worker'), x.status) "
+		" WHEN NOT batch_status_is_live(e.status) THEN format('its execution %s ended %s%s', "
+		"  e.job_execution_id, e.status, coalesce(': ' || nullif(left(e.exit_message, "
+		"  300), ''), '')) "
+		" ELSE format('it ended %s by another process%s', x.status, "
+		"  coalesce(': ' || nullif(left(x.exit_message, 300), ''), '')) END "
 		"FROM batch_step_execution x JOIN batch_job_execution e USING (job_execution_id) "
-		"LEFT JOIN batch_lock l ON l.lock_name = x.lock_name AND NOT l.released "
 		"WHERE x.step_execution_id = $1",
-		1, p, err);
+		2, p, err);
 	if (!res)
 		return CB_EDB;
 	snprintf(out, size, "%s",

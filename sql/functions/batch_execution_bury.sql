@@ -4,21 +4,26 @@
 -- partitions' claimants' sessions end first, a manager step gets its
 -- partitions' sums, its running steps end p_status with p_message, and the
 -- execution ends p_status at its last sign of life, saying so; its partition
--- locks go. Only while it still claims to run. Returns whether it buried it.
-CREATE OR REPLACE FUNCTION batch_execution_bury(p_job_execution_id bigint, p_status varchar,
-    p_message text)
+-- locks go. Only while it still claims to run, and (p_owner_id not NULL)
+-- is still that owner's. Returns whether it buried it.
+CREATE OR REPLACE FUNCTION batch_execution_bury(p_job_execution_id bigint, p_owner_id varchar,
+    p_status varchar, p_message text)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
     last_sign timestamptz;
 BEGIN
-    PERFORM batch_execution_claimants_end(p_job_execution_id);
     SELECT batch_execution_last_sign(e.job_execution_id) INTO last_sign
       FROM batch_job_execution e
      WHERE e.job_execution_id = p_job_execution_id AND batch_status_is_live(e.status)
+       AND (p_owner_id IS NULL OR e.owner_id = p_owner_id)
        FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- A frozen claimant's open chunk would block the steps' update below (a
+    -- partition's chunk never locks this execution's row, so this order
+    -- waits on nothing).
+    PERFORM batch_execution_claimants_end(p_job_execution_id);
     PERFORM batch_partitions_summed(p_job_execution_id);
     UPDATE batch_step_execution s
        SET status = p_status, exit_code = p_status, exit_message = left(p_message, 2500),

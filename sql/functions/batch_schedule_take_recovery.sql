@@ -39,7 +39,7 @@ BEGIN
            AND (x.stop_origin = 'OPERATOR' OR r.attempt >= s.recover_attempts) THEN
             -- Not restarted, but it must end: once it is dead.
             CONTINUE WHEN batch_schedule_execution_live(x.job_execution_id);
-            PERFORM batch_execution_bury(x.job_execution_id,
+            PERFORM batch_execution_bury(x.job_execution_id, NULL,
                 CASE WHEN x.stop_origin = 'OPERATOR' THEN 'STOPPED' ELSE 'FAILED' END,
                 CASE WHEN x.stop_origin = 'OPERATOR' THEN 'owner lost; stopped by operator'
                      ELSE 'owner lost; its restarts are spent' END);

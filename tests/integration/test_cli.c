@@ -681,8 +681,9 @@ static int has_option(const char *text, const char *opt, size_t n)
 	return 0;
 }
 
-/* Every "--option" of @p text, in @p block. */
-static void check_options(const char *block, const char *cmd, const char *text)
+/* Every "--option" of @p text, in @p block; a missing one is reported as
+ * @p fmt says (its %s: @p cmd, then the option). */
+static void check_options_as(const char *block, const char *cmd, const char *text, const char *fmt)
 {
 	for (const char *p = text; (p = strstr(p, "--")) != NULL;) {
 		size_t n = 2;
@@ -694,10 +695,15 @@ static void check_options(const char *block, const char *cmd, const char *text)
 			memcpy(opt, p, n);
 			opt[n] = '\0';
 			if (!has_option(block, opt, n))
-				CBT_FAILF("README's command list lacks %s's option %s", cmd, opt);
+				CBT_FAILF(fmt, cmd, opt);
 		}
 		p += n;
 	}
+}
+
+static void check_options(const char *block, const char *cmd, const char *text)
+{
+	check_options_as(block, cmd, text, "README's command list lacks %s's option %s");
 }
 
 static void test_readme_lists_every_command(void)
@@ -743,26 +749,6 @@ static void test_readme_lists_every_command(void)
 	free(block);
 }
 
-/* Every "--option" of @p text is in @p syn (a command's usage line). */
-static void check_usage_options(const char *syn, const char *cmd, const char *text)
-{
-	for (const char *p = text; (p = strstr(p, "--")) != NULL;) {
-		size_t n = 2;
-		char opt[64];
-
-		while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] == '-' && p[n + 1] != '-'))
-			n++;
-		if (n > 3 && n < sizeof(opt) && (p == text || p[-1] != '-')) {
-			memcpy(opt, p, n);
-			opt[n] = '\0';
-			if (!has_option(syn, opt, n))
-				CBT_FAILF("%s: its help names %s, its usage line does not", cmd,
-					  opt);
-		}
-		p += n;
-	}
-}
-
 /* A command's usage line names every option its help explains (the
  * scheduler's lacked --exit-after), and serve's help lists every route the
  * server answers, actions included (it named 4 of 8). */
@@ -786,7 +772,8 @@ static void test_usage_lines_name_every_option(void)
 		const char *opts = more ? strstr(more, "Options:") : NULL;
 
 		if (opts)
-			check_usage_options(syn, name, opts);
+			check_options_as(syn, name, opts,
+					 "%s: its help names %s, its usage line does not");
 	}
 	CBT_EQ_LL(ADMIN("serve", "--help"), 0);
 	for (size_t i = 0; posts[i]; i++) {
