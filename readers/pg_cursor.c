@@ -272,8 +272,14 @@ int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb
 		}
 	}
 	c->opt_fetch = opts->fetch_size;
-	*out = (cb_reader){ CB_READER_VERSION, c,          cur_open,
-			    cur_read,          cur_update, cur_describe,
-			    cur_rollback,      cur_close,  cur_free };
+	*out = (cb_reader){ .version = CB_READER_VERSION,
+			    .state = c,
+			    .open = cur_open,
+			    .read = cur_read,
+			    .update = cur_update,
+			    .describe = cur_describe,
+			    .rollback = cur_rollback,
+			    .close = cur_close,
+			    .free = cur_free };
 	return 0;
 }
