@@ -121,7 +121,8 @@ static int starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* @p n: a numeric's scale or a character type's length, -1 unbounded. */
+/* @p n: a numeric's scale (declared: an unconstrained numeric, whose scale
+ * only its values know, is -1 and never judged lossy) or a character type's length, -1 unbounded. */
 static enum kind kind(const char *type, long *n)
 {
 	const char *p = strchr(type, '(');
@@ -168,12 +169,12 @@ int cb__pg_lossy(char *why, size_t size, const char *source, const char *target)
 			 "a %s value loses its time zone in a %s column (it becomes the "
 			 "session's local time)",
 			 source, target);
-	else if (t == K_INT && ((s == K_NUMERIC && sn != 0) || s == K_FLOAT))
+	else if (t == K_INT && s == K_NUMERIC && sn > 0)
 		snprintf(why, size,
-			 "a %s value may have a fraction, which an %s column cannot hold (such "
+			 "a %s value may have a fraction, which a %s column cannot hold (such "
 			 "a value fails at chunk time)",
 			 source, target);
-	else if (t == K_NUMERIC && tn >= 0 && (s == K_FLOAT || (s == K_NUMERIC && (sn < 0 || sn > tn))))
+	else if (t == K_NUMERIC && tn >= 0 && s == K_NUMERIC && sn > tn)
 		snprintf(why, size, "a %s value is rounded to %ld decimal places in a %s column",
 			 source, tn, target);
 	else if (t == K_CHAR && tn >= 0 && s != K_INT && s != K_DATE &&
@@ -183,4 +184,29 @@ int cb__pg_lossy(char *why, size_t size, const char *source, const char *target)
 			 "truncates)",
 			 source, tn, target);
 	return why[0] != '\0';
+}
+
+int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target,
+		      cb_error *err)
+{
+	/* A domain assigns as its base type; any type assigns to a string
+	 * (I/O conversion), as INSERT ... SELECT would allow. */
+	static const char sql[] =
+		"SELECT s.oid = t.oid OR t.typcategory = 'S' OR EXISTS (SELECT 1 FROM "
+		"pg_catalog.pg_cast c WHERE c.castsource = s.oid AND c.casttarget = t.oid "
+		"AND c.castcontext IN ('a', 'i')) FROM pg_catalog.pg_type s0 "
+		"JOIN pg_catalog.pg_type s ON s.oid = CASE WHEN s0.typtype = 'd' "
+		"THEN s0.typbasetype ELSE s0.oid END, pg_catalog.pg_type t "
+		"WHERE s0.oid = $1::pg_catalog.regtype AND t.oid = $2::pg_catalog.regtype";
+	const char *params[2] = { source, target };
+	PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
+	int rc = 0;
+
+	*ok = 1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = cb_pg_error(err, conn, res, "comparing two types");
+	else if (PQntuples(res) == 1)
+		*ok = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return rc;
 }

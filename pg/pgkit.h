@@ -241,6 +241,15 @@ int cb__pg_rel_ordered(const cb__pg_rel *r, int col);
 int cb__pg_lossy(char *why, size_t size, const char *source, const char *target);
 
 /*
+ * Does PostgreSQL assign a value of type @p source to a column of type
+ * @p target (both format_type text) in an INSERT ... SELECT: the same type,
+ * an assignment or implicit cast, or a string target? Sets @p ok.
+ * @return 0, CB_EDB.
+ */
+int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target,
+		      cb_error *err);
+
+/*
  * Has table @p qualified an arbiter for ON CONFLICT (@p keys): a valid,
  * non-partial unique index (or constraint) on exactly these columns? Sets
  * @p found. @return 0, CB_EDB.

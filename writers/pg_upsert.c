@@ -554,6 +554,36 @@ static int check_mode(struct upsert *u, const cb__pg_rel *r, size_t i, int col, 
 			    u->what, u->columns[i], cb__pg_rel_type(r, col), names[m], need);
 }
 
+/*
+ * Column @p i bound by name takes the reader's value of type @p src: refused
+ * when PostgreSQL would not assign it (a text into an integer column: a
+ * value that is no number fails at chunk time), or would lose something
+ * silently (a timestamptz into a date). lossy_columns lets either through.
+ */
+static int check_assignment(struct upsert *u, const cb__pg_rel *r, size_t i, int col,
+			    const char *src, cb_error *err)
+{
+	char why[CB_ERROR_MESSAGE_MAX / 2];
+	const char *target = cb__pg_rel_base_type(r, col);
+	int ok = 1, rc;
+
+	if (cb__pg_lossy(why, sizeof(why), src, target))
+		return cb_error_set(err, CB_EINVAL,
+				    "%s: column \"%s\": %s; list it in lossy_columns (options "
+				    "version 3) if that is meant",
+				    u->what, u->columns[i], why);
+	if ((rc = cb__pg_assignable(&ok, u->conn, src, target, err)) < 0)
+		return cb_error_prefix(err, "%s", u->what);
+	if (!ok)
+		return cb_error_set(err, CB_EINVAL,
+				    "%s: column \"%s\": the reader gives %s, which PostgreSQL does "
+				    "not assign to %s (a value that is not one fails at chunk time); "
+				    "cast it in the reader's query or bind it, or list the column in "
+				    "lossy_columns (options version 3) if that is meant",
+				    u->what, u->columns[i], src, cb__pg_rel_type(r, col));
+	return 0;
+}
+
 /* Prepare the statement unnamed: whatever else the server refuses in it. */
 static int check_statement(struct upsert *u, const char *qualified, cb_error *err)
 {
@@ -611,7 +641,6 @@ static int upsert_check(void *state, const cb_step_context *sc, cb_error *err)
 	struct upsert *u = state;
 	cb__pg_rel r;
 	char *qualified = NULL;
-	char why[CB_ERROR_MESSAGE_MAX / 2];
 	int rc, col, found = 0;
 	size_t i;
 
@@ -632,12 +661,8 @@ static int upsert_check(void *state, const cb_step_context *sc, cb_error *err)
 			rc = check_mode(u, &r, i, col, err);
 		/* By name, the value is the reader's column: its type is known. */
 		src = u->bind ? NULL : cb_step_context_source_type(sc, u->columns[i]);
-		if (rc == 0 && src && find(u->lossy, u->nlossy, u->columns[i]) < 0 &&
-		    cb__pg_lossy(why, sizeof(why), src, cb__pg_rel_base_type(&r, col)))
-			rc = cb_error_set(err, CB_EINVAL,
-					  "%s: column \"%s\": %s; list it in lossy_columns "
-					  "(options version 3) if that is meant",
-					  u->what, u->columns[i], why);
+		if (rc == 0 && src && find(u->lossy, u->nlossy, u->columns[i]) < 0)
+			rc = check_assignment(u, &r, i, col, src, err);
 	}
 	if (rc == 0 && u->stamp && (col = cb__pg_rel_need(&r, u->stamp, u->what, "stamp column",
 							  err)) < 0)

@@ -184,11 +184,15 @@ typedef struct cb_pg_upsert_options {
 	 * launch records anything) compares the type of each value the reader
 	 * gives a column bound by name (cb_bind_row_by_name, NULL @p bind) with
 	 * the column's type, and refuses a silent loss: a timestamp into a date
-	 * (the time of day), a timestamptz into a timestamp (the zone), more
-	 * decimal places than a numeric(p,s) keeps, text longer than a
-	 * varchar(n), and a fraction into an integer column (fails at chunk
-	 * time). A column listed here is not refused. With a bind callback the
-	 * values' types are not known before they are bound: not checked.
+	 * (the time of day), a timestamptz into a timestamp (the zone), a
+	 * numeric(p,s) into one of a smaller scale, text or a longer varchar
+	 * into a varchar(n) (the writer's cast cuts it); and a value PostgreSQL
+	 * would not assign (text into an integer column; a numeric(p,s) with a
+	 * scale into an integer column), which fails at chunk time for a value
+	 * that is not one. A column listed here is not refused. Not judged: an
+	 * unconstrained numeric or a float (only the values know their scale),
+	 * and, with a bind callback, every column (the values' C types are not
+	 * known before they are bound).
 	 * NULL: none. Copied.
 	 */
 	const char *const *lossy_columns;
