@@ -28,7 +28,7 @@ static int init(void)
 		       " processed boolean NOT NULL DEFAULT false); "
 		       "INSERT INTO src (id, customer_id, amount, note, at) SELECT g, g % 5, g, "
 		       " 'n' || g, timestamptz '2026-06-30 13:45:00+00' FROM generate_series(1, 30) g; "
-		       "CREATE TABLE customer_total (customer_id bigint PRIMARY KEY, "
+		       "CREATE TABLE cust_total (customer_id bigint PRIMARY KEY, "
 		       " amount numeric(14,2) NOT NULL DEFAULT 0, note text); "
 		       "CREATE TABLE nokey_total (customer_id bigint, amount numeric(14,2)); "
 		       "CREATE TABLE daily (id bigint PRIMARY KEY, at date, note integer)");
@@ -155,26 +155,26 @@ static const char *const all_src[] = { "id", "customer_id", "amount", "note", "a
 static void test_wrong_upsert_column(void)
 {
 	static const char *const cols[] = { "customer_id", "amout", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "customer_total", .columns = cols,
+	struct cfg c = { .read_columns = all_src, .table = "cust_total", .columns = cols,
 			 .key = "customer_id" };
 
-	refused("wrong_upsert_column", &c, "customer_total", "column \"amout\" does not exist");
+	refused("wrong_upsert_column", &c, "cust_total", "column \"amout\" does not exist");
 }
 
 static void test_missing_table(void)
 {
 	static const char *const cols[] = { "customer_id", "amount", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "customer_totals", .columns = cols,
+	struct cfg c = { .read_columns = all_src, .table = "cust_totals", .columns = cols,
 			 .key = "customer_id" };
 
-	refused("missing_table", &c, "table \"customer_totals\" does not exist", "upsert writer");
+	refused("missing_table", &c, "table \"cust_totals\" does not exist", "upsert writer");
 }
 
 static void test_wrong_reader_column(void)
 {
 	static const char *const rcols[] = { "id", "customer_id", "amout", NULL };
 	static const char *const cols[] = { "customer_id", "amount", NULL };
-	struct cfg c = { .read_columns = rcols, .table = "customer_total", .columns = cols,
+	struct cfg c = { .read_columns = rcols, .table = "cust_total", .columns = cols,
 			 .key = "customer_id" };
 
 	refused("wrong_reader_column", &c, "keyset reader on \"src\"",
@@ -204,7 +204,7 @@ static void test_add_on_a_text_column(void)
 {
 	static const char *const cols[] = { "customer_id", "note", NULL };
 	static const cb_upsert_mode modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD };
-	struct cfg c = { .read_columns = all_src, .table = "customer_total", .columns = cols,
+	struct cfg c = { .read_columns = all_src, .table = "cust_total", .columns = cols,
 			 .key = "customer_id", .modes = modes };
 
 	refused("add_on_text", &c, "column \"note\" has the type text",
@@ -230,7 +230,7 @@ static void test_timestamptz_into_a_date_column_unless_declared(void)
 	cb_job *job;
 	cb_job_result r;
 
-	refused("timestamptz_into_date", &c, "upsert writer on \"daily\", ",
+	refused("timestamptz_into_date", &c, "upsert writer on \"daily\"",
 		"column \"at\": a timestamp with time zone value loses its time of day");
 	/* Declared lossy on purpose: it runs, and the day is kept. */
 	c.lossy = lossy;
