@@ -93,8 +93,7 @@ int cb_step_context_checking(const cb_step_context *sc)
 	return sc ? sc->checking : 0;
 }
 
-int cb_step_context_set_source_type(const cb_step_context *sc, const char *column,
-				    const char *type)
+int cb_step_context_set_source_type(const cb_step_context *sc, const char *column, const char *type)
 {
 	json_t *v;
 

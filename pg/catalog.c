@@ -114,7 +114,17 @@ int cb__pg_rel_ordered(const cb__pg_rel *r, int col)
 }
 
 /* What a type's text says about the values it holds. */
-enum kind { K_OTHER, K_TEXT, K_CHAR, K_INT, K_FLOAT, K_NUMERIC, K_DATE, K_TS, K_TSTZ };
+enum kind {
+	K_OTHER,
+	K_TEXT,
+	K_CHAR,
+	K_INT,
+	K_FLOAT,
+	K_NUMERIC,
+	K_DATE,
+	K_TS,
+	K_TSTZ
+};
 
 static int starts(const char *s, const char *prefix)
 {
@@ -186,8 +196,7 @@ int cb__pg_lossy(char *why, size_t size, const char *source, const char *target)
 	return why[0] != '\0';
 }
 
-int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target,
-		      cb_error *err)
+int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target, cb_error *err)
 {
 	/* A domain assigns as its base type; any type assigns to a string
 	 * (I/O conversion), as INSERT ... SELECT would allow. */

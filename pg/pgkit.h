@@ -246,8 +246,7 @@ int cb__pg_lossy(char *why, size_t size, const char *source, const char *target)
  * an assignment or implicit cast, or a string target? Sets @p ok.
  * @return 0, CB_EDB.
  */
-int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target,
-		      cb_error *err);
+int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target, cb_error *err);
 
 /*
  * Has table @p qualified an arbiter for ON CONFLICT (@p keys): a valid,

@@ -251,8 +251,7 @@ static int cur_check(void *state, const cb_step_context *sc, cb_error *err)
 
 	if (!conn)
 		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", c->what);
-	return cb__rd_check_query(conn, sc, c->query, (int)c->nqparams, c->what, "the query",
-				  err);
+	return cb__rd_check_query(conn, sc, c->query, (int)c->nqparams, c->what, "the query", err);
 }
 
 int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err)

@@ -575,7 +575,8 @@ static int ks_check(void *state, const cb_step_context *sc, cb_error *err)
 			if ((col = cb__pg_rel_need(&r, ks->columns[i], ks->what, NULL, err)) < 0)
 				rc = col;
 		for (i = 0; i < ks->nkeys && rc == 0; i++)
-			if ((col = cb__pg_rel_need(&r, ks->keys[i], ks->what, "key column", err)) < 0)
+			if ((col = cb__pg_rel_need(&r, ks->keys[i], ks->what, "key column", err)) <
+			    0)
 				rc = col;
 		cb__pg_rel_free(&r);
 		if (rc)

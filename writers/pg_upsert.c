@@ -550,8 +550,9 @@ static int check_mode(struct upsert *u, const cb__pg_rel *r, size_t i, int col, 
 		need = "a type with an order (greatest/least)";
 	if (!need)
 		return 0;
-	return cb_error_set(err, CB_EINVAL, "%s: column \"%s\" has the type %s, but its mode %s needs %s",
-			    u->what, u->columns[i], cb__pg_rel_type(r, col), names[m], need);
+	return cb_error_set(err, CB_EINVAL,
+			    "%s: column \"%s\" has the type %s, but its mode %s needs %s", u->what,
+			    u->columns[i], cb__pg_rel_type(r, col), names[m], need);
 }
 
 /*
@@ -575,12 +576,13 @@ static int check_assignment(struct upsert *u, const cb__pg_rel *r, size_t i, int
 	if ((rc = cb__pg_assignable(&ok, u->conn, src, target, err)) < 0)
 		return cb_error_prefix(err, "%s", u->what);
 	if (!ok)
-		return cb_error_set(err, CB_EINVAL,
-				    "%s: column \"%s\": the reader gives %s, which PostgreSQL does "
-				    "not assign to %s (a value that is not one fails at chunk time); "
-				    "cast it in the reader's query or bind it, or list the column in "
-				    "lossy_columns (options version 3) if that is meant",
-				    u->what, u->columns[i], src, cb__pg_rel_type(r, col));
+		return cb_error_set(
+			err, CB_EINVAL,
+			"%s: column \"%s\": the reader gives %s, which PostgreSQL does "
+			"not assign to %s (a value that is not one fails at chunk time); "
+			"cast it in the reader's query or bind it, or list the column in "
+			"lossy_columns (options version 3) if that is meant",
+			u->what, u->columns[i], src, cb__pg_rel_type(r, col));
 	return 0;
 }
 
@@ -664,8 +666,8 @@ static int upsert_check(void *state, const cb_step_context *sc, cb_error *err)
 		if (rc == 0 && src && find(u->lossy, u->nlossy, u->columns[i]) < 0)
 			rc = check_assignment(u, &r, i, col, src, err);
 	}
-	if (rc == 0 && u->stamp && (col = cb__pg_rel_need(&r, u->stamp, u->what, "stamp column",
-							  err)) < 0)
+	if (rc == 0 && u->stamp &&
+	    (col = cb__pg_rel_need(&r, u->stamp, u->what, "stamp column", err)) < 0)
 		rc = col;
 	if (rc == 0)
 		rc = cb__pg_qualified_name(&qualified, u->conn, u->schema, u->table, err);
@@ -820,10 +822,10 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	for (i = 0; i < opts->nlossy; i++)
 		if (!opts->lossy_columns[i] ||
 		    find(u->columns, u->ncolumns, opts->lossy_columns[i]) < 0) {
-			rc = cb_error_set(err, CB_EINVAL,
-					  "%s: lossy column \"%s\" is not among the columns",
-					  u->what,
-					  opts->lossy_columns[i] ? opts->lossy_columns[i] : "(null)");
+			rc = cb_error_set(
+				err, CB_EINVAL, "%s: lossy column \"%s\" is not among the columns",
+				u->what,
+				opts->lossy_columns[i] ? opts->lossy_columns[i] : "(null)");
 			goto fail;
 		}
 	if (opts->nlossy && cb__strv_dup(&u->lossy, opts->lossy_columns, opts->nlossy) < 0)

@@ -23,15 +23,16 @@ static int init(void)
 {
 	if (cbt_repo_db(db, sizeof(db), "preflight", &conn) < 0)
 		return -1;
-	cbt_exec(conn, "CREATE TABLE src (id bigint PRIMARY KEY, customer_id bigint NOT NULL, "
-		       " amount numeric(12,2) NOT NULL, note text, at timestamptz NOT NULL, "
-		       " processed boolean NOT NULL DEFAULT false); "
-		       "INSERT INTO src (id, customer_id, amount, note, at) SELECT g, g % 5, g, "
-		       " 'n' || g, timestamptz '2026-06-30 13:45:00+00' FROM generate_series(1, 30) g; "
-		       "CREATE TABLE cust_total (customer_id bigint PRIMARY KEY, "
-		       " amount numeric(14,2) NOT NULL DEFAULT 0, note text); "
-		       "CREATE TABLE nokey_total (customer_id bigint, amount numeric(14,2)); "
-		       "CREATE TABLE daily (id bigint PRIMARY KEY, at date, note integer)");
+	cbt_exec(conn,
+		 "CREATE TABLE src (id bigint PRIMARY KEY, customer_id bigint NOT NULL, "
+		 " amount numeric(12,2) NOT NULL, note text, at timestamptz NOT NULL, "
+		 " processed boolean NOT NULL DEFAULT false); "
+		 "INSERT INTO src (id, customer_id, amount, note, at) SELECT g, g % 5, g, "
+		 " 'n' || g, timestamptz '2026-06-30 13:45:00+00' FROM generate_series(1, 30) g; "
+		 "CREATE TABLE cust_total (customer_id bigint PRIMARY KEY, "
+		 " amount numeric(14,2) NOT NULL DEFAULT 0, note text); "
+		 "CREATE TABLE nokey_total (customer_id bigint, amount numeric(14,2)); "
+		 "CREATE TABLE daily (id bigint PRIMARY KEY, at date, note integer)");
 	return 0;
 }
 
@@ -155,7 +156,9 @@ static const char *const all_src[] = { "id", "customer_id", "amount", "note", "a
 static void test_wrong_upsert_column(void)
 {
 	static const char *const cols[] = { "customer_id", "amout", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "cust_total", .columns = cols,
+	struct cfg c = { .read_columns = all_src,
+			 .table = "cust_total",
+			 .columns = cols,
 			 .key = "customer_id" };
 
 	refused("wrong_upsert_column", &c, "cust_total", "column \"amout\" does not exist");
@@ -164,7 +167,9 @@ static void test_wrong_upsert_column(void)
 static void test_missing_table(void)
 {
 	static const char *const cols[] = { "customer_id", "amount", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "cust_totals", .columns = cols,
+	struct cfg c = { .read_columns = all_src,
+			 .table = "cust_totals",
+			 .columns = cols,
 			 .key = "customer_id" };
 
 	refused("missing_table", &c, "table \"cust_totals\" does not exist", "upsert writer");
@@ -174,8 +179,9 @@ static void test_wrong_reader_column(void)
 {
 	static const char *const rcols[] = { "id", "customer_id", "amout", NULL };
 	static const char *const cols[] = { "customer_id", "amount", NULL };
-	struct cfg c = { .read_columns = rcols, .table = "cust_total", .columns = cols,
-			 .key = "customer_id" };
+	struct cfg c = {
+		.read_columns = rcols, .table = "cust_total", .columns = cols, .key = "customer_id"
+	};
 
 	refused("wrong_reader_column", &c, "keyset reader on \"src\"",
 		"column \"amout\" does not exist");
@@ -183,8 +189,9 @@ static void test_wrong_reader_column(void)
 
 static void test_misspelt_status_column(void)
 {
-	struct cfg c = { .read_columns = all_src, .status = 1, .table = "src",
-			 .set_column = "procesed" };
+	struct cfg c = {
+		.read_columns = all_src, .status = 1, .table = "src", .set_column = "procesed"
+	};
 
 	refused("misspelt_status_column", &c, "status writer on \"src\"",
 		"status column \"procesed\" does not exist");
@@ -193,7 +200,9 @@ static void test_misspelt_status_column(void)
 static void test_conflict_key_without_unique_index(void)
 {
 	static const char *const cols[] = { "customer_id", "amount", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "nokey_total", .columns = cols,
+	struct cfg c = { .read_columns = all_src,
+			 .table = "nokey_total",
+			 .columns = cols,
 			 .key = "customer_id" };
 
 	refused("conflict_key_without_unique", &c, "nokey_total",
@@ -204,8 +213,11 @@ static void test_add_on_a_text_column(void)
 {
 	static const char *const cols[] = { "customer_id", "note", NULL };
 	static const cb_upsert_mode modes[] = { CB_UPSERT_REPLACE, CB_UPSERT_ADD };
-	struct cfg c = { .read_columns = all_src, .table = "cust_total", .columns = cols,
-			 .key = "customer_id", .modes = modes };
+	struct cfg c = { .read_columns = all_src,
+			 .table = "cust_total",
+			 .columns = cols,
+			 .key = "customer_id",
+			 .modes = modes };
 
 	refused("add_on_text", &c, "column \"note\" has the type text",
 		"CB_UPSERT_ADD needs a number");
@@ -255,7 +267,10 @@ static int bad_bind(void *ctx, const cb_step_context *sc, const void *item, cb_v
 static void test_unparseable_value_names_table_and_column(void)
 {
 	static const char *const cols[] = { "id", "note", NULL };
-	struct cfg c = { .read_columns = all_src, .table = "daily", .columns = cols, .key = "id",
+	struct cfg c = { .read_columns = all_src,
+			 .table = "daily",
+			 .columns = cols,
+			 .key = "id",
 			 .bind = bad_bind };
 	cb_error err = CB_ERROR_INIT;
 	cb_job *job = job_of("unparseable_value", &c);
