@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cbatch.h>
 
@@ -51,6 +53,8 @@ struct cfg {
 	const char *const *columns;      /* NULL-terminated */
 	const char *key;
 	const char *set_column; /* status writer */
+	const char *set_value;  /* status writer; NULL: "true" */
+	const char *csv_path;   /* a CSV writer instead */
 	const cb_upsert_mode *modes;
 	const char *const *lossy; /* NULL-terminated, or NULL */
 	cb_bind_fn bind;
@@ -72,13 +76,18 @@ static int build(void *user, const cb_step_context *sc, cb_chunk_parts *parts, c
 	r.where = "NOT processed";
 	if ((rc = cb_pg_keyset_reader_new(&parts->reader, &r, err)) < 0)
 		return rc;
-	if (c->status) {
+	if (c->csv_path) {
+		cb_csv_writer_options o = CB_CSV_WRITER_OPTIONS_INIT;
+
+		o.path = c->csv_path;
+		rc = cb_csv_writer_new(&w, &o, err);
+	} else if (c->status) {
 		cb_pg_status_options s = CB_PG_STATUS_OPTIONS_INIT;
 
 		s.table = c->table;
 		s.key_columns = src_key;
 		s.set_column = c->set_column;
-		s.set_value = "true";
+		s.set_value = c->set_value ? c->set_value : "true";
 		rc = cb_pg_status_writer_new(&w, &s, err);
 	} else {
 		cb_pg_upsert_options u = CB_PG_UPSERT_OPTIONS_INIT;
@@ -195,6 +204,82 @@ static void test_misspelt_status_column(void)
 
 	refused("misspelt_status_column", &c, "status writer on \"src\"",
 		"status column \"procesed\" does not exist");
+}
+
+static void test_status_value_its_column_refuses(void)
+{
+	struct cfg c = { .read_columns = all_src,
+			 .status = 1,
+			 .table = "src",
+			 .set_column = "processed",
+			 .set_value = "DONE" };
+
+	refused("status_value_refused", &c, "status writer on \"src\"",
+		"status column \"processed\" (boolean) does not take the value \"DONE\"");
+}
+
+/* A file writer's directory is checked, and no file is created by it. */
+static void test_csv_writer_into_a_missing_directory(void)
+{
+	char path[4200], dir[4000];
+	struct cfg c = { .read_columns = all_src };
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/preflight-out", cbt_tmpdir());
+	snprintf(path, sizeof(path), "%s/missing/out.csv", dir);
+	c.csv_path = path;
+	refused("csv_missing_directory", &c, "CSV writer", "/missing\" does not exist");
+	/* A directory that exists passes the check; the launch then runs. */
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/out.csv", dir);
+	unlink(path);
+	{
+		cb_error err = CB_ERROR_INIT;
+		cb_job *job = job_of("csv_directory_there", &c);
+
+		CBT_PASS(cb_job_check(conn, job, NULL, NULL, NULL, &err), &err);
+		/* The check created nothing. */
+		CBT_EQ_LL(stat(path, &st), -1);
+		cb_job_free(job);
+	}
+}
+
+static void collect(void *ctx, const char *step, int problem, const char *message)
+{
+	char *notes = ctx;
+	size_t n = strlen(notes);
+
+	snprintf(notes + n, 2048 - n, "%s %s %s|", problem ? "problem" : "note", step ? step : "-",
+		 message);
+}
+
+static int noop_tasklet(void *user, const cb_step_context *sc, cb_tx *tx, json_t *context,
+			cb_error *err)
+{
+	(void)user, (void)sc, (void)tx, (void)context, (void)err;
+	return CB_DONE;
+}
+
+/* What a check cannot see is said, not passed over in silence. */
+static void test_check_notes_what_it_cannot_check(void)
+{
+	static const char *const cols[] = { "customer_id", "amount", NULL };
+	struct cfg c = { .read_columns = all_src,
+			 .table = "cust_total",
+			 .columns = cols,
+			 .key = "customer_id" };
+	cb_error err = CB_ERROR_INIT;
+	cb_step_def t = CB_STEP_DEF_INIT;
+	cb_job *job = job_of("notes", &c);
+	char notes[2048] = "";
+
+	t.name = "report";
+	t.kind = CB_STEP_TASKLET;
+	t.tasklet = noop_tasklet;
+	CBT_PASS(cb_job_add_step(job, &t, &err), &err);
+	CBT_PASS(cb_job_check(conn, job, NULL, collect, notes, &err), &err);
+	CBT_CONTAINS(notes, "note report not checked: a tasklet's work is its own code");
+	cb_job_free(job);
 }
 
 static void test_conflict_key_without_unique_index(void)
@@ -321,6 +406,9 @@ static CU_TestInfo tests[] = {
 	{ "misspelt status column", test_misspelt_status_column },
 	{ "conflict key without unique index", test_conflict_key_without_unique_index },
 	{ "ADD on a text column", test_add_on_a_text_column },
+	{ "status value its column refuses", test_status_value_its_column_refuses },
+	{ "CSV writer into a missing directory", test_csv_writer_into_a_missing_directory },
+	{ "check notes what it cannot check", test_check_notes_what_it_cannot_check },
 	{ "text column into an integer column", test_text_column_into_an_integer_column },
 	{ "timestamptz into a date column unless declared",
 	  test_timestamptz_into_a_date_column_unless_declared },
