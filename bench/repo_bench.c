@@ -354,9 +354,11 @@ static int build_chunk(void *user, const cb_step_context *sc, cb_chunk_parts *pa
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	m->cr = cr;
 	m->total = cr->chunk * cr->chunks;
-	parts->reader = (cb_reader){
-		CB_READER_VERSION, m, NULL, mem_read, mem_update, NULL, NULL, NULL, free
-	};
+	parts->reader = (cb_reader){ .version = CB_READER_VERSION,
+				     .state = m,
+				     .read = mem_read,
+				     .update = mem_update,
+				     .free = free };
 	parts->writers[0] =
 		(cb_writer){ .version = CB_WRITER_VERSION, .state = cr, .write = null_write };
 	parts->nwriters = 1;

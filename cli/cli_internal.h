@@ -107,6 +107,7 @@ int cb__cli_cmd_locks(struct cli *c);
 /* cmd_run.c */
 int cb__cli_cmd_run(struct cli *c);
 int cb__cli_cmd_restart(struct cli *c);
+int cb__cli_cmd_check(struct cli *c);
 /* cmd_control.c */
 int cb__cli_cmd_stop(struct cli *c);
 int cb__cli_cmd_abandon(struct cli *c);

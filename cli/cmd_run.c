@@ -226,3 +226,113 @@ done:
 	PQfinish(conn);
 	return rc;
 }
+
+/* ---- check --------------------------------------------------------------- */
+
+struct findings {
+	struct cli *c;
+	json_t *problems, *notes; /* --json */
+};
+
+static void found(void *ctx, const char *step, int problem, const char *message)
+{
+	struct findings *f = ctx;
+	char shown[CB_ERROR_MESSAGE_MAX * 4];
+
+	if (f->c->json) {
+		json_t *o = json_object();
+
+		if (!o)
+			return;
+		json_object_set_new(o, "step", step ? cb__cli_json_text(step) : json_null());
+		json_object_set_new(o, "message", cb__cli_json_text(message));
+		json_array_append_new(problem ? f->problems : f->notes, o);
+		return;
+	}
+	cb__cli_term(shown, sizeof(shown), message);
+	if (problem)
+		printf("problem: %s\n", shown);
+	else
+		printf("note: step '%s' %s\n", step ? step : "?", shown);
+}
+
+int cb__cli_cmd_check(struct cli *c)
+{
+	static const char *const flags[] = { NULL };
+	struct findings f = { c, NULL, NULL };
+	const char **pos;
+	size_t npos, i;
+	const cb_job *job;
+	cb_params *params = NULL;
+	PGconn *conn = NULL;
+	int rc;
+
+	pos = calloc((size_t)c->argc, sizeof(*pos));
+	if (!pos)
+		return cb__cli_out_of_memory(c);
+	if ((rc = cb__cli_split_args(c, pos, &npos, flags, NULL)) != 0)
+		goto done;
+	if (npos == 0) {
+		rc = cb__cli_usage_error(c, "check: missing JOB (usage: %s check JOB [PARAM ...])",
+					 c->prog);
+		goto done;
+	}
+	job = cb_registry_find(c->reg, pos[0]);
+	if (!job) {
+		rc = cb__cli_unknown_job(c, pos[0]);
+		goto done;
+	}
+	if (cb_params_new(&params, &c->err) < 0) {
+		rc = cb__cli_fail(c, CB_EXIT_FAILED);
+		goto done;
+	}
+	for (i = 1; i < npos; i++) {
+		rc = cb_params_parse_arg(params, pos[i], &c->err);
+		if (rc < 0) {
+			rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+			goto done;
+		}
+	}
+	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
+		goto done;
+	if (c->json && (!(f.problems = json_array()) || !(f.notes = json_array()))) {
+		rc = cb__cli_out_of_memory(c);
+		goto done;
+	}
+	rc = cb_job_check(conn, job, params, found, &f, &c->err);
+	if (rc < 0 && rc != CB_EINVAL) {
+		rc = cb__cli_fail(c, cb__cli_exit_for(rc, 0));
+		goto done;
+	}
+	if (c->json) {
+		json_t *doc = json_object();
+
+		if (!doc) {
+			rc = cb__cli_out_of_memory(c);
+			goto done;
+		}
+		json_object_set_new(doc, "job_name", cb__cli_json_text(cb_job_name(job)));
+		json_object_set_new(doc, "ok", json_boolean(rc == 0));
+		json_object_set(doc, "problems", f.problems);
+		json_object_set(doc, "notes", f.notes);
+		cb__cli_json_print(stdout, doc);
+		json_decref(doc);
+	} else if (rc == 0) {
+		printf("job %s: OK\n", cb_job_name(job));
+	}
+	if (rc < 0) {
+		/* One line on stderr too, as every refusal: the first problem. */
+		char shown[CB_ERROR_MESSAGE_MAX * 4];
+
+		fprintf(stderr, "%s: check: %s\n", c->prog,
+			cb__cli_term(shown, sizeof(shown), c->err.message));
+		rc = CB_EXIT_USAGE;
+	}
+done:
+	json_decref(f.problems);
+	json_decref(f.notes);
+	PQfinish(conn);
+	cb_params_free(params);
+	free(pos);
+	return rc;
+}

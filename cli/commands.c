@@ -35,6 +35,16 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "  --lease SECONDS  lease of the execution lock for this run (default: the\n"
 	  "                   job's, 60s); a heartbeat extends it while the job runs\n",
 	  cb__cli_cmd_run },
+	{ CB__CMD_check, "JOB [PARAM ...]",
+	  "check a job's configuration against the database, writing nothing",
+	  "The preflight every `run` makes before it records anything: the parameters,\n"
+	  "then each chunk step's reader and writers against the catalog (tables,\n"
+	  "columns, types, ON CONFLICT keys, modes, lossy assignments), in a read-only\n"
+	  "transaction that is rolled back. Prints OK, or each problem naming the step,\n"
+	  "table and column (exit 2); notes say what was not checked (a tasklet step,\n"
+	  "a build that needs what only a run has). No instance, execution or lock.\n"
+	  "With --json: {\"ok\", \"problems\": [{\"step\", \"message\"}], \"notes\": [...]}.\n",
+	  cb__cli_cmd_check },
 	{ CB__CMD_restart, "EXECUTION_ID [--lease SECONDS]",
 	  "restart a failed or stopped execution",
 	  "Starts a new execution of the same instance with the same parameters:\n"

@@ -11,6 +11,7 @@
 	X(schema)                                                                                  \
 	X(jobs)                                                                                    \
 	X(run)                                                                                     \
+	X(check)                                                                                   \
 	X(restart)                                                                                 \
 	X(stop)                                                                                    \
 	X(abandon)                                                                                 \

@@ -15,8 +15,16 @@ size_t cb_list_count(const char *const *list, size_t n)
 
 size_t cb__writer_size(unsigned int version)
 {
-	/* Version 1 ended before the outcome hooks. */
-	return version >= 2 ? sizeof(cb_writer) : offsetof(cb_writer, rollback);
+	/* Version 1 ended before the outcome hooks, version 2 before check. */
+	return version >= 3 ? sizeof(cb_writer) :
+	       version == 2 ? offsetof(cb_writer, check) :
+			      offsetof(cb_writer, rollback);
+}
+
+size_t cb__reader_size(unsigned int version)
+{
+	/* Version 1 ended before check. */
+	return version >= 2 ? sizeof(cb_reader) : offsetof(cb_reader, check);
 }
 
 size_t cb__processor_size(unsigned int version)

@@ -57,8 +57,9 @@ struct cb__param_spec {
  */
 int cb__version_check(unsigned int version, unsigned int current, const char *what, cb_error *err);
 
-/* The bytes of a cb_writer / cb_processor of @p version (1..current). */
+/* The bytes of a cb_writer / cb_reader / cb_processor of @p version (1..current). */
 size_t cb__writer_size(unsigned int version);
+size_t cb__reader_size(unsigned int version);
 size_t cb__processor_size(unsigned int version);
 
 /* Does @p status match the transition pattern (`*`, `?`)? */
@@ -119,6 +120,15 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, struct cb_step_cont
 		       json_t *context, cb__step_outcome *out);
 int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, struct cb_step_context *sc,
 			 json_t *context, cb__step_outcome *out);
+
+/*
+ * The preflight (framework/preflight.c): build each chunk step's parts as
+ * its run would, run their `check` hooks on @p conn in a READ ONLY
+ * transaction that is rolled back, and free them unopened. Nothing is
+ * written. @return 0, CB_EINVAL naming the step and the problem, or another
+ * negative code (the database failed).
+ */
+int cb__job_preflight(PGconn *conn, const cb_job *job, const cb_params *params, cb_error *err);
 
 /* Run the job's flow for an execution the repository has just created. */
 int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err);

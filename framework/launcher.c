@@ -97,8 +97,9 @@ struct launch_run {
 	int audited; /* HEARTBEAT_FAILED or FENCED is recorded */
 };
 
-/* Validate: the parameters (and the job's own validator), then the job key
- * and the lock name they give. Nothing is written before this passes. */
+/* Validate: the parameters (and the job's own validator), the preflight of
+ * the steps' parts, then the job key and the lock name they give. Nothing
+ * is written before this passes. */
 static int launch_validate(struct launch_run *lr)
 {
 	const cb_job *job = lr->job;
@@ -125,6 +126,10 @@ static int launch_validate(struct launch_run *lr)
 	if (rc == 0)
 		rc = cb__repo_launch_precheck(lr->conn, job->name, lr->key, job->restartable,
 					      lr->expect_restart_of, err);
+	/* The configuration against the catalog: a wrong table, column, type
+	 * or key is refused here, with no instance, execution or audit row. */
+	if (rc == 0)
+		rc = cb__job_preflight(lr->conn, job, lr->params, err);
 	return rc;
 }
 

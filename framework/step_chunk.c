@@ -137,6 +137,9 @@ static int open_parts(chunk_step *cs, cb_error *err)
 		return cb_error_set(err, CB_EINVAL, "build gave no reader (no read function)");
 	if (cb__version_check(p->reader.version, CB_READER_VERSION, "reader", err) < 0)
 		return cb_error_prefix(err, "build");
+	/* Members after the reader's version are not its own: never read them. */
+	memset((char *)&p->reader + cb__reader_size(p->reader.version), 0,
+	       sizeof(p->reader) - cb__reader_size(p->reader.version));
 	if (p->nwriters < 1 || p->nwriters > CB_MAX_WRITERS)
 		return cb_error_set(err, CB_EINVAL, "build gave %zu writers (1..%d allowed)",
 				    p->nwriters, CB_MAX_WRITERS);

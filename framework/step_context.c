@@ -88,6 +88,32 @@ PGconn *cb_step_context_conn(const cb_step_context *sc)
 	return sc->conn;
 }
 
+int cb_step_context_checking(const cb_step_context *sc)
+{
+	return sc ? sc->checking : 0;
+}
+
+int cb_step_context_set_source_type(const cb_step_context *sc, const char *column, const char *type)
+{
+	json_t *v;
+
+	if (!sc || !column || !type)
+		return CB_EINVAL;
+	if (!sc->checking || !sc->sources)
+		return 0; /* only a check compares types before anything runs */
+	v = json_string(type);
+	if (!v || json_object_set_new(sc->sources, column, v) < 0)
+		return CB_ENOMEM;
+	return 0;
+}
+
+const char *cb_step_context_source_type(const cb_step_context *sc, const char *column)
+{
+	if (!sc || !column || !sc->checking || !sc->sources)
+		return NULL;
+	return json_string_value(json_object_get(sc->sources, column));
+}
+
 int cb_step_context_set_exit_status(const cb_step_context *sc, const char *exit_status)
 {
 	/* The one field plug-ins may change: the engine owns the object. */

@@ -19,6 +19,8 @@ struct cb_step_context {
 	const json_t *partition; /* a partition's step: its partition object (borrowed) */
 	long long version;       /* the step execution's committed version when it starts */
 	char exit_status[32];    /* cb_step_context_set_exit_status */
+	int checking;            /* a preflight's context (framework/preflight.c) */
+	json_t *sources;         /* in a check: source column -> SQL type (owned by the check) */
 };
 
 struct cb_chunk {

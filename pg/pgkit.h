@@ -198,4 +198,66 @@ int cb__pg_key_equality(char **colls, int *image, PGconn *conn, const char *qual
 			const char *const *keys, size_t nkeys, const char *what, const char *table,
 			cb_error *err);
 
+/* ---- the catalog, for the preflight checks (pg/catalog.c, pg/table.c) ---- */
+
+/* A table (or view) and its columns, as the catalog has them. */
+typedef struct cb__pg_rel {
+	PGresult *res; /* owned: one row per column */
+	int ncols;
+	char relkind;   /* pg_class.relkind: 'r' table, 'p' partitioned, 'v' view... */
+	char name[200]; /* "schema.table" as the options name it, for messages */
+} cb__pg_rel;
+
+/*
+ * Look up table @p schema.@p table (schema NULL: by the search_path, as an
+ * unqualified statement would) in the catalog; a missing table is not an
+ * error of the database but CB_EINVAL "@p what: table "t" does not exist".
+ * @return 0 (free with cb__pg_rel_free), CB_EINVAL, CB_EDB, CB_ENOMEM.
+ */
+int cb__pg_rel_load(cb__pg_rel *r, PGconn *conn, const char *schema, const char *table,
+		    const char *what, cb_error *err);
+/* Release @p r's result. NULL-safe. */
+void cb__pg_rel_free(cb__pg_rel *r);
+/* The index of column @p name (exact), or -1. */
+int cb__pg_rel_column(const cb__pg_rel *r, const char *name);
+/*
+ * The index of column @p name, or CB_EINVAL "@p what: @p label "x" does not
+ * exist (columns: a, b, ...)" (@p label NULL: "column").
+ */
+int cb__pg_rel_need(const cb__pg_rel *r, const char *name, const char *what, const char *label,
+		    cb_error *err);
+/* Column @p col's type (format_type, borrowed from @p r). */
+const char *cb__pg_rel_type(const cb__pg_rel *r, int col);
+/* The type under a domain (format_type), else the column's type. */
+const char *cb__pg_rel_base_type(const cb__pg_rel *r, int col);
+/* pg_type.typcategory of the base type: 'N' numeric, 'S' string, 'D' date/time... */
+char cb__pg_rel_category(const cb__pg_rel *r, int col);
+/* Non-zero when the base type has an order (max, min, greatest, least). */
+int cb__pg_rel_ordered(const cb__pg_rel *r, int col);
+
+/*
+ * Does a value of SQL type @p source (format_type text) lose something,
+ * silently, when the writers cast it to @p target (a column's base type):
+ * a time of day in a date, a zone in a timestamp without one, decimal
+ * places, characters beyond a length; or a fraction that an integer column
+ * refuses at chunk time? @p why receives the reason. @return 1 or 0.
+ */
+int cb__pg_lossy(char *why, size_t size, const char *source, const char *target);
+
+/*
+ * Does PostgreSQL assign a value of type @p source to a column of type
+ * @p target (both format_type text) in an INSERT ... SELECT: the same type,
+ * an assignment or implicit cast, or a string target? Sets @p ok.
+ * @return 0, CB_EDB.
+ */
+int cb__pg_assignable(int *ok, PGconn *conn, const char *source, const char *target, cb_error *err);
+
+/*
+ * Has table @p qualified an arbiter for ON CONFLICT (@p keys): a valid,
+ * non-partial unique index (or constraint) on exactly these columns? Sets
+ * @p found. @return 0, CB_EDB.
+ */
+int cb__pg_has_arbiter(int *found, PGconn *conn, const char *qualified, const char *const *keys,
+		       size_t nkeys, cb_error *err);
+
 #endif

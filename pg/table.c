@@ -260,3 +260,33 @@ done:
 	PQclear(res);
 	return rc;
 }
+
+int cb__pg_has_arbiter(int *found, PGconn *conn, const char *qualified, const char *const *keys,
+		       size_t nkeys, cb_error *err)
+{
+	char nkeys_text[24];
+	const char *params[2] = { qualified, nkeys_text };
+	PGresult *res;
+	int rc = 0, nt, r, start;
+
+	*found = 0;
+	snprintf(nkeys_text, sizeof(nkeys_text), "%zu", nkeys);
+	res = PQexecParams(conn, arbiters_sql, 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = cb_pg_error(err, conn, res, "looking up the unique indexes of the table");
+		goto done;
+	}
+	nt = PQntuples(res);
+	for (start = 0; start < nt && !*found; start = r) {
+		int all = 1;
+
+		for (r = start;
+		     r < nt && strcmp(PQgetvalue(res, r, 0), PQgetvalue(res, start, 0)) == 0; r++)
+			if (key_index(keys, nkeys, PQgetvalue(res, r, 1)) < 0)
+				all = 0;
+		*found = all && (size_t)(r - start) == nkeys;
+	}
+done:
+	PQclear(res);
+	return rc;
+}

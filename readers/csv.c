@@ -763,6 +763,15 @@ static void csv_describe(void *state, const void *item, char *buf, size_t size)
 		snprintf(buf, size, "%s:%lld", r->file, r->line);
 }
 
+/* The preflight: the file, if it is there already, can be read. */
+static int csv_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct csv *c = state;
+
+	(void)sc;
+	return cb__fin_check(c->path, "CSV reader", err);
+}
+
 int cb_csv_reader_new(cb_reader *out, const cb_csv_options *opts, cb_error *err)
 {
 	struct csv *c;
@@ -845,6 +854,7 @@ int cb_csv_reader_new(cb_reader *out, const cb_csv_options *opts, cb_error *err)
 	out->rollback = csv_rollback;
 	out->close = csv_close;
 	out->free = csv_free;
+	out->check = csv_check;
 	return 0;
 }
 

@@ -246,3 +246,17 @@ void cb__fin_retry_at_mark(cb__fin *f)
 	f->seek = 1;
 	f->to = f->mark;
 }
+
+int cb__fin_check(const char *path, const char *what, cb_error *err)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return 0; /* an earlier step of the job may make it: `open` says */
+	if (S_ISDIR(st.st_mode))
+		return cb_error_set(err, CB_EINVAL, "%s %s: is a directory", what, path);
+	if (access(path, R_OK) != 0)
+		return cb_error_set(err, CB_EINVAL, "%s %s: not readable by this process", what,
+				    path);
+	return 0;
+}

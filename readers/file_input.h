@@ -50,6 +50,14 @@ typedef struct cb__fin {
 	cb__fpos to;
 } cb__fin;
 
+/*
+ * The preflight (item.h `check`) of a file reader: a file at @p path must
+ * be a readable file, not a directory. A missing file is not refused here
+ * (an earlier step of the job may make it; `open` refuses it, CB_EINVAL).
+ * @p what names the reader. @return 0 or CB_EINVAL.
+ */
+int cb__fin_check(const char *path, const char *what, cb_error *err);
+
 /* Open @p path (borrowed; must outlive @p f) for reading with a buffer of @p bufsize bytes. */
 int cb__fin_open(cb__fin *f, const char *path, size_t bufsize, cb_error *err);
 /* Close the file and free the buffer. NULL-safe, idempotent. */

@@ -332,6 +332,15 @@ long long cb_jsonl_reader_line(const cb_reader *reader, const json_t *value)
 	return line_of(reader->state, value);
 }
 
+/* The preflight: the file, if it is there already, can be read. */
+static int jl_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct jsonl *j = state;
+
+	(void)sc;
+	return cb__fin_check(j->path, "JSON lines reader", err);
+}
+
 int cb_jsonl_reader_new(cb_reader *out, const cb_jsonl_options *opts, cb_error *err)
 {
 	struct jsonl *j;
@@ -369,5 +378,6 @@ int cb_jsonl_reader_new(cb_reader *out, const cb_jsonl_options *opts, cb_error *
 	out->rollback = jl_rollback;
 	out->close = jl_close;
 	out->free = jl_free;
+	out->check = jl_check;
 	return 0;
 }

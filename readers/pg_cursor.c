@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cbatch/sys/conn.h"
+#include "pg_sql.h"
 
 struct page {
 	PGresult *res;
@@ -237,6 +238,22 @@ static void cur_free(void *state)
 	free(c);
 }
 
+/*
+ * The preflight (item.h `check`): the query prepared unnamed on the check's
+ * connection (the run's own connection opens later, on the same database),
+ * so that a table or column it names that does not exist is found before
+ * anything is recorded; its row columns and types go to the writers' checks.
+ */
+static int cur_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct cursor *c = state;
+	PGconn *conn = cb_step_context_conn(sc);
+
+	if (!conn)
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", c->what);
+	return cb__rd_check_query(conn, sc, c->query, (int)c->nqparams, c->what, "the query", err);
+}
+
 int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb_error *err)
 {
 	struct cursor *c;
@@ -272,8 +289,15 @@ int cb_pg_cursor_reader_new(cb_reader *out, const cb_pg_cursor_options *opts, cb
 		}
 	}
 	c->opt_fetch = opts->fetch_size;
-	*out = (cb_reader){ CB_READER_VERSION, c,          cur_open,
-			    cur_read,          cur_update, cur_describe,
-			    cur_rollback,      cur_close,  cur_free };
+	*out = (cb_reader){ .version = CB_READER_VERSION,
+			    .state = c,
+			    .open = cur_open,
+			    .read = cur_read,
+			    .update = cur_update,
+			    .describe = cur_describe,
+			    .rollback = cur_rollback,
+			    .close = cur_close,
+			    .free = cur_free,
+			    .check = cur_check };
 	return 0;
 }

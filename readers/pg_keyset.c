@@ -542,6 +542,66 @@ done:
 	return rc;
 }
 
+/*
+ * The preflight (item.h `check`): the table and the columns it names
+ * against the catalog, then the page query prepared unnamed (the filter,
+ * a query's text), whose row columns and types go to the writers' checks.
+ * Nothing is prepared by name and no mark is taken: `open` does that. The
+ * partition's range is not known in a check (a partition is made when the
+ * step first starts): its filter is left out.
+ */
+static int ks_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct keyset *ks = state;
+	char **qkeys = NULL;
+	char *first = NULL, *next = NULL, *hwm = NULL;
+	cb__pg_rel r;
+	size_t i;
+	int rc = 0, col;
+
+	if (ks->opened)
+		return 0;
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", ks->what);
+	ks->conn = cb_step_context_conn(sc);
+	ks->page_size = ks->opt_page_size ? ks->opt_page_size : cb_step_context_chunk_size(sc);
+	if (ks->page_size == 0)
+		ks->page_size = 1;
+	if (!ks->query) {
+		rc = cb__pg_rel_load(&r, ks->conn, ks->schema, ks->table, ks->what, err);
+		if (rc)
+			return rc;
+		for (i = 0; i < ks->ncolumns && rc == 0; i++)
+			if ((col = cb__pg_rel_need(&r, ks->columns[i], ks->what, NULL, err)) < 0)
+				rc = col;
+		for (i = 0; i < ks->nkeys && rc == 0; i++)
+			if ((col = cb__pg_rel_need(&r, ks->keys[i], ks->what, "key column", err)) <
+			    0)
+				rc = col;
+		cb__pg_rel_free(&r);
+		if (rc)
+			return rc;
+	}
+	qkeys = calloc(ks->nkeys, sizeof(*qkeys));
+	if (!qkeys)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", ks->what);
+	for (i = 0; i < ks->nkeys && !rc; i++)
+		rc = cb__rd_quote(&qkeys[i], ks->conn, ks->what, ks->keys[i], err);
+	if (!rc)
+		rc = build_sql(ks, &first, &next, &hwm, qkeys, err);
+	if (!rc)
+		rc = cb__rd_check_query(ks->conn, sc, first,
+					(int)(ks->nqparams + (ks->unbounded ? 0 : ks->nkeys)),
+					ks->what, "the page query", err);
+	for (i = 0; i < ks->nkeys; i++)
+		free(qkeys[i]);
+	free(qkeys);
+	free(first);
+	free(next);
+	free(hwm);
+	return rc;
+}
+
 /* Make sure a spare page slot exists. */
 static int reserve_slot(struct keyset *ks, cb_error *err)
 {
@@ -889,5 +949,6 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	out->rollback = ks_rollback;
 	out->close = ks_close;
 	out->free = ks_free;
+	out->check = ks_check;
 	return 0;
 }

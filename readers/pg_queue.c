@@ -199,6 +199,55 @@ done:
 	return rc;
 }
 
+/*
+ * The preflight (item.h `check`): the table, the columns and keys it names
+ * against the catalog, then the claim query prepared unnamed (its filter),
+ * whose row columns and types go to the writers' checks. Nothing claimed.
+ */
+static int q_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct queue *q = state;
+	char **qkeys = NULL;
+	char *sql = NULL;
+	cb__pg_rel r;
+	size_t i;
+	int rc = 0, col;
+
+	if (q->opened)
+		return 0;
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", q->what);
+	q->conn = cb_step_context_conn(sc);
+	q->claim_size = cb_step_context_chunk_size(sc) ? cb_step_context_chunk_size(sc) : 1;
+	rc = cb__pg_rel_load(&r, q->conn, q->schema, q->table, q->what, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < q->ncolumns && rc == 0; i++)
+		if ((col = cb__pg_rel_need(&r, q->columns[i], q->what, NULL, err)) < 0)
+			rc = col;
+	for (i = 0; i < q->nkeys && rc == 0; i++)
+		if ((col = cb__pg_rel_need(&r, q->keys[i], q->what, "key column", err)) < 0)
+			rc = col;
+	cb__pg_rel_free(&r);
+	if (rc)
+		return rc;
+	qkeys = calloc(q->nkeys, sizeof(*qkeys));
+	if (!qkeys)
+		return cb_error_set(err, CB_ENOMEM, "%s: out of memory", q->what);
+	for (i = 0; i < q->nkeys && !rc; i++)
+		rc = cb__rd_quote(&qkeys[i], q->conn, q->what, q->keys[i], err);
+	if (!rc)
+		rc = build_sql(q, &sql, qkeys, 0, err);
+	if (!rc)
+		rc = cb__rd_check_query(q->conn, sc, sql, (int)q->nqparams, q->what,
+					"the claim query", err);
+	for (i = 0; i < q->nkeys; i++)
+		free(qkeys[i]);
+	free(qkeys);
+	free(sql);
+	return rc;
+}
+
 static int q_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
 {
 	struct queue *q = state;
@@ -541,5 +590,6 @@ int cb_pg_queue_reader_new(cb_reader *out, const cb_pg_queue_options *opts, cb_e
 	out->rollback = q_rollback;
 	out->close = q_close;
 	out->free = q_free;
+	out->check = q_check;
 	return 0;
 }

@@ -1,6 +1,8 @@
 /* Helpers of the PostgreSQL readers (readers/pg_sql.h). */
 #include "pg_sql.h"
 
+#include <stdio.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,4 +145,78 @@ int cb__rd_check_table(const char *what, const cb__rd_table *t, cb_error *err)
 		if ((rc = cb__rd_check_ident(t->columns[i], what, "column", i, err)) < 0)
 			return rc;
 	return 0;
+}
+
+int cb__rd_check_query(PGconn *conn, const cb_step_context *sc, const char *sql, int nparams,
+		       const char *what, const char *query, cb_error *err)
+{
+	static const char types_sql[] =
+		"SELECT pg_catalog.format_type(t.o, t.m) FROM unnest($1::oid[], $2::int4[]) "
+		"WITH ORDINALITY AS t(o, m, n) ORDER BY t.n";
+	PGresult *res = PQprepare(conn, "", sql, nparams, NULL), *desc = NULL, *types = NULL;
+	char *oids = NULL, *mods = NULL;
+	size_t olen, mlen;
+	FILE *fo = NULL, *fm = NULL;
+	const char *params[2];
+	int rc = 0, nf, i;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, conn, res, query);
+		cb_error_prefix(err, "%s", what);
+		/* SQLSTATE class 42: the statement does not fit the tables */
+		if (strncmp(err->sqlstate, "42", 2) == 0)
+			err->code = rc = CB_EINVAL;
+		goto done;
+	}
+	desc = PQdescribePrepared(conn, "");
+	if (PQresultStatus(desc) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, conn, desc, query);
+		cb_error_prefix(err, "%s", what);
+		goto done;
+	}
+	/* The items' columns and their types, for the writers' checks. */
+	nf = PQnfields(desc);
+	fo = open_memstream(&oids, &olen);
+	fm = open_memstream(&mods, &mlen);
+	if (!fo || !fm) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	fputc('{', fo);
+	fputc('{', fm);
+	for (i = 0; i < nf; i++) {
+		fprintf(fo, "%s%u", i ? "," : "", (unsigned)PQftype(desc, i));
+		fprintf(fm, "%s%d", i ? "," : "", PQfmod(desc, i));
+	}
+	fputc('}', fo);
+	fputc('}', fm);
+	if (fclose(fo) != 0 || fclose(fm) != 0) {
+		fo = fm = NULL;
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	fo = fm = NULL;
+	params[0] = oids;
+	params[1] = mods;
+	types = PQexecParams(conn, types_sql, 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(types) != PGRES_TUPLES_OK || PQntuples(types) != nf) {
+		rc = cb_pg_error(err, conn, types, "looking up the types of the rows");
+		cb_error_prefix(err, "%s", what);
+		goto done;
+	}
+	for (i = 0; i < nf && rc == 0; i++)
+		if (cb_step_context_set_source_type(sc, PQfname(desc, i), PQgetvalue(types, i, 0)) <
+		    0)
+			rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", what);
+done:
+	if (fo)
+		fclose(fo);
+	if (fm)
+		fclose(fm);
+	free(oids);
+	free(mods);
+	PQclear(res);
+	PQclear(desc);
+	PQclear(types);
+	return rc;
 }

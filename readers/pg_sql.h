@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "cbatch/item.h"
 #include "cbatch/pg.h"
 #include "pgkit.h"
 
@@ -62,5 +63,16 @@ int cb__rd_check_table(const char *what, const cb__rd_table *t, cb_error *err);
 /* "k1=v1, k2=v2" of row @p row of @p res into @p buf (always terminated). */
 void cb__rd_describe_keys(char *buf, size_t size, char *const *keys, size_t n, const int *keycol,
 			  const PGresult *res, int row);
+
+/*
+ * A reader's check (item.h): prepare its statement @p sql unnamed (nothing
+ * runs) and tell the step context the SQL type of each column of its rows
+ * (cb_step_context_set_source_type), for the writers' checks. A statement
+ * that does not fit the tables (SQLSTATE class 42: a column, table or
+ * function that does not exist) is CB_EINVAL, "@p what: @p query: ...".
+ * @return 0, CB_EINVAL, CB_EDB, CB_ENOMEM.
+ */
+int cb__rd_check_query(PGconn *conn, const cb_step_context *sc, const char *sql, int nparams,
+		       const char *what, const char *query, cb_error *err);
 
 #endif

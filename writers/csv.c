@@ -164,6 +164,14 @@ static void row_init(cb_csv_row *row, struct csvw *w)
 	row->error = 0;
 }
 
+/* The preflight: the file's directory, without creating the file. */
+static int cw_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct csvw *w = state;
+
+	return cb__fsink_check(&w->sink, sc, err);
+}
+
 static int cw_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
 {
 	struct csvw *w = state;
@@ -374,5 +382,6 @@ int cb_csv_writer_new(cb_writer *out, const cb_csv_writer_options *opts, cb_erro
 	out->savepoint = cw_savepoint;
 	out->rollback_to_savepoint = cw_rollback_to_savepoint;
 	out->complete = cw_complete;
+	out->check = cw_check;
 	return 0;
 }

@@ -711,3 +711,54 @@ int cb_file_publish(const char *temp_path, const char *path, cb_error *err)
 				    temp_path, path, strerror(errno));
 	return 0;
 }
+
+/*
+ * One path template's check: its directory exists and this process may
+ * create files in it, and the path is not a directory. A template that names
+ * an id of the run ({job_execution}, {step_execution}, {job_instance}) is
+ * not known before the run: not checked.
+ */
+static int check_path(const cb__fsink *s, const char *tmpl, const cb_step_context *sc,
+		      cb_error *err)
+{
+	char *path = NULL, *slash;
+	struct stat st;
+	int rc;
+
+	if (strstr(tmpl, "{job_execution}") || strstr(tmpl, "{step_execution}") ||
+	    strstr(tmpl, "{job_instance}"))
+		return 0;
+	rc = cb_file_path_expand(&path, tmpl, sc, err);
+	if (rc < 0)
+		return cb_error_prefix(err, "%s", s->what);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = cb_error_set(err, CB_EINVAL, "%s %s: is a directory", s->what, path);
+		goto done;
+	}
+	slash = strrchr(path, '/');
+	if (slash == path)
+		slash[1] = '\0'; /* "/name": the root */
+	else if (slash)
+		*slash = '\0';
+	else
+		strcpy(path, ".");
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		rc = cb_error_set(err, CB_EINVAL, "%s %s: the directory \"%s\" does not exist",
+				  s->what, tmpl, path);
+	else if (access(path, W_OK | X_OK) != 0)
+		rc = cb_error_set(err, CB_EINVAL,
+				  "%s %s: the directory \"%s\" is not writable by this process",
+				  s->what, tmpl, path);
+done:
+	free(path);
+	return rc;
+}
+
+int cb__fsink_check(const cb__fsink *s, const cb_step_context *sc, cb_error *err)
+{
+	int rc = check_path(s, s->tmpl, sc, err);
+
+	if (rc == 0 && s->atomic && s->temp_tmpl)
+		rc = check_path(s, s->temp_tmpl, sc, err);
+	return rc;
+}

@@ -68,6 +68,13 @@ void cb__fsink_free(cb__fsink *s);
  */
 int cb__fsink_open(cb__fsink *s, const cb_step_context *sc, const json_t *saved, const char *head,
 		   size_t head_len, cb_error *err);
+/*
+ * The preflight (item.h `check`), creating nothing: the directory of each
+ * path template (expanded with @p sc) exists and is writable, and the path
+ * is not a directory. Templates naming an id of the run are not checked.
+ * @return 0, CB_EINVAL naming the template and directory, CB_ENOMEM.
+ */
+int cb__fsink_check(const cb__fsink *s, const cb_step_context *sc, cb_error *err);
 /* Close the file; lines not flushed (a chunk that never reached update) are dropped. */
 void cb__fsink_close(cb__fsink *s);
 

@@ -17,6 +17,14 @@ struct jsonlw {
 	size_t flags;
 };
 
+/* The preflight: the file's directory, without creating the file. */
+static int jw_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct jsonlw *w = state;
+
+	return cb__fsink_check(&w->sink, sc, err);
+}
+
 static int jw_open(void *state, const cb_step_context *sc, const json_t *saved, cb_error *err)
 {
 	struct jsonlw *w = state;
@@ -196,6 +204,7 @@ int cb_jsonl_writer_new(cb_writer *out, const cb_jsonl_writer_options *opts, cb_
 	out->update = jw_update;
 	out->close = jw_close;
 	out->free = jw_free;
+	out->check = jw_check;
 	out->rollback = jw_rollback;
 	out->savepoint = jw_savepoint;
 	out->rollback_to_savepoint = jw_rollback_to_savepoint;

@@ -91,6 +91,50 @@ done:
 	return rc;
 }
 
+/*
+ * The preflight (item.h `check`): the table and its columns against the
+ * catalog, and, for columns bound by name, that PostgreSQL takes the
+ * reader's values as the COPY will (a text into an integer column: a value
+ * that is no number fails at chunk time). Nothing is copied.
+ */
+static int copy_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct copyw *w = state;
+	PGconn *conn = cb_step_context_conn(sc);
+	char why[CB_ERROR_MESSAGE_MAX / 2];
+	cb__pg_rel r;
+	int rc, col, ok = 1;
+
+	if (!conn)
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", w->what);
+	rc = cb__pg_rel_load(&r, conn, w->schema, w->table, w->what, err);
+	for (size_t i = 0; rc == 0 && i < w->ncolumns; i++) {
+		const char *src;
+
+		if ((col = cb__pg_rel_need(&r, w->columns[i], w->what, NULL, err)) < 0) {
+			rc = col;
+			break;
+		}
+		src = w->bind ? NULL : cb_step_context_source_type(sc, w->columns[i]);
+		if (!src)
+			continue;
+		if (cb__pg_lossy(why, sizeof(why), src, cb__pg_rel_base_type(&r, col)))
+			rc = cb_error_set(err, CB_EINVAL, "%s: column \"%s\": %s", w->what,
+					  w->columns[i], why);
+		else if ((rc = cb__pg_assignable(&ok, conn, src, cb__pg_rel_base_type(&r, col),
+						 err)) == 0 &&
+			 !ok)
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: column \"%s\": the reader gives %s, which "
+					  "PostgreSQL does not assign to %s (a value that is not "
+					  "one fails at chunk time)",
+					  w->what, w->columns[i], src, cb__pg_rel_type(&r, col));
+	}
+	if (r.res)
+		cb__pg_rel_free(&r);
+	return rc;
+}
+
 static int copy_write(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err)
 {
 	struct copyw *w = state;
@@ -151,5 +195,6 @@ int cb_pg_copy_writer_new(cb_writer *out, const cb_pg_copy_options *opts, cb_err
 	out->write = copy_write;
 	out->close = copy_close;
 	out->free = copy_free;
+	out->check = copy_check;
 	return 0;
 }

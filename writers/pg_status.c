@@ -387,6 +387,135 @@ static int status_write_filtered(void *state, cb_tx *tx, void *const *items, siz
 	return rc;
 }
 
+/*
+ * Does column @p col (of type @p type) take the text @p value, as the
+ * statement's $n::type will? Runs the type's input function only (a SELECT
+ * in the preflight's read-only transaction). A refusal names the column.
+ */
+static int check_value(struct status *s, const char *label, const char *col, const char *type,
+		       const char *value, cb_error *err)
+{
+	char sql[300];
+	const char *params[1] = { value };
+	PGresult *res;
+	int rc = 0;
+
+	if (!value)
+		return 0; /* SQL NULL: a NOT NULL column refuses it at chunk time */
+	snprintf(sql, sizeof(sql), "SELECT $1::%s", type);
+	res = PQexecParams(s->conn, sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		/* class 22, a data exception: the value does not fit the type */
+		if (state && strncmp(state, "22", 2) == 0)
+			rc = cb_error_set(err, CB_EINVAL,
+					  "%s: %s \"%s\" (%s) does not take the value \"%s\": %s",
+					  s->what, label, col, type, value, msg ? msg : "refused");
+		else
+			rc = cb_pg_error(err, s->conn, res, "checking a value");
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Prepare the UPDATE unnamed: whatever else the server refuses in it. */
+static int check_statement(struct status *s, const char *qualified, const char **names, size_t n,
+			   cb_error *err)
+{
+	char **types = calloc(n, sizeof(*types));
+	char **colls = calloc(n, sizeof(*colls));
+	char *delims = malloc(n);
+	char *sql = NULL;
+	PGresult *res = NULL;
+	size_t i;
+	int rc;
+
+	if (!types || !colls || !delims) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", s->what);
+		goto done;
+	}
+	rc = cb__pg_column_types(types, delims, colls, s->conn, qualified, names, n, s->what,
+				 s->table, err);
+	if (rc == 0)
+		rc = build_sql(s, &sql, qualified, types, colls, err);
+	if (rc)
+		goto done;
+	res = PQprepare(s->conn, "", sql, (int)nparams(s), NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, s->conn, res, "the update statement");
+		cb_error_prefix(err, "%s", s->what);
+		if (strncmp(err->sqlstate, "42", 2) == 0)
+			err->code = rc = CB_EINVAL;
+	}
+done:
+	for (i = 0; types && i < n; i++)
+		free(types[i]);
+	for (i = 0; colls && i < n; i++)
+		free(colls[i]);
+	PQclear(res);
+	free(types);
+	free(colls);
+	free(delims);
+	free(sql);
+	return rc;
+}
+
+/*
+ * The preflight (item.h `check`): the table, the key, status and expected
+ * columns, and the values written and expected against the catalog, before
+ * a launch records anything. Nothing is prepared by name.
+ */
+static int status_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct status *s = state;
+	const char *names[1002];
+	cb__pg_rel r;
+	char *qualified = NULL;
+	size_t i, n = 0;
+	int rc, col, setcol = -1, expcol = -1;
+
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", s->what);
+	s->conn = cb_step_context_conn(sc);
+	rc = cb__pg_rel_load(&r, s->conn, s->schema, s->table, s->what, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < s->nkeys && rc == 0; i++) {
+		if ((col = cb__pg_rel_need(&r, s->keys[i], s->what, "key column", err)) < 0)
+			rc = col;
+		names[n++] = s->keys[i];
+	}
+	if (rc == 0 &&
+	    (setcol = cb__pg_rel_need(&r, s->set_column, s->what, "status column", err)) < 0)
+		rc = setcol;
+	names[n++] = s->set_column;
+	if (rc == 0 && s->expect_column) {
+		if ((expcol = cb__pg_rel_need(&r, s->expect_column, s->what, "expected column",
+					      err)) < 0)
+			rc = expcol;
+		names[n++] = s->expect_column;
+	}
+	/* The values last: a refused one aborts the (preflight's) transaction. */
+	if (rc == 0)
+		rc = check_value(s, "status column", s->set_column, cb__pg_rel_type(&r, setcol),
+				 s->set_value, err);
+	if (rc == 0 && s->mark_filtered)
+		rc = check_value(s, "status column", s->set_column, cb__pg_rel_type(&r, setcol),
+				 s->filtered_value, err);
+	if (rc == 0 && s->expect_column)
+		rc = check_value(s, "expected column", s->expect_column,
+				 cb__pg_rel_type(&r, expcol), s->expect_value, err);
+	if (rc == 0)
+		rc = cb__pg_qualified_name(&qualified, s->conn, s->schema, s->table, err);
+	if (rc == 0)
+		rc = check_statement(s, qualified, names, n, err);
+	free(qualified);
+	cb__pg_rel_free(&r);
+	return rc;
+}
+
 int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb_error *err)
 {
 	struct status *s;
@@ -491,5 +620,6 @@ int cb_pg_status_writer_new(cb_writer *out, const cb_pg_status_options *opts, cb
 	out->free = status_free;
 	out->write_filtered = s->mark_filtered ? status_write_filtered : NULL;
 	out->rollback = status_rollback;
+	out->check = status_check;
 	return 0;
 }

@@ -30,6 +30,8 @@ struct upsert {
 	char *stamp;           /* column set to the job execution id, one parameter */
 	int stamp_updated;     /* ... and set again on conflict */
 	char stamp_value[24];
+	char **lossy; /* columns whose assignment may lose something on purpose */
+	size_t nlossy;
 	char count[24];      /* the chunk's item count, the extra parameter */
 	char what[200];      /* names the writer in messages */
 	char keys_text[200]; /* the key columns, for messages */
@@ -79,6 +81,7 @@ static void upsert_free(void *state)
 	cb__strv_free(u->update, u->nupdate);
 	free(u->stamp);
 	free(u->modes);
+	cb__strv_free(u->lossy, u->nlossy);
 	free(u);
 }
 
@@ -518,6 +521,172 @@ static int upsert_write(void *state, cb_tx *tx, void *const *items, size_t n, cb
 				     upsert_error, u, err);
 }
 
+/* The bytes of the caller's options: only what its version has. */
+static size_t options_size(unsigned int version)
+{
+	return version >= 3 ? sizeof(cb_pg_upsert_options) :
+	       version == 2 ? offsetof(cb_pg_upsert_options, lossy_columns) :
+			      offsetof(cb_pg_upsert_options, modes);
+}
+
+/*
+ * The mode of column @p col against its type: ADD sums and adds (numbers,
+ * intervals), COUNT adds a count (numbers), MAX and MIN need an order.
+ */
+static int check_mode(struct upsert *u, const cb__pg_rel *r, size_t i, int col, cb_error *err)
+{
+	static const char *const names[] = { "CB_UPSERT_REPLACE", "CB_UPSERT_ADD",
+					     "CB_UPSERT_COUNT", "CB_UPSERT_MAX", "CB_UPSERT_MIN" };
+	cb_upsert_mode m = u->modes[i];
+	char cat = cb__pg_rel_category(r, col);
+	const char *base = cb__pg_rel_base_type(r, col);
+	const char *need = NULL;
+
+	if (m == CB_UPSERT_ADD && cat != 'N' && strcmp(base, "interval") != 0)
+		need = "a number or an interval (it is summed and added)";
+	else if (m == CB_UPSERT_COUNT && cat != 'N')
+		need = "a number (it counts items)";
+	else if ((m == CB_UPSERT_MAX || m == CB_UPSERT_MIN) && !cb__pg_rel_ordered(r, col))
+		need = "a type with an order (greatest/least)";
+	if (!need)
+		return 0;
+	return cb_error_set(err, CB_EINVAL,
+			    "%s: column \"%s\" has the type %s, but its mode %s needs %s", u->what,
+			    u->columns[i], cb__pg_rel_type(r, col), names[m], need);
+}
+
+/*
+ * Column @p i bound by name takes the reader's value of type @p src: refused
+ * when PostgreSQL would not assign it (a text into an integer column: a
+ * value that is no number fails at chunk time), or would lose something
+ * silently (a timestamptz into a date). lossy_columns lets either through.
+ */
+static int check_assignment(struct upsert *u, const cb__pg_rel *r, size_t i, int col,
+			    const char *src, cb_error *err)
+{
+	char why[CB_ERROR_MESSAGE_MAX / 2];
+	const char *target = cb__pg_rel_base_type(r, col);
+	int ok = 1, rc;
+
+	if (cb__pg_lossy(why, sizeof(why), src, target))
+		return cb_error_set(err, CB_EINVAL,
+				    "%s: column \"%s\": %s; list it in lossy_columns (options "
+				    "version 3) if that is meant",
+				    u->what, u->columns[i], why);
+	if ((rc = cb__pg_assignable(&ok, u->conn, src, target, err)) < 0)
+		return cb_error_prefix(err, "%s", u->what);
+	if (!ok)
+		return cb_error_set(
+			err, CB_EINVAL,
+			"%s: column \"%s\": the reader gives %s, which PostgreSQL does "
+			"not assign to %s (a value that is not one fails at chunk time); "
+			"cast it in the reader's query or bind it, or list the column in "
+			"lossy_columns (options version 3) if that is meant",
+			u->what, u->columns[i], src, cb__pg_rel_type(r, col));
+	return 0;
+}
+
+/* Prepare the statement unnamed: whatever else the server refuses in it. */
+static int check_statement(struct upsert *u, const char *qualified, cb_error *err)
+{
+	char **types = calloc(u->ncolumns, sizeof(*types));
+	char **colls = calloc(u->ncolumns, sizeof(*colls));
+	unsigned char *image = calloc(u->ncolumns, 1);
+	char *delims = malloc(u->ncolumns);
+	char *sql = NULL;
+	PGresult *res = NULL;
+	size_t i;
+	int rc;
+
+	if (!types || !colls || !image || !delims) {
+		rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
+		goto done;
+	}
+	rc = cb__pg_column_types(types, delims, colls, u->conn, qualified,
+				 (const char *const *)u->columns, u->ncolumns, u->what, u->table,
+				 err);
+	if (rc == 0 && u->merge)
+		rc = key_equality(u, colls, image, qualified, err);
+	if (rc == 0)
+		rc = build_sql(u, &sql, qualified, types, colls, image, err);
+	if (rc)
+		goto done;
+	res = PQprepare(u->conn, "", sql, nparams(u), NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = cb_pg_error(err, u->conn, res, "the upsert statement");
+		cb_error_prefix(err, "%s", u->what);
+		/* SQLSTATE class 42: the statement does not fit the table */
+		if (strncmp(err->sqlstate, "42", 2) == 0)
+			err->code = rc = CB_EINVAL;
+	}
+done:
+	for (i = 0; types && i < u->ncolumns; i++)
+		free(types[i]);
+	for (i = 0; colls && i < u->ncolumns; i++)
+		free(colls[i]);
+	PQclear(res);
+	free(types);
+	free(colls);
+	free(image);
+	free(delims);
+	free(sql);
+	return rc;
+}
+
+/*
+ * The preflight (item.h `check`): the table, its columns, the conflict key's
+ * unique index, the modes and the assignments against the catalog, before a
+ * launch records anything. Nothing is prepared by name: `open` does that.
+ */
+static int upsert_check(void *state, const cb_step_context *sc, cb_error *err)
+{
+	struct upsert *u = state;
+	cb__pg_rel r;
+	char *qualified = NULL;
+	int rc, col, found = 0;
+	size_t i;
+
+	if (!sc || !cb_step_context_conn(sc))
+		return cb_error_set(err, CB_EINVAL, "%s: no step context or connection", u->what);
+	u->conn = cb_step_context_conn(sc);
+	rc = cb__pg_rel_load(&r, u->conn, u->schema, u->table, u->what, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < u->ncolumns && rc == 0; i++) {
+		const char *src;
+
+		if ((col = cb__pg_rel_need(&r, u->columns[i], u->what, NULL, err)) < 0) {
+			rc = col;
+			break;
+		}
+		if (u->merge)
+			rc = check_mode(u, &r, i, col, err);
+		/* By name, the value is the reader's column: its type is known. */
+		src = u->bind ? NULL : cb_step_context_source_type(sc, u->columns[i]);
+		if (rc == 0 && src && find(u->lossy, u->nlossy, u->columns[i]) < 0)
+			rc = check_assignment(u, &r, i, col, src, err);
+	}
+	if (rc == 0 && u->stamp &&
+	    (col = cb__pg_rel_need(&r, u->stamp, u->what, "stamp column", err)) < 0)
+		rc = col;
+	if (rc == 0)
+		rc = cb__pg_qualified_name(&qualified, u->conn, u->schema, u->table, err);
+	if (rc == 0)
+		rc = cb__pg_has_arbiter(&found, u->conn, qualified, (const char *const *)u->keys,
+					u->nkeys, err);
+	if (rc == 0 && !found)
+		rc = cb_error_set(err, CB_EINVAL,
+				  "%s: ON CONFLICT (%s) needs a unique index or constraint on "
+				  "exactly these columns, and table \"%s\" has none (e.g. ALTER "
+				  "TABLE ... ADD UNIQUE (%s))",
+				  u->what, u->keys_text, r.name, u->keys_text);
+	if (rc == 0)
+		rc = check_statement(u, qualified, err);
+	free(qualified);
+	cb__pg_rel_free(&r);
+	return rc;
+}
+
 int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb_error *err)
 {
 	struct upsert *u = NULL;
@@ -534,8 +703,9 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	 * before modes); NULL-terminated lists (not update_columns: an empty
 	 * count there is DO NOTHING). */
 	memset(&o, 0, sizeof(o));
-	memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_upsert_options, modes));
+	memcpy(&o, opts, options_size(opts->version));
 	o.ncolumns = cb_list_count(o.columns, o.ncolumns);
+	o.nlossy = cb_list_count(o.lossy_columns, o.nlossy);
 	o.nkeys = cb_list_count(o.key_columns, o.nkeys);
 	opts = &o;
 	if (opts->version < 1 || opts->version > CB_PG_UPSERT_OPTIONS_VERSION)
@@ -645,6 +815,22 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 			u->modes[i] = m;
 		}
 	}
+	if (opts->nlossy && !opts->lossy_columns) {
+		rc = cb_error_set(err, CB_EINVAL, "%s: nlossy without lossy_columns", u->what);
+		goto fail;
+	}
+	for (i = 0; i < opts->nlossy; i++)
+		if (!opts->lossy_columns[i] ||
+		    find(u->columns, u->ncolumns, opts->lossy_columns[i]) < 0) {
+			rc = cb_error_set(
+				err, CB_EINVAL, "%s: lossy column \"%s\" is not among the columns",
+				u->what,
+				opts->lossy_columns[i] ? opts->lossy_columns[i] : "(null)");
+			goto fail;
+		}
+	if (opts->nlossy && cb__strv_dup(&u->lossy, opts->lossy_columns, opts->nlossy) < 0)
+		goto nomem;
+	u->nlossy = opts->nlossy;
 	u->bind = opts->bind;
 	u->bind_ctx = opts->bind_ctx;
 	u->count_duplicates = opts->count_duplicates;
@@ -671,6 +857,7 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	out->update = NULL;
 	out->close = upsert_close;
 	out->free = upsert_free;
+	out->check = upsert_check;
 	return 0;
 nomem:
 	rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);
@@ -688,7 +875,7 @@ int cb_pg_insert_if_absent_writer_new(cb_writer *out, const cb_pg_upsert_options
 	if (!opts || opts->version < 1 || opts->version > CB_PG_UPSERT_OPTIONS_VERSION)
 		return cb_pg_upsert_writer_new(out, opts, err);
 	memset(&o, 0, sizeof(o));
-	memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(cb_pg_upsert_options, modes));
+	memcpy(&o, opts, options_size(opts->version));
 	o.update_columns = none; /* listed, but none: DO NOTHING */
 	o.nupdate = 0;
 	o.count_duplicates = 1;

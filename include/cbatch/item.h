@@ -95,6 +95,34 @@ size_t cb_step_context_chunk_size(const cb_step_context *sc);
 PGconn *cb_step_context_conn(const cb_step_context *sc);
 
 /**
+ * Non-zero when @p sc is a preflight's (cb_job_check, and every launch
+ * before it records anything): `build` is then called to make the parts
+ * whose `check` hooks run, and they are freed without being opened. A build
+ * must have no side effect (no file, no row); one that needs what only a
+ * run has (an earlier step's job context, a partition) may fail in a check:
+ * the step is then not checked, and the run builds it as before.
+ */
+int cb_step_context_checking(const cb_step_context *sc);
+
+/**
+ * In a check (cb_step_context_checking): record that the items of this
+ * step's reader carry column @p column with values of the SQL type @p type
+ * (format_type text, e.g. "timestamp with time zone"), so that a writer
+ * binding that column by name (cb_bind_row_by_name) can refuse a lossy
+ * assignment. Both strings are copied. Outside a check it does nothing.
+ * @return 0, CB_EINVAL (NULL argument), CB_ENOMEM.
+ */
+int cb_step_context_set_source_type(const cb_step_context *sc, const char *column,
+				    const char *type);
+
+/**
+ * The SQL type recorded for source column @p column by the step's reader in
+ * a check (borrowed, lives for the check), or NULL when none was recorded
+ * (not a check, a reader that does not say, or no such column).
+ */
+const char *cb_step_context_source_type(const cb_step_context *sc, const char *column);
+
+/**
  * Allocate @p size bytes (aligned for any type) that live until the end of
  * the current chunk. No free: the arena is reset after commit or rollback and
  * reuses its memory, so a steady job allocates nothing per item.
@@ -118,7 +146,8 @@ const cb_step_context *cb_chunk_step(const cb_chunk *chunk);
  * .process = validate }`.
  */
 
-#define CB_READER_VERSION 1
+/** The reader's version: 2 added `check`. Version 1 readers still work. */
+#define CB_READER_VERSION 2
 
 /** A reader with every member NULL (set at least `read`). */
 #define CB_READER_INIT                                                                             \
@@ -169,6 +198,21 @@ typedef struct cb_reader {
 	void (*close)(void *state);
 	/** Free the state. May be NULL. */
 	void (*free)(void *state);
+	/**
+	 * Since version 2: check the configuration against the database before
+	 * the launch records anything (the preflight, cb_job_check): the table,
+	 * its columns, their types. Called on a reader that was built but never
+	 * opened, on the launch's connection inside a READ ONLY transaction
+	 * that is then rolled back (cb_step_context_conn; catalog queries only,
+	 * nothing prepared by name, no file created). The step
+	 * context is a check's (cb_step_context_checking): no execution ids, no
+	 * partition, an empty job context. A reader may tell the writers the
+	 * SQL types of the columns its items carry (cb_step_context_set_source_type).
+	 * @return 0, or CB_EINVAL with a message naming the table, column and
+	 *         what is wrong (the launch exits 2, nothing written), or another
+	 *         negative code (the launch fails with it). May be NULL.
+	 */
+	int (*check)(void *state, const cb_step_context *sc, cb_error *err);
 } cb_reader;
 
 /**
@@ -209,10 +253,10 @@ typedef struct cb_processor {
 
 /**
  * The writer's version: 2 added the outcome hooks `rollback`, `savepoint`,
- * `rollback_to_savepoint` and `complete`. Version 1 writers (without them)
- * still work.
+ * `rollback_to_savepoint` and `complete`; 3 added `check`. Writers of older
+ * versions (without them) still work.
  */
-#define CB_WRITER_VERSION 2
+#define CB_WRITER_VERSION 3
 
 /** A writer with every member NULL (set at least `write`). */
 #define CB_WRITER_INIT                                                                             \
@@ -267,6 +311,14 @@ typedef struct cb_writer {
 	 * filtered items. May be NULL (since version 2).
 	 */
 	int (*write_filtered)(void *state, cb_tx *tx, void *const *items, size_t n, cb_error *err);
+	/**
+	 * Since version 3: check the configuration before the launch records
+	 * anything, as cb_reader's `check` (called after the reader's, in the
+	 * writers' order): a database writer its table, columns, types, keys
+	 * and modes; a file writer its directory and path, without creating
+	 * the file. May be NULL.
+	 */
+	int (*check)(void *state, const cb_step_context *sc, cb_error *err);
 } cb_writer;
 
 #pragma GCC visibility pop

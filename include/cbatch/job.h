@@ -183,6 +183,39 @@ typedef int (*cb_param_validator_fn)(void *ctx, PGconn *conn, const cb_params *p
  */
 void cb_job_set_validator(cb_job *job, cb_param_validator_fn fn, void *ctx);
 
+/**
+ * Told one finding of cb_job_check: @p problem non-zero for a problem (the
+ * launch would refuse), 0 for a note on what was not checked and why.
+ * @p step is the step's name, or NULL for the parameters. Both strings are
+ * borrowed for the call.
+ */
+typedef void (*cb_check_report_fn)(void *ctx, const char *step, int problem, const char *message);
+
+/**
+ * The preflight: check @p job's configuration with @p params against the
+ * database on @p conn (borrowed; not in a transaction), writing nothing.
+ * The parameters are validated (cb_job_validate_params and the job's
+ * validator); then each chunk step's `build` is called with a check's step
+ * context (cb_step_context_checking) and the `check` hooks of its reader and
+ * writers (item.h) run inside a READ ONLY transaction that is rolled back:
+ * for the built-in readers and writers, that the table exists, its columns
+ * exist, their types suit the values and modes, that an ON CONFLICT key has
+ * its unique index, that an assignment loses nothing (unless declared). The
+ * parts are freed without being opened. Every launch runs the same check
+ * (after the parameters, before the lock): a problem refuses it as
+ * CB_EINVAL, nothing written. Not checked, and said so through @p report: a
+ * tasklet step, a build that fails in a check (one that needs an earlier
+ * step's job context, say; its run reports it as before), and parts
+ * without a `check` hook.
+ * @param report called for each problem and note (NULL: none); @p ctx is
+ *        passed back to it
+ * @return 0 when nothing is wrong; CB_EINVAL with the first problem in
+ *         @p err (each one is reported); another negative code when the
+ *         database failed (CB_EDB).
+ */
+int cb_job_check(PGconn *conn, const cb_job *job, const cb_params *params,
+		 cb_check_report_fn report, void *ctx, cb_error *err);
+
 /** Number of parameters declared with cb_job_add_param. */
 size_t cb_job_param_count(const cb_job *job);
 

@@ -64,7 +64,8 @@ typedef int (*cb_bind_fn)(void *ctx, const cb_step_context *sc, const void *item
 int cb_bind_row_by_name(void *ctx, const cb_step_context *sc, const void *item, cb_values *out,
 			cb_error *err);
 
-#define CB_PG_UPSERT_OPTIONS_VERSION 2
+/** Version 2 added `modes`; version 3 `lossy_columns`. */
+#define CB_PG_UPSERT_OPTIONS_VERSION 3
 
 /**
  * How the upsert writer sets a column when the key exists (options version
@@ -132,6 +133,16 @@ typedef enum cb_upsert_mode {
  *
  * Target columns of array types are refused by `open` (unnest would flatten
  * them).
+ *
+ * The writer's `check` (the preflight, cb_job_check), before a launch
+ * records anything, refuses with CB_EINVAL naming the table and column: a
+ * missing table or column, an ON CONFLICT key without a unique index or
+ * constraint on exactly its columns, a key whose index no merge can follow
+ * (as `open`), CB_UPSERT_ADD or CB_UPSERT_COUNT on a column that is not a
+ * number (ADD also takes an interval), CB_UPSERT_MAX or CB_UPSERT_MIN on a
+ * type without an order, and a lossy assignment (see @p lossy_columns).
+ * Then the statement itself is prepared unnamed (nothing runs), so that
+ * whatever else the server would refuse is refused there too.
  */
 typedef struct cb_pg_upsert_options {
 	unsigned int version;       /**< CB_PG_UPSERT_OPTIONS_VERSION (1 or 2) */
@@ -167,12 +178,31 @@ typedef struct cb_pg_upsert_options {
 	 * its mode still merges the chunk's items.
 	 */
 	const cb_upsert_mode *modes;
+	/**
+	 * Since version 3: columns (of @p columns) whose assignment may lose
+	 * something on purpose. The writer's check (the preflight, before a
+	 * launch records anything) compares the type of each value the reader
+	 * gives a column bound by name (cb_bind_row_by_name, NULL @p bind) with
+	 * the column's type, and refuses a silent loss: a timestamp into a date
+	 * (the time of day), a timestamptz into a timestamp (the zone), a
+	 * numeric(p,s) into one of a smaller scale, text or a longer varchar
+	 * into a varchar(n) (the writer's cast cuts it); and a value PostgreSQL
+	 * would not assign (text into an integer column; a numeric(p,s) with a
+	 * scale into an integer column), which fails at chunk time for a value
+	 * that is not one. A column listed here is not refused. Not judged: an
+	 * unconstrained numeric or a float (only the values know their scale),
+	 * and, with a bind callback, every column (the values' C types are not
+	 * known before they are bound).
+	 * NULL: none. Copied.
+	 */
+	const char *const *lossy_columns;
+	size_t nlossy; /**< 0: @p lossy_columns is NULL-terminated (or NULL) */
 } cb_pg_upsert_options;
 
 #define CB_PG_UPSERT_OPTIONS_INIT                                                                  \
 	{                                                                                          \
 		CB_PG_UPSERT_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL,   \
-			0, NULL, NULL                                                              \
+			0, NULL, NULL, NULL, 0                                                     \
 	}
 
 /** Fill @p out with an upsert writer (options copied). @return 0, CB_EINVAL, CB_ENOMEM. */

@@ -157,8 +157,14 @@ int cbt_numbers_build(void *user, const cb_step_context *sc, cb_chunk_parts *par
 
 	(void)sc;
 	(void)err;
-	parts->reader = (cb_reader){ CB_READER_VERSION, n,          n_open,  n_read, n_update,
-				     n_describe,        n_rollback, n_close, NULL };
+	parts->reader = (cb_reader){ .version = CB_READER_VERSION,
+				     .state = n,
+				     .open = n_open,
+				     .read = n_read,
+				     .update = n_update,
+				     .describe = n_describe,
+				     .rollback = n_rollback,
+				     .close = n_close };
 	parts->processor =
 		(cb_processor){ .version = CB_PROCESSOR_VERSION, .state = n, .process = n_process };
 	parts->writers[0] = (cb_writer){

@@ -110,7 +110,7 @@ static void test_add_writer_steals_checks_and_copies_by_version(void)
 	int i;
 
 	memset(&parts, 0, sizeof(parts));
-	CBT_EQ_LL(CB_WRITER_VERSION, 2);
+	CBT_EQ_LL(CB_WRITER_VERSION, 3);
 	w.write = null_write;
 	w.free = count_free;
 	CBT_PASS(cb_chunk_parts_add_writer(&parts, &w, &err), &err);
@@ -126,9 +126,9 @@ static void test_add_writer_steals_checks_and_copies_by_version(void)
 
 	/* Unknown versions and a missing write are refused, and the writer is freed. */
 	freed = 0;
-	w.version = 3;
+	w.version = 4;
 	CBT_FAILS_WITH(CB_EINVAL, cb_chunk_parts_add_writer(&parts, &w, &err), &err);
-	CBT_CONTAINS(err.message, "writer 2: writer of unknown version 3");
+	CBT_CONTAINS(err.message, "writer 2: writer of unknown version 4");
 	cb_error_clear(&err);
 	w.version = 0;
 	CBT_FAILS_WITH(CB_EINVAL, cb_chunk_parts_add_writer(&parts, &w, &err), &err);

@@ -85,6 +85,25 @@ static void ledger_tables(PGconn *conn)
 	fclose(f);
 }
 
+/*
+ * The ledger's tables with an account whose posting fails at chunk time (a
+ * check the ledger refuses): a FAILED execution. A job whose tables are
+ * missing no longer makes one: the preflight refuses it, nothing written.
+ */
+static void ledger_failing(PGconn *conn)
+{
+	ledger_tables(conn);
+	cbt_exec(conn, "INSERT INTO account (seller_id, amount) VALUES (1, 10); "
+		       "ALTER TABLE ledger ADD CONSTRAINT cb_test_refused CHECK (amount < 0) "
+		       "NOT VALID");
+}
+
+/* The posting succeeds again (ledger_failing undone). */
+static void ledger_unfail(PGconn *conn)
+{
+	cbt_exec(conn, "ALTER TABLE ledger DROP CONSTRAINT cb_test_refused");
+}
+
 /* Parse the captured stdout as exactly one JSON document (new reference). */
 static json_t *stdout_json(void)
 {
@@ -266,6 +285,7 @@ static void test_a_standby_is_named_with_what_to_do(void)
 	PGconn *conn = cbt_connect(db);
 
 	CBT_EQ_LL(EX("--db", db, "schema", "init"), 0);
+	ledger_tables(conn); /* the preflight (read-only itself) passes */
 	snprintf(ro, sizeof(ro), "%s options='-c default_transaction_read_only=on'", db);
 	CBT_EQ_LL(EX("--db", ro, "run", "ledger", "n:long=4"), 1);
 	CBT_CONTAINS(errout, "a standby");
@@ -322,12 +342,17 @@ static void test_executions_and_show(void)
 	CBT_EQ_LL(ADMINDB("executions"), 0);
 	CBT_CONTAINS(out, "no executions");
 
-	/* Without its tables the ledger job fails: a FAILED execution (exit 1). */
+	/* Without its tables the ledger job is refused by the preflight (exit
+	 * 2), nothing written; a posting the ledger refuses fails it (exit 1). */
+	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30", "-chunk.size:long=10"), 2);
+	CBT_CONTAINS(errout, "table \"account\" does not exist");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	ledger_failing(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30", "-chunk.size:long=10"), 1);
 	CBT_CONTAINS(out, "FAILED");
 	failed = newest_execution(conn);
-	/* With its tables (and no rows) a new instance completes. */
-	ledger_tables(conn);
+	/* With the posting accepted, a new instance completes. */
+	ledger_unfail(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-07-01", "--json"), 0);
 	v = stdout_json();
 	CBT_EQ_STR(json_string_value(json_object_get(v, "status")), "COMPLETED");
@@ -391,9 +416,10 @@ static void test_stop_abandon_restart(void)
 	long long failed, done, restarted;
 	char fid[32], did[32], rid[32];
 
+	ledger_failing(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30"), 1);
 	failed = newest_execution(conn);
-	ledger_tables(conn);
+	ledger_unfail(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-07-01"), 0);
 	done = newest_execution(conn);
 	snprintf(fid, sizeof(fid), "%lld", failed);
@@ -419,7 +445,7 @@ static void test_stop_abandon_restart(void)
 	CBT_EQ_LL(ADMINDB("restart", fid), 2);
 	CBT_CONTAINS(errout, "not registered");
 	CBT_EQ_LL(ADMINDB("restart", "987654"), 2);
-	/* The job program can: with the tables there now, the restart completes. */
+	/* The job program can: with the posting accepted now, the restart completes. */
 	CBT_EQ_LL(EXDB("restart", fid), 0);
 	CBT_CONTAINS(out, "COMPLETED");
 	restarted = newest_execution(conn);
@@ -429,7 +455,7 @@ static void test_stop_abandon_restart(void)
 	CBT_EQ_LL(EXDB("restart", rid), 3);
 
 	/* A fresh failure, abandoned: its instance can never run again. */
-	cbt_exec(conn, "DROP TABLE ledger");
+	ledger_failing(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-08-01"), 1);
 	failed = newest_execution(conn);
 	snprintf(fid, sizeof(fid), "%lld", failed);
@@ -471,7 +497,8 @@ static void test_times_carry_their_zone(void)
 
 	if (old_tz)
 		snprintf(saved_tz, sizeof(saved_tz), "%s", old_tz);
-	/* Without its tables the ledger job fails: an execution with times. */
+	/* A posting the ledger refuses fails the job: an execution with times. */
+	ledger_failing(conn);
 	CBT_EQ_LL(EXDB("run", "ledger", "day:date=2026-06-30"), 1);
 	e = newest_execution(conn);
 	snprintf(id, sizeof(id), "%lld", e);

@@ -385,7 +385,9 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 	char a[24], b[24], named[64];
 
 	reset(conn, "50");
-	cbt_exec(conn, "ALTER TABLE ledger RENAME TO ledger_away");
+	/* A posting the ledger refuses fails the runs (a missing table would be
+	 * refused by the preflight, nothing written). */
+	cbt_exec(conn, "ALTER TABLE ledger ADD CONSTRAINT refused CHECK (amount < 0) NOT VALID");
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 1);
 	first = newest_execution(conn);
 	CBT_EQ_LL(ex("run", "ledger", "k:long=2", NULL), 1);
@@ -412,7 +414,7 @@ static void test_abandon_only_the_newest_and_any_abandoned_forbids_restart(void)
 		  0);
 	/* An older ABANDONED execution (as older versions allowed) still
 	 * forbids any restart of its instance, naming it. */
-	cbt_exec(conn, "ALTER TABLE ledger_away RENAME TO ledger");
+	cbt_exec(conn, "ALTER TABLE ledger DROP CONSTRAINT refused");
 	cbt_queryp_ll(
 		conn,
 		"UPDATE batch_job_execution SET status = 'ABANDONED', exit_code = 'ABANDONED' "
