@@ -522,7 +522,9 @@ static void test_job_params_and_launch(void)
 
 	/* A run its lock keeps out (ledger: one run of the job at a time, and a
 	 * live owner elsewhere holds it): the run's own refusal, 409, naming the
-	 * holder and the scope; not "started". Nothing written. */
+	 * holder and the scope; not "started". Nothing written. Its tables
+	 * are there: the preflight would refuse it first (400). */
+	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "10"), 0);
 	cbt_exec(conn, "INSERT INTO batch_lock (lock_name, owner_id, locked_until, fencing_token, "
 		       " locked_at, updated_at) VALUES ('ledger', 'elsewhere:1:1:0:0:0', "
 		       " clock_timestamp() + interval '1 hour', 1, clock_timestamp(), "
