@@ -183,7 +183,11 @@ static int worker_chunk(struct worker *k, int commit, long long *first_id)
 		return k->rc = rc;
 	while (n < k->chunk_size && n < MAXCHUNK) {
 		rc = k->r.read(k->r.state, k->tx, &items[n], &k->err);
-		if (rc == CB_DONE)
+		/* CB_CHUNK_END: a short claim (the other worker holds the rest)
+		 * serves this chunk only, as the engine's chunk loop reads it; it
+		 * is no item (a slow, sanitized build claimed short and wrote a
+		 * NULL item as the 25th) */
+		if (rc == CB_DONE || rc == CB_CHUNK_END)
 			break;
 		if (rc < 0)
 			goto fail;
