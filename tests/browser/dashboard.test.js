@@ -266,6 +266,14 @@ async function main() {
     await page.click('form#launch button[data-action="launch"]');
     await page.waitForFunction(() => /^#\/execution\/\d+$/.test(location.hash), { timeout: 60000 });
     check(true, 'the second click launches the run and the page goes to its execution');
+    await page.waitForFunction(() => {
+      const dd = [...document.querySelectorAll('dt')].find((d) => d.textContent === 'Started');
+      return dd && dd.nextElementSibling && dd.nextElementSibling.textContent !== '–';
+    }, { timeout: 60000 });
+    const started = await page.evaluate(() =>
+      [...document.querySelectorAll('dt')].find((d) => d.textContent === 'Started').nextElementSibling.textContent);
+    check(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [+-]\d{2}:\d{2}$/.test(started),
+      `the execution page shows its times with their zone's offset (${started})`);
     await narrow.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
     await narrow.waitForSelector('#next-firings tr[data-next-firing]');
     const swidth = await narrow.evaluate(() => document.documentElement.scrollWidth);
