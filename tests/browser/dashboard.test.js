@@ -245,6 +245,9 @@ async function main() {
     await page.waitForSelector('tr[data-schedule="nightly-berlin"]');
     check((await text(page, 'tr[data-schedule="nightly-berlin"]')).includes('Europe/Berlin'),
       'the Schedules page lists the schedule with its zone');
+    check((await text(page, 'table#schedules thead')).includes('Last firing') &&
+      await page.$('tr[data-schedule="nightly-berlin"] td[data-last-firing]') !== null,
+      'and a last-firing column, as the CLI\'s');
     await page.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#next-firings tr[data-next-firing]');
     check(await page.$$eval('#next-firings tr[data-next-firing]', (l) => l.length) === 5, 'the schedule page shows 5 next firings');
