@@ -256,6 +256,8 @@ async function main() {
     check((await page.$eval('#next-firings time', (e) => e.title)).startsWith('UTC '), 'its UTC time is on hover');
     check(await page.$('button[data-action="fire now"]') !== null && await page.$('button[data-action="pause"]') !== null,
       'an admin console offers pause and fire now');
+    check(await page.$('select#firing-status option[value="SKIPPED_OVERLAP"]') !== null,
+      'the firings can be filtered by status');
     await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
