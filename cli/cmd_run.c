@@ -135,13 +135,34 @@ static int parse_lease(struct cli *c, const char *v, double *out)
 	return 0;
 }
 
+/* The words JOB [PARAM ...] of `run` and `check` (@p cmd, its @p usage):
+ * the job and every parameter, checked before anything connects or writes.
+ * @return 0, or the exit code having said why (*params then to be freed). */
+static int job_and_params(struct cli *c, const char *cmd, const char *usage, const char **pos,
+			  size_t npos, const cb_job **job, cb_params **params)
+{
+	int rc;
+
+	if (npos == 0)
+		return cb__cli_usage_error(c, "%s: missing JOB (usage: %s %s %s)", cmd, c->prog,
+					   cmd, usage);
+	if (!(*job = cb_registry_find(c->reg, pos[0])))
+		return cb__cli_unknown_job(c, pos[0]);
+	if (cb_params_new(params, &c->err) < 0)
+		return cb__cli_fail(c, CB_EXIT_FAILED);
+	for (size_t i = 1; i < npos; i++)
+		if ((rc = cb_params_parse_arg(*params, pos[i], &c->err)) < 0)
+			return cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
+	return 0;
+}
+
 int cb__cli_cmd_run(struct cli *c)
 {
 	static const char *const flags[] = { "--next", "--lease=", NULL };
 	const char *values[2] = { NULL, NULL };
 	double lease = 0;
 	const char **pos;
-	size_t npos, i;
+	size_t npos;
 	const cb_job *job;
 	cb_params *params = NULL;
 	PGconn *conn = NULL;
@@ -153,28 +174,9 @@ int cb__cli_cmd_run(struct cli *c)
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0 ||
 	    (rc = parse_lease(c, values[1], &lease)) != 0)
 		goto done;
-	if (npos == 0) {
-		rc = cb__cli_usage_error(
-			c, "run: missing JOB (usage: %s run JOB [PARAM ...] [--next])", c->prog);
+	if ((rc = job_and_params(c, "run", "JOB [PARAM ...] [--next]", pos, npos, &job, &params)) !=
+	    0)
 		goto done;
-	}
-	job = cb_registry_find(c->reg, pos[0]);
-	if (!job) {
-		rc = cb__cli_unknown_job(c, pos[0]);
-		goto done;
-	}
-	/* Every parameter is checked before anything connects or writes. */
-	if (cb_params_new(&params, &c->err) < 0) {
-		rc = cb__cli_fail(c, CB_EXIT_FAILED);
-		goto done;
-	}
-	for (i = 1; i < npos; i++) {
-		rc = cb_params_parse_arg(params, pos[i], &c->err);
-		if (rc < 0) {
-			rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-			goto done;
-		}
-	}
 	if (cb__reserved_check(params, &c->err) < 0) {
 		rc = cb__cli_fail(c, CB_EXIT_USAGE);
 		goto done;
@@ -261,7 +263,7 @@ int cb__cli_cmd_check(struct cli *c)
 	static const char *const flags[] = { NULL };
 	struct findings f = { c, NULL, NULL };
 	const char **pos;
-	size_t npos, i;
+	size_t npos;
 	const cb_job *job;
 	cb_params *params = NULL;
 	PGconn *conn = NULL;
@@ -272,27 +274,8 @@ int cb__cli_cmd_check(struct cli *c)
 		return cb__cli_out_of_memory(c);
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, NULL)) != 0)
 		goto done;
-	if (npos == 0) {
-		rc = cb__cli_usage_error(c, "check: missing JOB (usage: %s check JOB [PARAM ...])",
-					 c->prog);
+	if ((rc = job_and_params(c, "check", "JOB [PARAM ...]", pos, npos, &job, &params)) != 0)
 		goto done;
-	}
-	job = cb_registry_find(c->reg, pos[0]);
-	if (!job) {
-		rc = cb__cli_unknown_job(c, pos[0]);
-		goto done;
-	}
-	if (cb_params_new(&params, &c->err) < 0) {
-		rc = cb__cli_fail(c, CB_EXIT_FAILED);
-		goto done;
-	}
-	for (i = 1; i < npos; i++) {
-		rc = cb_params_parse_arg(params, pos[i], &c->err);
-		if (rc < 0) {
-			rc = cb__cli_fail(c, rc == CB_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED);
-			goto done;
-		}
-	}
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		goto done;
 	if (c->json && (!(f.problems = json_array()) || !(f.notes = json_array()))) {

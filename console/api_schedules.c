@@ -108,17 +108,21 @@ int cb__check_schedule_name(cb__request *r)
 int cb__fetch_schedule_firings(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
 			       cb_error *err)
 {
-	return cb__repo_schedule_firings(&out->rows, conn, r->id, cb__qargs_int(a, "before"),
-					 (int)cb__qargs_int(a, "limit"), err);
+	return cb__repo_schedule_firings(&out->rows, conn, r->id, cb__qargs_text(a, "status"),
+					 cb__qargs_int(a, "before"), (int)cb__qargs_int(a, "limit"),
+					 err);
 }
 
 json_t *cb__doc_schedule_firings(cb__request *r, const cb__qargs *a, json_t *rows, json_t *next)
 {
 	long long before = cb__qargs_int(a, "before");
 
-	return json_pack("{s:s,s:o,s:o,s:I,s:o}", "schedule", r->id, "firings", rows, "next_before",
-			 next, "limit", (json_int_t)cb__qargs_int(a, "limit"), "before",
-			 before ? json_integer(before) : json_null());
+	const char *status = cb__qargs_text(a, "status");
+
+	return json_pack("{s:s,s:o,s:o,s:I,s:o,s:o}", "schedule", r->id, "firings", rows,
+			 "next_before", next, "limit", (json_int_t)cb__qargs_int(a, "limit"),
+			 "before", before ? json_integer(before) : json_null(), "status",
+			 status ? json_string(status) : json_null());
 }
 
 static void pause_resume(cb__request *r, int pause)

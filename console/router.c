@@ -36,7 +36,9 @@ static const cb__qparam locks_query[] = { INT("all", 0, 1, 0), INT("limit", 1, 1
 /* ?lock=NAME, ?execution=ID: that execution's own lock and its partitions'. */
 static const cb__qparam audit_query[] = { TEXT("lock", 400), INT("execution", 1, LLONG_MAX, 0),
 					  INT("limit", 1, 500, 50), BEFORE, QEND };
-static const cb__qparam firings_query[] = { INT("limit", 1, 500, 50), BEFORE, QEND };
+/* ?status=SKIPPED_OVERLAP: only the firings of that status. */
+static const cb__qparam firings_query[] = { TEXT("status", 20), INT("limit", 1, 500, 50), BEFORE,
+					    QEND };
 
 /* A route's kind: a read (GET and HEAD), an action (POST), or a read-only
  * list given by its rows' member, its query and its call, keyset paged by a

@@ -10,11 +10,11 @@
 
 #define LL(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
 
-int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, long long before,
-			      int limit, cb_error *err)
+int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, const char *status,
+			      long long before, int limit, cb_error *err)
 {
 	char b[24], l[16];
-	const char *p[3] = { name, b, l };
+	const char *p[4] = { name, b, l, status };
 	PGresult *res;
 	json_t *doc;
 
@@ -38,13 +38,14 @@ int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, long
 		"FROM batch_schedule s "
 		"LEFT JOIN LATERAL (SELECT * FROM batch_schedule_firing y "
 		"  WHERE y.schedule_id = s.schedule_id AND ($2::bigint = 0 OR y.firing_id < $2) "
+		"  AND ($4::varchar IS NULL OR y.status = $4) "
 		"  ORDER BY y.firing_id DESC LIMIT $3::int) f ON true "
 		"LEFT JOIN LATERAL batch_schedule_firing_execution(f.firing_id) x "
 		"  ON f.job_execution_id IS NULL "
 		"LEFT JOIN batch_job_execution e "
 		"  ON e.job_execution_id = coalesce(f.job_execution_id, x.job_execution_id) "
 		"WHERE s.schedule_name = $1 GROUP BY s.schedule_id",
-		3, p, err);
+		4, p, err);
 	if (!res)
 		return CB_EDB;
 	if (PQntuples(res) == 0) {

@@ -152,10 +152,11 @@ int cb__repo_schedule_orphans(json_t **out, PGconn *conn, const char *node, cb_e
 /* Schedule @p name's firings, newest first: at most @p limit with a
  * firing_id below @p before (0: from the newest), each with its kind,
  * instant, node, status, execution (found for a running one too), exit,
- * misfire range and count, restart attempt and message. @p out receives a
- * JSON array. @return 0, CB_ENOTFOUND, CB_EDB */
-int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, long long before,
-			      int limit, cb_error *err);
+ * misfire range and count, restart attempt and message; only those of
+ * @p status when it is not NULL. @p out receives a JSON array.
+ * @return 0, CB_ENOTFOUND, CB_EDB */
+int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, const char *status,
+			      long long before, int limit, cb_error *err);
 
 /* What a manual firing needs of schedule @p name, and the database's
  * current second (@p now). The caller frees out->parameters. */

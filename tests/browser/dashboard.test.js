@@ -245,6 +245,9 @@ async function main() {
     await page.waitForSelector('tr[data-schedule="nightly-berlin"]');
     check((await text(page, 'tr[data-schedule="nightly-berlin"]')).includes('Europe/Berlin'),
       'the Schedules page lists the schedule with its zone');
+    check((await text(page, 'table#schedules thead')).includes('Last firing') &&
+      await page.$('tr[data-schedule="nightly-berlin"] td[data-last-firing]') !== null,
+      'and a last-firing column, as the CLI\'s');
     await page.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#next-firings tr[data-next-firing]');
     check(await page.$$eval('#next-firings tr[data-next-firing]', (l) => l.length) === 5, 'the schedule page shows 5 next firings');
@@ -253,6 +256,8 @@ async function main() {
     check((await page.$eval('#next-firings time', (e) => e.title)).startsWith('UTC '), 'its UTC time is on hover');
     check(await page.$('button[data-action="fire now"]') !== null && await page.$('button[data-action="pause"]') !== null,
       'an admin console offers pause and fire now');
+    check(await page.$('select#firing-status option[value="SKIPPED_OVERLAP"]') !== null,
+      'the firings can be filtered by status');
     await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
@@ -266,6 +271,14 @@ async function main() {
     await page.click('form#launch button[data-action="launch"]');
     await page.waitForFunction(() => /^#\/execution\/\d+$/.test(location.hash), { timeout: 60000 });
     check(true, 'the second click launches the run and the page goes to its execution');
+    await page.waitForFunction(() => {
+      const dd = [...document.querySelectorAll('dt')].find((d) => d.textContent === 'Started');
+      return dd && dd.nextElementSibling && dd.nextElementSibling.textContent !== '–';
+    }, { timeout: 60000 });
+    const started = await page.evaluate(() =>
+      [...document.querySelectorAll('dt')].find((d) => d.textContent === 'Started').nextElementSibling.textContent);
+    check(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [+-]\d{2}:\d{2}$/.test(started),
+      `the execution page shows its times with their zone's offset (${started})`);
     await narrow.goto(ADMIN + '/#/schedule/nightly-berlin', { waitUntil: 'networkidle0' });
     await narrow.waitForSelector('#next-firings tr[data-next-firing]');
     const swidth = await narrow.evaluate(() => document.documentElement.scrollWidth);

@@ -236,6 +236,23 @@ static void test_firings_paging(void)
 	json_decref(d);
 	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings?limit=0", NULL, NULL, &d), 400);
 	json_decref(d);
+	/* One status only (issue 28.5): the 5 FINISHED, newest first, paged. */
+	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings?status=FINISHED&limit=3", NULL,
+		      NULL, &d),
+		  200);
+	f = json_object_get(d, "firings");
+	CBT_EQ_LL(json_array_size(f), 3);
+	for (size_t i = 0; i < json_array_size(f); i++)
+		CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, i), "status")),
+			   "FINISHED");
+	CBT_EQ_STR(json_string_value(json_object_get(d, "status")), "FINISHED");
+	next = json_integer_value(json_object_get(d, "next_before"));
+	json_decref(d);
+	snprintf(path, sizeof(path),
+		 "/api/v1/schedules/monthly/firings?status=FINISHED&limit=3&before=%lld", next);
+	CBT_EQ_LL(req("GET", path, NULL, NULL, &d), 200);
+	CBT_EQ_LL(json_array_size(json_object_get(d, "firings")), 2);
+	json_decref(d);
 	cbt_exec(conn, "DELETE FROM batch_schedule_firing");
 }
 

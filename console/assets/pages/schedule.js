@@ -6,14 +6,23 @@ import { actionButton, notice, zoned } from '../widgets.js';
 /* One schedule: its settings, actions, next firings in its zone, history. */
 export function pageSchedule(main, name, q) {
   const g = pageGeneration();
-  const before = q.get('before') || '';
+  const before = q.get('before') || '', status = q.get('status') || '';
   const base = '/api/v1/schedules/' + encodeURIComponent(name);
   const head = el('div'), acts = el('div', { class: 'actions', id: 'actions' }), facts = el('div', { class: 'card' });
   const nextBody = el('tbody'), histBody = el('tbody'), pager = el('div', { class: 'pager' });
+  /* The firings of one status only (the history of an every-second schedule
+   * is mostly skips: the fired ones are one choice away). */
+  const statusSel = el('select', { id: 'firing-status', 'aria-label': 'status' }, el('option', { value: '' }, 'every status'),
+    ...['FINISHED', 'LAUNCHED', 'CLAIMED', 'QUEUED', 'SKIPPED_OVERLAP', 'MISFIRED', 'ORPHANED', 'FAILED_TO_LAUNCH']
+      .map((v) => el('option', { value: v, selected: v === status }, v)));
+  statusSel.addEventListener('change', () => {
+    location.hash = '#/schedule/' + encodeURIComponent(name) + (statusSel.value ? '?status=' + statusSel.value : '');
+  });
+  const filter = el('div', { class: 'actions' }, el('label', {}, 'Status ', statusSel));
   append(main, [head, acts, el('h2', {}, 'Schedule'), facts,
     el('h2', {}, 'Next firings'), el('div', { class: 'card' }, el('table', { id: 'next-firings' },
       el('thead', {}, el('tr', {}, el('th', {}, 'In the schedule\'s zone'), el('th', {}, 'UTC'))), nextBody)),
-    el('h2', {}, 'Firings'), el('div', { class: 'card' }, el('table', { id: 'firings' },
+    el('h2', {}, 'Firings'), filter, el('div', { class: 'card' }, el('table', { id: 'firings' },
       el('thead', {}, el('tr', {}, el('th', {}, 'Instant (UTC)'), el('th', {}, 'Kind'), el('th', {}, 'Status'),
         el('th', {}, 'Execution'), el('th', { class: 'hide-narrow' }, 'Node'), el('th', { class: 'num hide-narrow' }, 'Exit'),
         el('th', { class: 'hide-narrow' }, 'Message'))), histBody), pager)]);
@@ -35,7 +44,8 @@ export function pageSchedule(main, name, q) {
 
   async function load() {
     const [s, f] = await Promise.all([api(base),
-      api(base + '/firings?limit=25' + (before ? '&before=' + encodeURIComponent(before) : ''))]);
+      api(base + '/firings?limit=25' + (before ? '&before=' + encodeURIComponent(before) : '') +
+        (status ? '&status=' + encodeURIComponent(status) : ''))]);
     if (!alive(g)) return;
     clear(head).appendChild(el('h1', {}, 'Schedule ' + s.name + ' ', s.paused ? badge('STOPPED', 'paused') : badge('STARTED', 'active')));
     if (s.paused !== paused) renderActions(s);
@@ -72,8 +82,9 @@ export function pageSchedule(main, name, q) {
     }
     clear(pager);
     const here = '#/schedule/' + encodeURIComponent(name);
-    if (before) pager.appendChild(link(here, 'Newest'));
-    if (f.next_before) pager.appendChild(link(here + '?before=' + f.next_before, 'Older'));
+    const st = status ? 'status=' + encodeURIComponent(status) : '';
+    if (before) pager.appendChild(link(here + (st ? '?' + st : ''), 'Newest'));
+    if (f.next_before) pager.appendChild(link(here + '?before=' + f.next_before + (st ? '&' + st : ''), 'Older'));
   }
   every(5000, () => load().catch((e) => notice(e.message)));
   return load();
