@@ -133,6 +133,33 @@ static int launch_validate(struct launch_run *lr)
 	return rc;
 }
 
+/*
+ * Validate, riding through an outage as a run does (a failover while a
+ * scheduled child checks its configuration must not lose the instant: it
+ * has recorded nothing yet, so nothing would restart it). Validation only
+ * reads, so it starts again once the database is back, within the run's
+ * outage budget (outage.budget, else the lease).
+ */
+static int launch_validate_through_outages(struct launch_run *lr)
+{
+	cb__run budget = { .params = lr->params, .lease_seconds = lr->lease };
+	double deadline = 0;
+	int rc;
+
+	for (;;) {
+		rc = launch_validate(lr);
+		if (rc == 0 || !outage(rc, lr->conn))
+			return rc;
+		if (deadline == 0)
+			deadline = cb__clock_mono() + cb__run_outage_budget(&budget);
+		if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+			return rc;
+		cb_error_clear(lr->err);
+		free(lr->lock_name);
+		lr->lock_name = NULL;
+	}
+}
+
 /* Lock: take the job's lock; a takeover says why the old owner is dead. */
 static int launch_lock(struct launch_run *lr)
 {
@@ -424,8 +451,8 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	lr.started = CB_STATUS_UNKNOWN;
 	lr.delay = 0.2;
 
-	if ((rc = launch_validate(&lr)) == 0 && (rc = launch_lock(&lr)) == 0 &&
-	    (rc = launch_execution(&lr)) == 0) {
+	rc = launch_validate_through_outages(&lr);
+	if (rc == 0 && (rc = launch_lock(&lr)) == 0 && (rc = launch_execution(&lr)) == 0) {
 		rc = launch_start(&lr);
 		rc = launch_heartbeat(&lr, rc);
 		launch_flow(&lr, rc);
