@@ -352,7 +352,49 @@ static void test_schema_init_is_idempotent_and_safe_concurrently(void)
 	cbt_db_drop(fresh);
 }
 
+/* A validator that ends its own database session the first time it runs:
+ * what a failover does to a launch that is still checking its input. */
+static int kill_once(void *ctx, PGconn *c, const cb_params *params, cb_error *err)
+{
+	int *calls = ctx;
+	PGresult *res;
+
+	(void)params;
+	if ((*calls)++ > 0)
+		return 0;
+	res = PQexec(c, "SELECT pg_terminate_backend(pg_backend_pid())");
+	PQclear(res);
+	return cb_error_set(err, CB_EDB, "validator: %s", PQerrorMessage(c));
+}
+
+/*
+ * A launch whose database goes away while it validates (nothing recorded
+ * yet) waits for it within the outage budget and validates again: the run
+ * completes, once. Before, it failed at once with a lost connection (the
+ * CLI's exit 6), and a scheduled instant was lost with nothing to restart.
+ */
+static void test_validation_rides_through_a_lost_connection(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	counter a = { 0, 0, 1 };
+	cb_job *job = tasklet_job("validated", &a, NULL);
+	cb_job_result r;
+	int calls = 0;
+
+	cb_job_set_validator(job, kill_once, &calls);
+	CBT_PASS(cb_job_launch(&r, conn, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(calls, 2);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution e JOIN "
+				     "batch_job_instance i USING (job_instance_id) WHERE "
+				     "i.job_name = 'validated' AND e.status = 'COMPLETED'"),
+		  1);
+	cb_job_free(job);
+}
+
 static const CU_TestInfo tests[] = {
+	{ "validation rides through a lost connection",
+	  test_validation_rides_through_a_lost_connection },
 	{ "a reader ends chunks early without ending its input",
 	  test_a_reader_ends_chunks_early_without_ending_its_input },
 	{ "tasklet repeats until done and commits each call",
