@@ -177,7 +177,12 @@ static void program(const struct cli *c, FILE *f)
 		fputc('\n', f);
 		roff(f, cb_job_description(job)[0] ? cb_job_description(job) : "(no description)",
 		     (size_t)-1);
-		fputs(".\n", f);
+		fputs(cb_job_description(job)[0] &&
+				      cb_job_description(
+					      job)[strlen(cb_job_description(job)) - 1] == '.' ?
+			      "\n" :
+			      ".\n",
+		      f);
 		if (params[0]) {
 			fputs("Parameters: ", f);
 			roff(f, params, (size_t)-1);
