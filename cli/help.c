@@ -288,8 +288,11 @@ int cb__cli_cmd_help(struct cli *c)
 		return cb__cli_usage_error(c, "help: too many arguments");
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
 		return rc;
-	if (npos > 1 || (npos == 1 && values[0]))
+	if (npos > 1)
 		return cb__cli_usage_error(c, "help: too many arguments");
+	if (npos == 1 && values[0])
+		return cb__cli_usage_error(c, "help: --format documents the whole program, not "
+					      "one command");
 	if (values[0] && strcmp(values[0], "man") == 0) {
 		cb__cli_doc_man(c, stdout);
 		return 0;
