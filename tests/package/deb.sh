@@ -23,8 +23,14 @@ for t in dpkg dpkg-deb dpkg-shlibdeps cpack pkg-config cc curl runuser setpriv; 
 done
 command -v systemd-analyze >/dev/null 2>&1 ||
 	skip "no systemd-analyze (apt-get install systemd) to verify the units with"
-if dpkg-query -W -f '${Status}' cbatch 2>/dev/null | grep -qv 'not-installed'; then
-	skip "a cbatch package is installed already ($(dpkg-query -W -f '${Version} ${Status}' cbatch)): not replaced by a test"
+# A package this test installed and could not purge (it was killed) carries
+# the marker; any other is someone's own and is left alone.
+marker=/var/tmp/cbatch-package-test.installed
+installed() { dpkg-query -W -f '${Status}' cbatch 2>/dev/null | grep -qv 'not-installed'; }
+if installed; then
+	[ -e "$marker" ] ||
+		skip "a cbatch package is installed already ($(dpkg-query -W -f '${Version} ${Status}' cbatch)): not replaced by a test"
+	dpkg -P cbatch >/dev/null
 fi
 
 fail() {
@@ -36,11 +42,13 @@ serve_pid=
 cleanup() {
 	[ -z "$serve_pid" ] || kill -KILL "$serve_pid" 2>/dev/null || true
 	"$src/scripts/pg-cluster.sh" stop "$pgdir" >/dev/null 2>&1 || true
-	if dpkg-query -W -f '${Status}' cbatch 2>/dev/null | grep -qv 'not-installed'; then
+	if installed; then
 		dpkg -P cbatch >/dev/null 2>&1 || echo "deb: warning: dpkg -P cbatch failed" >&2
 	fi
+	installed || rm -f "$marker"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 rm -rf "$scratch" && mkdir -p "$scratch"
 (cd "$build" && cpack -G DEB -B "$scratch/cpack" >"$scratch/cpack.log" 2>&1) ||
@@ -63,6 +71,7 @@ completion=$(grep -c '^/usr/share/bash-completion/completions/' "$scratch/conten
 dpkg-deb -f "$deb" Depends | grep -q 'libpq5' || fail "Depends lacks libpq5: $(dpkg-deb -f "$deb" Depends)"
 dpkg-deb -I "$deb" conffiles | grep -qxF /etc/cbatch/cbatch.env || fail "cbatch.env is no conffile"
 
+touch "$marker"
 dpkg -i "$deb" >"$scratch/dpkg-i.log" 2>&1 || { cat "$scratch/dpkg-i.log" >&2; fail "dpkg -i"; }
 
 # The admin CLI, from PATH.
@@ -182,7 +191,7 @@ done <"$scratch/contents"
 
 # Purge: nothing of it stays; the system user does (postrm says why).
 dpkg -P cbatch >"$scratch/dpkg-p.log" 2>&1 || { cat "$scratch/dpkg-p.log" >&2; fail "dpkg -P"; }
-if dpkg-query -W -f '${Status}' cbatch 2>/dev/null | grep -qv 'not-installed'; then
+if installed; then
 	fail "after dpkg -P: $(dpkg-query -W -f '${Status}' cbatch)"
 fi
 [ ! -e /etc/cbatch ] || fail "dpkg -P left /etc/cbatch: $(ls -la /etc/cbatch)"
