@@ -66,17 +66,18 @@ for f in /usr/bin/cbatch /usr/include/cbatch.h /usr/include/cbatch/job.h \
 	/usr/share/doc/cbatch/deploying.md; do
 	grep -qxF "$f" "$scratch/contents" || fail "the package lacks $f"
 done
-man=$(grep -c '^/usr/share/man/man1/' "$scratch/contents" || true)
-completion=$(grep -c '^/usr/share/bash-completion/completions/' "$scratch/contents" || true)
+# Man pages and completion, where the build makes them (counted, reported).
+man=$(grep -cE '^/usr/share/man/man[0-9]/[^/]+$' "$scratch/contents" || true)
+completion=$(grep -cE '^/usr/share/bash-completion/completions/[^/]+$' "$scratch/contents" || true)
 dpkg-deb -f "$deb" Depends | grep -q 'libpq5' || fail "Depends lacks libpq5: $(dpkg-deb -f "$deb" Depends)"
 dpkg-deb -I "$deb" conffiles | grep -qxF /etc/cbatch/cbatch.env || fail "cbatch.env is no conffile"
 
 touch "$marker"
 dpkg -i "$deb" >"$scratch/dpkg-i.log" 2>&1 || { cat "$scratch/dpkg-i.log" >&2; fail "dpkg -i"; }
 
-# The admin CLI, from PATH.
-[ "$(command -v cbatch)" = /usr/bin/cbatch ] || fail "cbatch on PATH is $(command -v cbatch)"
-out=$(cbatch --version)
+# The admin CLI, from the system's PATH (not one in /usr/local, say).
+[ "$(PATH=/usr/bin:/bin command -v cbatch)" = /usr/bin/cbatch ] || fail "no cbatch in /usr/bin"
+out=$(PATH=/usr/bin:/bin cbatch --version)
 case $out in "cbatch $version "*) ;; *) fail "cbatch --version: '$out', expected version $version" ;; esac
 
 # A program built against the installed package only: pkg-config's default
