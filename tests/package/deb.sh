@@ -26,7 +26,11 @@ command -v systemd-analyze >/dev/null 2>&1 ||
 # A package this test installed and could not purge (it was killed) carries
 # the marker; any other is someone's own and is left alone.
 marker=/var/tmp/cbatch-package-test.installed
-installed() { dpkg-query -W -f '${Status}' cbatch 2>/dev/null | grep -qv 'not-installed'; }
+installed() {
+	local st
+	st=$(dpkg-query -W -f '${Status}' cbatch 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%not-installed}" = "$st" ]
+}
 if installed; then
 	[ -e "$marker" ] ||
 		skip "a cbatch package is installed already ($(dpkg-query -W -f '${Version} ${Status}' cbatch)): not replaced by a test"
@@ -69,8 +73,8 @@ done
 # Man pages and completion, where the build makes them (counted, reported).
 man=$(grep -cE '^/usr/share/man/man[0-9]/[^/]+$' "$scratch/contents" || true)
 completion=$(grep -cE '^/usr/share/bash-completion/completions/[^/]+$' "$scratch/contents" || true)
-dpkg-deb -f "$deb" Depends | grep -q 'libpq5' || fail "Depends lacks libpq5: $(dpkg-deb -f "$deb" Depends)"
-dpkg-deb -I "$deb" conffiles | grep -qxF /etc/cbatch/cbatch.env || fail "cbatch.env is no conffile"
+grep -q 'libpq5' <<<"$(dpkg-deb -f "$deb" Depends)" || fail "Depends lacks libpq5: $(dpkg-deb -f "$deb" Depends)"
+grep -qxF /etc/cbatch/cbatch.env <<<"$(dpkg-deb -I "$deb" conffiles)" || fail "cbatch.env is no conffile"
 
 touch "$marker"
 dpkg -i "$deb" >"$scratch/dpkg-i.log" 2>&1 || { cat "$scratch/dpkg-i.log" >&2; fail "dpkg -i"; }

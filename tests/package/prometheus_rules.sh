@@ -21,4 +21,4 @@ for n in $names; do
 	grep -q "'$n'" "$src/repository/metrics.c" ||
 		{ echo "the rules read $n, which metrics does not print" >&2; exit 1; }
 done
-echo "prometheus rules: checked, tested, and read only series that exist:" $names
+echo "prometheus rules: checked, tested, and read only series that exist: ${names//$'\n'/ }"
