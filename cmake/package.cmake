@@ -39,7 +39,18 @@ set(CPACK_PACKAGE_CONTACT "cbatch maintainers <cbatch@localhost>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "Chunked batch-processing framework with a PostgreSQL job repository")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "Jobs written as reader, processor and writer callbacks (or one tasklet) get
+launching, restart from the last committed chunk, DB locks with leases and
+fencing, partitions claimed by workers on any host, cron schedules fired once
+per cluster, a web console and Prometheus metrics. This package holds the
+shared and static library, headers, pkg-config file and CMake package, the
+admin CLI cbatch, and systemd units that run a job program's workers,
+scheduler and console as the system user cbatch.")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CB_DEPLOY_PREFIX})
+# Stripped programs and shared library (install/strip: static archives keep
+# their symbols).
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 # Every component in one package: what installs by default (Unspecified:
