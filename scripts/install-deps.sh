@@ -13,7 +13,9 @@
 # never used), patroni, etcd-server, haproxy and curl (the `ha` label's highly available
 # cluster, scripts/ha-cluster.sh: etcd, three Patroni members and HAProxy on loopback, started
 # by the test itself; the packages' own services, if they start, are never used), groff-base
-# (unit.docs reads the manual page the build writes for warnings), and a
+# (unit.docs reads the manual page the build writes for warnings), dpkg-dev and systemd (the
+# Debian package: cpack's dpkg-shlibdeps, and package.deb's systemd-analyze verify of the
+# units; no systemd needs to run), and a
 # PostgreSQL server (the tests run their own throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
 # checks: fuzzing, scripts/format-check.sh), and chromium, node and npm (the console's browser
 # test, browser.dashboard, which skips without them); failing to install them is only a warning.
@@ -31,7 +33,7 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
 	libmicrohttpd-dev libcurl4-openssl-dev faketime pgbouncer prometheus patroni etcd-server
-	haproxy curl groff-base)
+	haproxy curl groff-base dpkg-dev systemd)
 optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
