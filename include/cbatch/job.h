@@ -150,10 +150,69 @@ int cb_job_add_transition(cb_job *job, const char *from, const char *pattern, co
  * validated before an instance is made: every required parameter must be
  * present with its type, and an identifying parameter that was not declared
  * is refused (non-identifying ones, and run.id, are always accepted).
+ * The parameter is identifying unless given with a leading '-'; it is
+ * cb_job_declare_param with CB_PARAM_REQUIRED when @p required is non-zero.
  * @return 0, CB_EINVAL (bad name), CB_ENOMEM.
  */
 int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required,
 		     cb_error *err);
+
+/** Flag of cb_job_declare_param: every launch must give the parameter. */
+#define CB_PARAM_REQUIRED 0x1u
+/**
+ * Flag of cb_job_declare_param: the parameter never names the job instance
+ * (Spring Batch's `identifying=false`, as the job's own default): a tuning
+ * knob such as a sleep, a page size or a log level.
+ */
+#define CB_PARAM_NON_IDENTIFYING 0x2u
+
+/**
+ * Declare a parameter the job accepts, with flags: cb_job_add_param, plus
+ * CB_PARAM_NON_IDENTIFYING. A parameter declared non-identifying is
+ * non-identifying wherever cbatch keys an instance of the job (a launch,
+ * `--next`, the console's launch and its check for a complete or running
+ * instance, a schedule's firings and "fire now", the default lock name),
+ * whether or not it was given with a leading '-': the declaration wins.
+ * So two launches that differ only in it are one instance, and each
+ * execution stores it with identifying false (`show` prints it `-name=...`).
+ * A restart of an execution (cb_job_restart) keeps the parameters as that
+ * execution stored them: an instance made before the declaration keeps its
+ * key and stays restartable by its execution id.
+ * @param flags CB_PARAM_REQUIRED and CB_PARAM_NON_IDENTIFYING, or-ed; 0 for
+ *        an optional identifying parameter
+ * @return 0, CB_EINVAL (bad name or type, an unknown flag, or `run.id`
+ *         declared non-identifying: `--next` numbers instances by it),
+ *         CB_ENOMEM.
+ */
+int cb_job_declare_param(cb_job *job, const char *name, cb_param_type type, unsigned int flags,
+			 cb_error *err);
+
+/**
+ * 0 when @p job declared parameter @p name with CB_PARAM_NON_IDENTIFYING, 1
+ * otherwise (declared identifying, or not declared: then the launch's own
+ * marking decides).
+ */
+int cb_job_param_identifying(const cb_job *job, const char *name);
+
+/**
+ * The parameters as @p job declares them: @p out receives a new copy of
+ * @p given (borrowed) in which every parameter the job declared
+ * non-identifying is non-identifying; the others keep their marking. The
+ * launcher runs what this returns, so what it stores and what it keys agree.
+ * @return 0, CB_ENOMEM.
+ */
+int cb_job_params_resolve(cb_params **out, const cb_job *job, const cb_params *given,
+			  cb_error *err);
+
+/**
+ * The job key of the instance that a launch of @p job with @p params names:
+ * cb_params_job_key over @p params as the job declares them
+ * (cb_job_params_resolve), into @p out (CB_JOB_KEY_LEN + 1 bytes). Every
+ * place that keys an instance of a job (the launcher, the console, the
+ * scheduler, "fire now") computes it here.
+ * @return 0, CB_ENOMEM.
+ */
+int cb_job_key(char *out, const cb_job *job, const cb_params *params, cb_error *err);
 
 /**
  * Check @p params against the job's declared parameters, and the parameters
@@ -216,7 +275,7 @@ typedef void (*cb_check_report_fn)(void *ctx, const char *step, int problem, con
 int cb_job_check(PGconn *conn, const cb_job *job, const cb_params *params,
 		 cb_check_report_fn report, void *ctx, cb_error *err);
 
-/** Number of parameters declared with cb_job_add_param. */
+/** Number of parameters declared with cb_job_add_param or cb_job_declare_param. */
 size_t cb_job_param_count(const cb_job *job);
 
 /**
