@@ -747,6 +747,18 @@ static void test_declared_non_identifying(void)
 		      "{\"params\":[\"at=nid-1\",\"sleepMs:long=100\"]}", NULL, &d),
 		  409);
 	CBT_CONTAINS(err_message(d), "already complete");
+	/* Refused by the console's own check, before any run was spawned: it
+	 * names the instance by the key of at=nid-1 alone. */
+	{
+		cb_error err = CB_ERROR_INIT;
+		cb_params *k = NULL;
+
+		CBT_PASS_FATAL(cb_params_new(&k, &err), &err);
+		CBT_PASS(cb_params_add_string(k, "at", "nid-1", 1, &err), &err);
+		CBT_PASS(cb_params_job_key(want, k, &err), &err);
+		cb_params_free(k);
+		CBT_CONTAINS(err_message(d), want);
+	}
 	json_decref(d);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), inst);
