@@ -359,6 +359,8 @@ typedef struct cb_job_result {
  * Launch @p job with @p params on @p conn (borrowed; must not be in a
  * transaction). Creates the instance if needed, refuses completed, abandoned
  * and running instances, restarts a FAILED/STOPPED one, then runs the steps.
+ * The instance is the one @p params name as the job declares them
+ * (cb_job_key): a parameter it declared non-identifying names none.
  *
  * The launch first takes the job's execution lock (lock.h); a lock held by
  * someone else is CB_ERUNNING (a skip, recorded in batch_lock_audit). A
@@ -377,7 +379,8 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
  * Restart the FAILED or STOPPED execution @p job_execution_id of @p job (its
  * instance's newest execution): a new execution of the same instance, with
  * completed steps skipped and the failed step resumed from its last committed
- * context. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
+ * context. It runs with the parameters that execution stored, marked as they
+ * were stored. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
  */
 int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job, long long job_execution_id,
 		   const cb_launch_options *opts, cb_error *err);

@@ -3,7 +3,8 @@
  * Typed job parameters and the job key.
  *
  * A cb_params is an ordered set of named, typed values. Each parameter is
- * identifying (part of the job instance's identity) unless marked otherwise.
+ * identifying (part of the job instance's identity) unless marked otherwise
+ * (or its job declares it otherwise: cb_job_declare_param, cb_job_key).
  * Names are unique within a set; adding a name twice is CB_EINVAL.
  *
  * Lifecycle: cb_params_new, any number of cb_params_add_* / cb_params_parse_arg,
