@@ -5,7 +5,8 @@
  * a '-', are one instance: the second is refused as complete, or restarts the
  * failed one; the instance's job key is the key of the run without it; the
  * execution stores it with identifying false, which `show` marks; `jobs` and
- * `jobs --json` say it is non-identifying. A schedule whose template gives it
+ * `jobs --json` say it is non-identifying. An instance keyed with it before
+ * the declaration restarts by its execution id. A schedule whose template gives it
  * a value that changes with each instant keys its firings, and so its
  * instances, by the identifying parameters alone.
  */
@@ -129,6 +130,54 @@ static void test_a_failed_one_is_restarted_whatever_its_value(void)
 		  1);
 }
 
+/*
+ * An instance made before the job declared sleepMs non-identifying (its
+ * execution stored it identifying, its key has it): `restart ID` restarts
+ * that instance as stored; `run` names the instance without it.
+ */
+static void test_an_instance_keyed_before_the_declaration_restarts_by_its_id(void)
+{
+	char old[CB_JOB_KEY_LEN + 1], id[32];
+	cb_error err = CB_ERROR_INIT;
+	cb_params *p = NULL;
+	long long inst, exec;
+
+	fresh();
+	CBT_EQ_LL(EX("run", "tick", "at=old", "sleepMs:long=0", "-fail:long=1"), 1);
+	inst = cbt_query_ll(sched.conn, "SELECT max(job_instance_id) FROM batch_job_instance");
+	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	/* As an older program left it: sleepMs identifying, in the key. */
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	CBT_PASS(cb_params_add_string(p, "at", "old", 1, &err), &err);
+	CBT_PASS(cb_params_add_long(p, "sleepMs", 0, 1, &err), &err);
+	CBT_PASS(cb_params_job_key(old, p, &err), &err);
+	cb_params_free(p);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"WITH i AS (UPDATE batch_job_instance SET job_key = $1 "
+				" WHERE job_instance_id = $2 RETURNING 1), "
+				"u AS (UPDATE batch_job_execution_params SET identifying = true "
+				" WHERE job_execution_id = $3 AND parameter_name = 'sleepMs' "
+				" RETURNING 1), "
+				"d AS (DELETE FROM batch_job_execution_params WHERE "
+				" job_execution_id = $3 AND parameter_name = 'fail' RETURNING 1) "
+				"SELECT (SELECT count(*) FROM i) + (SELECT count(*) FROM u) + "
+				"(SELECT count(*) FROM d)",
+				"s lld lld", old, inst, exec),
+		  3);
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("restart", id), 0);
+	CBT_EQ_LL(
+		cbt_queryp_ll(sched.conn,
+			      "SELECT count(*) FROM batch_job_execution WHERE job_instance_id = $1 "
+			      "AND status = 'COMPLETED'",
+			      "lld", inst),
+		1);
+	CBT_EQ_LL(instances_at("old"), 1);
+	/* A launch names the instance of at=old alone: another one. */
+	CBT_EQ_LL(EX("run", "tick", "at=old", "sleepMs:long=0"), 0);
+	CBT_EQ_LL(instances_at("old"), 2);
+}
+
 static void test_jobs_and_show_say_it_is_non_identifying(void)
 {
 	json_t *doc, *jobs, *ps, *par;
@@ -235,6 +284,8 @@ static const CU_TestInfo tests[] = {
 	{ "runs_differing_in_it_are_one_instance", test_runs_differing_in_it_are_one_instance },
 	{ "a_failed_one_is_restarted_whatever_its_value",
 	  test_a_failed_one_is_restarted_whatever_its_value },
+	{ "an_instance_keyed_before_the_declaration_restarts_by_its_id",
+	  test_an_instance_keyed_before_the_declaration_restarts_by_its_id },
 	{ "jobs_and_show_say_it_is_non_identifying", test_jobs_and_show_say_it_is_non_identifying },
 	{ "schedule_keys_its_instances_by_identifying_parameters_only",
 	  test_schedule_keys_its_instances_by_identifying_parameters_only },
