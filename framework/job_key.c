@@ -27,10 +27,10 @@ int cb_job_params_resolve(cb_params **out, const cb_job *job, const cb_params *g
 	rc = given ? cb_params_dup(&p, given, err) : cb_params_new(&p, err);
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < job->nparam_specs; i++)
+	/* A declared parameter the launch did not give has nothing to mark. */
+	for (size_t i = 0; job && i < job->nparam_specs; i++)
 		if (!job->param_specs[i].identifying)
-			cb_params_set_identifying(p, job->param_specs[i].name,
-						  0); /* absent: fine */
+			(void)cb_params_set_identifying(p, job->param_specs[i].name, 0);
 	*out = p;
 	return 0;
 }

@@ -340,8 +340,7 @@ again:
 	/* The key of the instance the run will make, as a node keys its claims:
 	 * the firing finds its execution by it. */
 	job = reg ? cb_registry_find(reg, t.job) : NULL;
-	if ((rc = job ? cb_job_key(key, job, params, err) : cb_params_job_key(key, params, err)) <
-	    0)
+	if ((rc = cb_job_key(key, job, params, err)) < 0)
 		goto done;
 	cb__schedule_fmt(out->fire_time_text, sizeof(out->fire_time_text), zone, t.now,
 			 "{fire_time}");

@@ -199,6 +199,8 @@ int cb_job_param_identifying(const cb_job *job, const char *name);
  * @p given (borrowed) in which every parameter the job declared
  * non-identifying is non-identifying; the others keep their marking. The
  * launcher runs what this returns, so what it stores and what it keys agree.
+ * @p job NULL (a job this program does not have) declares nothing: a copy.
+ * @p given NULL is an empty set.
  * @return 0, CB_ENOMEM.
  */
 int cb_job_params_resolve(cb_params **out, const cb_job *job, const cb_params *given,
@@ -209,7 +211,8 @@ int cb_job_params_resolve(cb_params **out, const cb_job *job, const cb_params *g
  * cb_params_job_key over @p params as the job declares them
  * (cb_job_params_resolve), into @p out (CB_JOB_KEY_LEN + 1 bytes). Every
  * place that keys an instance of a job (the launcher, the console, the
- * scheduler, "fire now") computes it here.
+ * scheduler, "fire now") computes it here. @p job may be NULL, as for
+ * cb_job_params_resolve.
  * @return 0, CB_ENOMEM.
  */
 int cb_job_key(char *out, const cb_job *job, const cb_params *params, cb_error *err);

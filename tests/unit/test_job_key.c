@@ -73,9 +73,19 @@ static void test_declared_non_identifying_parameter_names_no_instance(void)
 	CBT_EQ_STR(k3, want);
 	/* An identifying parameter still names another instance. */
 	CU_ASSERT(strcmp(k4, want) != 0);
-	/* Without the declaration, the plain one is identifying. */
+	/* Without the declaration, the plain one is identifying; a job this
+	 * program does not have (NULL) declares nothing. */
 	key_of(plain, NULL, given);
 	CU_ASSERT(strcmp(plain, want) != 0);
+	{
+		cb_error err = CB_ERROR_INIT;
+		cb_params *p = params_of(given);
+		char none[CB_JOB_KEY_LEN + 1];
+
+		CBT_PASS(cb_job_key(none, NULL, p, &err), &err);
+		CBT_EQ_STR(none, plain);
+		cb_params_free(p);
+	}
 	cb_job_free(job);
 }
 
