@@ -75,10 +75,12 @@ int cb__cli_cmd_jobs(struct cli *c)
 				int required;
 
 				cb_job_param_at(job, k, &name, &type, &required);
-				json_array_append_new(ps, json_pack("{s:o,s:s,s:b}", "name",
-								    cb__cli_json_text(name), "type",
-								    cb_param_type_name(type),
-								    "required", required));
+				json_array_append_new(
+					ps, json_pack("{s:o,s:s,s:b,s:b}", "name",
+						      cb__cli_json_text(name), "type",
+						      cb_param_type_name(type), "required",
+						      required, "identifying",
+						      cb_job_param_identifying(job, name)));
 			}
 			json_array_append_new(
 				arr,

@@ -14,6 +14,7 @@ const char cb__cli_params_help[] =
 	"  TYPE   string (the default), long, double or date (YYYY-MM-DD)\n"
 	"  -      a leading '-' makes the parameter non-identifying: it is stored\n"
 	"         with the execution but is not part of the job instance's identity\n"
+	"         (a parameter the job declares non-identifying always is)\n"
 	"  NAME   1..100 characters of [A-Za-z0-9_.-], starting with a letter or '_'\n"
 	"  The identifying parameters name the job instance: a completed instance\n"
 	"  does not run again, a failed or stopped one is restarted.\n"
@@ -190,8 +191,9 @@ void cb__cli_param_list(char *buf, size_t size, const cb_job *job)
 		int required, w;
 
 		cb_job_param_at(job, i, &name, &type, &required);
-		w = snprintf(buf + len, size - len, "%s%s:%s%s", i ? ", " : "", name,
-			     cb_param_type_name(type), required ? " (required)" : "");
+		w = snprintf(buf + len, size - len, "%s%s:%s%s%s", i ? ", " : "", name,
+			     cb_param_type_name(type), required ? " (required)" : "",
+			     cb_job_param_identifying(job, name) ? "" : " (non-identifying)");
 		if (w < 0)
 			break;
 		len += (size_t)w;
@@ -220,8 +222,9 @@ static void print_job_params(const struct cli *c, FILE *f)
 		int required;
 
 		cb_job_param_at(job, i, &name, &type, &required);
-		fprintf(f, "    %-24s %-7s %s\n", name, cb_param_type_name(type),
-			required ? "required" : "optional");
+		fprintf(f, "    %-24s %-7s %s%s\n", name, cb_param_type_name(type),
+			required ? "required" : "optional",
+			cb_job_param_identifying(job, name) ? "" : ", non-identifying");
 	}
 }
 
