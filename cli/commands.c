@@ -119,7 +119,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "                           job's lease)\n"
 	  "  --quiet                  no line per claimed and finished partition\n",
 	  cb__cli_cmd_worker },
-	{ CB__CMD_schedule, "add|list|show|pause|resume|remove|next|history ...",
+	{ CB__CMD_schedule, "add|list|show|pause|resume|remove|next|history|backfill ...",
 	  "keep cron schedules of jobs in the repository",
 	  "  schedule add NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...]\n"
 	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
@@ -128,7 +128,9 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "               [--same-instance]  (templates that ignore the instant)\n"
 	  "  schedule list | show NAME | pause NAME | resume NAME | remove NAME\n"
 	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
-	  "  schedule history NAME [--limit N]\n\n"
+	  "  schedule history NAME [--limit N]\n"
+	  "  schedule backfill NAME --from TIME --to TIME [--max N] [--parallel N]\n"
+	  "  schedule backfill NAME --cancel\n\n"
 	  "EXPR: 5 fields (minute hour day-of-month month day-of-week) or 6 with\n"
 	  "seconds first; lists, ranges, steps, names, @daily and friends, L, W, #.\n"
 	  "When both day fields are restricted a day matches if either does (Vixie).\n"
@@ -145,7 +147,13 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "run after it (one at most) or run anyway (allow).\n"
 	  "Recover: an execution its node's death or a lost process left unfinished is\n"
 	  "restarted by a surviving node after the delay (default 10s) and its lease,\n"
-	  "at most N times (default 3); leave: never.\n",
+	  "at most N times (default 3); leave: never.\n"
+	  "Backfill: one firing (kind BACKFILL) per past instant from --from to --to\n"
+	  "(both included; TIME is 2026-11-01, 2026-11-01T06:00 in the schedule's\n"
+	  "zone, or with an offset), at most --max (default 1000), each with its own\n"
+	  "instant's parameters; an instant that has a firing keeps it. Scheduler\n"
+	  "nodes run them oldest first, one at a time (overlap skip or queue) or\n"
+	  "--parallel N at once (allow). --cancel removes those still waiting.\n",
 	  cb__cli_cmd_schedule },
 	{ CB__CMD_scheduler,
 	  "[--lease SECONDS] [--max-running N] [--exit-after SECONDS] [--verbose|--quiet]",
