@@ -19,8 +19,9 @@
 #define PARALLEL_MAX 100
 
 /* A time as the options take it: a date first ("YYYY-MM-DD"), which keeps
- * PostgreSQL's special words ('now', 'epoch', 'infinity') out: the range is
- * read against the database's one clock, not another. An offset (Z, +hh,
+ * PostgreSQL's special input words out (the current instant among them): the
+ * range is judged by the database's one clock, batch_now(), and no other
+ * reading of it. An offset (Z, +hh,
  * -hh) after the date makes it an instant; without one it is a civil time in
  * the schedule's zone. */
 static int read_time(double *out, PGconn *conn, const char *text, const char *what,
