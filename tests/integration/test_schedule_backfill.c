@@ -281,6 +281,55 @@ static void test_cancel_removes_the_waiting_ones(void)
 	CBT_EQ_LL(firings("c", "BACKFILL"), 3);
 }
 
+/*
+ * The present before the past: under QUEUE, an instant of the schedule's own
+ * that comes due while a firing is live still queues (the backfill's waiting
+ * firings are not the one QUEUE keeps; before, it was SKIPPED_OVERLAP behind
+ * them), and once the live one has ended a node takes it before them. The
+ * SQL functions as a node calls them, with a node of the test's own.
+ */
+static void test_own_queued_instant_goes_before_the_backfill(void)
+{
+	fresh();
+	add_daily("own", "queue", "0");
+	CBT_EQ_LL(EX("schedule", "backfill", "own", "--from", "2026-11-01", "--to",
+		     "2026-11-02T12:00"),
+		  0);
+	cbt_exec(sched.conn, "INSERT INTO batch_scheduler_node (node_id, host, pid, lease_seconds) "
+			     "VALUES ('test-node', 'test', 1, 3600)");
+	cbt_exec(sched.conn, "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, "
+			     "node_id, status, job_name) SELECT schedule_id, '2026-12-01 05:00Z', "
+			     "'SCHEDULED', 'test-node', 'LAUNCHED', 'tick' FROM batch_schedule "
+			     "WHERE schedule_name = 'own'");
+	CBT_EQ_LL(cbt_query_ll(
+			  sched.conn,
+			  "SELECT (c.outcome = 'QUEUED')::int FROM batch_schedule s, "
+			  "batch_schedule_claim(p_schedule_id => s.schedule_id, p_version => "
+			  "s.version, p_fire_time => '2026-12-02 05:00Z', p_kind => 'SCHEDULED', "
+			  "p_missed_until => NULL, p_missed_count => 0, p_param_time => "
+			  "'2026-12-02 05:00Z', p_next_fire_time => NULL, p_node => 'test-node', "
+			  "p_job_key => 'k', p_parameters => '[]') c WHERE s.schedule_name = "
+			  "'own'"),
+		  1);
+	/* Nothing is taken while the live one runs... */
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_take_queued("
+					   "'test-node', ARRAY['tick']::varchar[])"),
+		  0);
+	cbt_exec(sched.conn, "UPDATE batch_schedule_firing SET status = 'FINISHED' WHERE "
+			     "fire_time = '2026-12-01 05:00Z'");
+	/* ...then the schedule's own instant, alone, though the backfill's are older. */
+	CBT_EQ_LL(cbt_query_ll(
+			  sched.conn,
+			  "SELECT count(*) FILTER (WHERE t.fire_time = '2026-12-02 05:00Z') * 10 "
+			  "+ count(*) FROM batch_schedule_take_queued('test-node', "
+			  "ARRAY['tick']::varchar[]) t"),
+		  11);
+	CBT_EQ_LL(firings("own", "BACKFILL"), 2);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					   "kind = 'BACKFILL' AND status = 'QUEUED'"),
+		  2);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "refusals_write_nothing", test_refusals_write_nothing },
 	{ "one_firing_per_past_instant_never_twice", test_one_firing_per_past_instant_never_twice },
@@ -288,6 +337,8 @@ static const CU_TestInfo tests[] = {
 	{ "queue_runs_them_alone_oldest_first", test_queue_runs_them_alone_oldest_first },
 	{ "allow_runs_parallel_at_most", test_allow_runs_parallel_at_most },
 	{ "cancel_removes_the_waiting_ones", test_cancel_removes_the_waiting_ones },
+	{ "own_queued_instant_goes_before_the_backfill",
+	  test_own_queued_instant_goes_before_the_backfill },
 	CU_TEST_INFO_NULL,
 };
 
