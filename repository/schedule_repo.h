@@ -130,7 +130,7 @@ int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, l
 /* Firings of the jobs @p jobs (a JSON array of names) that this node takes
  * now: with @p recovery 0, queued firings whose schedule is idle again
  * (batch_schedule_take_queued: "firing_id", "schedule_id", "fire_time",
- * "job_name", "parameters"); with 1, due restarts of dead executions
+ * "job_name", "parameters", "kind"); with 1, due restarts of dead executions
  * (batch_schedule_take_recovery: also "job_execution_id", "attempt",
  * "attempts"). Each is CLAIMED by @p node, to be launched. @p out receives a
  * JSON array. */

@@ -12,7 +12,7 @@
 -- so that its execution is told from earlier ones.
 CREATE OR REPLACE FUNCTION batch_schedule_take_queued(p_node varchar, p_jobs varchar[])
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, job_name varchar,
-               parameters jsonb)
+               parameters jsonb, kind varchar)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -56,6 +56,6 @@ BEGIN
            SET status = 'CLAIMED', node_id = p_node, claimed_at = batch_now(),
                message = ''
          WHERE x.firing_id = r.firing_id AND x.status = 'QUEUED'
-        RETURNING x.firing_id, x.schedule_id, x.fire_time, x.job_name, x.parameters;
+        RETURNING x.firing_id, x.schedule_id, x.fire_time, x.job_name, x.parameters, x.kind;
     END LOOP;
 END $$;
