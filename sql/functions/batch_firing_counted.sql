@@ -9,8 +9,8 @@ DECLARE
     o record;
     v_sched varchar := NEW.schedule_id::text;
 BEGIN
-    n := batch_firing_counts(NEW.status, NEW.kind, NEW.missed_count);
-    o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count);
+    n := batch_firing_counts(NEW.status, NEW.kind, NEW.missed_count, NEW.instant_count);
+    o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count, OLD.instant_count);
     PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
     PERFORM batch_status_add('schedule', v_sched, NEW.status, 1);
     PERFORM batch_metric_add('schedule_fired_count', v_sched, greatest(n.fired - o.fired, 0));
@@ -26,5 +26,6 @@ $$;
 DROP TRIGGER IF EXISTS batch_firing_upd_tg ON batch_schedule_firing;
 CREATE TRIGGER batch_firing_upd_tg AFTER UPDATE ON batch_schedule_firing
     FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.kind IS DISTINCT FROM NEW.kind
-                       OR OLD.missed_count IS DISTINCT FROM NEW.missed_count)
+                       OR OLD.missed_count IS DISTINCT FROM NEW.missed_count
+                       OR OLD.instant_count IS DISTINCT FROM NEW.instant_count)
     EXECUTE FUNCTION batch_firing_counted();
