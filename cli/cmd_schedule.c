@@ -198,9 +198,10 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		if (json_is_object(lf)) {
 			char ft[64], st[32], ex[32];
 
+			/* (a run of skips: its newest instant) */
 			cb__cli_fmt_zoned(
 				ft, sizeof(ft), conn, zone,
-				cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
+				cb__cli_json_get_text(lf, "last_instant", b[6], sizeof(b[6])));
 			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
 			snprintf(ex, sizeof(ex), "%s",
 				 jtext(lf, "exit_status", b[6], sizeof(b[6])));

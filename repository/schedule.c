@@ -216,7 +216,9 @@ int cb__repo_schedules_json(json_t **out, PGconn *conn, const char *name, cb_err
 		"   'fire_time', f.fire_time, 'kind', f.kind, 'status', f.status, "
 		"   'node_id', f.node_id, 'job_execution_id', f.job_execution_id, "
 		"   'exit_code', f.exit_code, 'exit_status', f.exit_status, 'message', f.message, "
-		"   'attempt', f.attempt, 'recover_after', f.recover_after) "
+		"   'attempt', f.attempt, 'recover_after', f.recover_after, "
+		"   'instant_count', f.instant_count, "
+		"   'last_instant', coalesce(f.last_instant, f.fire_time)) "
 		"   FROM batch_schedule_firing f WHERE f.schedule_id = s.schedule_id "
 		"   ORDER BY f.fire_time DESC LIMIT 1), "
 		/* Counts kept as firings are recorded and removed
