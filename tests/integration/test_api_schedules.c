@@ -227,9 +227,15 @@ static void test_firings_paging(void)
 	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 0), "instant_count")), 6);
 	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 0), "blocked_by")),
 		  first - 1);
-	CU_ASSERT(strcmp(json_string_value(json_object_get(json_array_get(f, 0), "fire_time")),
-			 json_string_value(json_object_get(json_array_get(f, 0), "last_instant"))) <
-		  0);
+	{
+		const char *a = json_string_value(
+				   json_object_get(json_array_get(f, 0), "fire_time")),
+			   *z = json_string_value(
+				   json_object_get(json_array_get(f, 0), "last_instant"));
+
+		CU_ASSERT_FATAL(a && z);
+		CU_ASSERT(strcmp(a, z) < 0);
+	}
 	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 1), "instant_count")), 1);
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 1), "last_instant")),
 		   json_string_value(json_object_get(json_array_get(f, 1), "fire_time")));
