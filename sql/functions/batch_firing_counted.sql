@@ -11,8 +11,11 @@ DECLARE
 BEGIN
     n := batch_firing_counts(NEW.status, NEW.kind, NEW.missed_count, NEW.instant_count);
     o := batch_firing_counts(OLD.status, OLD.kind, OLD.missed_count, OLD.instant_count);
-    PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
-    PERFORM batch_status_add('schedule', v_sched, NEW.status, 1);
+    -- (a run of skips extended keeps its status: nothing to move)
+    IF OLD.status IS DISTINCT FROM NEW.status THEN
+        PERFORM batch_status_add('schedule', v_sched, OLD.status, -1);
+        PERFORM batch_status_add('schedule', v_sched, NEW.status, 1);
+    END IF;
     PERFORM batch_metric_add('schedule_fired_count', v_sched, greatest(n.fired - o.fired, 0));
     PERFORM batch_metric_add('schedule_missed_count', v_sched, greatest(n.missed - o.missed, 0));
     PERFORM batch_metric_add('schedule_failed_to_launch_count', v_sched, greatest(n.nolaunch - o.nolaunch, 0));

@@ -329,6 +329,13 @@ static void test_consecutive_skips_are_one_row(void)
 	skip_runs(runs, sizeof(runs));
 	snprintf(want, sizeof(want), "1..3 x3 by %lld, 4..5 x2 by %lld, 7..8 x2 by %lld", a, a, b);
 	CBT_EQ_STR(runs, want);
+	/* The status counts count rows: three of skips, however long. */
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT coalesce(sum(b.n), 0) FROM batch_status_count b JOIN "
+			       "batch_schedule s ON b.subject = s.schedule_id::text WHERE b.kind = "
+			       "'schedule' AND s.schedule_name = 'runs' AND b.status = "
+			       "'SKIPPED_OVERLAP'"),
+		  3);
 	/* The counter counts instants: as many as the runs stand for. */
 	CBT_EQ_LL(cbt_query_ll(sched.conn,
 			       "SELECT coalesce(sum(c.value), 0) FROM batch_metric_counter c JOIN "
