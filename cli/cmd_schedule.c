@@ -209,9 +209,10 @@ static int cmd_list(struct cli *c, PGconn *conn)
 		if (json_is_object(lf)) {
 			char ft[64], st[32], ex[32];
 
+			/* (a run of skips: its newest instant) */
 			cb__cli_fmt_zoned(
 				ft, sizeof(ft), conn, zone,
-				cb__cli_json_get_text(lf, "fire_time", b[6], sizeof(b[6])));
+				cb__cli_json_get_text(lf, "last_instant", b[6], sizeof(b[6])));
 			snprintf(st, sizeof(st), "%s", jtext(lf, "status", b[6], sizeof(b[6])));
 			snprintf(ex, sizeof(ex), "%s",
 				 jtext(lf, "exit_status", b[6], sizeof(b[6])));
@@ -248,6 +249,43 @@ static int cmd_list(struct cli *c, PGconn *conn)
 	return 0;
 }
 
+/* A run of instants (@p first to @p last, as cb__cli_fmt_time writes them)
+ * read as a range: on one day, without the date (the FIRE TIME column has
+ * it), and with the zone once when both instants share it. */
+static void fmt_range(char *buf, size_t size, const char *first, const char *last)
+{
+	size_t nf = strlen(first), nl = strlen(last);
+
+	if (nf < 19 || nl < 19 || strncmp(first, last, 10) != 0)
+		snprintf(buf, size, "%s\xe2\x80\x93%s", first, last);
+	else if (strcmp(first + 19, last + 19) == 0)
+		snprintf(buf, size, "%.8s\xe2\x80\x93%s", first + 11, last + 11);
+	else
+		snprintf(buf, size, "%s\xe2\x80\x93%s", first + 11, last + 11);
+}
+
+/* The message of event @p e into @p buf: a run of skips (sql/021) says how
+ * many instants, from when to when, before the reason the node recorded. */
+static void history_message(char *buf, size_t size, const json_t *e)
+{
+	long long n = (long long)json_integer_value(json_object_get(e, "instant_count"));
+	char first[80], last[80], range[200], tmp[400], msg[400];
+
+	cb__cli_term(msg, sizeof(msg), jtext(e, "message", tmp, sizeof(tmp)));
+	if (n <= 1) {
+		snprintf(buf, size, "%s", msg);
+		return;
+	}
+	cb__cli_fmt_time(first, sizeof(first),
+			 cb__cli_json_get_text(e, "fire_time", tmp, sizeof(tmp)));
+	cb__cli_fmt_time(last, sizeof(last),
+			 cb__cli_json_get_text(e, "last_instant", tmp, sizeof(tmp)));
+	fmt_range(range, sizeof(range), first, last);
+	/* (the prefix first, then as much of the message as fits) */
+	if (snprintf(buf, size, "%lld instants %s ", n, range) >= 0 && strlen(buf) + 1 < size)
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s", msg);
+}
+
 static void print_history(const json_t *events)
 {
 	static const char *const headers[] = { "RECORDED", "FIRE TIME", "NODE",
@@ -280,7 +318,7 @@ static void print_history(const json_t *events)
 			snprintf(b[3] + strlen(b[3]), sizeof(b[3]) - strlen(b[3]), " #%lld",
 				 (long long)json_integer_value(json_object_get(e, "attempt")));
 		cb__cli_term(b[4], sizeof(b[4]), jtext(e, "job_execution_id", b[7], sizeof(b[7])));
-		cb__cli_term(b[5], sizeof(b[5]), jtext(e, "message", b[7], sizeof(b[7])));
+		history_message(b[5], sizeof(b[5]), e);
 		for (int k = 0; k < 6; k++)
 			cells[k] = b[k];
 		cb__cli_table_add(t, cells);

@@ -2,7 +2,8 @@
  *
  * Every node walks each schedule's fire instants with a cursor of its own and
  * offers every due instant to batch_schedule_claim: one node's insert of the
- * (schedule, instant) row wins, the others record SKIPPED_CLAIMED. The clock
+ * (schedule, instant) row wins, the others are told SKIPPED_CLAIMED (counted,
+ * not recorded). The clock
  * is the database's, read at every tick; a node's own clock only times its
  * sleeps. The next instant is computed from the claimed one, never from now,
  * so that nodes whose clocks disagree still walk the same instants.

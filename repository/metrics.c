@@ -38,7 +38,8 @@
 	"  FROM batch_job_execution e JOIN batch_job_instance i USING (job_instance_id) "                \
 	"  WHERE batch_status_is_live(e.status) GROUP BY i.job_name), "                                  \
 	"lf AS (SELECT b.job_name, b.schedule_name, f.fire_time, f.status, f.exit_code "                 \
-	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT x.fire_time, x.status, x.exit_code "          \
+	"  FROM batch_schedule b LEFT JOIN LATERAL (SELECT coalesce(x.last_instant, x.fire_time) "       \
+	"   AS fire_time, x.status, x.exit_code "                                                        \
 	"   FROM batch_schedule_firing x WHERE x.schedule_id = b.schedule_id "                           \
 	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                             \
 	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                     \
@@ -68,7 +69,8 @@
 	" UNION ALL SELECT 'cbatch_schedule_paused', '1 while the schedule is paused.', 'gauge', "       \
 	"  job_name, 'schedule', schedule_name, NULL, NULL, paused::int FROM batch_schedule "            \
 	" UNION ALL SELECT 'cbatch_schedule_last_firing_timestamp_seconds', 'Fire instant of the "       \
-	"  schedule''s newest firing, Unix seconds (0: none).', 'gauge', job_name, 'schedule', "         \
+	"  schedule''s newest firing (of a run of skips, its last), Unix seconds (0: none).', "          \
+	"  'gauge', job_name, 'schedule', "                                                              \
 	"  schedule_name, NULL, NULL, extract(epoch FROM fire_time)::bigint FROM lf "                    \
 	" UNION ALL SELECT 'cbatch_schedule_last_firing_exit_code', 'Exit code of the process "          \
 	"  the newest firing launched (-1: none, or not ended).', 'gauge', job_name, "                   \
@@ -235,9 +237,10 @@ static PGresult *metrics_rows(PGconn *conn, cb_error *err)
 		" UNION ALL SELECT 'cbatch_schedule_not_recovered_total', 'Firings whose "
 		"  execution recovery gave up on (events NOT_RECOVERED).', 'counter', job_name, "
 		"  'schedule', schedule_name, given_up FROM sf "
-		" UNION ALL SELECT 'cbatch_schedule_claim_lost_total', 'Fire instants a node "
-		"  found claimed by another node (SKIPPED_CLAIMED: the cluster fired them "
-		"  once).', 'counter', job_name, 'schedule', schedule_name, lost FROM sf "
+		" UNION ALL SELECT 'cbatch_schedule_claim_lost_total', 'Claims a node lost "
+		"  to another node''s (SKIPPED_CLAIMED: the cluster took the instant once; "
+		"  counted, not recorded in the history).', 'counter', job_name, 'schedule', "
+		"  schedule_name, lost FROM sf "
 		" UNION ALL SELECT 'cbatch_schedule_backfill_total', 'Past instants a "
 		"  backfill queued as firings (events BACKFILL), canceled ones included.', "
 		"  'counter', job_name, 'schedule', schedule_name, backfilled FROM sf "

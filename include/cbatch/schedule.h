@@ -8,7 +8,8 @@
  * (cb_scheduler_run, the CLI's `scheduler`) reads the same schedules; a fire
  * instant becomes a run only through a claim: one row per (schedule, instant)
  * under a unique key, inserted in one transaction in the database's time.
- * The other nodes record SKIPPED_CLAIMED. The next instant is computed from
+ * The other nodes lose the claim: counted, not recorded (metric
+ * cbatch_schedule_claim_lost_total). The next instant is computed from
  * the claimed one, never from a node's clock, so nodes whose clocks disagree
  * still walk the same instants.
  *
@@ -160,12 +161,17 @@ int cb_schedule_list(json_t **out, PGconn *conn, const char *name, cb_error *err
 
 /**
  * The newest @p limit firing events of schedule @p name, newest first: what
- * each node did with each instant (FIRED, SKIPPED_CLAIMED, MISFIRED,
- * FAILED_TO_LAUNCH, FINISHED, ORPHANED, SKIPPED_OVERLAP, QUEUED, RECOVERY_DUE,
- * RESTARTED, NOT_RECOVERED, BACKFILL, CANCELED), with "fire_time", "node_id",
- * "job_execution_id", "attempt" (restarts), "kind" (of the firing, when it
- * still has one: SCHEDULED, MISFIRE_RUN, MISFIRE_SKIP, MANUAL, BACKFILL),
- * "message", "recorded_at".
+ * the nodes did with the instants (FIRED, MISFIRED, FAILED_TO_LAUNCH,
+ * FINISHED, ORPHANED, SKIPPED_OVERLAP, QUEUED, RECOVERY_DUE, RESTARTED,
+ * NOT_RECOVERED, BACKFILL, CANCELED; SKIPPED_CLAIMED only in a history older
+ * than schema 21: a claim lost to another node is counted, not recorded),
+ * with "fire_time", "node_id", "job_execution_id", "attempt" (restarts),
+ * "kind" (of the firing, when it still has one: SCHEDULED, MISFIRE_RUN,
+ * MISFIRE_SKIP, MANUAL, BACKFILL), "message", "recorded_at" (when the event
+ * was last written), "instant_count" and "last_instant": consecutive
+ * instants skipped because of the same live firing are one SKIPPED_OVERLAP
+ * event, from "fire_time" to "last_instant" (each other event: 1, and its
+ * "fire_time").
  * @return 0, CB_ENOTFOUND, CB_EDB
  */
 int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,

@@ -11,7 +11,7 @@ BEGIN
                     sum(c.nolaunch) AS nolaunch, sum(c.orphaned) AS orphaned,
                     sum(c.overlapped) AS overlapped
                FROM new_rows n
-              CROSS JOIN LATERAL batch_firing_counts(n.status, n.kind, n.missed_count) c
+              CROSS JOIN LATERAL batch_firing_counts(n.status, n.kind, n.missed_count, n.instant_count) c
               GROUP BY n.schedule_id LOOP
         PERFORM batch_metric_add('schedule_fired_count', r.sched, r.fired);
         PERFORM batch_metric_add('schedule_missed_count', r.sched, r.missed);

@@ -3,7 +3,8 @@
 -- kind BACKFILL per instant of p_instants, a JSON array, oldest first, of
 -- {"epoch", "job_key", "parameters"} that the caller computed from the
 -- schedule's cron, zone and templates (sql/020). An instant that has a
--- firing already (run, skipped, queued, backfilled) keeps it and is answered
+-- firing already (run, skipped — also inside a run of skips, sql/021 —,
+-- queued, backfilled) keeps it and is answered
 -- EXISTS with that firing; a created one is CREATED, recorded as a BACKFILL
 -- event. p_parallel: how many of the backfill's firings may run at once
 -- (overlap ALLOW only; the others run one at a time). One row per instant,
@@ -23,6 +24,7 @@ DECLARE
     total int := jsonb_array_length(p_instants);
     note varchar;
     fid bigint;
+    prev record;
 BEGIN
     SELECT * INTO s FROM batch_schedule x WHERE x.schedule_id = p_schedule_id
        FOR NO KEY UPDATE;
@@ -46,6 +48,19 @@ BEGIN
                     ELSE 'at most ' || p_parallel || ' at once, oldest first (overlap policy ALLOW)'
                END || '; waiting for a scheduler node';
         fid := NULL;
+        -- An instant inside a run of skips (sql/021) has its firing: the run.
+        SELECT f.firing_id, f.status, f.kind, f.last_instant INTO prev
+          FROM batch_schedule_firing f
+         WHERE f.schedule_id = p_schedule_id AND f.fire_time < t
+         ORDER BY f.fire_time DESC LIMIT 1;
+        IF prev.last_instant >= t THEN
+            outcome := 'EXISTS';
+            firing_id := prev.firing_id;
+            status := prev.status;
+            kind := prev.kind;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
         INSERT INTO batch_schedule_firing AS f (schedule_id, fire_time, kind, param_time,
             node_id, status, job_name, job_key, parameters, message, backfill_parallel)
         VALUES (p_schedule_id, t, 'BACKFILL', t, p_actor, 'QUEUED', s.job_name,

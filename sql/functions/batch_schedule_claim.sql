@@ -10,8 +10,13 @@
 -- judged, under the same row lock. Outcomes:
 --   CLAIMED          the firing row is ours, of kind claimed_kind: launch it
 --                    unless that is MISFIRE_SKIP (recorded as missed)
---   SKIPPED_CLAIMED  another node has it (claimed_by); recorded as such
---   SKIPPED_OVERLAP  recorded as skipped (claimed_by: why, the live firing)
+--   SKIPPED_CLAIMED  another node has it (claimed_by): its firing, or the run
+--                    of skips it lies in (sql/021). Not history: counted
+--                    (schedule_claim_lost_count), nothing recorded
+--   SKIPPED_OVERLAP  recorded as skipped (claimed_by: why, the live firing):
+--                    the instant right after a run of skips of the same live
+--                    firing extends that run (its firing and its event: count
+--                    and last instant), else a run of one instant starts
 --   QUEUED           recorded, launched later by batch_schedule_take_queued
 --   CHANGED          the schedule was paused or edited since the caller read
 --                    it (version): read it again
@@ -37,6 +42,8 @@ DECLARE
     new_status varchar;
     live record;
     overlap_note text;
+    live_id bigint;
+    prev record;
 BEGIN
     -- NO KEY UPDATE: see 004. Every overlap decision (claims, queued
     -- launches, restarts) is taken under this lock.
@@ -76,6 +83,7 @@ BEGIN
         -- look like nothing at all, and a new firing would run first.
         PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, p_schedule_id);
         SELECT * INTO live FROM batch_schedule_live_firing(p_schedule_id, NULL);
+        live_id := live.firing_id;
         IF live.firing_id IS NOT NULL THEN
             -- A backfill's queued instants (sql/020) are not the one
             -- waiting: the schedule's own instant still queues, before them.
@@ -97,21 +105,73 @@ BEGIN
         END IF;
     END IF;
     claimed_kind := kind;
-    INSERT INTO batch_schedule_firing AS f (schedule_id, fire_time, kind, missed_until,
-        missed_count, param_time, node_id, status, job_name, job_key, parameters, message,
-        finished_at)
-    VALUES (p_schedule_id, p_fire_time, kind, missed_until, missed_count,
-        p_param_time, p_node, new_status, s.job_name, job_key, parameters,
-        coalesce(overlap_note, ''),
-        CASE WHEN new_status = 'SKIPPED_OVERLAP' THEN batch_now() END)
-    ON CONFLICT ON CONSTRAINT batch_schedule_firing_once_uk DO NOTHING
-    RETURNING f.firing_id INTO firing_id;
-    IF firing_id IS NULL THEN
-        SELECT f.node_id INTO claimed_by FROM batch_schedule_firing f
-         WHERE f.schedule_id = p_schedule_id AND f.fire_time = p_fire_time;
-        INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, message)
-        VALUES (p_schedule_id, p_fire_time, p_node, 'SKIPPED_CLAIMED',
-                'claimed by ' || coalesce(claimed_by, 'another node'));
+    -- The firing before this instant: a run of skips may cover it already
+    -- (another node's claim), or this skip may extend it. Under the row
+    -- lock, as every claim of the schedule: two nodes never both extend it.
+    SELECT f.firing_id, f.node_id, f.status, f.kind, f.last_instant, f.blocked_by,
+           f.claimed_at
+      INTO prev
+      FROM batch_schedule_firing f
+     WHERE f.schedule_id = p_schedule_id AND f.fire_time < p_fire_time
+     ORDER BY f.fire_time DESC LIMIT 1;
+    IF prev.last_instant >= p_fire_time THEN
+        claimed_by := prev.node_id;
+    ELSIF new_status = 'SKIPPED_OVERLAP' AND kind = 'SCHEDULED'
+          AND prev.status = 'SKIPPED_OVERLAP' AND prev.kind = 'SCHEDULED'
+          AND prev.blocked_by = live_id
+          -- not across a pause: the instants between were never offered
+          AND prev.claimed_at >= s.updated_at
+          AND NOT EXISTS (SELECT 1 FROM batch_schedule_firing g
+                           WHERE g.schedule_id = p_schedule_id AND g.fire_time >= p_fire_time) THEN
+        UPDATE batch_schedule_firing f
+           SET last_instant = p_fire_time, instant_count = f.instant_count + 1,
+               message = overlap_note, finished_at = batch_now()
+         WHERE f.firing_id = prev.firing_id AND f.status = 'SKIPPED_OVERLAP'
+        RETURNING f.firing_id INTO firing_id;
+        IF firing_id IS NOT NULL THEN
+            UPDATE batch_schedule_event v
+               SET last_instant = p_fire_time, instant_count = v.instant_count + 1,
+                   message = overlap_note, recorded_at = batch_now()
+             WHERE v.firing_id = prev.firing_id AND v.outcome = 'SKIPPED_OVERLAP';
+            IF NOT FOUND THEN
+                -- (its event was cleaned up: the run's own words again)
+                INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome,
+                    firing_id, message, last_instant, instant_count)
+                SELECT f.schedule_id, f.fire_time, f.node_id, f.status, f.firing_id,
+                       f.message, f.last_instant, f.instant_count
+                  FROM batch_schedule_firing f WHERE f.firing_id = prev.firing_id;
+            END IF;
+            UPDATE batch_schedule x
+               SET next_fire_time = greatest(x.next_fire_time, p_next_fire_time),
+                   last_fire_time = greatest(x.last_fire_time, p_fire_time)
+             WHERE x.schedule_id = p_schedule_id
+            RETURNING x.next_fire_time INTO next_fire_time;
+            outcome := new_status;
+            claimed_by := live.why;
+            RETURN;
+        END IF;
+    END IF;
+    IF claimed_by IS NULL THEN
+        INSERT INTO batch_schedule_firing AS f (schedule_id, fire_time, kind, missed_until,
+            missed_count, param_time, node_id, status, job_name, job_key, parameters, message,
+            finished_at, blocked_by)
+        VALUES (p_schedule_id, p_fire_time, kind, missed_until, missed_count,
+            p_param_time, p_node, new_status, s.job_name, job_key, parameters,
+            coalesce(overlap_note, ''),
+            CASE WHEN new_status = 'SKIPPED_OVERLAP' THEN batch_now() END,
+            CASE WHEN overlap_note IS NOT NULL THEN live_id END)
+        ON CONFLICT ON CONSTRAINT batch_schedule_firing_once_uk DO NOTHING
+        RETURNING f.firing_id INTO firing_id;
+        IF firing_id IS NULL THEN
+            SELECT f.node_id INTO claimed_by FROM batch_schedule_firing f
+             WHERE f.schedule_id = p_schedule_id AND f.fire_time = p_fire_time;
+            claimed_by := coalesce(claimed_by, 'another node');
+        END IF;
+    END IF;
+    IF claimed_by IS NOT NULL THEN
+        -- Lost the race for an instant the cluster took once: counted, not
+        -- history (sql/021).
+        PERFORM batch_metric_add('schedule_claim_lost_count', p_schedule_id::text, 1);
         outcome := 'SKIPPED_CLAIMED';
         RETURN;
     END IF;

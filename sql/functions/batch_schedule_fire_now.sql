@@ -36,9 +36,12 @@ BEGIN
         outcome := 'QUEUED';
         why := NULL;
     ELSIF c.outcome = 'SKIPPED_CLAIMED' THEN
+        -- the instant's firing, or the run of skips it lies in (sql/021)
         SELECT f.firing_id, f.status, f.node_id, f.message INTO e
           FROM batch_schedule_firing f
-         WHERE f.schedule_id = p_schedule_id AND f.fire_time = t;
+         WHERE f.schedule_id = p_schedule_id AND f.fire_time <= t
+           AND coalesce(f.last_instant, f.fire_time) >= t
+         ORDER BY f.fire_time DESC LIMIT 1;
         IF e.status = 'SKIPPED_OVERLAP' THEN
             outcome := 'SKIPPED_OVERLAP';
             why := e.message;

@@ -273,6 +273,14 @@ async function main() {
     await page.waitForFunction(() => [...document.querySelectorAll('#firings tr[data-firing] td')]
       .some((td) => td.textContent === 'BACKFILL'), { timeout: 30000 });
     check(true, 'the firings list shows them as BACKFILL');
+    /* A run of skipped instants is one row: its count and its range, in
+     * times with their zone (issue 28.5). */
+    await page.goto(ADMIN + '/#/schedule/skips', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('tr[data-firing] span.run');
+    const run = await text(page, 'tr[data-firing] span.run');
+    check(/^6 instants \d{2}:\d{2}:25[+-]\d{2}:\d{2}\u2013\d{2}:\d{2}:30[+-]\d{2}:\d{2}$/.test(run),
+      `six skipped instants read as one row with their range (${run})`);
+    check(await page.$$eval('tr[data-firing]', (l) => l.length) === 2, 'the skips and the firing they waited for: two rows');
     await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');

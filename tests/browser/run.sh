@@ -153,6 +153,18 @@ ex schedule add nightly-berlin --cron '30 2 * * *' --tz Europe/Berlin --job tick
 # ledger's only schedule is paused: its next firing says so.
 ex schedule add ledger-paused --cron '0 1 * * *' --job ledger 'day:date={fire_date}' \
 	--paused >/dev/null
+# A schedule whose firing ran long: the six instants skipped meanwhile are one
+# row (sql/021), read on its page as a count and a range.
+ex schedule add skips --cron '* * * * * *' --job tick 'at={fire_utc}' --paused >/dev/null
+q "WITH s AS (SELECT schedule_id FROM batch_schedule WHERE schedule_name = 'skips'),
+	f AS (INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, status,
+	  job_name, finished_at) SELECT schedule_id, timestamptz '2026-03-01 07:48:24Z',
+	  'SCHEDULED', 'node-a', 'FINISHED', 'tick', now() FROM s RETURNING firing_id)
+	INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, status, job_name,
+	  message, finished_at, last_instant, instant_count, blocked_by)
+	SELECT schedule_id, timestamptz '2026-03-01 07:48:25Z', 'SCHEDULED', 'node-b',
+	  'SKIPPED_OVERLAP', 'tick', 'skipped: firing ' || f.firing_id || ' runs (overlap policy SKIP)',
+	  now(), timestamptz '2026-03-01 07:48:30Z', 6, f.firing_id FROM s, f"
 # A lock another host holds for an hour, its name markup too: unlocked from the page.
 lock_name='ops/<b>nightly</b> lock'
 q "INSERT INTO batch_lock (lock_name, owner_id, fencing_token, locked_until, locked_at,

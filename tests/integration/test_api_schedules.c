@@ -200,18 +200,23 @@ static void test_firings_paging(void)
 	char path[160];
 
 	NEED_SERVER();
-	/* Seven past firings of every sort, the newest an overlap skip. */
+	/* Seven past firings of every sort, the newest a run of six instants
+	 * skipped for overlap (sql/021), blocked by the one before. */
 	cbt_exec(
 		conn,
 		"INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, missed_until, "
-		" missed_count, node_id, status, job_name, message, finished_at) "
+		" missed_count, node_id, status, job_name, message, finished_at, last_instant, "
+		" instant_count) "
 		"SELECT s.schedule_id, timestamptz '2026-01-01 11:00Z' + g * interval '1 day', "
 		" CASE WHEN g = 2 THEN 'MISFIRE_RUN' ELSE 'SCHEDULED' END, "
 		" CASE WHEN g = 2 THEN timestamptz '2026-01-05 11:00Z' END, "
 		" CASE WHEN g = 2 THEN 4 ELSE 0 END, 'node-' || g, "
 		" CASE g WHEN 3 THEN 'ORPHANED' WHEN 7 THEN 'SKIPPED_OVERLAP' ELSE 'FINISHED' END, "
-		" 'tick', 'seeded', now() "
+		" 'tick', 'seeded', now(), CASE WHEN g = 7 THEN timestamptz '2026-01-01 11:00:05Z' "
+		" + g * interval '1 day' END, CASE WHEN g = 7 THEN 6 ELSE 1 END "
 		"FROM batch_schedule s, generate_series(1, 7) g WHERE s.schedule_name = 'monthly'");
+	cbt_exec(conn, "UPDATE batch_schedule_firing SET blocked_by = firing_id - 1 WHERE "
+		       "node_id = 'node-7'");
 	first = cbt_query_ll(conn, "SELECT max(firing_id) FROM batch_schedule_firing");
 	CBT_EQ_LL(req("GET", "/api/v1/schedules/monthly/firings?limit=3", NULL, NULL, &d), 200);
 	f = json_object_get(d, "firings");
@@ -220,6 +225,23 @@ static void test_firings_paging(void)
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 0), "status")),
 		   "SKIPPED_OVERLAP");
 	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 0), "node_id")), "node-7");
+	/* The run: its count, both ends, and the firing it waited for; a firing
+	 * of one instant ends where it starts. */
+	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 0), "instant_count")), 6);
+	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 0), "blocked_by")),
+		  first - 1);
+	{
+		const char *a = json_string_value(
+				   json_object_get(json_array_get(f, 0), "fire_time")),
+			   *z = json_string_value(
+				   json_object_get(json_array_get(f, 0), "last_instant"));
+
+		CU_ASSERT_FATAL(a && z);
+		CU_ASSERT(strcmp(a, z) < 0);
+	}
+	CBT_EQ_LL(json_integer_value(json_object_get(json_array_get(f, 1), "instant_count")), 1);
+	CBT_EQ_STR(json_string_value(json_object_get(json_array_get(f, 1), "last_instant")),
+		   json_string_value(json_object_get(json_array_get(f, 1), "fire_time")));
 	next = json_integer_value(json_object_get(d, "next_before"));
 	CBT_EQ_LL(next, first - 2);
 	json_decref(d);

@@ -817,6 +817,93 @@ static void test_old_schedule_history_goes_newest_and_open_firings_stay(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 1);
 }
 
+/* Claim instant @p at (SQL) of schedule 'sk' as node 'n1' at the database's
+ * time @p clock (SQL, through batch_now()'s virtual clock): its outcome. */
+static void claim_sk(const char *clock, const char *at, const char *want)
+{
+	char sql[2048], got[64];
+
+	snprintf(sql, sizeof(sql), "SELECT set_config('cbatch.virtual_now', (%s)::text, false)",
+		 clock);
+	cbt_exec(conn, sql);
+	snprintf(sql, sizeof(sql),
+		 "SELECT c.outcome FROM batch_schedule s, batch_schedule_claim(p_schedule_id => "
+		 " s.schedule_id, p_version => s.version, p_fire_time => %s, p_kind => "
+		 " 'SCHEDULED', p_missed_until => NULL, p_missed_count => 0, p_param_time => %s, "
+		 " p_next_fire_time => (%s) + interval '1 second', p_node => 'n1', p_job_key => "
+		 " NULL, p_parameters => '[]') c WHERE s.schedule_name = 'sk'",
+		 at, at, at);
+	cbt_query_str(conn, sql, got, sizeof(got));
+	CBT_EQ_STR(got, want);
+	cbt_exec(conn, "RESET cbatch.virtual_now");
+}
+
+/* A run of skipped instants (sql/021) is one firing and one event that its
+ * claims extend: cleanup takes it by its last instant, not its first. A run
+ * that began 40 days ago and was extended yesterday stays whole; one wholly
+ * older than the cutoff goes with its event. */
+static void test_a_run_of_skips_goes_by_its_last_instant(void)
+{
+	fresh();
+	cbt_exec(
+		conn,
+		"INSERT INTO batch_schedule (schedule_name, cron_expression, time_zone, job_name, "
+		" next_fire_time, created_at, updated_at) VALUES ('sk', '* * * * * *', 'UTC', "
+		" 'tick', now(), now() - interval '50 days', now() - interval '50 days');"
+		"INSERT INTO batch_scheduler_node (node_id, host, pid, lease_seconds, heartbeat_at) "
+		" VALUES ('holder', 'h', 1, 100 * 86400, now());"
+		/* the live firing the first run waits for */
+		"INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		" claimed_at, status, job_name) SELECT schedule_id, date_trunc('second', now()) - "
+		" interval '45 days', 'SCHEDULED', 'holder', now() - interval '45 days', "
+		" 'CLAIMED', 'tick' FROM batch_schedule");
+	claim_sk("now() - interval '45 days' + interval '10 seconds'",
+		 "date_trunc('second', now()) - interval '45 days' + interval '1 second'",
+		 "SKIPPED_OVERLAP");
+	claim_sk("now() - interval '45 days' + interval '10 seconds'",
+		 "date_trunc('second', now()) - interval '45 days' + interval '2 seconds'",
+		 "SKIPPED_OVERLAP");
+	/* the next live firing, and the run that waits for it until yesterday */
+	cbt_exec(conn,
+		 "UPDATE batch_schedule_firing SET status = 'FINISHED' WHERE status = 'CLAIMED';"
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " claimed_at, status, job_name) SELECT schedule_id, date_trunc('second', now()) - "
+		 " interval '40 days', 'SCHEDULED', 'holder', now() - interval '40 days', "
+		 " 'CLAIMED', 'tick' FROM batch_schedule");
+	claim_sk("now() - interval '40 days' + interval '10 seconds'",
+		 "date_trunc('second', now()) - interval '40 days' + interval '1 second'",
+		 "SKIPPED_OVERLAP");
+	claim_sk("now() - interval '1 day'",
+		 "date_trunc('second', now()) - interval '1 day' - interval '5 seconds'",
+		 "SKIPPED_OVERLAP");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing WHERE status = "
+				     "'SKIPPED_OVERLAP' AND instant_count = 2"),
+		  2);
+	if (CU_get_number_of_failures() > 0)
+		cbt_print_rows(
+			conn, "firings (id, instant, last, count, status, by, claimed)",
+			"SELECT firing_id, fire_time, last_instant, instant_count, status, "
+			"blocked_by, claimed_at FROM batch_schedule_firing ORDER BY fire_time");
+	/* and a newest firing, today's */
+	cbt_exec(conn,
+		 "UPDATE batch_schedule_firing SET status = 'FINISHED' WHERE status = 'CLAIMED';"
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, node_id, "
+		 " status, job_name) SELECT schedule_id, now(), 'SCHEDULED', 'n1', 'FINISHED', "
+		 " 'tick' FROM batch_schedule");
+	CBT_EQ_LL(CLI("cleanup", "--older-than", "30d"), 0);
+	/* Left: the run extended yesterday, whole, with its event, and the newest. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_firing"), 2);
+	CBT_EQ_LL(cbt_query_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_schedule_firing f JOIN "
+			  "batch_schedule_event v USING (firing_id) WHERE f.status = "
+			  "'SKIPPED_OVERLAP' AND f.instant_count = 2 AND v.instant_count = 2 AND "
+			  "f.claimed_at < now() - interval '39 days' AND v.last_instant = "
+			  "f.last_instant AND f.last_instant > now() - interval '2 days'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event"), 1);
+}
+
 /* Rows read through an index, once the counts of the sessions that used it
  * (a cleanup's, just ended) have reached the statistics. */
 static long long index_reads(const char *index)
@@ -1024,6 +1111,7 @@ static const CU_TestInfo tests[] = {
 	{ "keep_last_keeps_exactly_n_per_job", test_keep_last_keeps_exactly_n_per_job },
 	{ "old_schedule_history_goes_newest_and_open_firings_stay",
 	  test_old_schedule_history_goes_newest_and_open_firings_stay },
+	{ "a_run_of_skips_goes_by_its_last_instant", test_a_run_of_skips_goes_by_its_last_instant },
 	{ "schedule_history_walk_goes_on_and_keeps_what_is_shown",
 	  test_schedule_history_walk_goes_on_and_keeps_what_is_shown },
 	{ "held_instance_is_passed_over_not_waited_for",

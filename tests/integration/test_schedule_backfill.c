@@ -163,6 +163,36 @@ static void test_one_firing_per_past_instant_never_twice(void)
 		     "cbatch_schedule_backfill_total{batch_job=\"tick\",schedule=\"d\"} 4");
 }
 
+/* An instant inside a run of skips (consecutive instants skipped behind one
+ * live firing, recorded as one SKIPPED_OVERLAP firing, sql/021) has its
+ * firing: the run. A backfill over it queues only the instant after it. */
+static void test_an_instant_inside_a_run_of_skips_keeps_it(void)
+{
+	json_t *doc;
+
+	fresh();
+	add_daily("r", "skip", "0");
+	cbt_exec(sched.conn,
+		 "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, param_time, "
+		 " node_id, status, job_name, parameters, message, finished_at, last_instant, "
+		 " instant_count) SELECT schedule_id, '2026-10-24 04:00Z', 'SCHEDULED', "
+		 " '2026-10-24 04:00Z', 'node-x', 'SKIPPED_OVERLAP', job_name, '[]', "
+		 " 'skipped: firing 1 runs', batch_now(), '2026-10-26 05:00Z', 3 "
+		 "FROM batch_schedule WHERE schedule_name = 'r'");
+	CBT_EQ_LL(EX("--json", "schedule", "backfill", "r", "--from", "2026-10-24", "--to",
+		     "2026-10-27T23:59:59"),
+		  0);
+	doc = json_loads(sched.out, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	CBT_EQ_LL(json_integer_value(json_object_get(doc, "created")), 1);
+	CBT_EQ_LL(json_integer_value(json_object_get(doc, "existing")), 3);
+	json_decref(doc);
+	CBT_EQ_LL(firings("r", "BACKFILL"), 1);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					   "kind = 'BACKFILL' AND fire_time = '2026-10-27 05:00Z'"),
+		  1);
+}
+
 /* Backfill 4 instants of a schedule of overlap @p overlap whose runs take
  * 1.5 s, run one node until every one has run, and check the order and
  * that no two ran at once. */
@@ -331,6 +361,8 @@ static void test_own_queued_instant_goes_before_the_backfill(void)
 }
 
 static const CU_TestInfo tests[] = {
+	{ "an_instant_inside_a_run_of_skips_keeps_it",
+	  test_an_instant_inside_a_run_of_skips_keeps_it },
 	{ "refusals_write_nothing", test_refusals_write_nothing },
 	{ "one_firing_per_past_instant_never_twice", test_one_firing_per_past_instant_never_twice },
 	{ "skip_runs_them_alone_oldest_first", test_skip_runs_them_alone_oldest_first },

@@ -8,6 +8,10 @@
  *    also with two nodes;
  *  - queue: one instant waits at most (more are skipped), and runs after the
  *    live one with its own instant's parameters; no overlap;
+ *  - consecutive skips because of the same live firing are one row (firing
+ *    and event) with a count and a range, extended as they come, in the CLI
+ *    and the JSON; a pause or another live firing starts a new row; a node
+ *    that offers an instant of the run lost its claim: counted, not recorded;
  *  - allow: overlaps happen (as before the policy existed);
  *  - recovery: a node killed -9 while its child runs (the child stops on the
  *    parent-death signal, STOPPED) has that execution restarted by the
@@ -146,14 +150,15 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 	run_node_until("skip",
 		       "SELECT ((SELECT count(*) FROM batch_job_execution_params WHERE "
 		       "parameter_name = 'schedule.name' AND parameter_value = 'slow') >= 2 AND "
-		       "(SELECT count(*) FROM batch_schedule_firing WHERE status = "
+		       "(SELECT sum(instant_count) FROM batch_schedule_firing WHERE status = "
 		       "'SKIPPED_OVERLAP') >= 3 AND (SELECT count(*) FROM batch_schedule_event "
 		       "WHERE outcome = 'SKIPPED_OVERLAP' AND message LIKE '%runs execution%') "
 		       ">= 1)::int");
 	CU_ASSERT(execs("slow") >= 2);
 	CBT_EQ_LL(overlaps("slow"), 0);
 	/* The instants due meanwhile: recorded, with the live firing named. */
-	CU_ASSERT(firings("slow", "SKIPPED_OVERLAP") >= 3);
+	CU_ASSERT(cbt_query_ll(sched.conn, "SELECT sum(instant_count) FROM batch_schedule_firing "
+					   "WHERE status = 'SKIPPED_OVERLAP'") >= 3);
 	CBT_EQ_LL(events("slow", "SKIPPED_OVERLAP", "skipped: firing % (overlap policy SKIP)"),
 		  firings("slow", "SKIPPED_OVERLAP"));
 	CU_ASSERT(events("slow", "SKIPPED_OVERLAP", "%runs execution%") >= 1);
@@ -167,6 +172,244 @@ static void test_skip_is_the_default_and_nothing_overlaps(void)
 	CBT_CONTAINS(sched.out, "SKIPPED_OVERLAP");
 	CBT_EQ_LL(EX("metrics"), 0);
 	CBT_CONTAINS(sched.out, "cbatch_schedule_skipped_overlap_total");
+}
+
+/* Claim instant base + @p sec of schedule "runs" as @p node, as a scheduler
+ * node does (batch_schedule_claim): its outcome. */
+static void claim_at(char *out, size_t size, const char *node, int sec)
+{
+	char sc[16];
+	const char *p[2] = { node, sc };
+	PGresult *res;
+
+	snprintf(sc, sizeof(sc), "%d", sec);
+	res = PQexecParams(
+		sched.conn,
+		"WITH s AS (SELECT schedule_id, version, base FROM batch_schedule, runs_base "
+		" WHERE schedule_name = 'runs'), t AS (SELECT base + $2::int * interval '1 second' "
+		" AS at FROM s) "
+		"SELECT c.outcome FROM s, t, batch_schedule_claim(p_schedule_id => s.schedule_id, "
+		" p_version => s.version, p_fire_time => t.at, p_kind => 'SCHEDULED', "
+		" p_missed_until => NULL, p_missed_count => 0, p_param_time => t.at, "
+		" p_next_fire_time => t.at + interval '1 second', p_node => $1, "
+		" p_job_key => NULL, p_parameters => '[]') c",
+		2, NULL, p, NULL, NULL, 0);
+	snprintf(out, size, "%s",
+		 PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ?
+			 PQgetvalue(res, 0, 0) :
+			 PQerrorMessage(sched.conn));
+	PQclear(res);
+}
+
+#define CLAIM_IS(node, sec, want)                                                                  \
+	do {                                                                                       \
+		char got_[512];                                                                    \
+		claim_at(got_, sizeof(got_), (node), (sec));                                       \
+		CBT_EQ_STR(got_, (want));                                                          \
+	} while (0)
+
+/* A live firing of schedule "runs" at base + @p sec, launched by a node whose
+ * lease holds: its id. */
+static long long live_firing_at(int sec)
+{
+	char sc[16];
+
+	snprintf(sc, sizeof(sc), "%d", sec);
+	return cbt_queryp_ll(sched.conn,
+			     "INSERT INTO batch_schedule_firing (schedule_id, fire_time, kind, "
+			     " node_id, status, job_name) SELECT schedule_id, base + $1::int * "
+			     " interval '1 second', 'SCHEDULED', 'holder', 'CLAIMED', 'tick' FROM "
+			     " batch_schedule, runs_base WHERE schedule_name = 'runs' "
+			     "RETURNING firing_id",
+			     "s", sc);
+}
+
+/* The runs of skips of schedule "runs", firing and event agreeing:
+ * "first+count..last+count blocked_by" (seconds after base), oldest first. */
+static void skip_runs(char *out, size_t size)
+{
+	cbt_query_str(sched.conn,
+		      "SELECT coalesce(string_agg(extract(epoch FROM f.fire_time - b.base)::bigint "
+		      " || '..' || extract(epoch FROM f.last_instant - b.base)::bigint || ' x' "
+		      " || f.instant_count "
+		      " || ' by ' || f.blocked_by || CASE WHEN e.n = 1 AND e.instant_count = "
+		      " f.instant_count AND e.last_instant = f.last_instant AND e.fire_time = "
+		      " f.fire_time THEN '' ELSE ' (event disagrees)' END, ', ' "
+		      " ORDER BY f.fire_time), '') "
+		      "FROM batch_schedule_firing f CROSS JOIN runs_base b "
+		      "LEFT JOIN LATERAL (SELECT count(*) OVER () AS n, v.instant_count, "
+		      " coalesce(v.last_instant, v.fire_time) AS last_instant, v.fire_time "
+		      " FROM batch_schedule_event v WHERE v.firing_id = f.firing_id "
+		      " AND v.outcome = 'SKIPPED_OVERLAP') e ON true "
+		      "WHERE f.status = 'SKIPPED_OVERLAP'",
+		      out, size);
+}
+
+static void test_consecutive_skips_are_one_row(void)
+{
+	char runs[1024], want[1024], line[256], first[16], last[16];
+	long long a, b, lost;
+	const char *at;
+	json_t *doc, *ev;
+	json_error_t je;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "runs", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	/* Instants a few seconds back (well within the grace), a node whose
+	 * lease holds, and its firing at base, live (being launched). */
+	cbt_exec(sched.conn, "CREATE TABLE runs_base AS SELECT "
+			     "date_trunc('second', batch_now()) - interval '30 seconds' AS base; "
+			     "INSERT INTO batch_scheduler_node (node_id, host, pid, lease_seconds) "
+			     "VALUES ('holder', 'h', 1, 3600)");
+	a = live_firing_at(0);
+	/* Three instants skipped in a row: one row, extended. */
+	CLAIM_IS("n1", 1, "SKIPPED_OVERLAP");
+	CLAIM_IS("n2", 2, "SKIPPED_OVERLAP");
+	CLAIM_IS("n1", 3, "SKIPPED_OVERLAP");
+	skip_runs(runs, sizeof(runs));
+	snprintf(want, sizeof(want), "1..3 x3 by %lld", a);
+	CBT_EQ_STR(runs, want);
+	/* Another node offering an instant of the run lost its claim: counted,
+	 * not history. */
+	CLAIM_IS("n2", 2, "SKIPPED_CLAIMED");
+	CLAIM_IS("n2", 3, "SKIPPED_CLAIMED");
+	CLAIM_IS("n2", 0, "SKIPPED_CLAIMED");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'SKIPPED_CLAIMED'"),
+		  0);
+	lost = cbt_query_ll(sched.conn,
+			    "SELECT coalesce(sum(c.value), 0) FROM "
+			    "batch_metric_counter c JOIN batch_schedule s ON c.subject = "
+			    "s.schedule_id::text WHERE s.schedule_name = 'runs' AND "
+			    "c.metric = 'schedule_claim_lost_count'");
+	CBT_EQ_LL(lost, 3);
+	/* The CLI reads the run as one row: how many, from when to when, why. */
+	CBT_EQ_LL(EX("schedule", "history", "runs"), 0);
+	cbt_query_str(sched.conn,
+		      "SELECT to_char((base + interval '1 second') AT TIME ZONE 'UTC', "
+		      "'HH24:MI:SS') FROM runs_base",
+		      first, sizeof(first));
+	cbt_query_str(sched.conn,
+		      "SELECT to_char((base + interval '3 seconds') AT TIME ZONE 'UTC', "
+		      "'HH24:MI:SS') FROM runs_base",
+		      last, sizeof(last));
+	at = strstr(sched.out, "3 instants ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(at, "\n"), at);
+	snprintf(want, sizeof(want), "3 instants %s\xe2\x80\x93%s", first, last);
+	CBT_CONTAINS(line, want);
+	snprintf(want, sizeof(want), " skipped: firing %lld (", a);
+	CBT_CONTAINS(line, want);
+	CBT_CONTAINS(line, "(overlap policy SKIP)");
+	/* Its JSON: the count and both ends. */
+	CBT_EQ_LL(EX("--json", "schedule", "history", "runs"), 0);
+	doc = json_loads(sched.out, 0, &je);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	ev = json_array_get(json_object_get(doc, "events"), 0);
+	CBT_EQ_STR(json_string_value(json_object_get(ev, "outcome")), "SKIPPED_OVERLAP");
+	CBT_EQ_LL(json_integer_value(json_object_get(ev, "instant_count")), 3);
+	CU_ASSERT(json_is_string(json_object_get(ev, "fire_time")));
+	CU_ASSERT_FATAL(json_is_string(json_object_get(ev, "last_instant")));
+	CU_ASSERT(strcmp(json_string_value(json_object_get(ev, "fire_time")),
+			 json_string_value(json_object_get(ev, "last_instant"))) < 0);
+	json_decref(doc);
+	/* A pause between: the next skip starts a row of its own. */
+	CBT_EQ_LL(EX("schedule", "pause", "runs"), 0);
+	CBT_EQ_LL(EX("schedule", "resume", "runs"), 0);
+	CLAIM_IS("n1", 4, "SKIPPED_OVERLAP");
+	CLAIM_IS("n2", 5, "SKIPPED_OVERLAP");
+	/* Another live firing: another reason, another row. */
+	cbt_exec(sched.conn, "UPDATE batch_schedule_firing SET status = 'FINISHED' "
+			     "WHERE node_id = 'holder'");
+	b = live_firing_at(6);
+	CLAIM_IS("n1", 7, "SKIPPED_OVERLAP");
+	CLAIM_IS("n2", 8, "SKIPPED_OVERLAP");
+	skip_runs(runs, sizeof(runs));
+	snprintf(want, sizeof(want), "1..3 x3 by %lld, 4..5 x2 by %lld, 7..8 x2 by %lld", a, a, b);
+	CBT_EQ_STR(runs, want);
+	/* The status counts count rows: three of skips, however long. */
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT coalesce(sum(b.n), 0) FROM batch_status_count b JOIN "
+			       "batch_schedule s ON b.subject = s.schedule_id::text WHERE b.kind = "
+			       "'schedule' AND s.schedule_name = 'runs' AND b.status = "
+			       "'SKIPPED_OVERLAP'"),
+		  3);
+	/* The counter counts instants: as many as the runs stand for. */
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT coalesce(sum(c.value), 0) FROM batch_metric_counter c JOIN "
+			       "batch_schedule s ON c.subject = s.schedule_id::text WHERE "
+			       "s.schedule_name = 'runs' AND c.metric = "
+			       "'schedule_skipped_overlap_count'"),
+		  7);
+	cbt_exec(sched.conn, "DELETE FROM batch_scheduler_node WHERE node_id = 'holder'; "
+			     "DROP TABLE runs_base");
+}
+
+/* Gaps between two consecutive fired firings (of an every-second schedule)
+ * that are not one row of skips blocked by the first, from the instant after
+ * it to the one before the next, counting each instant between. */
+static long long unexplained_gaps(void)
+{
+	return cbt_query_ll(
+		sched.conn,
+		"WITH f AS (SELECT firing_id, fire_time, lead(fire_time) OVER (ORDER BY fire_time) "
+		" AS next FROM batch_schedule_firing WHERE status IN ('LAUNCHED', 'FINISHED')) "
+		"SELECT count(*) FROM f WHERE f.next IS NOT NULL AND f.next > f.fire_time + "
+		" interval '1 second' AND NOT EXISTS (SELECT 1 FROM batch_schedule_firing k "
+		" WHERE k.blocked_by = f.firing_id AND k.status = 'SKIPPED_OVERLAP' "
+		" AND k.fire_time = f.fire_time + interval '1 second' "
+		" AND coalesce(k.last_instant, k.fire_time) = f.next - interval '1 second' "
+		" AND k.instant_count = extract(epoch FROM f.next - f.fire_time) - 1)");
+}
+
+/* A job slower than its every-second schedule, with a real node: the
+ * instants between two fired ones are one row, standing for every one of
+ * them (sum of counts == instants not fired), one row per live firing. */
+static void test_a_slow_job_skips_read_as_one_row_each(void)
+{
+	long long fired, gaps, rows, sum;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "long", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}", "-sleepMs:long=3500"),
+		  0);
+	/* Until three firings ran. */
+	run_node_until("long", "SELECT (count(*) >= 3)::int FROM batch_schedule_firing WHERE "
+			       "status IN ('LAUNCHED', 'FINISHED')");
+	CBT_EQ_LL(overlaps("long"), 0);
+	fired = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					 "status IN ('LAUNCHED', 'FINISHED')");
+	CU_ASSERT(fired >= 3);
+	/* Between two consecutive fired firings: exactly one row of skips,
+	 * blocked by the first, standing for every instant between them. */
+	gaps = unexplained_gaps();
+	CBT_EQ_LL(gaps, 0);
+	rows = cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing WHERE "
+					"status = 'SKIPPED_OVERLAP'");
+	CU_ASSERT(rows >= 2);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM (SELECT blocked_by FROM "
+					   "batch_schedule_firing WHERE status = 'SKIPPED_OVERLAP' "
+					   "GROUP BY blocked_by HAVING count(*) > 1) d"),
+		  0);
+	/* Every instant from the first firing to the last has its firing or
+	 * lies in a run: the counts add up to the instants not fired. */
+	sum = cbt_query_ll(sched.conn, "SELECT coalesce(sum(instant_count), 0) FROM "
+				       "batch_schedule_firing WHERE status = 'SKIPPED_OVERLAP'");
+	CBT_EQ_LL(sum + cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_firing "
+						 "WHERE status <> 'SKIPPED_OVERLAP'"),
+		  cbt_query_ll(sched.conn,
+			       "SELECT extract(epoch FROM max(coalesce(last_instant, fire_time)) "
+			       "- min(fire_time))::bigint + 1 FROM batch_schedule_firing"));
+	/* One event per run, the same count. */
+	CBT_EQ_LL(cbt_query_ll(sched.conn,
+			       "SELECT coalesce(sum(instant_count), 0) FROM "
+			       "batch_schedule_event WHERE outcome = 'SKIPPED_OVERLAP'"),
+		  sum);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'SKIPPED_OVERLAP'"),
+		  rows);
 }
 
 static void test_allow_overlaps_as_before(void)
@@ -254,6 +497,19 @@ static void test_two_nodes_with_skip_never_overlap(void)
 	CU_ASSERT(execs("pair") >= 3);
 	CBT_EQ_LL(overlaps("pair"), 0);
 	CU_ASSERT(firings("pair", "SKIPPED_OVERLAP") >= 2);
+	/* Whichever node recorded each skip, the skips behind one firing are
+	 * one row (extended under the schedule's row lock), and lost claims
+	 * are not history. */
+	CBT_EQ_LL(unexplained_gaps(), 0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM (SELECT blocked_by FROM "
+					   "batch_schedule_firing WHERE status = 'SKIPPED_OVERLAP' "
+					   "GROUP BY blocked_by HAVING count(*) > 1) d"),
+		  0);
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'SKIPPED_CLAIMED'"),
+		  0);
+	if (CU_get_number_of_failures() > 0)
+		print_firings();
 }
 
 /* ---- recovery ------------------------------------------------------------ */
@@ -690,6 +946,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_run_that_lost_its_database_is_recovered },
 	{ "skip_is_the_default_and_nothing_overlaps",
 	  test_skip_is_the_default_and_nothing_overlaps },
+	{ "consecutive_skips_are_one_row", test_consecutive_skips_are_one_row },
+	{ "a_slow_job_skips_read_as_one_row_each", test_a_slow_job_skips_read_as_one_row_each },
 	{ "allow_overlaps_as_before", test_allow_overlaps_as_before },
 	{ "queue_runs_one_waiting_firing_after_the_live_one",
 	  test_queue_runs_one_waiting_firing_after_the_live_one },

@@ -15,6 +15,7 @@
  *   fenced-chunk     every committed chunk was checkpointed under the token
  *                    that was current when it committed
  *   instant-once     each fire instant of a schedule claimed at most once
+ *                    (also: none inside a run of skipped instants, sql/021)
  *   skip-overlap     a firing launched (overlap SKIP) while no other firing of
  *                    its schedule lived (batch_schedule_live_firing, at once)
  *   recovery-bounded no firing restarted more often than its schedule's
@@ -137,6 +138,15 @@ int sim_check(sim *s)
 		 "SELECT format('schedule %s: instant %s claimed %s times', schedule_id, fire_time, "
 		 "count(*)) FROM batch_schedule_firing GROUP BY schedule_id, fire_time "
 		 "HAVING count(*) > 1 LIMIT 1") < 0)
+		return -1;
+	/* A run of skipped instants (sql/021) stands for each of them: none of
+	 * them has a firing of its own. */
+	if (none(s, "instant-once-in-runs",
+		 "SELECT format('schedule %s: instant %s claimed again inside the run of skips %s', "
+		 "f.schedule_id, f.fire_time, r.firing_id) FROM batch_schedule_firing r JOIN "
+		 "batch_schedule_firing f ON f.schedule_id = r.schedule_id AND f.fire_time > "
+		 "r.fire_time AND f.fire_time <= r.last_instant WHERE r.last_instant IS NOT NULL "
+		 "LIMIT 1") < 0)
 		return -1;
 	if (none(s, "recovery-bounded",
 		 "SELECT format('firing %s: restart attempt %s of at most %s', f.firing_id, "

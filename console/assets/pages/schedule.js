@@ -55,6 +55,16 @@ export function pageSchedule(main, name, q) {
     }
   }
 
+  // A run of skipped instants (one row, sql/021): how many, from when to
+  // when (on one day the times alone, with their zone), before the reason.
+  function runOf(x) {
+    if (!(x.instant_count > 1)) return [];
+    const sameDay = x.fire_time.slice(0, 10) === x.last_instant.slice(0, 10);
+    const t = (v) => el('time', { datetime: v, title: 'UTC ' + v }, sameDay ? v.slice(11) : v);
+    return [el('span', { class: 'run', 'data-instants': x.instant_count },
+      x.instant_count + ' instants ', t(x.fire_time), '\u2013', t(x.last_instant)), ' '];
+  }
+
   async function load() {
     const [s, f] = await Promise.all([api(base),
       api(base + '/firings?limit=25' + (before ? '&before=' + encodeURIComponent(before) : '') +
@@ -83,7 +93,8 @@ export function pageSchedule(main, name, q) {
     if (!f.firings.length) histBody.appendChild(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no firings yet')));
     for (const x of f.firings) {
       const kind = x.kind + (x.missed_count ? ' (' + (x.missed_count < 0 ? '10000+' : x.missed_count) + ' missed)' : '') +
-        (x.attempt ? ' · restart ' + x.attempt : '');
+        (x.attempt ? ' · restart ' + x.attempt : '') +
+        (x.instant_count > 1 ? ' · ' + x.instant_count + ' instants' : '');
       histBody.appendChild(el('tr', { 'data-firing': x.firing_id },
         el('td', {}, el('time', { datetime: x.fire_time, title: 'UTC ' + x.fire_time }, x.fire_time)),
         el('td', {}, kind),
@@ -91,7 +102,7 @@ export function pageSchedule(main, name, q) {
         el('td', {}, x.job_execution_id ? link('#/execution/' + x.job_execution_id, String(x.job_execution_id)) : '–'),
         el('td', { class: 'mono wrap hide-narrow' }, x.node_id),
         el('td', { class: 'num hide-narrow' }, x.exit_code === null || x.exit_code === undefined ? '–' : String(x.exit_code)),
-        el('td', { class: 'wrap hide-narrow' }, x.message || '')));
+        el('td', { class: 'wrap hide-narrow' }, ...runOf(x), x.message || '')));
     }
     clear(pager);
     const here = '#/schedule/' + encodeURIComponent(name);

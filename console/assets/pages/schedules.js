@@ -27,7 +27,8 @@ export function pageSchedules(main) {
         el('td', { class: 'hide-narrow' }, s.overlap_policy),
         /* As the CLI's LAST FIRING: its instant (the schedule's zone), status, exit. */
         el('td', { class: 'hide-narrow', 'data-last-firing': s.last_firing ? s.last_firing.status : '' },
-          s.last_firing ? [zoned(s.last_firing.fire_time, s.last_firing.fire_time), ' ',
+          s.last_firing ? [zoned(s.last_firing.last_instant || s.last_firing.fire_time,
+            s.last_firing.last_instant || s.last_firing.fire_time), ' ',
             el('span', { class: 'badge st-' + s.last_firing.status }, s.last_firing.status),
             s.last_firing.exit_status ? ' ' + s.last_firing.exit_status : ''] : '–')));
     }
