@@ -171,7 +171,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  cb__cli_cmd_scheduler },
 	{ CB__CMD_serve,
 	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
-	  "[--client-connections N] [--launch-wait SECONDS]",
+	  "[--client-connections N] [--launch-wait SECONDS] [--snapshot-interval SECONDS]",
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"
@@ -198,7 +198,11 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "  --launch-wait SECONDS     how long a launch or restart waits for its\n"
 	  "                            process to record its execution (201) or to\n"
 	  "                            exit (its own message, 409/400/503) before\n"
-	  "                            answering 202 (default 8, at most 120)\n",
+	  "                            answering 202 (default 8, at most 120)\n"
+	  "  --snapshot-interval SECONDS  how long /metrics and /api/v1/jobs reuse\n"
+	  "                            what they computed, however many clients ask\n"
+	  "                            (default 5, at most 300; 0: every request, one\n"
+	  "                            computation at a time)\n",
 	  cb__cli_cmd_serve },
 	{ CB__CMD_cleanup, "--older-than DURATION [--keep-last N] [--dry-run] [--batch N]",
 	  "remove old executions with their steps, contexts, parameters and audit",

@@ -494,7 +494,11 @@ static int open_console(struct run *s, cb_error *err)
 	s->c.conninfo = o->conninfo;
 	s->c.log = s->log;
 	s->c.launch_wait = o->launch_wait > 0 ? o->launch_wait : CB__SERVE_DEFAULT_LAUNCH_WAIT;
-	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0)
+	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0 ||
+	    (rc = cb__snapshot_new(&s->c.metrics, o->snapshot_interval, s->c.pool,
+				   cb__metrics_compute, NULL, err)) < 0 ||
+	    (rc = cb__snapshot_new(&s->c.overview, o->snapshot_interval, s->c.pool,
+				   cb__jobs_compute, &s->c, err)) < 0)
 		return rc;
 	/* Connecting to a database that does not answer must not hold a request
 	 * (and its pool slot) for long; a connect_timeout in the conninfo wins. */
@@ -605,6 +609,8 @@ static void drain(struct run *s)
 /* Whatever the phases made (after any of them). */
 static void release(struct run *s)
 {
+	cb__snapshot_free(s->c.metrics);
+	cb__snapshot_free(s->c.overview);
 	cb__pool_free(s->c.pool);
 	pthread_mutex_destroy(&s->c.lock);
 	free(s->c.token);
