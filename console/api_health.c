@@ -87,8 +87,7 @@ void cb__api_metrics(cb__request *r)
 		return;
 	}
 	snprintf(text + v.len, (size_t)n + 1, tail_fmt, v.age, v.took, v.computed);
-	cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, v.len + (size_t)n);
-	free(text);
+	cb__reply_take(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, v.len + (size_t)n);
 }
 
 /* The version, the schema, whether actions are allowed, the clocks, and the

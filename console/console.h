@@ -248,6 +248,9 @@ void cb__reply_error(cb__request *r, unsigned status, const char *fmt, ...)
 /* Reply with @p len bytes of @p data (copied) as @p content_type. */
 void cb__reply_bytes(cb__request *r, unsigned status, const char *content_type, const void *data,
 		     size_t len);
+/* The same with @p data (malloc'd) taken over: freed by the reply. */
+void cb__reply_take(cb__request *r, unsigned status, const char *content_type, char *data,
+		    size_t len);
 /* The error reply for a repository failure: 503 when the database cannot be
  * reached or no connection came free, else 500; the message is @p err's. */
 void cb__reply_repo_error(cb__request *r, int code, const cb_error *err);

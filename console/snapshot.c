@@ -14,10 +14,11 @@
 
 #include "clock.h"
 
-/* How long a request with a text to fall back on waits for a computation
- * under way: enough for one in the normal course (milliseconds), and short
- * of the server's 10 s request-head deadline, which a thread held longer
- * would make it miss for the other connections it serves. */
+/* How long after a computation started the requests that have a text to
+ * fall back on wait for it: enough for one in the normal course
+ * (milliseconds), and far short of the server's 10 s request-head deadline,
+ * which a thread held longer would make it miss for the other connections
+ * it serves. */
 #define STALE_WAIT 1.0
 /* How long a request with nothing to fall back on (the first) waits: longer
  * than the pool's statement timeout lets a query run. */
@@ -44,6 +45,7 @@ struct cb__snapshot {
 	int computing;
 	unsigned long gen;         /* computations started */
 	unsigned long start_epoch; /* the epoch when the last one started */
+	double started;            /* cb__clock_mono() then */
 	/* The outcome of computation number ended_gen, for its waiters. */
 	unsigned long ended_gen;
 	int ended_rc;
@@ -152,6 +154,7 @@ static int start(cb__snapshot *s, cb_error *err)
 	s->computing = 1;
 	s->gen++;
 	s->start_epoch = s->epoch;
+	s->started = cb__clock_mono();
 	if ((e = pthread_create(&s->worker, NULL, work, s)) != 0) {
 		s->computing = 0;
 		return cb_error_set(err, CB_ERROR, "cannot start a thread: %s", strerror(e));
@@ -179,10 +182,12 @@ int cb__snapshot_get(cb__snapshot *s, cb__snapshot_view *v, cb_error *err)
 		if (!s->computing && (rc = start(s, err)) < 0)
 			break;
 		/* Wait for the computation under way (ours or another request's):
-		 * briefly when the last text can be served instead (its age says
-		 * how old), else to its end. */
+		 * when the last text can be served instead (its age says how old),
+		 * until a second after it started — not a second more per request,
+		 * which the requests queued behind one thread would add up — else
+		 * to its end. */
 		joined = s->gen;
-		until = usable ? cb__clock_mono() + STALE_WAIT : deadline;
+		until = usable ? s->started + STALE_WAIT : deadline;
 		rc = 0;
 		while (s->computing && s->gen == joined && rc != ETIMEDOUT)
 			rc = cb__clock_cond_wait(&s->done, &s->mu, until);

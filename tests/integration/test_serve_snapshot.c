@@ -198,10 +198,18 @@ static void test_waiting_scrapers_leave_the_server_to_others(void)
 		resp_free(&s[i].r);
 	}
 	cbt_exec(holder, "COMMIT");
-	CBT_EQ_LL(http(&r, srv.port, "GET", "/metrics", NULL, 0, NULL), 0);
-	CBT_EQ_LL(r.status, 200);
-	CU_ASSERT(sample(r.body ? r.body : "", "cbatch_metrics_snapshot_computations_total") >= 2);
-	resp_free(&r);
+	/* The held computation ends now: a scrape soon has it (polled). */
+	t0 = cbt_now();
+	for (double got = 0; got < 2 && cbt_now() - t0 < 30; cbt_sleep_ms(50)) {
+		CBT_EQ_LL(http(&r, srv.port, "GET", "/metrics", NULL, 0, NULL), 0);
+		CBT_EQ_LL(r.status, 200);
+		got = sample(r.body ? r.body : "", "cbatch_metrics_snapshot_computations_total");
+		resp_free(&r);
+		if (got >= 2)
+			break;
+		if (cbt_now() - t0 >= 29)
+			CBT_FAILF("no new snapshot after the lock was released");
+	}
 	PQfinish(holder);
 	PQfinish(watch);
 	CBT_EQ_LL(server_stop(&srv), 0);
