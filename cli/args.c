@@ -141,3 +141,20 @@ int cb__cli_no_args(struct cli *c)
 					   c->argv[1]);
 	return 0;
 }
+
+/* Whether @p word is one of the space-separated words of @p list. */
+int cb__cli_word_in(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; p && *p;) {
+		size_t k = strcspn(p, " ");
+
+		if (k == n && strncmp(p, word, n) == 0)
+			return 1;
+		p += k;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}

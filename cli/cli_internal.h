@@ -30,6 +30,19 @@ struct cli {
 
 /* ---- commands.c: the table of built-in commands -------------------------- */
 
+/*
+ * An option: "--lease", the name of its value ("SECONDS"; "a|b" for a choice
+ * of words; NULL for a flag), for a command with sub-commands the ones that
+ * take it ("add next"; NULL: the command itself), and its help, one sentence
+ * that the help, the man page and the completion all print from here.
+ */
+struct cb__cli_option {
+	const char *name;
+	const char *arg;
+	const char *sub;
+	const char *help;
+};
+
 /* A built-in command; its name is core/commands.h's for its id. */
 struct cb__cli_builtin {
 	enum cb__builtin_id id;
@@ -37,7 +50,21 @@ struct cb__cli_builtin {
 	const char *summary;
 	const char *help; /* further lines of `COMMAND --help`, or NULL */
 	int (*fn)(struct cli *c);
+	const char *subs; /* its sub-commands, space-separated ("init check"), or NULL */
+	const struct cb__cli_option *options; /* ended by a NULL name, or NULL */
 };
+
+/* The global options (before or after the command), ended by a NULL name. */
+extern const struct cb__cli_option cb__cli_global_options[];
+
+/* An exit code of the CLI: its number and what it means. */
+struct cb__cli_exit_code {
+	int code;
+	const char *meaning;
+};
+
+/* Every exit code, ascending, ended by a NULL meaning (exit.c). */
+extern const struct cb__cli_exit_code cb__cli_exit_codes[];
 
 /* CB__NBUILTINS entries, in the order --help lists them. */
 extern const struct cb__cli_builtin cb__cli_builtins[];
@@ -54,7 +81,14 @@ int cb__cli_is_builtin(const char *name);
 int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
 		       const char **help);
 
-/* ---- help.c ---------------------------------------------------------------- */
+/* ---- help.c, doc_man.c, doc_completion.c ---------------------------------- */
+
+/* What `run --help` says of parameters ("Parameters: [-]NAME[:TYPE]=VALUE ..."). */
+extern const char cb__cli_params_help[];
+/* `help --format man`: the program's manual page, cbatch(1) for cbatch. */
+void cb__cli_doc_man(const struct cli *c, FILE *f);
+/* `help --format bash`: the bash completion script (function _cbatch). */
+void cb__cli_doc_completion(const struct cli *c, FILE *f);
 
 /* The general help: every command with its summary. */
 void cb__cli_help_general(const struct cli *c, FILE *f);
@@ -88,6 +122,8 @@ int cb__cli_one_id_with(struct cli *c, long long *id, const char *const *flags,
 			const char **values);
 int cb__cli_one_id(struct cli *c, long long *id);
 int cb__cli_no_args(struct cli *c);
+/* Whether @p word is one of the space-separated words of @p list. */
+int cb__cli_word_in(const char *list, const char *word);
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check);
 /* A daemon's environment, checked before it claims or accepts anything: the
  * database reached (no transaction pooler), its schema, CBATCH_TZ (exit 2

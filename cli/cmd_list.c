@@ -47,8 +47,16 @@ int cb__cli_cmd_jobs(struct cli *c)
 	cb__cli_table *t = NULL;
 	static const char *const headers[] = { "JOB", "LOCK", "DESCRIPTION", "PARAMETERS" };
 
-	if (c->argc > 1)
+	if (c->argc > 1 && strcmp(c->argv[1], "--names") != 0)
 		return cb__cli_usage_error(c, "jobs: unexpected argument '%.100s'", c->argv[1]);
+	if (c->argc > 2)
+		return cb__cli_usage_error(c, "jobs: unexpected argument '%.100s'", c->argv[2]);
+	if (c->argc > 1 && !c->json) {
+		/* --names: what a script or the completion reads, nothing else. */
+		for (i = 0; i < n; i++)
+			printf("%s\n", cb_job_name(cb_registry_at(c->reg, i)));
+		return 0;
+	}
 	if (c->json) {
 		json_t *doc = json_object(), *arr = json_array();
 
@@ -67,10 +75,12 @@ int cb__cli_cmd_jobs(struct cli *c)
 				int required;
 
 				cb_job_param_at(job, k, &name, &type, &required);
-				json_array_append_new(ps, json_pack("{s:o,s:s,s:b}", "name",
-								    cb__cli_json_text(name), "type",
-								    cb_param_type_name(type),
-								    "required", required));
+				json_array_append_new(
+					ps, json_pack("{s:o,s:s,s:b,s:b}", "name",
+						      cb__cli_json_text(name), "type",
+						      cb_param_type_name(type), "required",
+						      required, "identifying",
+						      cb_job_param_identifying(job, name)));
 			}
 			json_array_append_new(
 				arr,
@@ -203,8 +213,8 @@ static int print_executions(const json_t *list)
 
 int cb__cli_cmd_executions(struct cli *c)
 {
-	static const char *const flags[] = { "--limit=", NULL };
-	const char *values[1] = { NULL };
+	static const char *const flags[] = { "--limit=", "--ids", NULL };
+	const char *values[2] = { NULL, NULL };
 	const char **pos;
 	size_t npos;
 	long long limit = CB__CLI_DEFAULT_LIMIT;
@@ -220,7 +230,7 @@ int cb__cli_cmd_executions(struct cli *c)
 	if (npos > 1) {
 		rc = cb__cli_usage_error(c,
 					 "executions: unexpected argument '%.100s' (usage: %s "
-					 "executions [JOB] [--limit N])",
+					 "executions [JOB] [--limit N] [--ids])",
 					 pos[1], c->prog);
 		goto done;
 	}
@@ -247,6 +257,11 @@ int cb__cli_cmd_executions(struct cli *c)
 		}
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
+	} else if (values[1]) {
+		/* --ids: what a script or the completion reads, nothing else. */
+		for (size_t i = 0; i < json_array_size(list); i++)
+			printf("%lld\n",
+			       cb__cli_json_get_ll(json_array_get(list, i), "job_execution_id"));
 	} else if (json_array_size(list) == 0) {
 		char shown[CB_PARAM_NAME_MAX * 4 + 8];
 

@@ -165,10 +165,20 @@ static int cmd_list(struct cli *c, PGconn *conn)
 	cb__cli_table *t = NULL;
 	int rc;
 
-	if (c->argc != 2)
-		return sub_usage(c, "list", "", "takes no arguments");
+	if (c->argc > 3 || (c->argc == 3 && strcmp(c->argv[2], "--names") != 0))
+		return sub_usage(c, "list", "[--names]", "takes no arguments but --names");
 	if (cb_schedule_list(&arr, conn, NULL, &c->err) < 0)
 		return cb__cli_fail(c, CB_EXIT_FAILED);
+	if (c->argc == 3 && !c->json) {
+		/* --names: what a script or the completion reads, nothing else. */
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			char b[300];
+
+			printf("%s\n", jtext(json_array_get(arr, i), "name", b, sizeof(b)));
+		}
+		json_decref(arr);
+		return 0;
+	}
 	if (c->json) {
 		json_t *doc = json_pack("{s:O}", "schedules", arr);
 

@@ -76,10 +76,7 @@ int cb__cli_cmd_worker(struct cli *c)
 			o.verbose = 0;
 		} else if (rc == 0) {
 			rc = cb__cli_usage_error(
-				c,
-				"worker: unknown argument '%.60s' (usage: %s worker "
-				"[--job NAME]... [--threads K] "
-				"[--exit-when-idle SECONDS])",
+				c, "worker: unknown argument '%.60s' (see '%s worker --help')",
 				c->argv[i], c->prog);
 		}
 	}

@@ -11,6 +11,19 @@
 
 #include "text.h"
 
+/* What each exit code means, as `--help` and the manual page say it. */
+const struct cb__cli_exit_code cb__cli_exit_codes[] = {
+	{ CB_EXIT_COMPLETED, "completed" },
+	{ CB_EXIT_FAILED, "failed" },
+	{ CB_EXIT_USAGE, "usage or invalid input" },
+	{ CB_EXIT_COMPLETE, "instance already complete (or abandoned)" },
+	{ CB_EXIT_RUNNING, "skipped (already running / lock held)" },
+	{ CB_EXIT_STOPPED, "stopped (restartable)" },
+	{ CB_EXIT_UNREACHABLE,
+	  "database unreachable (no connection, or lost beyond the outage budget; restartable)" },
+	{ 0, NULL },
+};
+
 /* The exit code for a negative CB_E* code. @p by_id: the command names an
  * execution id, so "not found" is the operator's input error. */
 int cb__cli_exit_for(int code, int by_id)

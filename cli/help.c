@@ -9,28 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char global_options_help[] =
-	"Global options (before or after the command):\n"
-	"  --db CONNINFO  PostgreSQL connection string or URI; default $CBATCH_DB,\n"
-	"                 else libpq's PG* variables (PGHOST, PGDATABASE, ...)\n"
-	"  --json         print one JSON document on stdout (errors too)\n"
-	"  --utc          show times in UTC (2026-12-02T05:30:00Z); default: the\n"
-	"                 local zone, or the zone $CBATCH_TZ names (Europe/Berlin:\n"
-	"                 the repository server's zone rules), with the offset\n"
-	"  -h, --help     show help and exit\n"
-	"  --version      show the version and exit\n";
-
-static const char exit_codes_help[] =
-	"Exit codes: 0 completed, 1 failed, 2 usage or invalid input, 3 instance\n"
-	"already complete (or abandoned), 4 skipped (already running / lock held),\n"
-	"5 stopped (restartable), 6 database unreachable (no connection, or lost\n"
-	"beyond the outage budget; restartable).\n";
-
-static const char params_help[] =
+const char cb__cli_params_help[] =
 	"Parameters: [-]NAME[:TYPE]=VALUE\n"
 	"  TYPE   string (the default), long, double or date (YYYY-MM-DD)\n"
 	"  -      a leading '-' makes the parameter non-identifying: it is stored\n"
 	"         with the execution but is not part of the job instance's identity\n"
+	"         (a parameter the job declares non-identifying always is)\n"
 	"  NAME   1..100 characters of [A-Za-z0-9_.-], starting with a letter or '_'\n"
 	"  The identifying parameters name the job instance: a completed instance\n"
 	"  does not run again, a failed or stopped one is restarted.\n"
@@ -84,6 +68,75 @@ static size_t wrap_words(FILE *f, size_t col, const char *text, size_t width, si
 	}
 }
 
+/*
+ * Print @p opts (for sub-command @p sub only, when not NULL) as "  --name ARG"
+ * with each help wrapped in a column of its own, under @p title.
+ */
+static void print_options(FILE *f, const char *title, const struct cb__cli_option *opts,
+			  const char *sub)
+{
+	size_t i, w = 0;
+
+	if (!opts || !opts[0].name)
+		return;
+	for (i = 0; opts[i].name; i++) {
+		size_t n = strlen(opts[i].name) + (opts[i].arg ? 1 + strlen(opts[i].arg) : 0);
+
+		if ((!sub || !opts[i].sub || cb__cli_word_in(opts[i].sub, sub)) && n > w)
+			w = n;
+	}
+	/* An option too long for the column has its help on the next line. */
+	if (w > 24)
+		w = 24;
+	fprintf(f, "%s:\n", title);
+	for (i = 0; opts[i].name; i++) {
+		const struct cb__cli_option *o = &opts[i];
+		size_t n = strlen(o->name) + (o->arg ? 1 + strlen(o->arg) : 0);
+
+		if (sub && o->sub && !cb__cli_word_in(o->sub, sub))
+			continue;
+		fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		if (n > w)
+			fprintf(f, "\n%*s", (int)(w + 3), "");
+		else
+			fprintf(f, "%*s", (int)(w - n + 1), "");
+		if (o->sub && !sub) {
+			fprintf(f, " (%s)", o->sub);
+			wrap_words(f, w + 6 + strlen(o->sub), o->help, HELP_WIDTH, w + 4);
+		} else {
+			wrap_words(f, w + 3, o->help, HELP_WIDTH, w + 4);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* "Exit codes: 0 completed, 1 failed, ..." from the table, wrapped. */
+static void print_exit_codes(FILE *f)
+{
+	size_t col = strlen("Exit codes:");
+
+	fputs("Exit codes:", f);
+	for (size_t i = 0; cb__cli_exit_codes[i].meaning; i++) {
+		char item[200];
+
+		snprintf(item, sizeof(item), "%d", cb__cli_exit_codes[i].code);
+		col = wrap_words(f, col, item, HELP_WIDTH, 0);
+		snprintf(item, sizeof(item), "%s%s", cb__cli_exit_codes[i].meaning,
+			 cb__cli_exit_codes[i + 1].meaning ? "," : ".");
+		col = wrap_words(f, col, item, HELP_WIDTH, 0);
+	}
+	fputc('\n', f);
+}
+
+/* The text every help ends with: global options and exit codes. */
+static void print_common(FILE *f)
+{
+	print_options(f, "Global options (before or after the command)", cb__cli_global_options,
+		      NULL);
+	fputc('\n', f);
+	print_exit_codes(f);
+}
+
 void cb__cli_help_general(const struct cli *c, FILE *f)
 {
 	size_t i, n;
@@ -121,8 +174,9 @@ void cb__cli_help_general(const struct cli *c, FILE *f)
 		cb__cli_job_list(known, sizeof(known), c->reg);
 		fprintf(f, "\nJobs: %s\n", known);
 	}
-	fprintf(f, "\n%s\n%s\nRun '%s COMMAND --help' for a command's usage.\n",
-		global_options_help, exit_codes_help, c->prog);
+	fputc('\n', f);
+	print_common(f);
+	fprintf(f, "\nRun '%s COMMAND --help' for a command's usage.\n", c->prog);
 }
 
 /* "targetDate:date (required), tz:string" of the job's declared parameters. */
@@ -137,8 +191,9 @@ void cb__cli_param_list(char *buf, size_t size, const cb_job *job)
 		int required, w;
 
 		cb_job_param_at(job, i, &name, &type, &required);
-		w = snprintf(buf + len, size - len, "%s%s:%s%s", i ? ", " : "", name,
-			     cb_param_type_name(type), required ? " (required)" : "");
+		w = snprintf(buf + len, size - len, "%s%s:%s%s%s", i ? ", " : "", name,
+			     cb_param_type_name(type), required ? " (required)" : "",
+			     cb_job_param_identifying(job, name) ? "" : " (non-identifying)");
 		if (w < 0)
 			break;
 		len += (size_t)w;
@@ -167,8 +222,9 @@ static void print_job_params(const struct cli *c, FILE *f)
 		int required;
 
 		cb_job_param_at(job, i, &name, &type, &required);
-		fprintf(f, "    %-24s %-7s %s\n", name, cb_param_type_name(type),
-			required ? "required" : "optional");
+		fprintf(f, "    %-24s %-7s %s%s\n", name, cb_param_type_name(type),
+			required ? "required" : "optional",
+			cb_job_param_identifying(job, name) ? "" : ", non-identifying");
 	}
 }
 
@@ -180,6 +236,10 @@ static void print_builtin_help(const struct cli *c, const struct cb__cli_builtin
 	fprintf(f, "\n\n%s.\n", b->summary);
 	if (b->help)
 		fprintf(f, "\n%s", b->help);
+	if (b->options && b->options[0].name) {
+		fputc('\n', f);
+		print_options(f, "Options", b->options, NULL);
+	}
 	if (strcmp(cb__cli_builtin_name(b), "serve") == 0) {
 		fprintf(f, "\nRoutes (GET and HEAD read; POST acts, with the admin token; "
 			   "{id} is an\nexecution id, a job or a schedule name):\n");
@@ -187,9 +247,10 @@ static void print_builtin_help(const struct cli *c, const struct cb__cli_builtin
 	}
 	if (strcmp(cb__cli_builtin_name(b), "run") == 0) {
 		print_job_params(c, f);
-		fprintf(f, "\n%s", params_help);
+		fprintf(f, "\n%s", cb__cli_params_help);
 	}
-	fprintf(f, "\n%s\n%s", global_options_help, exit_codes_help);
+	fputc('\n', f);
+	print_common(f);
 }
 
 /* `COMMAND --help`: @return 0, or 2 for an unknown command. */
@@ -209,9 +270,10 @@ int cb__cli_help_command(struct cli *c, const char *name)
 		cb__registry_command_at(c->reg, (size_t)k, NULL, &summary, NULL, NULL);
 		printf("usage: %s %s [ARGS...]\n\n%s\n\n"
 		       "A command of this program: it gets a database connection made from\n"
-		       "--db, $CBATCH_DB or libpq's PG* variables, and its own arguments.\n\n%s",
-		       c->prog, name, summary[0] ? summary : "(no description)",
-		       global_options_help);
+		       "--db, $CBATCH_DB or libpq's PG* variables, and its own arguments.\n\n",
+		       c->prog, name, summary[0] ? summary : "(no description)");
+		print_options(stdout, "Global options (before or after the command)",
+			      cb__cli_global_options, NULL);
 		return 0;
 	}
 	return cb__cli_usage_error(c, "unknown command '%.100s' (see '%s --help')", name, c->prog);
@@ -219,10 +281,34 @@ int cb__cli_help_command(struct cli *c, const char *name)
 
 int cb__cli_cmd_help(struct cli *c)
 {
-	if (c->argc > 2)
+	static const char *const flags[] = { "--format=", NULL };
+	const char *values[1] = { NULL };
+	const char *pos[3];
+	size_t npos;
+	int rc;
+
+	if (c->argc > 4)
 		return cb__cli_usage_error(c, "help: too many arguments");
-	if (c->argc == 2)
-		return cb__cli_help_command(c, c->argv[1]);
+	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
+		return rc;
+	if (npos > 1)
+		return cb__cli_usage_error(c, "help: too many arguments");
+	if (npos == 1 && values[0])
+		return cb__cli_usage_error(c, "help: --format documents the whole program, not "
+					      "one command");
+	if (values[0] && strcmp(values[0], "man") == 0) {
+		cb__cli_doc_man(c, stdout);
+		return 0;
+	}
+	if (values[0] && strcmp(values[0], "bash") == 0) {
+		cb__cli_doc_completion(c, stdout);
+		return 0;
+	}
+	if (values[0])
+		return cb__cli_usage_error(c, "help: --format must be man or bash, not '%.100s'",
+					   values[0]);
+	if (npos == 1)
+		return cb__cli_help_command(c, pos[0]);
 	cb__cli_help_general(c, stdout);
 	return 0;
 }

@@ -10,6 +10,7 @@
  * show, locks), cmd_schema.c, cmd_metrics.c, cmd_schedule.c, cmd_worker.c,
  * cmd_serve.c, cmd_cleanup.c; what they share: exit.c (errors and exit
  * codes), args.c (argument helpers), connect.c (connecting), help.c,
+ * doc_man.c and doc_completion.c (`help --format man|bash`),
  * cli_format.c (tables, times, JSON) and cli_progress.c (the progress line).
  * Only the public API is used (and core/text.h, the console's serve.h, the
  * registry's extra commands and the toolkit's connect), as any job program could.

@@ -1,7 +1,7 @@
 /*
  * Schedules in the console: the list, one schedule with its next firings in
  * its own zone (with the offset, and in UTC), its firing history page by
- * page; pause, resume and "fire now" (cb_schedule_fire_now: a MANUAL firing
+ * page; pause, resume and "fire now" (cb_schedule_fire_now_ext: a MANUAL firing
  * claimed as a scheduler node claims an instant, then left QUEUED for a
  * scheduler node to launch, so that the overlap policy and the once-per-
  * instant rule hold and the run is looked after as every firing is).
@@ -178,7 +178,7 @@ void cb__api_schedule_fire(cb__request *r)
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	rc = cb_schedule_fire_now(&f, conn, r->id, who, &err);
+	rc = cb_schedule_fire_now_ext(&f, conn, r->console->reg, r->id, who, &err);
 	cb__pool_put(r->console->pool, conn);
 	if (rc == CB_ERUNNING || rc == CB_EINVAL) {
 		/* Refused by the overlap policy, the instant taken, or paused:
@@ -232,12 +232,11 @@ void cb__api_job(cb__request *r)
 		int required;
 
 		cb_job_param_at(job, i, &name, &type, &required);
-		/* Declared parameters are identifying: the CLI refuses an
-		 * undeclared identifying one, never a non-identifying one. */
 		json_array_append_new(params,
 				      json_pack("{s:o,s:s,s:b,s:b}", "name", cb__json_text(name),
-						"type", cb_param_type_name(type), "identifying", 1,
-						"required", required));
+						"type", cb_param_type_name(type), "identifying",
+						cb_job_param_identifying(job, name), "required",
+						required));
 	}
 	cb__reply_json(r, MHD_HTTP_OK,
 		       json_pack("{s:o,s:o,s:o,s:b}", "job_name", cb__json_text(cb_job_name(job)),
@@ -295,8 +294,9 @@ void cb__api_job_launch(cb__request *r)
 			goto done;
 		}
 	}
+	/* The key the run will make: as the job declares its parameters. */
 	if (cb__reserved_check(params, &err) < 0 || cb_job_validate_params(job, params, &err) < 0 ||
-	    cb_params_job_key(key, params, &err) < 0) {
+	    cb_job_key(key, job, params, &err) < 0) {
 		cb__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", err.message);
 		goto done;
 	}

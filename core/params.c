@@ -634,6 +634,16 @@ int cb_params_remove(cb_params *p, const char *name)
 	return 0;
 }
 
+int cb_params_set_identifying(cb_params *p, const char *name, int identifying)
+{
+	struct entry *e = find(p, name);
+
+	if (!e)
+		return CB_ENOTFOUND;
+	e->identifying = identifying != 0;
+	return 0;
+}
+
 int cb_param_type_parse(cb_param_type *out, const char *name)
 {
 	size_t i;

@@ -39,6 +39,7 @@ struct cb__param_spec {
 	char *name;
 	cb_param_type type;
 	int required;
+	int identifying; /* 0: declared CB_PARAM_NON_IDENTIFYING */
 };
 
 /* Call listener member @p fn with the given arguments on each of the job's listeners. */

@@ -295,6 +295,12 @@ int cb__pattern_match(const char *p, const char *s)
 
 int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required, cb_error *err)
 {
+	return cb_job_declare_param(job, name, type, required ? CB_PARAM_REQUIRED : 0, err);
+}
+
+int cb_job_declare_param(cb_job *job, const char *name, cb_param_type type, unsigned int flags,
+			 cb_error *err)
+{
 	struct cb__param_spec *ps;
 	cb_params *probe = NULL;
 	char *copy;
@@ -310,6 +316,16 @@ int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int requ
 	if (type < CB_PARAM_STRING || type > CB_PARAM_DATE)
 		return cb_error_set(err, CB_EINVAL, "job '%s': parameter '%s' of unknown type",
 				    job->name, name);
+	if (flags & ~(CB_PARAM_REQUIRED | CB_PARAM_NON_IDENTIFYING))
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': parameter '%s' with unknown flags 0x%x", job->name,
+				    name, flags);
+	/* --next numbers instances by the largest identifying run.id. */
+	if ((flags & CB_PARAM_NON_IDENTIFYING) && strcmp(name, "run.id") == 0)
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': run.id cannot be non-identifying (--next numbers "
+				    "instances by it)",
+				    job->name);
 	copy = strdup(name);
 	ps = realloc(job->param_specs, (job->nparam_specs + 1) * sizeof(*ps));
 	if (!copy || !ps) {
@@ -319,7 +335,9 @@ int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int requ
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	}
 	job->param_specs = ps;
-	ps[job->nparam_specs++] = (struct cb__param_spec){ copy, type, required != 0 };
+	ps[job->nparam_specs++] =
+		(struct cb__param_spec){ copy, type, (flags & CB_PARAM_REQUIRED) != 0,
+					 !(flags & CB_PARAM_NON_IDENTIFYING) };
 	return 0;
 }
 

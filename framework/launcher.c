@@ -117,6 +117,8 @@ static int launch_validate(struct launch_run *lr)
 				     "a message",
 				     job->name, cb_strcode(rc));
 	}
+	/* The parameters are a launch's as the job declares them
+	 * (cb_job_launch), or a restart's as its execution stored them. */
 	if (rc == 0)
 		rc = cb_params_job_key(lr->key, lr->params, err);
 	if (rc == 0)
@@ -502,7 +504,7 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
 		  const cb_launch_options *opts, cb_error *err)
 {
 	static const cb_launch_options defaults = CB_LAUNCH_OPTIONS_INIT;
-	cb_params *next = NULL, *last = NULL, *empty = NULL;
+	cb_params *next = NULL, *last = NULL, *empty = NULL, *resolved = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -530,8 +532,13 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
 			goto done;
 		given = next;
 	}
-	rc = run_execution(out, conn, job, given, 0, opts, err);
+	/* What the run keys, locks and stores: the parameters as the job
+	 * declares them (a declared non-identifying one is so however given). */
+	rc = cb_job_params_resolve(&resolved, job, given, err);
+	if (rc == 0)
+		rc = run_execution(out, conn, job, resolved, 0, opts, err);
 done:
+	cb_params_free(resolved);
 	cb_params_free(next);
 	cb_params_free(empty);
 	return rc;

@@ -145,8 +145,9 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* job:name=value,name=value over the identifying parameters, sorted; names
- * and values escaped (put_escaped). */
+/* job:name=value,name=value over the identifying parameters (as the job
+ * declares them: the instance's), sorted; names and values escaped
+ * (put_escaped). */
 static int default_name(buf *b, const cb_job *job, const cb_params *params)
 {
 	size_t n = cb_params_count(params), k = 0;
@@ -160,7 +161,7 @@ static int default_name(buf *b, const cb_job *job, const cb_params *params)
 		int ident;
 
 		cb_params_at(params, i, &name, NULL, NULL, &ident);
-		if (ident)
+		if (ident && cb_job_param_identifying(job, name))
 			names[k++] = name;
 	}
 	qsort(names, k, sizeof(*names), by_name);
@@ -226,7 +227,7 @@ int cb_job_lock_name(char **out, const cb_job *job, const cb_params *params, cb_
 	if (rc == 0 && b.len > LOCK_NAME_MAX) {
 		char key[CB_JOB_KEY_LEN + 1];
 
-		rc = cb_params_job_key(key, params, err);
+		rc = cb_job_key(key, job, params, err);
 		if (rc < 0) {
 			free(b.s);
 			return rc;

@@ -306,6 +306,13 @@ done:
 int cb_schedule_fire_now(cb_schedule_fired *out, PGconn *conn, const char *name, const char *actor,
 			 cb_error *err)
 {
+	return cb_schedule_fire_now_ext(out, conn, NULL, name, actor, err);
+}
+
+int cb_schedule_fire_now_ext(cb_schedule_fired *out, PGconn *conn, const cb_registry *reg,
+			     const char *name, const char *actor, cb_error *err)
+{
+	const cb_job *job;
 	cb__fire_target t;
 	cb__pg_zone *zone = NULL;
 	cb_params *params = NULL;
@@ -328,8 +335,12 @@ again:
 	if ((rc = open_zone(&zone, conn, t.zone, err)) < 0 ||
 	    (rc = cb__zone_local(&local, &offset, t.now, cb__pg_zone_lookup, zone, err)) < 0 ||
 	    (rc = cb__schedule_fill(&words, &params, t.parameters, name, t.now, &local, offset,
-				    err)) < 0 ||
-	    (rc = cb_params_job_key(key, params, err)) < 0)
+				    err)) < 0)
+		goto done;
+	/* The key of the instance the run will make, as a node keys its claims:
+	 * the firing finds its execution by it. */
+	job = reg ? cb_registry_find(reg, t.job) : NULL;
+	if ((rc = cb_job_key(key, job, params, err)) < 0)
 		goto done;
 	cb__schedule_fmt(out->fire_time_text, sizeof(out->fire_time_text), zone, t.now,
 			 "{fire_time}");

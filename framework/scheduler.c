@@ -764,10 +764,12 @@ static int offer_instants(struct offering *o)
 }
 
 /* Parameters: the schedule's templates filled for the instant, and the job
- * key they make. */
+ * key they make: the key of the instance the run will make, as the job
+ * declares its parameters (a node offers only the instants of jobs it has). */
 static int offer_parameters(struct offering *o)
 {
 	struct sched *s = o->s;
+	const cb_job *job = cb_registry_find(o->n->reg, s->job);
 	cb_error fe = CB_ERROR_INIT;
 	cb_civil local;
 	int offset;
@@ -780,7 +782,7 @@ static int offer_parameters(struct offering *o)
 	 * launch, recorded as such, not the node's. */
 	if (cb__schedule_fill(&o->words, &o->params, s->params, s->name, o->param_time, &local,
 			      offset, &fe) < 0 ||
-	    cb_params_job_key(o->key, o->params, &fe) < 0) {
+	    cb_job_key(o->key, job, o->params, &fe) < 0) {
 		snprintf(o->fill_error, sizeof(o->fill_error), "%s", fe.message);
 		cb__schedule_words_free(o->words);
 		o->words = NULL;

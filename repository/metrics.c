@@ -25,7 +25,8 @@
  * the running executions (through the index of live executions), the last
  * success and failure (kept by the statements that end executions), the
  * newest firing of each schedule (through its unique (schedule, instant)
- * index), the partition counters per host (kept when partitions end).
+ * index), the partition counters per host (kept when partitions end), the
+ * scheduler nodes per host (one row per process that ever ran: a few).
  * y holds their series, with up to three labels.
  */
 #define JOBS                                                                                       \
@@ -42,6 +43,9 @@
 	"   ORDER BY x.fire_time DESC LIMIT 1) f ON true), "                                             \
 	"hc AS (SELECT job_name, host, sum(read_count) AS r, sum(write_count) AS w "                     \
 	"  FROM batch_partition_host_counter GROUP BY job_name, host), "                                 \
+	"sn AS (SELECT host, count(*) FILTER (WHERE stopped_at IS NULL AND heartbeat_at >= "             \
+	"  batch_now() - lease_seconds * interval '1 second') AS live, "                                 \
+	"  max(heartbeat_at) AS hb FROM batch_scheduler_node GROUP BY host), "                           \
 	"y AS (SELECT 'cbatch_job_last_success_timestamp_seconds' AS m, 'End of the job''s "             \
 	"  newest COMPLETED execution, Unix seconds (0: none).' AS h, 'gauge' AS t, "                    \
 	"  jl.job_name AS job, NULL::text AS ln, NULL::text AS lv, NULL::text AS ln2, "                  \
@@ -78,7 +82,13 @@
 	"  'counter', job_name, 'host', host, NULL, NULL, r FROM hc "                                    \
 	" UNION ALL SELECT 'cbatch_partition_host_items_written_total', 'Items written by "              \
 	"  partitions, by the host of the worker that claimed them last, counted when the "              \
-	"  partition ends.', 'counter', job_name, 'host', host, NULL, NULL, w FROM hc), "
+	"  partition ends.', 'counter', job_name, 'host', host, NULL, NULL, w FROM hc "                  \
+	" UNION ALL SELECT 'cbatch_scheduler_host_live_nodes', 'Scheduler nodes on the host "            \
+	"  whose heartbeat lease holds (0: every node there stopped or died).', 'gauge', NULL, "         \
+	"  'host', host, NULL, NULL, live FROM sn "                                                      \
+	" UNION ALL SELECT 'cbatch_scheduler_host_last_heartbeat_timestamp_seconds', 'Newest "           \
+	"  heartbeat of a scheduler node on the host, Unix seconds.', 'gauge', NULL, 'host', host, "     \
+	"  NULL, NULL, extract(epoch FROM hb)::bigint FROM sn), "
 
 /*
  * The metric series, one row each: name, help, type (counter or gauge), job

@@ -68,7 +68,8 @@ int cb__repo_schedule_for_fire(cb__fire_target *out, PGconn *conn, const char *n
 	memset(out, 0, sizeof(*out));
 	res = cb__repo_exec(conn, "read a schedule to fire",
 			    "SELECT schedule_id, version, time_zone, parameters::text, paused, "
-			    " extract(epoch FROM date_trunc('second', batch_now()))::bigint "
+			    " extract(epoch FROM date_trunc('second', batch_now()))::bigint, "
+			    " job_name "
 			    "FROM batch_schedule WHERE schedule_name = $1",
 			    1, p, err);
 	if (!res)
@@ -83,6 +84,7 @@ int cb__repo_schedule_for_fire(cb__fire_target *out, PGconn *conn, const char *n
 	out->parameters = json_loads(PQgetvalue(res, 0, 3), 0, NULL);
 	out->paused = PQgetvalue(res, 0, 4)[0] == 't';
 	out->now = atoll(PQgetvalue(res, 0, 5));
+	snprintf(out->job, sizeof(out->job), "%s", PQgetvalue(res, 0, 6));
 	PQclear(res);
 	if (!out->parameters)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");

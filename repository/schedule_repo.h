@@ -163,6 +163,7 @@ int cb__repo_schedule_firings(json_t **out, PGconn *conn, const char *name, cons
 typedef struct cb__fire_target {
 	long long schedule_id, version, now;
 	char zone[101];
+	char job[101];      /* its job's name */
 	json_t *parameters; /* the templates */
 	int paused;
 } cb__fire_target;

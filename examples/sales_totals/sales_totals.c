@@ -23,9 +23,9 @@
  *       'asOf={fire_utc}'
  *
  * Parameters: `asOf` (string, identifying, optional: a fire instant or any
- * run label; each value is an instance), `-sleepMs:long=N` (not identifying:
- * each chunk waits N ms inside its transaction, before its writes, to make a
- * run slow in tests), and the reserved `-partition.threads:long=K` /
+ * run label; each value is an instance), `sleepMs:long=N` (declared
+ * non-identifying, with or without its '-': each chunk waits N ms inside its
+ * transaction, before its writes, to make a run slow in tests), and the reserved `-partition.threads:long=K` /
  * `-chunk.size:long=N`.
  */
 
@@ -141,7 +141,8 @@ int sales_totals_register(cb_registry *reg, cb_error *err)
 	if ((rc = cb_registry_new_job(&job, reg, "sales_totals", err)) < 0 ||
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "asOf", CB_PARAM_STRING, 0, err)) < 0 ||
-	    (rc = cb_job_add_param(job, "sleepMs", CB_PARAM_LONG, 0, err)) < 0)
+	    (rc = cb_job_declare_param(job, "sleepMs", CB_PARAM_LONG, CB_PARAM_NON_IDENTIFYING,
+				       err)) < 0)
 		return rc;
 	return cb_job_set_description(job,
 				      "add unprocessed invoices into per-customer totals, each "

@@ -8,8 +8,9 @@
  *   cbatch-examples schedule add every-second --cron '* * * * * *' --job tick \
  *       'at={fire_utc}'
  *
- * `-sleepMs:long=N` makes it take that long first (in steps of 100 ms,
- * each its own transaction, so that a stop request ends it STOPPED).
+ * `sleepMs:long=N` makes it take that long first (in steps of 100 ms,
+ * each its own transaction, so that a stop request ends it STOPPED); the job
+ * declares it non-identifying, so it never makes another instance.
  * For tests of a schedule's recovery, after the sleep: `-crash:long=1` kills
  * its own process (SIGKILL: a run that dies without recording its end), and
  * `-fail:long=1` fails the step (an error of the job's own, FAILED).
@@ -68,7 +69,8 @@ int tick_register(cb_registry *reg, cb_error *err)
 	if ((rc = cb_registry_new_job(&job, reg, "tick", err)) < 0 ||
 	    (rc = cb_job_add_step(job, &step, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "at", CB_PARAM_STRING, 1, err)) < 0 ||
-	    (rc = cb_job_add_param(job, "sleepMs", CB_PARAM_LONG, 0, err)) < 0 ||
+	    (rc = cb_job_declare_param(job, "sleepMs", CB_PARAM_LONG, CB_PARAM_NON_IDENTIFYING,
+				       err)) < 0 ||
 	    (rc = cb_job_add_param(job, "crash", CB_PARAM_LONG, 0, err)) < 0 ||
 	    (rc = cb_job_add_param(job, "fail", CB_PARAM_LONG, 0, err)) < 0)
 		return rc;

@@ -150,10 +150,72 @@ int cb_job_add_transition(cb_job *job, const char *from, const char *pattern, co
  * validated before an instance is made: every required parameter must be
  * present with its type, and an identifying parameter that was not declared
  * is refused (non-identifying ones, and run.id, are always accepted).
+ * The parameter is identifying unless given with a leading '-'; it is
+ * cb_job_declare_param with CB_PARAM_REQUIRED when @p required is non-zero.
  * @return 0, CB_EINVAL (bad name), CB_ENOMEM.
  */
 int cb_job_add_param(cb_job *job, const char *name, cb_param_type type, int required,
 		     cb_error *err);
+
+/** Flag of cb_job_declare_param: every launch must give the parameter. */
+#define CB_PARAM_REQUIRED 0x1u
+/**
+ * Flag of cb_job_declare_param: the parameter never names the job instance
+ * (Spring Batch's `identifying=false`, as the job's own default): a tuning
+ * knob such as a sleep, a page size or a log level.
+ */
+#define CB_PARAM_NON_IDENTIFYING 0x2u
+
+/**
+ * Declare a parameter the job accepts, with flags: cb_job_add_param, plus
+ * CB_PARAM_NON_IDENTIFYING. A parameter declared non-identifying is
+ * non-identifying wherever cbatch keys an instance of the job (a launch,
+ * `--next`, the console's launch and its check for a complete or running
+ * instance, a schedule's firings and "fire now", the default lock name),
+ * whether or not it was given with a leading '-': the declaration wins.
+ * So two launches that differ only in it are one instance, and each
+ * execution stores it with identifying false (`show` prints it `-name=...`).
+ * A restart of an execution (cb_job_restart) keeps the parameters as that
+ * execution stored them: an instance made before the declaration keeps its
+ * key and stays restartable by its execution id.
+ * @param flags CB_PARAM_REQUIRED and CB_PARAM_NON_IDENTIFYING, or-ed; 0 for
+ *        an optional identifying parameter
+ * @return 0, CB_EINVAL (bad name or type, an unknown flag, or `run.id`
+ *         declared non-identifying: `--next` numbers instances by it),
+ *         CB_ENOMEM.
+ */
+int cb_job_declare_param(cb_job *job, const char *name, cb_param_type type, unsigned int flags,
+			 cb_error *err);
+
+/**
+ * 0 when @p job declared parameter @p name with CB_PARAM_NON_IDENTIFYING, 1
+ * otherwise (declared identifying, or not declared: then the launch's own
+ * marking decides).
+ */
+int cb_job_param_identifying(const cb_job *job, const char *name);
+
+/**
+ * The parameters as @p job declares them: @p out receives a new copy of
+ * @p given (borrowed) in which every parameter the job declared
+ * non-identifying is non-identifying; the others keep their marking. The
+ * launcher runs what this returns, so what it stores and what it keys agree.
+ * @p job NULL (a job this program does not have) declares nothing: a copy.
+ * @p given NULL is an empty set.
+ * @return 0, CB_ENOMEM.
+ */
+int cb_job_params_resolve(cb_params **out, const cb_job *job, const cb_params *given,
+			  cb_error *err);
+
+/**
+ * The job key of the instance that a launch of @p job with @p params names:
+ * cb_params_job_key over @p params as the job declares them
+ * (cb_job_params_resolve), into @p out (CB_JOB_KEY_LEN + 1 bytes). Every
+ * place that keys an instance of a job (the launcher, the console, the
+ * scheduler, "fire now") computes it here. @p job may be NULL, as for
+ * cb_job_params_resolve.
+ * @return 0, CB_ENOMEM.
+ */
+int cb_job_key(char *out, const cb_job *job, const cb_params *params, cb_error *err);
 
 /**
  * Check @p params against the job's declared parameters, and the parameters
@@ -216,7 +278,7 @@ typedef void (*cb_check_report_fn)(void *ctx, const char *step, int problem, con
 int cb_job_check(PGconn *conn, const cb_job *job, const cb_params *params,
 		 cb_check_report_fn report, void *ctx, cb_error *err);
 
-/** Number of parameters declared with cb_job_add_param. */
+/** Number of parameters declared with cb_job_add_param or cb_job_declare_param. */
 size_t cb_job_param_count(const cb_job *job);
 
 /**
@@ -300,6 +362,8 @@ typedef struct cb_job_result {
  * Launch @p job with @p params on @p conn (borrowed; must not be in a
  * transaction). Creates the instance if needed, refuses completed, abandoned
  * and running instances, restarts a FAILED/STOPPED one, then runs the steps.
+ * The instance is the one @p params name as the job declares them
+ * (cb_job_key): a parameter it declared non-identifying names none.
  *
  * The launch first takes the job's execution lock (lock.h); a lock held by
  * someone else is CB_ERUNNING (a skip, recorded in batch_lock_audit). A
@@ -318,7 +382,8 @@ int cb_job_launch(cb_job_result *out, PGconn *conn, const cb_job *job, const cb_
  * Restart the FAILED or STOPPED execution @p job_execution_id of @p job (its
  * instance's newest execution): a new execution of the same instance, with
  * completed steps skipped and the failed step resumed from its last committed
- * context. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
+ * context. It runs with the parameters that execution stored, marked as they
+ * were stored. Same return codes as cb_job_launch, plus CB_ENOTFOUND.
  */
 int cb_job_restart(cb_job_result *out, PGconn *conn, const cb_job *job, long long job_execution_id,
 		   const cb_launch_options *opts, cb_error *err);

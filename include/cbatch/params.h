@@ -3,7 +3,8 @@
  * Typed job parameters and the job key.
  *
  * A cb_params is an ordered set of named, typed values. Each parameter is
- * identifying (part of the job instance's identity) unless marked otherwise.
+ * identifying (part of the job instance's identity) unless marked otherwise
+ * (or its job declares it otherwise: cb_job_declare_param, cb_job_key).
  * Names are unique within a set; adding a name twice is CB_EINVAL.
  *
  * Lifecycle: cb_params_new, any number of cb_params_add_* / cb_params_parse_arg,
@@ -126,6 +127,12 @@ int cb_params_get_long(const cb_params *p, const char *name, long long *out);
 
 /** Remove a parameter by name. @return 0 or CB_ENOTFOUND. */
 int cb_params_remove(cb_params *p, const char *name);
+
+/**
+ * Mark parameter @p name identifying (@p identifying non-zero) or not; its
+ * name, type and value stay. @return 0 or CB_ENOTFOUND.
+ */
+int cb_params_set_identifying(cb_params *p, const char *name, int identifying);
 
 /** Parse a type name ("string", "long", "double", "date"). @return 0 or CB_EINVAL. */
 int cb_param_type_parse(cb_param_type *out, const char *name);

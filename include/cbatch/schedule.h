@@ -203,6 +203,20 @@ typedef struct cb_schedule_fired {
 int cb_schedule_fire_now(cb_schedule_fired *out, PGconn *conn, const char *name, const char *actor,
 			 cb_error *err);
 
+struct cb_registry; /* cli.h */
+
+/**
+ * cb_schedule_fire_now, with the program's jobs: the firing's job key (by
+ * which it finds the execution it launched) is cb_job_key's, so that a
+ * parameter the schedule's job declared non-identifying does not name its
+ * instance. cb_schedule_fire_now is this with @p reg NULL, and keys the
+ * parameters as the templates mark them; so is a job @p reg does not hold.
+ * @param reg the program's registry (borrowed; may be NULL)
+ * @return as cb_schedule_fire_now
+ */
+int cb_schedule_fire_now_ext(cb_schedule_fired *out, PGconn *conn, const struct cb_registry *reg,
+			     const char *name, const char *actor, cb_error *err);
+
 /** Remove schedule @p name with its firings and history. @return 0, CB_ENOTFOUND, CB_EDB */
 int cb_schedule_remove(PGconn *conn, const char *name, cb_error *err);
 
@@ -239,8 +253,6 @@ typedef struct cb_scheduler_options {
 	{                                                                                          \
 		CB_SCHEDULER_OPTIONS_VERSION, NULL, NULL, NULL, 30.0, 8, 1, 0.0                    \
 	}
-
-struct cb_registry; /* cli.h */
 
 /** What a node did. */
 typedef struct cb_scheduler_result {

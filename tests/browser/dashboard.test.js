@@ -261,6 +261,9 @@ async function main() {
     await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
+    check((await text(page, 'tr[data-declared="sleepMs"]')).includes('non-identifying') &&
+      !(await text(page, 'tr[data-declared="at"]')).includes('non-identifying'),
+    'a parameter the job declares non-identifying is shown so');
     check(await page.$('form#launch button[data-action="launch"]') !== null, 'and a form that launches a run');
     /* Launch takes two clicks, and the page follows the run it made (the
      * answer names the execution: 201), never "started" for a run that did not run. */

@@ -15,7 +15,9 @@
  * node then runs both, the older first (issue 25 item 3). A job's
  * declared parameters; a launch with a bad parameter is 400 naming it with
  * nothing written; a good one 202, and it completes; the same instance again
- * 409, and 409 for an instance while it runs.
+ * 409, and 409 for an instance while it runs. A parameter the job declares
+ * non-identifying (tick's sleepMs) makes no new instance for the launch's
+ * check, and fire now keys its firing without it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "cbatch.h"
 #include "cbtest.h"
 #include "serve_client.h"
 
@@ -665,6 +668,113 @@ static void test_fire_twice(void)
 		  1);
 }
 
+/* The job key of the parameter words of firing @p id, without sleepMs. */
+static void firing_keys(long long id, char *job_key, char *want)
+{
+	char idt[24];
+	const char *pv[1] = { idt };
+	cb_error err = CB_ERROR_INIT;
+	cb_params *p = NULL;
+	json_t *words;
+	PGresult *res;
+
+	job_key[0] = want[0] = '\0';
+	snprintf(idt, sizeof(idt), "%lld", id);
+	res = PQexecParams(conn,
+			   "SELECT job_key, parameters::text FROM batch_schedule_firing "
+			   "WHERE firing_id = $1::bigint",
+			   1, NULL, pv, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQgetisnull(res, 0, 0)) {
+		CBT_FAILF("firing %lld: no job key (%s)", id, PQerrorMessage(conn));
+		PQclear(res);
+		return;
+	}
+	snprintf(job_key, CB_JOB_KEY_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+	words = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
+	PQclear(res);
+	CBT_PASS_FATAL(cb_params_new(&p, &err), &err);
+	for (size_t i = 0; i < json_array_size(words); i++)
+		CBT_PASS(cb_params_parse_arg(p, json_string_value(json_array_get(words, i)), &err),
+			 &err);
+	CBT_EQ_LL(cb_params_remove(p, "sleepMs"), 0);
+	CBT_PASS(cb_params_job_key(want, p, &err), &err);
+	cb_params_free(p);
+	json_decref(words);
+}
+
+/*
+ * Issue 28 item 10: tick declares sleepMs non-identifying. The job page's
+ * API says so; a launch that differs from a complete one only in sleepMs
+ * (given without a '-', as the form did) is that instance: 409 complete,
+ * nothing started. Fire now keys its firing without it, though the
+ * schedule's template gives it a value of its instant.
+ */
+static void test_declared_non_identifying(void)
+{
+	char got[CB_JOB_KEY_LEN + 1], want[CB_JOB_KEY_LEN + 1];
+	json_t *d = NULL, *p;
+	long long execs, inst, fid;
+	int seen = 0;
+
+	NEED_SERVER();
+	CBT_EQ_LL(req("GET", "/api/v1/jobs/tick", NULL, NULL, &d), 200);
+	p = json_object_get(d, "parameters");
+	for (size_t i = 0; i < json_array_size(p); i++) {
+		json_t *x = json_array_get(p, i);
+
+		if (strcmp(json_string_value(json_object_get(x, "name")), "sleepMs") == 0) {
+			seen = 1;
+			CBT_EQ_LL(json_is_false(json_object_get(x, "identifying")), 1);
+		}
+	}
+	CBT_EQ_LL(seen, 1);
+	json_decref(d);
+
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=nid-1\",\"sleepMs:long=0\"]}", NULL, &d),
+		  201);
+	json_decref(d);
+	if (!cbt_wait_until(conn, 60000,
+			    "SELECT count(*) FROM batch_job_execution e "
+			    "JOIN batch_job_execution_params p USING (job_execution_id) "
+			    "WHERE e.status = 'COMPLETED' AND p.parameter_name = 'at' "
+			    "AND p.parameter_value = 'nid-1'"))
+		CBT_FAILF("the launched run did not complete");
+	execs = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution");
+	inst = cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance");
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=nid-1\",\"sleepMs:long=100\"]}", NULL, &d),
+		  409);
+	CBT_CONTAINS(err_message(d), "already complete");
+	/* Refused by the console's own check, before any run was spawned: it
+	 * names the instance by the key of at=nid-1 alone. */
+	{
+		cb_error err = CB_ERROR_INIT;
+		cb_params *k = NULL;
+
+		CBT_PASS_FATAL(cb_params_new(&k, &err), &err);
+		CBT_PASS(cb_params_add_string(k, "at", "nid-1", 1, &err), &err);
+		CBT_PASS(cb_params_job_key(want, k, &err), &err);
+		cb_params_free(k);
+		CBT_CONTAINS(err_message(d), want);
+	}
+	json_decref(d);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), execs);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_instance"), inst);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log WHERE fired_for = 'nid-1'"), 1);
+
+	/* Never due: only the manual firing. A negative sleep sleeps not. */
+	CBT_EQ_LL(EX("schedule", "add", "nid", "--cron", "0 12 1 1 *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", "sleepMs:long=-{fire_epoch}"),
+		  0);
+	fid = fire_queued("nid");
+	firing_keys(fid, got, want);
+	CBT_EQ_STR(got, want);
+	/* Nothing of it is left for the next cases' scheduler. */
+	CBT_EQ_LL(EX("schedule", "remove", "nid"), 0);
+}
+
 static void test_finish(void)
 {
 	NEED_SERVER();
@@ -687,6 +797,9 @@ static const CU_TestInfo tests[] = {
 	  test_job_params_and_launch },
 	{ "fire now twice while no node runs: both queued, run oldest first (allow, skip)",
 	  test_fire_twice },
+	{ "a parameter tick declares non-identifying: launch 409 complete, fire now keys "
+	  "without it",
+	  test_declared_non_identifying },
 	{ "server stops with 0", test_finish },
 	CU_TEST_INFO_NULL,
 };

@@ -793,13 +793,13 @@ static void test_usage_lines_name_every_option(void)
 					     NULL };
 
 	for (size_t i = 0; cb__cli_builtin_at(i, &name, &syn, &summary, &more) == 0; i++) {
-		/* `schedule SUB ...`: its sub-commands' usage is in its help */
-		if (strstr(syn, "..."))
-			continue;
-		const char *opts = more ? strstr(more, "Options:") : NULL;
+		const struct cb__cli_builtin *b = cb__cli_builtin_find(name);
 
-		if (opts)
-			check_options_as(syn, name, opts,
+		/* `schedule SUB ...`: its sub-commands' usage is in its help */
+		if (b->subs)
+			continue;
+		for (size_t k = 0; b->options && b->options[k].name; k++)
+			check_options_as(syn, name, b->options[k].name,
 					 "%s: its help names %s, its usage line does not");
 	}
 	CBT_EQ_LL(ADMIN("serve", "--help"), 0);
@@ -810,6 +810,113 @@ static void test_usage_lines_name_every_option(void)
 		CBT_CONTAINS(out, line);
 	}
 	CBT_CONTAINS(out, "GET  /api/v1/schedules/{id}/firings");
+}
+
+/* Whether @p err is a refusal of the command's arguments. */
+static int refused(const char *err)
+{
+	static const char *const words[] = { "unknown option",      "unknown argument",
+					     "unexpected argument", "too many arguments",
+					     "takes no arguments",  NULL };
+
+	for (size_t i = 0; words[i]; i++)
+		if (strstr(err, words[i]))
+			return 1;
+	return 0;
+}
+
+/* A value of the kind @p arg names that the option's parser takes. */
+static const char *value_for(const char *arg, char *buf, size_t size)
+{
+	static const char *const kinds[][2] = {
+		{ "DURATION", "1d" },       { "ADDR:PORT", "127.0.0.1:0" },
+		{ "PATH", "/nonexistent" }, { "EXPR", "0 2 * * *" },
+		{ "ZONE", "UTC" },          { "TEXT", "why" },
+		{ "JOB", "ledger" },        { "NAME", "x" },
+		{ "NAME[:PORT]", "x" },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(arg, kinds[i][0]) == 0)
+			return kinds[i][1];
+	if (strchr(arg, '|')) { /* a choice: its first word */
+		snprintf(buf, size, "%.*s", (int)strcspn(arg, "|"), arg);
+		return buf;
+	}
+	return "1";
+}
+
+/*
+ * `cbatch [--db DB] CMD [SUB] [ARG] OPTION [VALUE]`: the parser of CMD (SUB)
+ * takes @p opt (NULL: an option no table names, which it must refuse).
+ * Without a database but for schedule, which connects before it reads its
+ * sub-command's arguments; nothing is ever done (no --cron, no job, ...).
+ */
+static void check_accepts(const char *cmd, const char *sub, const char *syn,
+			  const struct cb__cli_option *opt)
+{
+	const char *argv[16];
+	char buf[64];
+	size_t n = 0;
+
+	argv[n++] = cbt_cli_bin();
+	argv[n++] = "--db";
+	argv[n++] = sub ? db : "host=/nonexistent/cbatch port=1";
+	argv[n++] = cmd;
+	if (sub)
+		argv[n++] = sub;
+	if (strcmp(cmd, "schema") == 0)
+		argv[n++] = "init";
+	else if (sub ? strcmp(sub, "list") != 0 : strncmp(syn, "JOB", 3) == 0)
+		argv[n++] = sub ? "x" : "ledger";
+	else if (strncmp(syn, "EXECUTION_ID", 12) == 0)
+		argv[n++] = "1";
+	else if (strncmp(syn, "LOCK_NAME", 9) == 0)
+		argv[n++] = "x";
+	argv[n++] = opt ? opt->name : "--no-such-option";
+	if (opt && opt->arg)
+		argv[n++] = value_for(opt->arg, buf, sizeof(buf));
+	argv[n] = NULL;
+	cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
+	if (opt && refused(errout))
+		CBT_FAILF("%s%s%s: the table's option %s is refused: %s", cmd, sub ? " " : "",
+			  sub ? sub : "", opt->name, errout);
+	if (!opt && !refused(errout))
+		CBT_FAILF("%s%s%s: an option no table names is not refused: %s", cmd,
+			  sub ? " " : "", sub ? sub : "", errout);
+}
+
+/* Every option the command table names (help, manual page, completion) is
+ * one its command's parser takes, and the parsers refuse others. */
+static void test_every_option_of_the_table_is_taken(void)
+{
+	PGconn *conn = fresh();
+
+	for (size_t i = 0; i < CB__NBUILTINS; i++) {
+		const struct cb__cli_builtin *b = &cb__cli_builtins[i];
+		const char *name = cb__builtin_name(b->id);
+
+		if (!b->subs || strcmp(name, "schema") == 0)
+			check_accepts(name, NULL, b->synopsis, NULL);
+		for (size_t k = 0; b->options && b->options[k].name; k++) {
+			const char *p = b->options[k].sub;
+
+			if (!p)
+				check_accepts(name, NULL, b->synopsis, &b->options[k]);
+			while (p && *p) {
+				char sub[32];
+				size_t len = strcspn(p, " ");
+
+				snprintf(sub, sizeof(sub), "%.*s", (int)len, p);
+				check_accepts(name, sub, "", &b->options[k]);
+				check_accepts(name, sub, "", NULL);
+				p += len + (p[len] == ' ');
+			}
+		}
+	}
+	/* Nothing was done. */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule"), 0);
+	PQfinish(conn);
 }
 
 static const CU_TestInfo tests[] = {
@@ -826,6 +933,7 @@ static const CU_TestInfo tests[] = {
 	{ "help wraps without cutting", test_help_wraps_without_cutting },
 	{ "README lists every command", test_readme_lists_every_command },
 	{ "usage lines name every option", test_usage_lines_name_every_option },
+	{ "every option of the table is taken", test_every_option_of_the_table_is_taken },
 	CU_TEST_INFO_NULL,
 };
 

@@ -317,6 +317,35 @@ static void test_what_people_alert_on(void)
 	PQfinish(conn);
 }
 
+/* Scheduler nodes by host (the "scheduler node down" alert, deploy/prometheus):
+ * on host a one node alive and one stopped on purpose, on host b one whose
+ * heartbeat lease ran out (it died); each host one series, however many
+ * processes it ran. */
+static void test_scheduler_nodes_by_host(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	cbt_exec(conn, "SELECT batch_scheduler_heartbeat('a:1:x', 'alert-a', 1, 30), "
+		       "batch_scheduler_heartbeat('a:2:x', 'alert-a', 2, 30), "
+		       "batch_scheduler_heartbeat('b:3:x', 'alert-b', 3, 30)");
+	cbt_exec(conn, "SELECT batch_scheduler_stopped('a:2:x')");
+	cbt_exec(conn, "UPDATE batch_scheduler_node SET heartbeat_at = batch_now() - "
+		       "interval '31 seconds' WHERE node_id = 'b:3:x'");
+	CBT_EQ_LL(EX("metrics"), 0);
+	CBT_EQ_LL(value_of(out, "cbatch_scheduler_host_live_nodes{host=\"alert-a\"}"), 1);
+	CBT_EQ_LL(value_of(out, "cbatch_scheduler_host_live_nodes{host=\"alert-b\"}"), 0);
+	CBT_EQ_LL(value_of(out, "cbatch_scheduler_host_last_heartbeat_timestamp_seconds{host="
+				"\"alert-b\"}"),
+		  cbt_query_ll(conn, "SELECT extract(epoch FROM heartbeat_at)::bigint FROM "
+				     "batch_scheduler_node WHERE node_id = 'b:3:x'"));
+	CBT_EQ_LL(value_of(out, "cbatch_scheduler_host_last_heartbeat_timestamp_seconds{host="
+				"\"alert-a\"}"),
+		  cbt_query_ll(conn, "SELECT extract(epoch FROM max(heartbeat_at))::bigint FROM "
+				     "batch_scheduler_node WHERE host = 'alert-a'"));
+	cbt_exec(conn, "DELETE FROM batch_scheduler_node WHERE host IN ('alert-a', 'alert-b')");
+	PQfinish(conn);
+}
+
 /* `metrics --json` names the same series as the text, with the same labels. */
 static void test_json_matches_text(void)
 {
@@ -600,6 +629,8 @@ static const CU_TestInfo tests[] = {
 	  test_promtool_accepts_the_cli_and_http_output },
 	{ "last success, failure, status, running age; schedule next fire and last firing",
 	  test_what_people_alert_on },
+	{ "scheduler nodes by host: live ones, and the newest heartbeat",
+	  test_scheduler_nodes_by_host },
 	{ "metrics --json: the text's names and labels", test_json_matches_text },
 	{ "a real Prometheus scrapes serve; its API has batch_job",
 	  test_a_real_prometheus_scrapes_serve },

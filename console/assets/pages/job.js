@@ -52,8 +52,9 @@ export function pageJob(main, name) {
       disarm();
       if (!token()) { notice('Type the admin token in the field at the top first.'); return; }
       const params = [];
+      /* A parameter the job declared non-identifying goes with its '-'. */
       for (const [p, input] of inputs)
-        if (input.value.trim() !== '') params.push(p.name + ':' + p.type + '=' + input.value.trim());
+        if (input.value.trim() !== '') params.push((p.identifying ? '' : '-') + p.name + ':' + p.type + '=' + input.value.trim());
       for (const w of extra.value.trim().split(/\s+/)) if (w) params.push(w);
       try {
         button.disabled = true;
