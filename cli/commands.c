@@ -136,6 +136,10 @@ const struct cb__cli_option cb__cli_global_options[] = {
 	{ "--utc", NULL, NULL,
 	  "show times in UTC (2026-12-02T05:30:00Z); default: the local zone, or the zone "
 	  "$CBATCH_TZ names (Europe/Berlin: the repository server's zone rules), with the offset" },
+	{ "--log-format", "text|json", NULL,
+	  "how the daemons (scheduler, worker, serve) and runs log on stderr: text lines, or one "
+	  "JSON object per line (default: $CBATCH_LOG_FORMAT, else text); passed on to the runs "
+	  "they start" },
 	{ "--help", NULL, NULL, "show help and exit (also -h)" },
 	{ "--version", NULL, NULL, "show the version and exit" },
 	{ NULL, NULL, NULL, NULL },

@@ -96,13 +96,30 @@ static void one_line(char *s)
 void cb__vlog(const char *source, int level, int event, const cb__log_fields *f, const char *fmt,
 	      va_list ap)
 {
+	cb__vlog_to(stderr, source, level, event, f, fmt, ap);
+}
+
+void cb__log_to(FILE *out, const char *source, int level, int event, const cb__log_fields *f,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cb__vlog_to(out, source, level, event, f, fmt, ap);
+	va_end(ap);
+}
+
+void cb__vlog_to(FILE *out, const char *source, int level, int event, const cb__log_fields *f,
+		 const char *fmt, va_list ap)
+{
 	char msg[2048], when[48];
 	json_t *o;
 	char *line;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (cb__log_get_format() == CB__LOG_TEXT) {
-		fprintf(stderr, "%s: %s\n", source, msg);
+		fprintf(out, "%s: %s\n", source, msg);
+		fflush(out);
 		return;
 	}
 	one_line(msg);
@@ -139,7 +156,8 @@ void cb__vlog(const char *source, int level, int event, const cb__log_fields *f,
 		size_t n = strlen(line);
 
 		line[n] = '\n';
-		fwrite(line, 1, n + 1, stderr);
+		fwrite(line, 1, n + 1, out);
+		fflush(out);
 		free(line);
 	}
 }

@@ -11,6 +11,7 @@
 #define CB_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 enum cb__log_format {
 	CB__LOG_TEXT = 0,
@@ -107,5 +108,10 @@ void cb__log(const char *source, int level, int event, const cb__log_fields *f, 
 	     ...) __attribute__((format(printf, 5, 6)));
 void cb__vlog(const char *source, int level, int event, const cb__log_fields *f, const char *fmt,
 	      va_list ap);
+/* The same to @p out (serve's log is its standard output). */
+void cb__log_to(FILE *out, const char *source, int level, int event, const cb__log_fields *f,
+		const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void cb__vlog_to(FILE *out, const char *source, int level, int event, const cb__log_fields *f,
+		 const char *fmt, va_list ap);
 
 #endif
