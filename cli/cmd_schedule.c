@@ -1,4 +1,4 @@
-/* `schedule add|list|show|pause|resume|remove|next|history` and `scheduler`:
+/* `schedule add|list|show|pause|resume|remove|next|history|backfill` and `scheduler`:
  * cron schedules kept in the repository (sql/004_schedules.sql), fired by
  * scheduler nodes (framework/scheduler.c). */
 #include <limits.h>
@@ -11,6 +11,7 @@
 #include "cbatch/job.h"
 #include "cbatch/schedule.h"
 #include "cli_internal.h"
+#include "text.h"
 
 /* A sub-command's view: argv[0] is "schedule <sub>" in messages. */
 static int sub_usage(struct cli *c, const char *sub, const char *usage, const char *what)
@@ -266,6 +267,15 @@ static void print_history(const json_t *events)
 				 cb__cli_json_get_text(e, "fire_time", b[7], sizeof(b[7])));
 		cb__cli_term(b[2], 60, jtext(e, "node_id", b[7], sizeof(b[7])));
 		cb__cli_term(b[3], sizeof(b[3]), jtext(e, "outcome", b[7], sizeof(b[7])));
+		/* A firing not of the schedule's own instants says whose it is. */
+		{
+			const char *kind = json_string_value(json_object_get(e, "kind"));
+
+			if (kind && (!strcmp(kind, "BACKFILL") || !strcmp(kind, "MANUAL")) &&
+			    strcmp(kind, b[3]) != 0)
+				snprintf(b[3] + strlen(b[3]), sizeof(b[3]) - strlen(b[3]), " [%s]",
+					 kind);
+		}
 		if (json_is_integer(json_object_get(e, "attempt")))
 			snprintf(b[3] + strlen(b[3]), sizeof(b[3]) - strlen(b[3]), " #%lld",
 				 (long long)json_integer_value(json_object_get(e, "attempt")));
@@ -458,11 +468,147 @@ done:
 	return rc;
 }
 
+/* ---- backfill ------------------------------------------------------------ */
+
+/* Who asks, as the history records it: user@host. */
+static void actor(char *who, size_t size)
+{
+	const char *user = getenv("USER");
+	char host[256] = "", raw[200];
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(raw, sizeof(raw), "%s@%s", user && *user ? user : "unknown", host);
+	cb__utf8_sanitize(who, size, raw);
+}
+
+/* Instants listed one per line, beyond this only counted (--json has all). */
+#define BACKFILL_SHOWN 50
+
+static int backfill_cancel(struct cli *c, PGconn *conn, const char *name, const char *who)
+{
+	json_t *doc = NULL;
+	char b[3][200];
+
+	if (cb_schedule_backfill_cancel(&doc, conn, name, who, &c->err) < 0)
+		return cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+	if (c->json)
+		cb__cli_json_print(stdout, doc);
+	else if (cb__cli_json_get_ll(doc, "canceled") == 0)
+		printf("schedule '%s': no backfill firing was waiting; nothing canceled\n", name);
+	else
+		printf("schedule '%s': backfill canceled: %s waiting firings removed, from %s to "
+		       "%s (recorded CANCELED; firings already taken run on)\n",
+		       name, jtext(doc, "canceled", b[0], sizeof(b[0])),
+		       jtext(doc, "first", b[1], sizeof(b[1])),
+		       jtext(doc, "last", b[2], sizeof(b[2])));
+	json_decref(doc);
+	return 0;
+}
+
+static int cmd_backfill(struct cli *c, PGconn *conn)
+{
+	static const char *const flags[] = { "--from=",     "--to=",    "--max=",
+					     "--parallel=", "--cancel", NULL };
+	static const char usage[] = "NAME --from TIME --to TIME [--max N] [--parallel N] | "
+				    "NAME --cancel";
+	const char *values[5] = { 0 }, **pos = NULL;
+	cb_schedule_backfill_options o = CB_SCHEDULE_BACKFILL_OPTIONS_INIT;
+	long long max = 1000, parallel = 1;
+	size_t npos = 0;
+	json_t *doc = NULL, *list;
+	char who[200], b[4][200];
+	int rc;
+
+	if ((rc = split(c, &pos, &npos, flags, values)) != 0)
+		goto done;
+	if (npos != 1) {
+		rc = sub_usage(c, "backfill", usage, "expected one NAME");
+		goto done;
+	}
+	actor(who, sizeof(who));
+	if (values[4]) {
+		if (values[0] || values[1] || values[2] || values[3])
+			rc = sub_usage(c, "backfill", usage, "--cancel takes no other option");
+		else
+			rc = backfill_cancel(c, conn, pos[0], who);
+		goto done;
+	}
+	if (!values[0] || !values[1]) {
+		rc = sub_usage(c, "backfill", usage, "--from and --to are required");
+		goto done;
+	}
+	if (values[2] &&
+	    (cb__cli_parse_positive(&max, values[2]) < 0 || max > CB_SCHEDULE_BACKFILL_MAX)) {
+		rc = sub_usage(c, "backfill", usage, "--max must be 1 to 100000");
+		goto done;
+	}
+	if (values[3] && (cb__cli_parse_positive(&parallel, values[3]) < 0 || parallel > 100)) {
+		rc = sub_usage(c, "backfill", usage, "--parallel must be 1 to 100");
+		goto done;
+	}
+	o.from = values[0];
+	o.to = values[1];
+	o.max_instants = max;
+	o.parallel = (int)parallel;
+	o.actor = who;
+	o.reg = c->reg;
+	if (cb_schedule_backfill(&doc, conn, pos[0], &o, &c->err) < 0) {
+		rc = cb__cli_fail(c, cb__cli_exit_for(c->err.code, 1));
+		goto done;
+	}
+	rc = 0;
+	if (c->json) {
+		cb__cli_json_print(stdout, doc);
+		goto done;
+	}
+	list = json_object_get(doc, "instants");
+	printf("schedule '%s': backfill from %s to %s, %zu instants: %s queued as BACKFILL "
+	       "firings, %s had a firing already\n",
+	       pos[0], jtext(doc, "from", b[0], sizeof(b[0])), jtext(doc, "to", b[1], sizeof(b[1])),
+	       json_array_size(list), jtext(doc, "created", b[2], sizeof(b[2])),
+	       jtext(doc, "existing", b[3], sizeof(b[3])));
+	for (size_t i = 0; i < json_array_size(list) && i < BACKFILL_SHOWN; i++) {
+		const json_t *x = json_array_get(list, i);
+
+		if (json_is_true(json_object_get(x, "created")))
+			printf("  %s  queued (firing %s)\n",
+			       jtext(x, "fire_time", b[0], sizeof(b[0])),
+			       jtext(x, "firing_id", b[1], sizeof(b[1])));
+		else
+			printf("  %s  has firing %s already (%s, %s)\n",
+			       jtext(x, "fire_time", b[0], sizeof(b[0])),
+			       jtext(x, "firing_id", b[1], sizeof(b[1])),
+			       jtext(x, "kind", b[2], sizeof(b[2])),
+			       jtext(x, "status", b[3], sizeof(b[3])));
+	}
+	if (json_array_size(list) > BACKFILL_SHOWN)
+		printf("  ... and %zu more (--json lists them all)\n",
+		       json_array_size(list) - BACKFILL_SHOWN);
+	if (cb__cli_json_get_ll(doc, "created") > 0) {
+		if (strcmp(jtext(doc, "overlap_policy", b[0], sizeof(b[0])), "ALLOW") == 0)
+			printf("scheduler nodes run them oldest first, %s at once (overlap policy "
+			       "ALLOW); `schedule backfill %s --cancel` removes those still "
+			       "waiting\n",
+			       jtext(doc, "parallel", b[1], sizeof(b[1])), pos[0]);
+		else
+			printf("scheduler nodes run them oldest first, one at a time, never beside "
+			       "another firing of the schedule (overlap policy %s); `schedule "
+			       "backfill %s --cancel` removes those still waiting\n",
+			       b[0], pos[0]);
+	}
+done:
+	json_decref(doc);
+	free(pos);
+	return rc;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 int cb__cli_cmd_schedule(struct cli *c)
 {
-	static const char subs[] = "add, list, show, pause, resume, remove, next, history";
+	static const char subs[] =
+		"add, list, show, pause, resume, remove, next, history, backfill";
 	const char *sub = c->argc > 1 ? c->argv[1] : NULL;
 	PGconn *conn = NULL;
 	int rc;
@@ -471,7 +617,7 @@ int cb__cli_cmd_schedule(struct cli *c)
 		return cb__cli_usage_error(c, "schedule: missing sub-command (one of %s)", subs);
 	if (strcmp(sub, "add") && strcmp(sub, "list") && strcmp(sub, "show") &&
 	    strcmp(sub, "pause") && strcmp(sub, "resume") && strcmp(sub, "remove") &&
-	    strcmp(sub, "next") && strcmp(sub, "history"))
+	    strcmp(sub, "next") && strcmp(sub, "history") && strcmp(sub, "backfill"))
 		return cb__cli_usage_error(c, "schedule: unknown sub-command '%.40s' (one of %s)",
 					   sub, subs);
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
@@ -490,6 +636,8 @@ int cb__cli_cmd_schedule(struct cli *c)
 		rc = cmd_remove(c, conn);
 	else if (!strcmp(sub, "next"))
 		rc = cmd_next(c, conn);
+	else if (!strcmp(sub, "backfill"))
+		rc = cmd_backfill(c, conn);
 	else
 		rc = cmd_history(c, conn);
 	PQfinish(conn);

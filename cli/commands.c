@@ -81,6 +81,13 @@ static const struct cb__cli_option schedule_options[] = {
 	  "only the schedule names, one a line (for scripts and completion)" },
 	{ "--count", "N", "next", "how many instants (default 5)" },
 	{ "--limit", "N", "history", "at most N firings (default 50)" },
+	{ "--from", "TIME", "backfill", "the first past instant to backfill (included)" },
+	{ "--to", "TIME", "backfill", "the last past instant to backfill (included)" },
+	{ "--max", "N", "backfill",
+	  "refuse a range of more instants than this (default 1000, at most 100000)" },
+	{ "--parallel", "N", "backfill",
+	  "backfill firings run at once (default 1; above 1 only with overlap allow)" },
+	{ "--cancel", NULL, "backfill", "remove the backfill firings still waiting" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -237,7 +244,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "summary counts every claimed partition once: completed, failed or lost,\n"
 	  "stopped, handed back.\n",
 	  cb__cli_cmd_worker, NULL, worker_options },
-	{ CB__CMD_schedule, "add|list|show|pause|resume|remove|next|history ...",
+	{ CB__CMD_schedule, "add|list|show|pause|resume|remove|next|history|backfill ...",
 	  "keep cron schedules of jobs in the repository",
 	  "  schedule add NAME --cron EXPR [--tz ZONE] --job JOB [PARAM-TEMPLATE ...]\n"
 	  "               [--misfire run-once|skip] [--misfire-grace SECONDS] [--paused]\n"
@@ -246,7 +253,9 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "               [--same-instance]  (templates that ignore the instant)\n"
 	  "  schedule list [--names] | show NAME | pause NAME | resume NAME | remove NAME\n"
 	  "  schedule next NAME|--cron EXPR [--tz ZONE] [--count N]\n"
-	  "  schedule history NAME [--limit N]\n\n"
+	  "  schedule history NAME [--limit N]\n"
+	  "  schedule backfill NAME --from TIME --to TIME [--max N] [--parallel N]\n"
+	  "  schedule backfill NAME --cancel\n\n"
 	  "EXPR: 5 fields (minute hour day-of-month month day-of-week) or 6 with\n"
 	  "seconds first; lists, ranges, steps, names, @daily and friends, L, W, #.\n"
 	  "When both day fields are restricted a day matches if either does (Vixie).\n"
@@ -263,8 +272,14 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "run after it (one at most) or run anyway (allow).\n"
 	  "Recover: an execution its node's death or a lost process left unfinished is\n"
 	  "restarted by a surviving node after the delay (default 10s) and its lease,\n"
-	  "at most N times (default 3); leave: never.\n",
-	  cb__cli_cmd_schedule, "add list show pause resume remove next history",
+	  "at most N times (default 3); leave: never.\n"
+	  "Backfill: one firing (kind BACKFILL) per past instant from --from to --to\n"
+	  "(both included; TIME is 2026-11-01, 2026-11-01T06:00 in the schedule's\n"
+	  "zone, or with an offset), at most --max (default 1000), each with its own\n"
+	  "instant's parameters; an instant that has a firing keeps it. Scheduler\n"
+	  "nodes run them oldest first, one at a time (overlap skip or queue) or\n"
+	  "--parallel N at once (allow). --cancel removes those still waiting.\n",
+	  cb__cli_cmd_schedule, "add list show pause resume remove next history backfill",
 	  schedule_options },
 	{ CB__CMD_scheduler,
 	  "[--lease SECONDS] [--max-running N] [--exit-after SECONDS] [--verbose|--quiet]",

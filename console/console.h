@@ -348,6 +348,9 @@ void cb__api_schedule(cb__request *r);
 void cb__api_schedule_pause(cb__request *r);
 void cb__api_schedule_resume(cb__request *r);
 void cb__api_schedule_fire(cb__request *r);
+/* api_backfill.c: a schedule's backfill, and its cancel. */
+void cb__api_schedule_backfill(cb__request *r);
+void cb__api_schedule_backfill_cancel(cb__request *r);
 void cb__api_job(cb__request *r);
 void cb__api_job_launch(cb__request *r);
 /* Mark in /api/v1/jobs' list (@p jobs) the jobs whose schedules are all

@@ -74,6 +74,8 @@ static const cb__route routes[] = {
 	{ "/api/v1/schedules/{id}/pause", POST(cb__api_schedule_pause) },
 	{ "/api/v1/schedules/{id}/resume", POST(cb__api_schedule_resume) },
 	{ "/api/v1/schedules/{id}/fire", POST(cb__api_schedule_fire) },
+	{ "/api/v1/schedules/{id}/backfill", POST(cb__api_schedule_backfill) },
+	{ "/api/v1/schedules/{id}/backfill/cancel", POST(cb__api_schedule_backfill_cancel) },
 	{ "/api/v1/locks",
 	  LIST("locks", locks_query, .fetch = cb__fetch_locks, .next_key = "next_after") },
 	{ "/api/v1/locks/audit", LIST("audit", audit_query, .fetch = cb__fetch_lock_audit,

@@ -995,6 +995,7 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 			long long sid =
 				(long long)json_integer_value(json_object_get(t, "schedule_id"));
 			const char *job = json_string_value(json_object_get(t, "job_name"));
+			const char *kind = json_string_value(json_object_get(t, "kind"));
 			const char *name = NULL;
 			char when[64], target[24], **words = NULL;
 
@@ -1041,7 +1042,8 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 				SAY(n, 1, INFO, FIRING_NOTE,
 				    CB__LOG_WITH(.schedule = name, .instant = when, .firing = id,
 						 .job = job, .node = n->id),
-				    "%s %s: the queued firing %lld runs now", name, when, id);
+				    "%s %s: the queued %sfiring %lld runs now", name, when,
+				    kind && strcmp(kind, "BACKFILL") == 0 ? "backfill " : "", id);
 				rc = launch_firing(n, id, name, when, job, "run", job, words, NULL,
 						   err);
 			}

@@ -255,9 +255,10 @@ int cb__repo_schedule_history(json_t **out, PGconn *conn, const char *name, long
 		"  'fire_time', e.fire_time, 'fire_epoch', extract(epoch FROM e.fire_time)::bigint, "
 		"  'node_id', e.node_id, 'outcome', e.outcome, 'firing_id', e.firing_id, "
 		"  'job_execution_id', e.job_execution_id, 'message', e.message, "
-		"  'attempt', e.attempt, "
+		"  'attempt', e.attempt, 'kind', f.kind, "
 		"  'recorded_at', e.recorded_at) AS x "
 		" FROM batch_schedule_event e JOIN batch_schedule s USING (schedule_id) "
+		" LEFT JOIN batch_schedule_firing f ON f.firing_id = e.firing_id "
 		" WHERE s.schedule_name = $1 ORDER BY e.event_id DESC LIMIT $2::bigint) q), "
 		"'[]'::jsonb) ELSE 'null'::jsonb END",
 		2, p, err);

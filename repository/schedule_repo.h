@@ -130,7 +130,7 @@ int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, l
 /* Firings of the jobs @p jobs (a JSON array of names) that this node takes
  * now: with @p recovery 0, queued firings whose schedule is idle again
  * (batch_schedule_take_queued: "firing_id", "schedule_id", "fire_time",
- * "job_name", "parameters"); with 1, due restarts of dead executions
+ * "job_name", "parameters", "kind"); with 1, due restarts of dead executions
  * (batch_schedule_take_recovery: also "job_execution_id", "attempt",
  * "attempts"). Each is CLAIMED by @p node, to be launched. @p out receives a
  * JSON array. */
@@ -176,6 +176,44 @@ int cb__repo_schedule_fire_now(char *outcome, size_t outcome_size, long long *fi
 			       size_t why_size, PGconn *conn, const cb__fire_target *t,
 			       const char *actor, const char *job_key, const char *parameters,
 			       cb_error *err);
+
+/* ---- backfill (schedule_backfill.c, sql/020_backfill.sql) ---------------- */
+
+/* What a backfill needs of schedule @p name, and the database's clock
+ * (@p now, Unix seconds). The caller frees out->parameters. */
+typedef struct cb__backfill_target {
+	long long schedule_id, version;
+	double now;
+	char cron[CB_CRON_EXPR_MAX + 1];
+	char zone[101];
+	char overlap[6];    /* "SKIP", "QUEUE", "ALLOW" */
+	json_t *parameters; /* the templates */
+	int paused;
+	char job_name[101];
+} cb__backfill_target;
+int cb__repo_schedule_for_backfill(cb__backfill_target *out, PGconn *conn, const char *name,
+				   cb_error *err);
+
+/* Time @p text (ISO 8601 with an offset, or a civil time or date taken in
+ * zone @p zone, as PostgreSQL reads them) in Unix seconds. @return 0,
+ * CB_EINVAL (the server could not read it: @p what names it), CB_EDB. */
+int cb__repo_zone_time(double *out, PGconn *conn, const char *text, int has_offset,
+		       const char *zone, const char *what, cb_error *err);
+
+/* Create the BACKFILL firings of @p instants (a JSON array text of
+ * {"epoch", "job_key", "parameters"}) for schedule t (batch_schedule_backfill).
+ * @p out receives a new JSON array, one object per instant ("outcome"
+ * CREATED or EXISTS, "fire_epoch", "firing_id", "status", "kind"), or NULL
+ * with @p outcome CHANGED or GONE (nothing written). */
+int cb__repo_schedule_backfill(json_t **out, char *outcome, size_t outcome_size, PGconn *conn,
+			       const cb__backfill_target *t, const char *actor, int parallel,
+			       const char *instants, cb_error *err);
+
+/* Cancel schedule @p schedule_id's queued BACKFILL firings for @p actor
+ * (batch_schedule_backfill_cancel): @p out receives a new JSON array of the
+ * instants canceled (Unix seconds), oldest first. */
+int cb__repo_schedule_backfill_cancel(json_t **out, PGconn *conn, long long schedule_id,
+				      const char *actor, cb_error *err);
 
 /* The state of instance (@p job_name, @p job_key) as the launcher would
  * judge it, read without locks: "COMPLETED", "ABANDONED", "RUNNING" (its

@@ -162,8 +162,10 @@ int cb_schedule_list(json_t **out, PGconn *conn, const char *name, cb_error *err
  * The newest @p limit firing events of schedule @p name, newest first: what
  * each node did with each instant (FIRED, SKIPPED_CLAIMED, MISFIRED,
  * FAILED_TO_LAUNCH, FINISHED, ORPHANED, SKIPPED_OVERLAP, QUEUED, RECOVERY_DUE,
- * RESTARTED, NOT_RECOVERED), with "fire_time", "node_id", "job_execution_id",
- * "attempt" (restarts), "message", "recorded_at".
+ * RESTARTED, NOT_RECOVERED, BACKFILL, CANCELED), with "fire_time", "node_id",
+ * "job_execution_id", "attempt" (restarts), "kind" (of the firing, when it
+ * still has one: SCHEDULED, MISFIRE_RUN, MISFIRE_SKIP, MANUAL, BACKFILL),
+ * "message", "recorded_at".
  * @return 0, CB_ENOTFOUND, CB_EDB
  */
 int cb_schedule_history(json_t **out, PGconn *conn, const char *name, long long limit,
@@ -216,6 +218,70 @@ struct cb_registry; /* cli.h */
  */
 int cb_schedule_fire_now_ext(cb_schedule_fired *out, PGconn *conn, const struct cb_registry *reg,
 			     const char *name, const char *actor, cb_error *err);
+
+/** Version of cb_schedule_backfill_options. */
+#define CB_SCHEDULE_BACKFILL_OPTIONS_VERSION 1
+/** The most instants one backfill may create (cb_schedule_backfill_options.max_instants). */
+#define CB_SCHEDULE_BACKFILL_MAX 100000
+
+/** What to backfill. Strings are borrowed for the call. */
+typedef struct cb_schedule_backfill_options {
+	unsigned int version; /**< CB_SCHEDULE_BACKFILL_OPTIONS_VERSION */
+	/** The range, both ends included: "2026-11-01T00:00:00+01:00" (an
+	 *  offset, or Z), "2026-11-01 06:00" (no offset: the schedule's zone),
+	 *  or "2026-11-01" (midnight in the schedule's zone). */
+	const char *from, *to;
+	long long max_instants; /**< refuse a range of more instants; 0: 1000 */
+	int parallel;           /**< backfill firings at once, overlap ALLOW only; 0: 1 */
+	const char *actor;      /**< who asks ("user@host", "console@ADDRESS") */
+	/** The program's jobs (borrowed; may be NULL): each firing's job key is
+	 *  cb_job_key's, so that a parameter the job declared non-identifying
+	 *  does not name its instance (as cb_schedule_fire_now_ext). */
+	const struct cb_registry *reg;
+} cb_schedule_backfill_options;
+
+#define CB_SCHEDULE_BACKFILL_OPTIONS_INIT                                                          \
+	{                                                                                          \
+		CB_SCHEDULE_BACKFILL_OPTIONS_VERSION, NULL, NULL, 0, 0, NULL, NULL                 \
+	}
+
+/**
+ * Backfill schedule @p name: one firing of kind BACKFILL for each instant of
+ * its cron, in its zone, from o->from to o->to (both included), with the
+ * templates filled for that instant, so that each is its own job instance.
+ * An instant that has a firing already (fired, skipped, queued, backfilled)
+ * keeps it: a second backfill of the same range creates nothing. The
+ * firings are QUEUED, recorded as BACKFILL events, and taken by scheduler
+ * nodes as queued firings are: oldest instant first, after the schedule's
+ * own queued firings, under its overlap policy (SKIP and QUEUE: one at a
+ * time, never beside another firing of the schedule; ALLOW: at most
+ * o->parallel at once) and its recovery policy. Nothing runs while no
+ * scheduler runs, nor while the schedule is paused.
+ *
+ * @p out receives a new JSON object: "schedule", "from", "to" (the range in
+ * the schedule's zone), "overlap_policy", "parallel", "created", "existing",
+ * and "instants", oldest first, each {"fire_time" (in the schedule's zone),
+ * "fire_epoch", "firing_id", "created" (false: it had a firing already),
+ * "status", "kind"}. Nothing is written when anything is refused.
+ * @return 0; CB_EINVAL (a time that does not parse, a reversed range, an end
+ *         in the future by the database's clock, no instant in the range,
+ *         more than max_instants, parallel above 1 unless the overlap policy
+ *         is ALLOW, a paused schedule, bad options: the message says which);
+ *         CB_ENOTFOUND; CB_EDB; CB_ENOMEM
+ */
+int cb_schedule_backfill(json_t **out, PGconn *conn, const char *name,
+			 const cb_schedule_backfill_options *o, cb_error *err);
+
+/**
+ * Cancel the backfill of schedule @p name, for @p actor: its BACKFILL
+ * firings still QUEUED are removed, each instant recorded as a CANCELED
+ * event (a firing already taken runs on). @p out receives a new JSON object
+ * {"schedule", "canceled" (how many), "first", "last" (their instants in the
+ * schedule's zone, null when none)}.
+ * @return 0, CB_ENOTFOUND, CB_EDB, CB_ENOMEM
+ */
+int cb_schedule_backfill_cancel(json_t **out, PGconn *conn, const char *name, const char *actor,
+				cb_error *err);
 
 /** Remove schedule @p name with its firings and history. @return 0, CB_ENOTFOUND, CB_EDB */
 int cb_schedule_remove(PGconn *conn, const char *name, cb_error *err);

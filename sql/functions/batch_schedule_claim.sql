@@ -77,9 +77,12 @@ BEGIN
         PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, p_schedule_id);
         SELECT * INTO live FROM batch_schedule_live_firing(p_schedule_id, NULL);
         IF live.firing_id IS NOT NULL THEN
+            -- A backfill's queued instants (sql/020) are not the one
+            -- waiting: the schedule's own instant still queues, before them.
             IF s.overlap_policy = 'QUEUE' AND NOT EXISTS (
                    SELECT 1 FROM batch_schedule_firing q
-                    WHERE q.schedule_id = p_schedule_id AND q.status = 'QUEUED') THEN
+                    WHERE q.schedule_id = p_schedule_id AND q.status = 'QUEUED'
+                      AND q.kind <> 'BACKFILL') THEN
                 new_status := 'QUEUED';
                 overlap_note := 'queued: ' || live.why || '; it runs once that one has ended '
                     || '(overlap policy QUEUE)';

@@ -1,32 +1,11 @@
 -- The earliest live firing of schedule p_schedule_id other than p_except, and
--- why it is live (NULL firing_id: none is). A QUEUED firing is not live: it
--- runs nothing yet, and it waits for the live ones itself (taken oldest first
--- by batch_schedule_take_queued); counting it would let two queued firings
--- wait for each other forever.
+-- why it is live (NULL firing_id: none is); "live" is
+-- batch_schedule_live_firings'.
 CREATE OR REPLACE FUNCTION batch_schedule_live_firing(p_schedule_id bigint, p_except bigint,
     OUT firing_id bigint, OUT why varchar)
 LANGUAGE sql STABLE AS $$
-    SELECT f.firing_id,
-           'firing ' || f.firing_id || ' (' || f.fire_time || ') '
-           || CASE WHEN f.recover_after IS NOT NULL THEN 'has a restart due at ' || f.recover_after
-                   WHEN x.job_execution_id IS NOT NULL
-                        AND batch_schedule_execution_live(x.job_execution_id)
-                   THEN 'runs execution ' || x.job_execution_id || ' (' || x.status || ')'
-                   ELSE 'is being launched by node ' || f.node_id END
-      FROM batch_schedule_firing f
-      LEFT JOIN batch_scheduler_node n ON n.node_id = f.node_id
-      LEFT JOIN LATERAL batch_schedule_firing_execution(f.firing_id) x ON true
-     WHERE f.schedule_id = p_schedule_id AND f.firing_id <> coalesce(p_except, 0)
-       -- as the partial index batch_schedule_firing_live_ix (sql/009) reads it
-       AND (f.status IN ('CLAIMED', 'LAUNCHED', 'ORPHANED', 'QUEUED')
-            OR f.recover_after IS NOT NULL)
-       AND (f.recover_after IS NOT NULL
-            -- a launch in progress (no execution yet) on a node still alive
-            OR (f.status IN ('CLAIMED', 'LAUNCHED') AND n.stopped_at IS NULL
-                AND n.heartbeat_at >= batch_now() - n.lease_seconds * interval '1 second')
-            -- its execution, on any node, under a lease that holds
-            OR (f.status <> 'QUEUED' AND x.job_execution_id IS NOT NULL
-                AND batch_schedule_execution_live(x.job_execution_id)))
-     ORDER BY f.fire_time
+    SELECT l.firing_id, l.why FROM batch_schedule_live_firings(p_schedule_id) l
+     WHERE l.firing_id <> coalesce(p_except, 0)
+     ORDER BY l.fire_time
      LIMIT 1
 $$;

@@ -280,6 +280,32 @@ static void test_schedule_keys_its_instances_by_identifying_parameters_only(void
 			       "batch_schedule_firing ORDER BY fire_time");
 }
 
+/* A backfill keys its firings as the scheduler does: three past instants,
+ * each with another sleepMs, all keyed by at=same alone. */
+static void test_backfill_keys_by_identifying_parameters_only(void)
+{
+	char key[CB_JOB_KEY_LEN + 1];
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "bf", "--cron", "0 * * * *", "--job", "tick", "at=same",
+		     "sleepMs:long=-{fire_epoch}"),
+		  0);
+	CBT_EQ_LL(EX("schedule", "backfill", "bf", "--from", "2026-01-01T00:00:00Z", "--to",
+		     "2026-01-01T02:00:00Z"),
+		  0);
+	key_of_at(key, "same");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(DISTINCT parameters) FROM "
+					   "batch_schedule_firing WHERE kind = 'BACKFILL'"),
+		  3);
+	CBT_EQ_LL(
+		cbt_queryp_ll(sched.conn,
+			      "SELECT count(*) FROM batch_schedule_firing WHERE kind = 'BACKFILL' "
+			      "AND job_key = $1",
+			      "s", key),
+		3);
+	CBT_EQ_LL(EX("schedule", "remove", "bf"), 0);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "runs_differing_in_it_are_one_instance", test_runs_differing_in_it_are_one_instance },
 	{ "a_failed_one_is_restarted_whatever_its_value",
@@ -289,6 +315,8 @@ static const CU_TestInfo tests[] = {
 	{ "jobs_and_show_say_it_is_non_identifying", test_jobs_and_show_say_it_is_non_identifying },
 	{ "schedule_keys_its_instances_by_identifying_parameters_only",
 	  test_schedule_keys_its_instances_by_identifying_parameters_only },
+	{ "backfill_keys_by_identifying_parameters_only",
+	  test_backfill_keys_by_identifying_parameters_only },
 	CU_TEST_INFO_NULL,
 };
 

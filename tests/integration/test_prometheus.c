@@ -558,11 +558,12 @@ static void test_every_counter_counts_its_rows(void)
 		 " ('cbatch.partition:1:1', 'OWNER_DEAD_TAKEOVER'), "
 		 " ('ledger', 'LEASE_EXPIRED_TAKEOVER'), ('ledger', 'FENCED'), "
 		 " ('ledger', 'FENCED')) v(l, o)");
-	cbt_exec(conn,
-		 "INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
-		 " message) SELECT schedule_id, '2020-01-01 04:00Z', 'sweeper', o, 'test' "
-		 "FROM batch_schedule, (VALUES ('RESTARTED'), ('SKIPPED_CLAIMED')) v(o) "
-		 "WHERE schedule_name = 'tick'");
+	cbt_exec(
+		conn,
+		"INSERT INTO batch_schedule_event (schedule_id, fire_time, node_id, outcome, "
+		" message) SELECT schedule_id, '2020-01-01 04:00Z', 'sweeper', o, 'test' "
+		"FROM batch_schedule, (VALUES ('RESTARTED'), ('SKIPPED_CLAIMED'), ('BACKFILL')) v(o) "
+		"WHERE schedule_name = 'tick'");
 	CBT_EQ_LL(EX("metrics"), 0);
 	counts_rows(conn, "cbatch_schedule_orphaned_total{batch_job=\"ledger\",schedule=\"tick\"}",
 		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'ORPHANED'");
@@ -591,6 +592,8 @@ static void test_every_counter_counts_its_rows(void)
 	counts_rows(conn,
 		    "cbatch_schedule_claim_lost_total{batch_job=\"ledger\",schedule=\"tick\"}",
 		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'SKIPPED_CLAIMED'");
+	counts_rows(conn, "cbatch_schedule_backfill_total{batch_job=\"ledger\",schedule=\"tick\"}",
+		    "SELECT count(*) FROM batch_schedule_event WHERE outcome = 'BACKFILL'");
 	counts_rows(conn, "cbatch_lock_acquire_success_total",
 		    "SELECT count(*) FROM batch_lock_audit WHERE outcome IN ('ACQUIRED', "
 		    "'LEASE_EXPIRED_TAKEOVER', 'OWNER_DEAD_TAKEOVER')");

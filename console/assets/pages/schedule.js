@@ -39,6 +39,19 @@ export function pageSchedule(main, name, q) {
     else {
       acts.appendChild(actionButton('Pause', 'danger', () => after('/pause', () => 'Schedule ' + name + ' paused')));
       acts.appendChild(actionButton('Fire now', '', () => after('/fire', (d) => 'Fired now (firing ' + d.firing_id + ', ' + d.fire_time + '): ' + d.message)));
+      /* Backfill: the past instants from..to, each a firing the scheduler
+       * nodes run oldest first under the overlap policy. */
+      const from = el('input', { type: 'text', id: 'backfill-from', 'aria-label': 'backfill from', placeholder: '2026-11-01', size: 16 });
+      const to = el('input', { type: 'text', id: 'backfill-to', 'aria-label': 'backfill to', placeholder: '2026-11-30T23:59', size: 16 });
+      acts.appendChild(el('span', { class: 'backfill' }, el('label', {}, 'From ', from), ' ', el('label', {}, 'to ', to), ' ',
+        actionButton('Backfill', '', async () => {
+          const d = await act(base + '/backfill', { from: from.value.trim(), to: to.value.trim() });
+          notice('Backfill of ' + name + ' from ' + d.from + ' to ' + d.to + ': ' + d.created + ' firings queued, ' +
+            d.existing + ' instants had one already', true);
+          await load();
+        }),
+        ' ', actionButton('Cancel backfill', 'danger', () => after('/backfill/cancel', (d) =>
+          'Backfill of ' + name + ' canceled: ' + d.canceled + ' waiting firings removed'))));
     }
   }
 
