@@ -106,7 +106,7 @@ server_pid=
 rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.txt")
 total=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
 non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/wrk.txt")
-sockerr=$(awk -F'[ ,]+' '/Socket errors/ {print $4+$6+$8+$10}' "$work/wrk.txt")
+sockerr=$(awk -F'[ ,]+' '/Socket errors/ {print $5+$7+$9+$11}' "$work/wrk.txt")
 echo
 echo "## serve load check: $CONNECTIONS clients, $DURATION, /metrics + /api/v1/executions"
 echo "- requests: ${total:-?} (${rps:-?}/s)"

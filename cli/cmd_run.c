@@ -12,6 +12,7 @@
 #include "cbatch/metrics.h"
 #include "cbatch/repository.h"
 #include "cli_internal.h"
+#include "log.h"
 #include "clock.h"
 #include "reserved.h"
 #include "text.h"
@@ -59,6 +60,17 @@ static int report_result(struct cli *c, const cb_job *job, const cb_job_result *
 				    json_real((double)(long long)(seconds * 1000 + 0.5) / 1000));
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
+	} else if (cb__log_get_format() == CB__LOG_JSON) {
+		/* A run a daemon started prints into the daemon's log: one event. */
+		cb__log_to(stdout, c->prog,
+			   r->status == CB_STATUS_COMPLETED ? CB__LOG_INFO : CB__LOG_WARN,
+			   CB__EV_JOB_ENDED,
+			   CB__LOG_WITH(.job = job_name, .execution = r->job_execution_id,
+					.exit_code = result_exit(r), .has_exit_code = 1),
+			   "job %s execution %lld (instance %lld): %s in %.2fs%s%s%s", job_name,
+			   r->job_execution_id, r->job_instance_id, status, seconds,
+			   r->restarted ? " (restart)" : "", r->exit_message[0] ? ": " : "",
+			   r->exit_message);
 	} else {
 		printf("job %s execution %lld (instance %lld): %s", job_name, r->job_execution_id,
 		       r->job_instance_id, status);
@@ -80,9 +92,11 @@ static int report_result(struct cli *c, const cb_job *job, const cb_job_result *
 			snprintf(hint, sizeof(hint),
 				 " (it goes on from its last commit: `restart %lld`)",
 				 r->job_execution_id);
-		fprintf(stderr, "%s: job %s execution %lld failed: %s%s\n", c->prog, job_name,
-			r->job_execution_id, cb__cli_term(shown, sizeof(shown), r->exit_message),
-			hint);
+		cb__log(c->prog, CB__LOG_ERROR, CB__EV_JOB_FAILED,
+			CB__LOG_WITH(.job = job_name, .execution = r->job_execution_id,
+				     .exit_code = result_exit(r), .has_exit_code = 1),
+			"job %s execution %lld failed: %s%s", job_name, r->job_execution_id,
+			cb__cli_term(shown, sizeof(shown), r->exit_message), hint);
 	}
 	return result_exit(r);
 }

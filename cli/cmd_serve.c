@@ -16,13 +16,15 @@ int cb__cli_cmd_serve(struct cli *c)
 					     "--allowed-host=",
 					     "--client-connections=",
 					     "--launch-wait=",
+					     "--snapshot-interval=",
 					     NULL };
-	const char *values[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
+	const char *values[7] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL };
 	cb__serve_options o = { 0 };
 	const char **pos, **names = NULL, **hosts;
 	size_t npos, n, nhosts = 0;
 	long long pool = CB__SERVE_DEFAULT_POOL, per_client = CB__SERVE_DEFAULT_PER_CLIENT;
 	long long launch_wait = CB__SERVE_DEFAULT_LAUNCH_WAIT;
+	long long snapshot = CB__SERVE_DEFAULT_SNAPSHOT_INTERVAL;
 	int family, port, rc;
 	char addr[64];
 
@@ -45,7 +47,8 @@ int cb__cli_cmd_serve(struct cli *c)
 			 strcmp(c->argv[i], "--admin-token-file") == 0 ||
 			 strcmp(c->argv[i], "--pool") == 0 ||
 			 strcmp(c->argv[i], "--client-connections") == 0 ||
-			 strcmp(c->argv[i], "--launch-wait") == 0)
+			 strcmp(c->argv[i], "--launch-wait") == 0 ||
+			 strcmp(c->argv[i], "--snapshot-interval") == 0)
 			i++; /* its value, whatever it says */
 	}
 	if (npos) {
@@ -79,6 +82,16 @@ int cb__cli_cmd_serve(struct cli *c)
 					 values[5], CB__SERVE_MAX_LAUNCH_WAIT);
 		goto done;
 	}
+	if (values[6] && strcmp(values[6], "0") == 0) {
+		snapshot = 0;
+	} else if (values[6] && (cb__cli_parse_positive(&snapshot, values[6]) < 0 ||
+				 snapshot > CB__SERVE_MAX_SNAPSHOT_INTERVAL)) {
+		rc = cb__cli_usage_error(c,
+					 "serve: invalid --snapshot-interval '%.100s' (expected "
+					 "0..%d seconds)",
+					 values[6], CB__SERVE_MAX_SNAPSHOT_INTERVAL);
+		goto done;
+	}
 	/* Before listening: a launch's child would refuse what serve accepted. */
 	if ((rc = cb__cli_check_env(c)) != 0)
 		goto done;
@@ -94,6 +107,7 @@ int cb__cli_cmd_serve(struct cli *c)
 	o.pool = (int)pool;
 	o.per_client = (int)per_client;
 	o.launch_wait = (int)launch_wait;
+	o.snapshot_interval = (double)snapshot;
 	o.conninfo = c->db;
 	o.job_names = names;
 	o.njobs = n;

@@ -7,6 +7,7 @@
 #include "cbatch/cli.h"
 #include "cbatch/partition.h"
 #include "cli_internal.h"
+#include "log.h"
 
 static int parse_seconds(struct cli *c, const char *flag, const char *v, double min, double *out)
 {
@@ -104,6 +105,11 @@ int cb__cli_cmd_worker(struct cli *c)
 		}
 		cb__cli_json_print(stdout, doc);
 		json_decref(doc);
+	} else if (cb__log_get_format() == CB__LOG_JSON) {
+		cb__log_to(stdout, "worker", CB__LOG_INFO, CB__EV_NODE_STOPPED, NULL,
+			   "claimed %lld partitions, completed %lld, failed or lost %lld, stopped "
+			   "%lld, handed back %lld",
+			   res.claimed, res.completed, res.failed, res.stopped, res.handed_back);
 	} else {
 		/* Every claim ends in exactly one of these: they add up. */
 		printf("worker: claimed %lld partitions, completed %lld, failed or lost %lld, "

@@ -115,6 +115,9 @@ static const struct cb__cli_option serve_options[] = {
 	{ "--launch-wait", "SECONDS", NULL,
 	  "how long a launch or restart waits for its process to record its execution (201) or "
 	  "to exit (its own message, 409/400/503) before answering 202 (default 8, at most 120)" },
+	{ "--snapshot-interval", "SECONDS", NULL,
+	  "how long /metrics and /api/v1/jobs reuse what they computed, however many clients ask "
+	  "(default 5, at most 300; 0: whenever asked, one computation at a time)" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -140,6 +143,10 @@ const struct cb__cli_option cb__cli_global_options[] = {
 	{ "--utc", NULL, NULL,
 	  "show times in UTC (2026-12-02T05:30:00Z); default: the local zone, or the zone "
 	  "$CBATCH_TZ names (Europe/Berlin: the repository server's zone rules), with the offset" },
+	{ "--log-format", "text|json", NULL,
+	  "how the daemons (scheduler, worker, serve) and runs log on stderr: text lines, or one "
+	  "JSON object per line (default: $CBATCH_LOG_FORMAT, else text); passed on to the runs "
+	  "they start" },
 	{ "--help", NULL, NULL, "show help and exit (also -h)" },
 	{ "--version", NULL, NULL, "show the version and exit" },
 	{ NULL, NULL, NULL, NULL },
@@ -291,7 +298,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  cb__cli_cmd_scheduler, NULL, scheduler_options },
 	{ CB__CMD_serve,
 	  "[--listen ADDR:PORT] [--admin-token-file PATH] [--pool N] [--allowed-host NAME[:PORT]] "
-	  "[--client-connections N] [--launch-wait SECONDS]",
+	  "[--client-connections N] [--launch-wait SECONDS] [--snapshot-interval SECONDS]",
 	  "the operator console: dashboard, JSON API, /metrics, health probes",
 	  "Listens on 127.0.0.1:8080 unless --listen names an IPv4 address, an\n"
 	  "[IPv6] address or localhost (port 0: any free port); prints the address.\n"

@@ -4,6 +4,7 @@
  * failure is reported, on stderr and, with --json, as a document on stdout.
  */
 #include "cli_internal.h"
+#include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,8 +69,10 @@ int cb__cli_fail(struct cli *c, int exitcode)
 	{
 		char shown[CB_ERROR_MESSAGE_MAX * 4];
 
-		fprintf(stderr, "%s: %s\n", c->prog,
-			cb__cli_term(shown, sizeof(shown), c->err.message));
+		cb__log(c->prog, CB__LOG_ERROR, CB__EV_COMMAND_FAILED,
+			CB__LOG_WITH(.code = cb_strcode(c->err.code), .exit_code = exitcode,
+				     .has_exit_code = 1),
+			"%s", cb__cli_term(shown, sizeof(shown), c->err.message));
 	}
 	if (!c->json)
 		return exitcode;

@@ -25,6 +25,7 @@
 #include "cbatch/repository.h"
 #include "cbatch/version.h"
 #include "cli_internal.h"
+#include "log.h"
 #include "text.h"
 
 /* ---- extra commands ------------------------------------------------------ */
@@ -123,7 +124,7 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 {
 	char *db_copy = NULL;
 	struct cli c;
-	const char *bad = NULL, *cmd = NULL;
+	const char *bad = NULL, *cmd = NULL, *log_format = NULL, *bad_log_format = NULL;
 	int i, help = 0, version = 0, dashdash = 0, db_missing = 0, rc;
 	const struct cb__cli_builtin *b;
 	long k;
@@ -164,6 +165,13 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 			c.json = 1;
 		} else if (strcmp(a, "--utc") == 0) {
 			c.utc = 1;
+		} else if (strcmp(a, "--log-format") == 0 || strncmp(a, "--log-format=", 13) == 0) {
+			if (a[12] == '=')
+				log_format = a + 13;
+			else if (i + 1 < argc)
+				log_format = argv[++i];
+			else
+				log_format = "";
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			help = 1;
 		} else if (strcmp(a, "--version") == 0) {
@@ -179,6 +187,19 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 	}
 	c.argv[c.argc] = NULL;
 	cb__cli_zone_choose(c.utc, getenv("CBATCH_TZ"));
+	{
+		/* The option wins over the environment, and is passed on through it
+		 * to the processes a daemon starts. */
+		const char *env = getenv("CBATCH_LOG_FORMAT");
+		int f;
+
+		if (log_format && cb__log_format_parse(&f, log_format) == 0)
+			cb__log_set_format(f);
+		else if (log_format)
+			bad_log_format = log_format;
+		else if (env && *env && cb__log_format_parse(&f, env) < 0)
+			bad_log_format = env;
+	}
 
 	if (help) {
 		if (!cmd) {
@@ -189,6 +210,10 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 		} else {
 			rc = cb__cli_help_command(&c, cmd);
 		}
+	} else if (bad_log_format) {
+		rc = cb__cli_usage_error(&c, "%s '%.40s': expected text or json",
+					 log_format ? "--log-format" : "CBATCH_LOG_FORMAT",
+					 bad_log_format);
 	} else if (db_missing < 0) {
 		rc = cb__cli_out_of_memory(&c);
 	} else if (db_missing) {

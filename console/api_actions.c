@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE /* POSIX_SPAWN_SETSID */
 #include "console.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -122,11 +123,11 @@ static void transition(cb__request *r, int stop)
 		return;
 	}
 	actor(r, who, sizeof(who));
-	fprintf(r->console->log, "serve: %s: execution %lld %s\n", who, id,
-		stop ? (now == CB_STATUS_STOPPED ? "STOPPED (its owner was lost)" :
-						   "stop requested") :
-		       "ABANDONED");
-	fflush(r->console->log);
+	cb__log_to(r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION,
+		   CB__LOG_WITH(.execution = id), "%s: execution %lld %s", who, id,
+		   stop ? (now == CB_STATUS_STOPPED ? "STOPPED (its owner was lost)" :
+						      "stop requested") :
+			  "ABANDONED");
 	cb__reply_json(r, MHD_HTTP_OK,
 		       json_pack("{s:I,s:s}", "job_execution_id", (json_int_t)id, "status",
 				 stop ? cb_status_name(now) : "ABANDONED"));
@@ -190,8 +191,8 @@ void cb__api_unlock(cb__request *r)
 		char shown[600];
 
 		cb__utf8_sanitize(shown, sizeof(shown), r->id);
-		fprintf(r->console->log, "serve: %s: lock '%s' released by force\n", who, shown);
-		fflush(r->console->log);
+		cb__log_to(r->console->log, "serve", CB__LOG_WARN, CB__EV_SERVE_ACTION, NULL,
+			   "%s: lock '%s' released by force", who, shown);
 	}
 	cb__reply_json(r, MHD_HTTP_OK,
 		       json_pack("{s:o,s:s,s:s}", "lock_name", cb__json_text(r->id), "outcome",

@@ -8,6 +8,7 @@
  * looked after by a node.
  */
 #include "console.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -134,13 +135,13 @@ void cb__api_schedule_backfill(cb__request *r)
 		goto done;
 	}
 	created = json_integer_value(json_object_get(doc, "created"));
-	fprintf(r->console->log,
-		"serve: %s: schedule %s backfilled from %s to %s: %lld firings "
-		"queued, %lld instants had one already\n",
-		who, r->id, json_string_value(json_object_get(doc, "from")),
-		json_string_value(json_object_get(doc, "to")), created,
-		(long long)json_integer_value(json_object_get(doc, "existing")));
-	fflush(r->console->log);
+	cb__log_to(r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION,
+		   CB__LOG_WITH(.schedule = r->id),
+		   "%s: schedule %s backfilled from %s to %s: %lld firings queued, %lld instants "
+		   "had one already",
+		   who, r->id, json_string_value(json_object_get(doc, "from")),
+		   json_string_value(json_object_get(doc, "to")), created,
+		   (long long)json_integer_value(json_object_get(doc, "existing")));
 	cb__reply_json(r, created > 0 ? MHD_HTTP_CREATED : MHD_HTTP_OK, doc);
 	doc = NULL;
 done:
@@ -173,10 +174,9 @@ void cb__api_schedule_backfill_cancel(cb__request *r)
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	fprintf(r->console->log,
-		"serve: %s: schedule %s backfill canceled: %lld waiting firings "
-		"removed\n",
-		who, r->id, (long long)json_integer_value(json_object_get(doc, "canceled")));
-	fflush(r->console->log);
+	cb__log_to(r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION,
+		   CB__LOG_WITH(.schedule = r->id),
+		   "%s: schedule %s backfill canceled: %lld waiting firings removed", who, r->id,
+		   (long long)json_integer_value(json_object_get(doc, "canceled")));
 	cb__reply_json(r, MHD_HTTP_OK, doc);
 }

@@ -40,27 +40,54 @@ void cb__api_readyz(cb__request *r)
 		cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok", 2);
 }
 
-/* Exactly what `metrics` prints, for a Prometheus scrape. */
+int cb__metrics_compute(char **text, size_t *len, PGconn *conn, void *ctx, cb_error *err)
+{
+	int rc = cb_metrics_text(text, conn, err);
+
+	(void)ctx;
+	*len = rc == 0 && *text ? strlen(*text) : 0;
+	return rc;
+}
+
+/* What `metrics` prints, for a Prometheus scrape, from the metrics snapshot
+ * (snapshot.c): however many scrapers ask, the database computes it at most
+ * once per interval. Its age and cost follow, so that an alert can tell a
+ * stale snapshot from a quiet system. */
 void cb__api_metrics(cb__request *r)
 {
+	static const char tail_fmt[] =
+		"# HELP cbatch_metrics_snapshot_age_seconds Seconds since this scrape's metrics "
+		"were computed (serve reuses them for --snapshot-interval).\n"
+		"# TYPE cbatch_metrics_snapshot_age_seconds gauge\n"
+		"cbatch_metrics_snapshot_age_seconds %.3f\n"
+		"# HELP cbatch_metrics_snapshot_duration_seconds Seconds the database took to "
+		"compute this scrape's metrics.\n"
+		"# TYPE cbatch_metrics_snapshot_duration_seconds gauge\n"
+		"cbatch_metrics_snapshot_duration_seconds %.3f\n"
+		"# HELP cbatch_metrics_snapshot_computations_total Times this serve process "
+		"computed its metrics from the database.\n"
+		"# TYPE cbatch_metrics_snapshot_computations_total counter\n"
+		"cbatch_metrics_snapshot_computations_total %lu\n";
 	cb_error err = CB_ERROR_INIT;
-	PGconn *conn;
-	char *text = NULL;
-	int rc;
+	cb__snapshot_view v;
+	char *text;
+	int rc, n;
 
 	if (cb__query_only(r, NULL) < 0)
 		return;
-	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+	if ((rc = cb__snapshot_get(r->console->metrics, &v, &err)) < 0) {
 		cb__reply_repo_error(r, rc, &err);
 		return;
 	}
-	rc = cb_metrics_text(&text, conn, &err);
-	cb__pool_put(r->console->pool, conn);
-	if (rc < 0)
-		cb__reply_repo_error(r, rc, &err);
-	else
-		cb__reply_bytes(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, strlen(text));
-	free(text);
+	n = snprintf(NULL, 0, tail_fmt, v.age, v.took, v.computed);
+	text = n > 0 ? realloc(v.text, v.len + (size_t)n + 1) : NULL;
+	if (!text) {
+		free(v.text);
+		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return;
+	}
+	snprintf(text + v.len, (size_t)n + 1, tail_fmt, v.age, v.took, v.computed);
+	cb__reply_take(r, MHD_HTTP_OK, "text/plain; version=0.0.4", text, v.len + (size_t)n);
 }
 
 /* The version, the schema, whether actions are allowed, the clocks, and the

@@ -13,6 +13,7 @@
  * -- PARAMS` in a process of its own, as a restart is.
  */
 #include "console.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,9 +146,9 @@ static void pause_resume(cb__request *r, int pause)
 		return;
 	}
 	cb__request_actor(r, who, sizeof(who));
-	fprintf(r->console->log, "serve: %s: schedule %s %s%s\n", who, r->id,
-		pause ? "paused" : "resumed", changed ? "" : " (it already was)");
-	fflush(r->console->log);
+	cb__log_to(r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION,
+		   CB__LOG_WITH(.schedule = r->id), "%s: schedule %s %s%s", who, r->id,
+		   pause ? "paused" : "resumed", changed ? "" : " (it already was)");
 	cb__reply_json(
 		r, MHD_HTTP_OK,
 		json_pack("{s:s,s:b,s:b}", "schedule", r->id, "paused", pause, "changed", changed));
@@ -190,9 +191,11 @@ void cb__api_schedule_fire(cb__request *r)
 		reply_error(r, rc, &err);
 		return;
 	}
-	fprintf(r->console->log, "serve: %s: schedule %s fired now (firing %lld, %s): %s\n", who,
-		r->id, f.firing_id, f.fire_time_text, f.message);
-	fflush(r->console->log);
+	cb__log_to(
+		r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION,
+		CB__LOG_WITH(.schedule = r->id, .firing = f.firing_id, .instant = f.fire_time_text),
+		"%s: schedule %s fired now (firing %lld, %s): %s", who, r->id, f.firing_id,
+		f.fire_time_text, f.message);
 	cb__reply_json(r, MHD_HTTP_ACCEPTED,
 		       json_pack("{s:s,s:I,s:s,s:s,s:s,s:s}", "schedule", r->id, "firing_id",
 				 (json_int_t)f.firing_id, "kind", "MANUAL", "status", "QUEUED",

@@ -46,6 +46,43 @@ void cb__pool_put(cb__pool *p, PGconn *conn);
 int cb__pool_open_count(cb__pool *p);
 void cb__pool_free(cb__pool *p);
 
+/* ---- snapshot.c: what many clients poll, computed once per interval ------ */
+
+typedef struct cb__snapshot cb__snapshot;
+
+/* Compute a snapshot's text (malloc'd, NUL-terminated, its length through
+ * @p len) on @p conn. @return 0 or a CB_E* code (the message in @p err). */
+typedef int (*cb__snapshot_compute)(char **text, size_t *len, PGconn *conn, void *ctx,
+				    cb_error *err);
+
+/* One reader's copy: the text (the caller frees it), its age and what
+ * computing it took, in seconds, and how many texts were computed so far. */
+typedef struct cb__snapshot_view {
+	char *text;
+	size_t len;
+	double age, took;
+	unsigned long computed;
+} cb__snapshot_view;
+
+/* A snapshot computed by @p fn (with @p ctx) on a connection of @p pool
+ * (borrowed; free the snapshot first) and reused for @p interval seconds
+ * (0: every request asks for a new one, never two computed at once).
+ * @return 0 or CB_ENOMEM. */
+int cb__snapshot_new(cb__snapshot **out, double interval, cb__pool *pool, cb__snapshot_compute fn,
+		     void *ctx, cb_error *err);
+/* The snapshot: reused while younger than the interval, else computed on a
+ * thread of its own with a connection of the pool (one computation at a
+ * time, joined by every request that comes meanwhile). A request waits for
+ * it at most a second when there is an older text to serve instead (v->age
+ * says how old), else to its end. @return 0; else the computation's error
+ * (CB_ERETRY: no pooled connection, CB_EDB...), which every request that
+ * waited for it shares. */
+int cb__snapshot_get(cb__snapshot *s, cb__snapshot_view *v, cb_error *err);
+/* Make the next request compute it again (an action changed what it shows);
+ * a computation under way when this is called is not reused either. */
+void cb__snapshot_invalidate(cb__snapshot *s);
+void cb__snapshot_free(cb__snapshot *s);
+
 /* ---- server.c: the server's state ---------------------------------------- */
 
 #define CB__CONSOLE_BODY_MAX (64 * 1024) /* request bodies above this: 413 */
@@ -70,6 +107,8 @@ typedef struct cb__console {
 	const struct cb_registry *reg; /* the program's jobs (borrowed): declared parameters */
 	FILE *log;                     /* serve's log: what the actions did */
 	double launch_wait;            /* seconds a launch waits for its outcome */
+	cb__snapshot *metrics;         /* /metrics' text */
+	cb__snapshot *overview;        /* /api/v1/jobs' rows, as JSON text */
 	atomic_int stopping;           /* set on SIGTERM: replies close their connection */
 	pthread_mutex_t lock;
 	long in_flight; /* requests between their first call and their completion */
@@ -209,6 +248,9 @@ void cb__reply_error(cb__request *r, unsigned status, const char *fmt, ...)
 /* Reply with @p len bytes of @p data (copied) as @p content_type. */
 void cb__reply_bytes(cb__request *r, unsigned status, const char *content_type, const void *data,
 		     size_t len);
+/* The same with @p data (malloc'd) taken over: freed by the reply. */
+void cb__reply_take(cb__request *r, unsigned status, const char *content_type, char *data,
+		    size_t len);
 /* The error reply for a repository failure: 503 when the database cannot be
  * reached or no connection came free, else 500; the message is @p err's. */
 void cb__reply_repo_error(cb__request *r, int code, const cb_error *err);
@@ -244,12 +286,15 @@ int cb__parse_id(long long *out, const char *s);
 void cb__api_healthz(cb__request *r);
 void cb__api_readyz(cb__request *r);
 void cb__api_metrics(cb__request *r);
+void cb__api_jobs(cb__request *r);
+/* The snapshots' computations (@p ctx: the console, for the jobs). */
+int cb__metrics_compute(char **text, size_t *len, PGconn *conn, void *ctx, cb_error *err);
+int cb__jobs_compute(char **text, size_t *len, PGconn *conn, void *ctx, cb_error *err);
 void cb__api_info(cb__request *r);
 void cb__api_execution(cb__request *r);
 void cb__api_execution_skips(cb__request *r);
 
 /* The lists' calls and checks (the lists themselves are rows in router.c). */
-int cb__fetch_jobs(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a, cb_error *err);
 int cb__fetch_executions(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,
 			 cb_error *err);
 int cb__check_executions(cb__request *r, const cb__qargs *a);

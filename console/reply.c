@@ -61,6 +61,14 @@ void cb__reply_bytes(cb__request *r, unsigned status, const char *content_type, 
 	      content_type);
 }
 
+void cb__reply_take(cb__request *r, unsigned status, const char *content_type, char *data,
+		    size_t len)
+{
+	/* MHD frees it with free(). */
+	queue(r, status, MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE),
+	      content_type);
+}
+
 void cb__reply_json(cb__request *r, unsigned status, json_t *doc)
 {
 	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;

@@ -54,7 +54,7 @@ static const cb__route routes[] = {
 	{ "/readyz", GET(cb__api_readyz) },
 	{ "/metrics", GET(cb__api_metrics) },
 	{ "/api/v1/info", GET(cb__api_info) },
-	{ "/api/v1/jobs", LIST("jobs", .fetch = cb__fetch_jobs) },
+	{ "/api/v1/jobs", GET(cb__api_jobs) },
 	{ "/api/v1/executions", LIST("executions", executions_query, .check = cb__check_executions,
 				     .fetch = cb__fetch_executions, .cursor = "job_execution_id",
 				     .next_key = "next_before", .doc = cb__doc_executions) },
@@ -241,4 +241,8 @@ void cb__route_request(cb__request *r)
 		return;
 	}
 	route->post(r);
+	/* What the action changed shows in the next overview and scrape, not
+	 * an interval later. */
+	cb__snapshot_invalidate(r->console->metrics);
+	cb__snapshot_invalidate(r->console->overview);
 }

@@ -16,6 +16,7 @@
  * flight finish (each reply then says Connection: close), and it returns.
  */
 #include "console.h"
+#include "log.h"
 #include "clock.h"
 
 #include <arpa/inet.h>
@@ -389,10 +390,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	FILE *f = cls;
+	char msg[1024];
+	size_t n;
 
-	fputs("serve: ", f);
-	vfprintf(f, fmt, ap);
-	fflush(f);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	cb__log_to(f, "serve", CB__LOG_WARN, CB__EV_SERVE_NOTE, NULL, "%s", msg);
 }
 
 /* The program's jobs as a JSON array text, or NULL. */
@@ -494,7 +499,11 @@ static int open_console(struct run *s, cb_error *err)
 	s->c.conninfo = o->conninfo;
 	s->c.log = s->log;
 	s->c.launch_wait = o->launch_wait > 0 ? o->launch_wait : CB__SERVE_DEFAULT_LAUNCH_WAIT;
-	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0)
+	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0 ||
+	    (rc = cb__snapshot_new(&s->c.metrics, o->snapshot_interval, s->c.pool,
+				   cb__metrics_compute, NULL, err)) < 0 ||
+	    (rc = cb__snapshot_new(&s->c.overview, o->snapshot_interval, s->c.pool,
+				   cb__jobs_compute, &s->c, err)) < 0)
 		return rc;
 	/* Connecting to a database that does not answer must not hold a request
 	 * (and its pool slot) for long; a connect_timeout in the conninfo wins. */
@@ -550,11 +559,11 @@ static int start(struct run *s, cb_error *err)
 		s->port = info->port;
 	/* Before the port is announced: no client can know it earlier. */
 	atomic_store(&s->c.port, s->port);
-	fprintf(s->log, "serve: listening on http://%s%s%s:%d (%s, %d repository connection%s)\n",
-		s->family == 6 ? "[" : "", s->addr, s->family == 6 ? "]" : "", s->port,
-		s->c.token ? "admin actions enabled" : "read-only", s->pool,
-		s->pool == 1 ? "" : "s");
-	fflush(s->log);
+	cb__log_to(s->log, "serve", CB__LOG_INFO, CB__EV_SERVE_LISTENING, NULL,
+		   "listening on http://%s%s%s:%d (%s, %d repository connection%s)",
+		   s->family == 6 ? "[" : "", s->addr, s->family == 6 ? "]" : "", s->port,
+		   s->c.token ? "admin actions enabled" : "read-only", s->pool,
+		   s->pool == 1 ? "" : "s");
 	return 0;
 }
 
@@ -591,9 +600,9 @@ static void drain(struct run *s)
 		if (n == 0)
 			break;
 		if (now - t0 > DRAIN_SECONDS) {
-			fprintf(s->log,
-				"serve: %ld request%s still in flight after %d s: closing\n", n,
-				n == 1 ? "" : "s", DRAIN_SECONDS);
+			cb__log_to(s->log, "serve", CB__LOG_WARN, CB__EV_SERVE_STOPPING, NULL,
+				   "%ld request%s still in flight after %d s: closing", n,
+				   n == 1 ? "" : "s", DRAIN_SECONDS);
 			break;
 		}
 		cb__clock_sleep(0.01);
@@ -605,6 +614,8 @@ static void drain(struct run *s)
 /* Whatever the phases made (after any of them). */
 static void release(struct run *s)
 {
+	cb__snapshot_free(s->c.metrics);
+	cb__snapshot_free(s->c.overview);
 	cb__pool_free(s->c.pool);
 	pthread_mutex_destroy(&s->c.lock);
 	free(s->c.token);
@@ -633,8 +644,8 @@ int cb__serve_run(const cb__serve_options *o, cb_error *err)
 	wait_for_stop(&s);
 	drain(&s);
 	pthread_sigmask(SIG_SETMASK, &s.old, NULL);
-	fprintf(s.log, "serve: stopped on %s\n", s.sig == SIGINT ? "SIGINT" : "SIGTERM");
-	fflush(s.log);
+	cb__log_to(s.log, "serve", CB__LOG_INFO, CB__EV_SERVE_STOPPED, NULL, "stopped on %s",
+		   s.sig == SIGINT ? "SIGINT" : "SIGTERM");
 done:
 	release(&s);
 	return rc;

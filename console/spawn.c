@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE /* POSIX_SPAWN_SETSID */
 #include "console.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,8 +106,8 @@ static void *reaper(void *arg)
 		while ((nl = memchr(buf, '\n', used)) != NULL || used == sizeof(buf) - 1) {
 			size_t n = nl ? (size_t)(nl - buf) : used;
 
-			fprintf(ch->log, "serve: %s (pid %d): %.*s\n", ch->what, (int)ch->pid,
-				(int)n, buf);
+			cb__log_to(ch->log, "serve", CB__LOG_INFO, CB__EV_SERVE_CHILD_OUTPUT, NULL,
+				   "%s (pid %d): %.*s", ch->what, (int)ch->pid, (int)n, buf);
 			keep_line(ch, buf, n);
 			n += nl != NULL;
 			memmove(buf, buf + n, used - n);
@@ -115,20 +116,23 @@ static void *reaper(void *arg)
 		}
 	}
 	if (used > 0) {
-		fprintf(ch->log, "serve: %s (pid %d): %.*s\n", ch->what, (int)ch->pid, (int)used,
-			buf);
+		cb__log_to(ch->log, "serve", CB__LOG_INFO, CB__EV_SERVE_CHILD_OUTPUT, NULL,
+			   "%s (pid %d): %.*s", ch->what, (int)ch->pid, (int)used, buf);
 		keep_line(ch, buf, used);
 	}
 	close(ch->out_fd);
 	while (waitpid(ch->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status))
-		fprintf(ch->log, "serve: %s (pid %d) exited with %d\n", ch->what, (int)ch->pid,
-			WEXITSTATUS(status));
+		cb__log_to(ch->log, "serve", WEXITSTATUS(status) ? CB__LOG_WARN : CB__LOG_INFO,
+			   CB__EV_SERVE_CHILD_EXITED,
+			   CB__LOG_WITH(.exit_code = WEXITSTATUS(status), .has_exit_code = 1),
+			   "%s (pid %d) exited with %d", ch->what, (int)ch->pid,
+			   WEXITSTATUS(status));
 	else
-		fprintf(ch->log, "serve: %s (pid %d) ended by signal %d\n", ch->what, (int)ch->pid,
-			WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	fflush(ch->log);
+		cb__log_to(ch->log, "serve", CB__LOG_WARN, CB__EV_SERVE_CHILD_EXITED, NULL,
+			   "%s (pid %d) ended by signal %d", ch->what, (int)ch->pid,
+			   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	pthread_mutex_lock(&ch->mu);
 	ch->exited = 1;
 	ch->status = status;
@@ -257,8 +261,8 @@ int cb__spawn_job(cb__request *r, char *const argv[], const char *what, cb__job_
 		return -1;
 	}
 	cb__request_actor(r, who, sizeof(who));
-	fprintf(r->console->log, "serve: %s: %s started (pid %d)\n", who, what, (int)ch->pid);
-	fflush(r->console->log);
+	cb__log_to(r->console->log, "serve", CB__LOG_INFO, CB__EV_SERVE_ACTION, NULL,
+		   "%s: %s started (pid %d)", who, what, (int)ch->pid);
 	pthread_attr_init(&ta);
 	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &ta, reaper, ch) != 0) {

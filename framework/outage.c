@@ -13,6 +13,7 @@
  */
 #include "engine.h"
 #include "clock.h"
+#include "log.h"
 #include "program.h"
 #include "repo.h"
 #include "reserved.h"
@@ -140,11 +141,13 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 			rc = resume(ctx, err);
 		if (rc == 0) {
 			run->outage_since = 0;
-			fprintf(stderr,
-				"%s: %s execution %lld step '%s': %s: the database was lost (%.200s); "
-				"connected again after %.1f s, going on from the last commit\n",
-				cb__program_name(), run->job->name, run->job_execution_id, step,
-				where, cause, cb__clock_mono() - since);
+			cb__log(cb__program_name(), CB__LOG_WARN, CB__EV_STEP_OUTAGE_RIDDEN,
+				CB__LOG_WITH(.job = run->job->name,
+					     .execution = run->job_execution_id, .step = step),
+				"%s execution %lld step '%s': %s: the database was lost (%.200s); "
+				"connected again after %.1f s, going on from the last commit",
+				run->job->name, run->job_execution_id, step, where, cause,
+				cb__clock_mono() - since);
 			return 0;
 		}
 		if (!cb__pg_lost(err, conn)) {
@@ -166,12 +169,14 @@ int cb__run_ride_through(cb__run *run, PGconn *conn, const char *step, const cha
 				where, cb__clock_mono() - since, budget, cause, last);
 			snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
 			run->database_lost = 1;
-			fprintf(stderr,
-				"%s: %s execution %lld step '%s': %s: the database stayed away "
-				"beyond the outage budget (%.0f s): the step fails; its end is "
-				"recorded as soon as the database answers\n",
-				cb__program_name(), run->job->name, run->job_execution_id, step,
-				where, budget);
+			cb__log(cb__program_name(), CB__LOG_ERROR, CB__EV_STEP_OUTAGE_BEYOND,
+				CB__LOG_WITH(.job = run->job->name,
+					     .execution = run->job_execution_id, .step = step,
+					     .code = cb_strcode(CB_EDB)),
+				"%s execution %lld step '%s': %s: the database stayed away beyond the "
+				"outage budget (%.0f s): the step fails; its end is recorded as soon "
+				"as the database answers",
+				run->job->name, run->job_execution_id, step, where, budget);
 			return CB_EDB;
 		}
 		cb__outage_pause(run, since + budget, &delay);

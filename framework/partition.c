@@ -8,6 +8,7 @@
  */
 #include "engine.h"
 #include "clock.h"
+#include "log.h"
 #include "program.h"
 #include "repo.h"
 #include "reserved.h"
@@ -186,12 +187,13 @@ static void notice_waiting(const cb__run *run, const cb_step_def *def, const cb_
 		snprintf(exe, sizeof(exe), "<this program>");
 	else
 		exe[n] = '\0';
-	fprintf(stderr,
-		"%s: %s execution %lld step '%s': %lld of %lld partitions wait and none has "
-		"run for %.0f s; start a worker (same --db or CBATCH_DB as this run): "
-		"%s worker --job %s\n",
-		cb__program_name(), run->job->name, run->job_execution_id, def->name, p->open,
-		p->total, idle, exe, run->job->name);
+	cb__log(cb__program_name(), CB__LOG_WARN, CB__EV_PARTITION_WAITING,
+		CB__LOG_WITH(.job = run->job->name, .execution = run->job_execution_id,
+			     .step = def->name),
+		"%s execution %lld step '%s': %lld of %lld partitions wait and none has run for "
+		"%.0f s; start a worker (same --db or CBATCH_DB as this run): %s worker --job %s",
+		run->job->name, run->job_execution_id, def->name, p->open, p->total, idle, exe,
+		run->job->name);
 }
 
 /* Poll; after a lost connection, reconnect within the outage budget, prove

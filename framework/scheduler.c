@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "clock.h"
+#include "log.h"
 #include "repo.h"
 #include "schedule_repo.h"
 #include "template.h"
@@ -222,12 +223,13 @@ static void test_pause(struct node *n, int where)
 	raise(SIGSTOP);
 }
 
-#define SAY(n, level, ...)                                                                         \
+/* A line of the node's log (core/log.h), said at verbosity @p verb and up:
+ * SAY(n, 1, INFO, FIRING_FIRED, CB__LOG_WITH(...), "fmt", ...). */
+#define SAY(n, verb, level, event, fields, ...)                                                    \
 	do {                                                                                       \
-		if ((n)->o->verbose >= (level)) {                                                  \
-			fprintf(stderr, "scheduler: " __VA_ARGS__);                                \
-			fputc('\n', stderr);                                                       \
-		}                                                                                  \
+		if ((n)->o->verbose >= (verb))                                                     \
+			cb__log("scheduler", CB__LOG_##level, CB__EV_##event, (fields),            \
+				__VA_ARGS__);                                                      \
 	} while (0)
 
 /* The fire instant as people read it: local time with offset. */
@@ -286,7 +288,10 @@ static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows
 		    cb__pg_zone_new(&s->zone, row->zone, err) < 0) {
 			cb_cron_free(s->cron);
 			s->cron = NULL;
-			SAY(n, 1, "schedule '%s' is unusable and is left alone: %s", row->name,
+			SAY(n, 1, WARN, SCHEDULE_UNUSABLE,
+			    CB__LOG_WITH(.schedule = row->name, .node = n->id,
+					 .code = cb_strcode(err->code)),
+			    "schedule '%s' is unusable and is left alone: %s", row->name,
 			    err->message);
 			cb_error_clear(err);
 			s->has_cursor = 0;
@@ -601,7 +606,10 @@ static void children_tick(struct node *n, int record)
 				return;
 			k->buried_checked = 1;
 			if (buried > 0)
-				SAY(n, 1,
+				SAY(n, 1, WARN, FIRING_RECOVERY,
+				    CB__LOG_WITH(.schedule = k->schedule, .instant = k->when,
+						 .firing = k->firing_id, .execution = buried,
+						 .node = n->id),
 				    "%s %s: execution %lld still claimed to run after its process "
 				    "%s: ended FAILED (owner lost)",
 				    k->schedule, k->when, buried, how);
@@ -616,10 +624,18 @@ static void children_tick(struct node *n, int record)
 					       msg, n->stopping, &err) < 0)
 			return;
 		if (exec_id > 0)
-			SAY(n, 1, "%s %s: execution %lld %s, %s", k->schedule, k->when, exec_id, st,
-			    msg);
+			SAY(n, 1, INFO, FIRING_ENDED,
+			    CB__LOG_WITH(.schedule = k->schedule, .instant = k->when,
+					 .firing = k->firing_id, .execution = exec_id,
+					 .node = n->id, .exit_code = code,
+					 .has_exit_code = WIFEXITED(k->status)),
+			    "%s %s: execution %lld %s, %s", k->schedule, k->when, exec_id, st, msg);
 		else
-			SAY(n, 1, "%s %s: no execution, %s", k->schedule, k->when, msg);
+			SAY(n, 1, WARN, FIRING_ENDED,
+			    CB__LOG_WITH(.schedule = k->schedule, .instant = k->when,
+					 .firing = k->firing_id, .node = n->id, .exit_code = code,
+					 .has_exit_code = WIFEXITED(k->status)),
+			    "%s %s: no execution, %s", k->schedule, k->when, msg);
 		n->kids[i] = n->kids[--n->nkids];
 	}
 }
@@ -656,8 +672,10 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 	}
 	if (pid < 0) {
 		n->res->failed_to_launch++;
-		SAY(n, 1, "%s %s: %s%s", schedule, when,
-		    refused == 1 ? "" : "failed to launch: ", why);
+		SAY(n, 1, WARN, FIRING_NOT_LAUNCHED,
+		    CB__LOG_WITH(.schedule = schedule, .instant = when, .firing = firing_id,
+				 .job = job, .node = n->id),
+		    "%s %s: %s%s", schedule, when, refused == 1 ? "" : "failed to launch: ", why);
 		if (refused == 1) {
 			/* The confirmation recorded why; nothing ran. */
 			n->nkids--;
@@ -674,12 +692,17 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 	}
 	if (strcmp(verb, "restart") == 0) {
 		n->res->restarted++;
-		SAY(n, 1, "%s %s: restarted (firing %lld), %s", schedule, when, firing_id,
+		SAY(n, 1, INFO, FIRING_RESTARTED,
+		    CB__LOG_WITH(.schedule = schedule, .instant = when, .firing = firing_id,
+				 .job = job, .node = n->id),
+		    "%s %s: restarted (firing %lld), %s", schedule, when, firing_id,
 		    k->launch_note);
 	} else {
 		n->res->fired++;
-		SAY(n, 1, "%s %s: fired (firing %lld), %s", schedule, when, firing_id,
-		    k->launch_note);
+		SAY(n, 1, INFO, FIRING_FIRED,
+		    CB__LOG_WITH(.schedule = schedule, .instant = when, .firing = firing_id,
+				 .job = job, .node = n->id),
+		    "%s %s: fired (firing %lld), %s", schedule, when, firing_id, k->launch_note);
 	}
 	return 0;
 }
@@ -813,7 +836,10 @@ static int offer_claim(struct offering *o)
 	if (o->r.outcome == CB__CLAIM_CLAIMED && o->r.kind[0] && strcmp(o->r.kind, o->kind) != 0) {
 		/* Taken on time by the tick's clock, late by the database's at the
 		 * claim: recorded as a misfire of this one instant. */
-		SAY(n, 1, "%s %s: claimed %.1fs after the instant, past the grace of %ds", s->name,
+		SAY(n, 1, WARN, FIRING_MISFIRED,
+		    CB__LOG_WITH(.schedule = s->name, .instant = o->when, .job = s->job,
+				 .node = n->id),
+		    "%s %s: claimed %.1fs after the instant, past the grace of %ds", s->name,
 		    o->when, o->r.db_now - (double)o->at, s->grace);
 		o->kind = strcmp(o->r.kind, "MISFIRE_SKIP") == 0 ? "MISFIRE_SKIP" : "MISFIRE_RUN";
 		o->launch = strcmp(o->kind, "MISFIRE_SKIP") != 0;
@@ -852,20 +878,30 @@ static int offer_outcome(struct offering *o)
 		return 0;
 	case CB__CLAIM_SKIPPED:
 		n->res->skipped_claimed++;
-		SAY(n, 2, "%s %s: claimed by %s", s->name, o->when, o->r.claimed_by);
+		SAY(n, 2, DEBUG, FIRING_CLAIMED_ELSEWHERE,
+		    CB__LOG_WITH(.schedule = s->name, .instant = o->when, .node = n->id),
+		    "%s %s: claimed by %s", s->name, o->when, o->r.claimed_by);
 		break;
 	case CB__CLAIM_OVERLAP:
 		n->res->skipped_overlap++;
-		SAY(n, 1, "%s %s: skipped, %s", s->name, o->when, o->r.claimed_by);
+		SAY(n, 1, INFO, FIRING_SKIPPED,
+		    CB__LOG_WITH(.schedule = s->name, .instant = o->when, .job = s->job,
+				 .node = n->id),
+		    "%s %s: skipped, %s", s->name, o->when, o->r.claimed_by);
 		break;
 	case CB__CLAIM_QUEUED:
 		n->res->queued++;
-		SAY(n, 1, "%s %s: queued, %s", s->name, o->when, o->r.claimed_by);
+		SAY(n, 1, INFO, FIRING_QUEUED,
+		    CB__LOG_WITH(.schedule = s->name, .instant = o->when, .job = s->job,
+				 .node = n->id),
+		    "%s %s: queued, %s", s->name, o->when, o->r.claimed_by);
 		break;
 	default:
 		if (!o->launch) {
 			n->res->misfired++;
-			SAY(n, 1,
+			SAY(n, 1, WARN, FIRING_MISFIRED,
+			    CB__LOG_WITH(.schedule = s->name, .instant = o->when, .job = s->job,
+					 .node = n->id),
 			    "%s: %lld firings missed from %s on recorded, none run (misfire "
 			    "policy SKIP)",
 			    s->name, o->count, o->when);
@@ -878,12 +914,16 @@ static int offer_outcome(struct offering *o)
 			snprintf(first, sizeof(first), "%s", o->when);
 			fmt_instant(o->when, sizeof(o->when), s, o->last);
 			if (o->count < 0)
-				SAY(n, 1,
+				SAY(n, 1, WARN, FIRING_MISFIRED,
+				    CB__LOG_WITH(.schedule = s->name, .instant = o->when,
+						 .job = s->job, .node = n->id),
 				    "%s: over %d firings missed from %s to %s; running once "
 				    "now, as of the last",
 				    s->name, MISSED_COUNT_CAP, first, o->when);
 			else
-				SAY(n, 1,
+				SAY(n, 1, WARN, FIRING_MISFIRED,
+				    CB__LOG_WITH(.schedule = s->name, .instant = o->when,
+						 .job = s->job, .node = n->id),
 				    "%s: %lld firings missed from %s to %s; running once now, "
 				    "as of the last",
 				    s->name, o->count, first, o->when);
@@ -914,7 +954,8 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	if ((rc = offer_instants(&o)) < 0)
 		return rc;
 	if (o.launch && running_children(n) >= n->o->max_running) {
-		SAY(n, 2, "%s: %d jobs running here, leaving the instant to other nodes", s->name,
+		SAY(n, 2, DEBUG, FIRING_LEFT, CB__LOG_WITH(.schedule = s->name, .node = n->id),
+		    "%s: %d jobs running here, leaving the instant to other nodes", s->name,
 		    n->o->max_running);
 		return 0;
 	}
@@ -969,8 +1010,13 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 			if (!job || !name)
 				continue;
 			if (recovery) {
-				SAY(n, 1, "%s %s: restart attempt %lld of %lld of execution %lld",
-				    name, when,
+				SAY(n, 1, INFO, FIRING_RECOVERY,
+				    CB__LOG_WITH(.schedule = name, .instant = when, .firing = id,
+						 .job = job, .node = n->id,
+						 .execution = (long long)json_integer_value(
+							 json_object_get(t, "job_execution_id"))),
+				    "%s %s: restart attempt %lld of %lld of execution %lld", name,
+				    when,
 				    (long long)json_integer_value(json_object_get(t, "attempt")),
 				    (long long)json_integer_value(json_object_get(t, "attempts")),
 				    (long long)json_integer_value(
@@ -994,7 +1040,10 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 					rc = cb_error_set(err, CB_ENOMEM, "out of memory");
 			}
 			if (rc == 0) {
-				SAY(n, 1, "%s %s: the queued %sfiring %lld runs now", name, when,
+				SAY(n, 1, INFO, FIRING_NOTE,
+				    CB__LOG_WITH(.schedule = name, .instant = when, .firing = id,
+						 .job = job, .node = n->id),
+				    "%s %s: the queued %sfiring %lld runs now", name, when,
 				    kind && strcmp(kind, "BACKFILL") == 0 ? "backfill " : "", id);
 				rc = launch_firing(n, id, name, when, job, "run", job, words, NULL,
 						   err);
@@ -1028,7 +1077,8 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 		if (!cb_registry_find(n->reg, s->job)) {
 			/* Another program's job: its own nodes fire it. */
 			if (!s->warned)
-				SAY(n, 1,
+				SAY(n, 1, INFO, SCHEDULE_UNUSABLE,
+				    CB__LOG_WITH(.schedule = s->name, .job = s->job, .node = n->id),
 				    "%s: job '%s' is not registered here; leaving it to "
 				    "nodes that have it",
 				    s->name, s->job);
@@ -1092,7 +1142,11 @@ static int tick(struct node *n, cb_error *err)
 		json_t *o = json_array_get(orphans, i);
 
 		n->res->orphans_reported++;
-		SAY(n, 1,
+		SAY(n, 1, WARN, FIRING_RECOVERY,
+		    CB__LOG_WITH(.firing = (long long)json_integer_value(
+					 json_object_get(o, "firing_id")),
+				 .instant = json_string_value(json_object_get(o, "fire_time")),
+				 .node = n->id),
 		    "firing %lld (schedule %lld at %s) was left open by node %s, which is "
 		    "gone; not repeated%s",
 		    (long long)json_integer_value(json_object_get(o, "firing_id")),
@@ -1167,7 +1221,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	if (gethostname(n.host, sizeof(n.host) - 1) != 0)
 		snprintf(n.host, sizeof(n.host), "unknown");
 	cb__signals_install();
-	SAY(&n, 1, "node %s started (lease %.1fs, at most %d jobs at once)", n.id, o->lease_seconds,
+	SAY(&n, 1, INFO, NODE_STARTED, CB__LOG_WITH(.node = n.id),
+	    "node %s started (lease %.1fs, at most %d jobs at once)", n.id, o->lease_seconds,
 	    o->max_running);
 	while (!n.stopping) {
 		cb_error e = CB_ERROR_INIT;
@@ -1178,7 +1233,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		if (!n.conn && connect_repo(&n, &e) < 0) {
 			/* Never fire blind: without the repository no claim, so no run. */
 			if (!said_unreachable || o->verbose >= 2)
-				SAY(&n, 1,
+				SAY(&n, 1, WARN, REPOSITORY_LOST,
+				    CB__LOG_WITH(.node = n.id, .code = cb_strcode(e.code)),
 				    "repository unreachable (%s); retrying in %.1fs, firing "
 				    "nothing meanwhile",
 				    e.message, backoff);
@@ -1195,7 +1251,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 				rc = e.code;
 				break;
 			}
-			SAY(&n, 1,
+			SAY(&n, 1, WARN, REPOSITORY_LOST,
+			    CB__LOG_WITH(.node = n.id, .code = cb_strcode(e.code)),
 			    "lost the repository (%s); reconnecting in %.1fs, firing nothing "
 			    "meanwhile",
 			    e.message, backoff);
@@ -1207,7 +1264,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			continue;
 		}
 		if (down)
-			SAY(&n, 1, "repository reachable again");
+			SAY(&n, 1, INFO, REPOSITORY_BACK, CB__LOG_WITH(.node = n.id),
+			    "repository reachable again");
 		down = 0;
 		said_unreachable = 0;
 		backoff = 0.5;
@@ -1216,7 +1274,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	/* Stop: no new firing; running jobs stop after their chunk. */
 	n.stopping = 1;
 	if (running_children(&n) > 0)
-		SAY(&n, 1, "stopping: asking %d running jobs to stop after their chunk",
+		SAY(&n, 1, INFO, NODE_STOPPING, CB__LOG_WITH(.node = n.id),
+		    "stopping: asking %d running jobs to stop after their chunk",
 		    running_children(&n));
 	for (size_t i = 0; i < n.nkids; i++)
 		if (!n.kids[i].exited)
@@ -1243,7 +1302,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 
 		cb__repo_scheduler_stopped(n.conn, n.id, &e);
 	}
-	SAY(&n, 1,
+	SAY(&n, 1, INFO, NODE_STOPPED, CB__LOG_WITH(.node = n.id),
 	    "stopped: fired %lld, skipped %lld (claimed elsewhere), misfires %lld, "
 	    "failed to launch %lld, skipped for overlap %lld, queued %lld, restarted %lld",
 	    out->fired, out->skipped_claimed, out->misfired, out->failed_to_launch,

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "clock.h"
 #include "heartbeat.h"
+#include "log.h"
 #include "repo.h"
 #include "step_context.h"
 #include "worker.h"
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,13 +172,27 @@ void cb__work_wait(PGconn *conn, double seconds)
 	}
 }
 
-static void say(const cb__work *w, const char *fmt, const cb__claim *c, const char *what)
+/* The fields of a line about claim @p c. */
+#define CLAIM_FIELDS(w, c)                                                                         \
+	CB__LOG_WITH(.job = (c)->job_name, .execution = (c)->job_execution_id,                     \
+		     .step = (c)->step_name, .partition = (c)->partition_index,                    \
+		     .has_partition = 1, .node = (w)->worker)
+
+/* A line of the worker's log, "worker NAME: ..." in text. */
+static void say(const cb__work *w, int level, int event, const cb__log_fields *f, const char *fmt,
+		...) __attribute__((format(printf, 5, 6)));
+static void say(const cb__work *w, int level, int event, const cb__log_fields *f, const char *fmt,
+		...)
 {
+	char source[300];
+	va_list ap;
+
 	if (!w->verbose)
 		return;
-	fprintf(stderr, "worker %s: ", w->worker);
-	fprintf(stderr, fmt, c->job_name, c->job_execution_id, c->step_name, what);
-	fputc('\n', stderr);
+	snprintf(source, sizeof(source), "worker %s", w->worker);
+	va_start(ap, fmt);
+	cb__vlog(source, level, event, f, fmt, ap);
+	va_end(ap);
 }
 
 /* Run the claimed partition @p c; its end is recorded by the caller. */
@@ -266,8 +282,9 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 		return rc;
 	*claimed = 1;
 	res->claimed++;
-	say(w, c.takeover ? "took over %s execution %lld %s%s" : "claimed %s execution %lld %s%s",
-	    &c,
+	say(w, CB__LOG_INFO, CB__EV_PARTITION_CLAIMED, CLAIM_FIELDS(w, &c),
+	    "%s %s execution %lld %s%s", c.takeover ? "took over" : "claimed", c.job_name,
+	    c.job_execution_id, c.step_name,
 	    c.takeover ? " (its previous claimant's lease expired or its process is gone)" : "");
 	job = w->job ? w->job : cb_registry_find(w->reg, c.job_name);
 	def = job ? find_step(job, c.manager_name) : NULL;
@@ -318,23 +335,27 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 			if (cb__repo_partition_fate(fate, sizeof(fate), conn, &c, &ignored) < 0)
 				snprintf(fate, sizeof(fate),
 					 "taken over or ended by another process");
-			fprintf(stderr, "worker %s: gave up %s execution %lld %s: %s\n", w->worker,
-				c.job_name, c.job_execution_id, c.step_name, fate);
+			say(w, CB__LOG_WARN, CB__EV_PARTITION_GAVE_UP, CLAIM_FIELDS(w, &c),
+			    "gave up %s execution %lld %s: %s", c.job_name, c.job_execution_id,
+			    c.step_name, fate);
 		}
 	} else if (strcmp(status, "COMPLETED") == 0) {
 		res->completed++;
-		say(w, "completed %s execution %lld %s%s", &c, "");
+		say(w, CB__LOG_INFO, CB__EV_PARTITION_ENDED, CLAIM_FIELDS(w, &c),
+		    "completed %s execution %lld %s", c.job_name, c.job_execution_id, c.step_name);
 	} else if (strcmp(status, "STARTING") == 0) {
 		res->handed_back++;
-		say(w, "handed back %s execution %lld %s%s", &c, "");
+		say(w, CB__LOG_INFO, CB__EV_PARTITION_ENDED, CLAIM_FIELDS(w, &c),
+		    "handed back %s execution %lld %s", c.job_name, c.job_execution_id,
+		    c.step_name);
 	} else {
 		if (strcmp(status, "FAILED") == 0)
 			res->failed++;
 		else
 			res->stopped++;
-		if (w->verbose)
-			fprintf(stderr, "worker %s: %s execution %lld %s ended %s: %s\n", w->worker,
-				c.job_name, c.job_execution_id, c.step_name, status, message);
+		say(w, CB__LOG_WARN, CB__EV_PARTITION_ENDED, CLAIM_FIELDS(w, &c),
+		    "%s execution %lld %s ended %s: %s", c.job_name, c.job_execution_id,
+		    c.step_name, status, message);
 	}
 	return 0;
 }
@@ -365,9 +386,9 @@ int cb__work_loop(PGconn *conn, const cb__work *w, double exit_when_idle, cb_wor
 		if (rc < 0) {
 			/* Never work blind: a worker that cannot reach the database
 			 * claims nothing; its partitions' leases run out. */
-			if (w->verbose)
-				fprintf(stderr, "worker %s: %s (retrying in %.1f s)\n", w->worker,
-					err.message, backoff);
+			say(w, CB__LOG_WARN, CB__EV_WORKER_RETRY,
+			    CB__LOG_WITH(.node = w->worker, .code = cb_strcode(err.code)),
+			    "%s (retrying in %.1f s)", err.message, backoff);
 			cb__work_wait(conn, backoff);
 			/* Connected to a server that is no longer the primary (LISTEN
 			 * refused on a standby) is as lost as a closed connection. */

@@ -21,6 +21,11 @@
  * record its execution or exit before it answers 202 (still starting). */
 #define CB__SERVE_DEFAULT_LAUNCH_WAIT 8
 #define CB__SERVE_MAX_LAUNCH_WAIT     120
+/* How long /metrics and the jobs overview reuse what they computed: what a
+ * Prometheus scrape interval (15 s and up) never notices, and what keeps
+ * a hundred scrapers at one query per interval. */
+#define CB__SERVE_DEFAULT_SNAPSHOT_INTERVAL 5
+#define CB__SERVE_MAX_SNAPSHOT_INTERVAL     300
 
 struct cb_registry;
 
@@ -29,7 +34,11 @@ typedef struct cb__serve_options {
 	const char *token_file; /* the admin token; NULL: read-only */
 	int pool;               /* repository connections, 1..CB__SERVE_MAX_POOL; 0: default */
 	int per_client; /* connections per client address, 1..CB__SERVE_MAX_PER_CLIENT; 0: default */
-	int launch_wait;      /* seconds, 1..CB__SERVE_MAX_LAUNCH_WAIT; 0: default */
+	int launch_wait; /* seconds, 1..CB__SERVE_MAX_LAUNCH_WAIT; 0: default */
+	/* Seconds /metrics and /api/v1/jobs reuse a computed snapshot,
+	 * 0..CB__SERVE_MAX_SNAPSHOT_INTERVAL (0: computed for each request, one
+	 * computation at a time, shared by the requests that wait for it). */
+	double snapshot_interval;
 	const char *conninfo; /* NULL: $CBATCH_DB, else libpq's PG* variables */
 	/* The program's registered jobs (borrowed), listed by /api/v1/jobs even
 	 * before they ever ran. */

@@ -446,7 +446,7 @@ static void test_completion_completes_commands_and_options(void)
 	CBT_EQ_STR(COMPLETE("sch"), "schedule\nscheduler\nschema\n");
 	CBT_EQ_STR(COMPLETE("--utc", "cl"), "cleanup\n");
 	CBT_EQ_STR(COMPLETE("run", "ledger", "--"),
-		   "--db\n--help\n--json\n--lease\n--next\n--utc\n--version\n");
+		   "--db\n--help\n--json\n--lease\n--log-format\n--next\n--utc\n--version\n");
 	CBT_EQ_STR(COMPLETE("schedule", "add", "n", "--ov"), "--overlap\n");
 	CBT_EQ_STR(COMPLETE("schedule", "add", "n", "--overlap", ""), "allow\nqueue\nskip\n");
 	CBT_EQ_STR(COMPLETE("schedule", "h"), "history\n");
