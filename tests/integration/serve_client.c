@@ -36,7 +36,8 @@ int read_file(const char *path, char *buf, size_t size)
 int server_start_on(struct server *s, const char *conninfo, const char *listen,
 		    const char *const *args)
 {
-	static const char prefix[] = "serve: listening on http://";
+	/* In text "serve: listening on ...", in JSON the message of the line. */
+	static const char prefix[] = "listening on http://";
 	const char *argv[24];
 	char text[4096];
 	const char *at;
