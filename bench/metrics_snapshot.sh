@@ -5,9 +5,10 @@
 #
 #   bash bench/metrics_snapshot.sh BUILD_DIR BASELINE_BUILD_DIR
 #
-# A throwaway cluster (scripts/pg-cluster.sh) gets a repository of EXECUTIONS
-# executions (default 50000, bench/growth_gen.sql: 40 jobs, 35 of them
-# scheduled); both servers run on it at once (--pool 4, --client-connections
+# A throwaway cluster (scripts/pg-cluster.sh) gets two repositories (one per
+# build: an older build refuses a newer schema) of EXECUTIONS executions each
+# (default 50000, bench/growth_gen.sql: 40 jobs, 35 of them scheduled); both
+# servers run at once (--pool 4, --client-connections
 # 200). Then ROUNDS rounds (default 2), each: wrk with CONNECTIONS (100)
 # clients on 2 threads for DURATION (20s) against /metrics of the baseline,
 # then of this build, then the same for /api/v1/jobs. Reported per run:
@@ -45,15 +46,23 @@ trap cleanup EXIT
 
 bash "$root/scripts/pg-cluster.sh" start "$dir" >/dev/null
 admin="host=$dir port=5432 user=postgres dbname=postgres"
-psql "$admin" -qc "CREATE DATABASE snapshot_bench"
-db="host=$dir port=5432 user=postgres dbname=snapshot_bench"
-echo "metrics_snapshot: a repository of $EXECUTIONS executions..."
-"$new" --db "$db" schema init >/dev/null
-PGOPTIONS="-c cbatch_bench.executions=$EXECUTIONS" psql "$db" -q -v ON_ERROR_STOP=1 \
-	-f "$root/bench/growth_gen.sql" >/dev/null
+# One database per build, each with its own schema version and the same
+# generated history (an older build refuses a newer schema).
+for which in baseline snapshot; do
+	psql "$admin" -qc "CREATE DATABASE snapshot_$which"
+done
+db_baseline="host=$dir port=5432 user=postgres dbname=snapshot_baseline"
+db_snapshot="host=$dir port=5432 user=postgres dbname=snapshot_snapshot"
+echo "metrics_snapshot: two repositories of $EXECUTIONS executions..."
+"$old" --db "$db_baseline" schema init >/dev/null
+"$new" --db "$db_snapshot" schema init >/dev/null
+for d in "$db_baseline" "$db_snapshot"; do
+	PGOPTIONS="-c cbatch_bench.executions=$EXECUTIONS" psql "$d" -q -v ON_ERROR_STOP=1 \
+		-f "$root/bench/growth_gen.sql" >/dev/null
+done
 
-start_serve() { # NAME BINARY
-	"$2" --db "$db" serve --listen 127.0.0.1:0 --pool 4 --client-connections 200 \
+start_serve() { # NAME BINARY DB
+	"$2" --db "$3" serve --listen 127.0.0.1:0 --pool 4 --client-connections 200 \
 		>"$work/$1.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 1 200); do
@@ -62,8 +71,8 @@ start_serve() { # NAME BINARY
 	done
 	sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.log"
 }
-port_old=$(start_serve baseline "$old")
-port_new=$(start_serve snapshot "$new")
+port_old=$(start_serve baseline "$old" "$db_baseline")
+port_new=$(start_serve snapshot "$new" "$db_snapshot")
 [ -n "$port_old" ] && [ -n "$port_new" ] || { cat "$work"/*.log; exit 1; }
 for p in "$port_old" "$port_new"; do
 	for _ in $(seq 1 5); do
@@ -72,7 +81,9 @@ for p in "$port_old" "$port_new"; do
 	done
 done
 
-commits() { psql "$db" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
+commits() { # DB: its committed transactions so far
+	psql "$1" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+}
 ms() { # wrk's latency value (e.g. 1.23s, 45.6ms, 789us) in ms
 	awk -v v="$1" 'BEGIN { if (v ~ /us$/) print v / 1000; else if (v ~ /ms$/) print v + 0;
 		else if (v ~ /s$/) print v * 1000; else print "?" }'
@@ -82,14 +93,14 @@ printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for round in $(seq 1 "$ROUNDS"); do
 	for path in /metrics /api/v1/jobs; do
 		for which in baseline snapshot; do
-			port=$port_old
-			[ "$which" = snapshot ] && port=$port_new
-			c0=$(commits)
+			port=$port_old d=$db_baseline
+			[ "$which" = snapshot ] && port=$port_new d=$db_snapshot
+			c0=$(commits "$d")
 			t0=$(date +%s.%N)
 			wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout "$TIMEOUT" --latency \
 				"http://127.0.0.1:$port$path" >"$work/wrk.txt"
 			t1=$(date +%s.%N)
-			c1=$(commits)
+			c1=$(commits "$d")
 			rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.txt")
 			tmo=$(awk -F'[ ,]+' '/Socket errors/ {print $11}' "$work/wrk.txt")
 			oth=$(awk -F'[ ,]+' '/Socket errors/ {print $5+$7+$9}' "$work/wrk.txt")

@@ -281,6 +281,11 @@ async function main() {
     check(/^6 instants \d{2}:\d{2}:25[+-]\d{2}:\d{2}\u2013\d{2}:\d{2}:30[+-]\d{2}:\d{2}$/.test(run),
       `six skipped instants read as one row with their range (${run})`);
     check(await page.$$eval('tr[data-firing]', (l) => l.length) === 2, 'the skips and the firing they waited for: two rows');
+    /* At 1366 px an instant never wraps mid-value (issue 28.5): each time
+     * of the firings list is one line box. */
+    const wrapped = await page.$$eval('#firings time', (l) => l.filter((t) => t.getClientRects().length !== 1).length);
+    const times = await page.$$eval('#firings time', (l) => l.length);
+    check(times > 0 && wrapped === 0, `at 1366 px no instant of the firings wraps (${wrapped} of ${times})`);
     await page.goto(ADMIN + '/#/job/tick', { waitUntil: 'networkidle0' });
     await page.waitForSelector('tr[data-declared="at"] input[data-param-input="at"]');
     check((await text(page, 'tr[data-declared="at"]')).includes('required'), 'the job page lists its declared parameters');
