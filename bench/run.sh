@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Run the benchmarks: one command, from the repository root or anywhere.
 #
-#   bash bench/run.sh
+#   bash bench/run.sh            the full benchmark (about 15 minutes)
+#   bash bench/run.sh --quick    the ratios only, smaller (under 3 minutes once
+#                                built): the ledger at chunk 1000 (cbatch vs the
+#                                hand-written loop vs set-based SQL) and the
+#                                other built-in paths against their limits
 #
 # Builds with -DCB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release into build-bench/,
 # starts a private PostgreSQL with DEFAULT durability settings
@@ -14,10 +18,16 @@
 #   2. cbatch-bench --mode rss-scaling: cbatch's peak RSS at 100k, 1M, 5M rows
 #   3. cbatch-repo-bench: launches per second and one chunk's bookkeeping, at
 #      chunk 1000 and 10000
+#   4. cbatch-paths-bench: the queue reader, the CSV and JSONL readers, the
+#      file writers and the accumulating upsert (sales_totals) against their
+#      limits (bench/paths_bench.c)
+#   5. bench/firing_latency.sh: a scheduler firing's latency with 1, 10 and
+#      100 schedules due at once on 2 nodes (its own cluster; FIRING=0 skips)
 # then stops and removes the cluster. The tables are printed as Markdown; the
 # whole output is also saved in build-bench/bench-results.txt.
 #
-# Settings (environment): ROWS (default 500000), ROUNDS (default 5), CHUNKS
+# Settings (environment): ROWS (default 500000; --quick 50000), ROUNDS
+# (default 5; --quick 3), PATH_ROWS (paths, default 200000; --quick 30000), CHUNKS
 # (default "1000 10000"), RSS=0 skips the rss-scaling run (5M rows: ~2 min),
 # BENCH_DIR (cluster directory, default /tmp/cbatch-bench-pg), NICE=0 to run
 # at normal priority.
@@ -25,18 +35,32 @@
 # up to 15 s for the machine to be quiet). Not part of the test suite.
 set -euo pipefail
 
+quick=0
+case "${1:-}" in
+--quick) quick=1 ;;
+"") ;;
+*)
+	echo "usage: bash bench/run.sh [--quick]" >&2
+	exit 2
+	;;
+esac
+if [ "$quick" = 1 ]; then
+	: "${ROWS:=50000}" "${ROUNDS:=3}" "${CHUNKS:=1000}" "${PATH_ROWS:=30000}"
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build-bench"
 ROWS=${ROWS:-500000}
+PATH_ROWS=${PATH_ROWS:-200000}
 ROUNDS=${ROUNDS:-5}
 CHUNKS=${CHUNKS:-"1000 10000"}
 RSS=${RSS:-1}
 dir=${BENCH_DIR:-/tmp/cbatch-bench-pg}
-out="$build/bench-results.txt"
+out="$build/bench-results$([ "$quick" = 1 ] && echo -quick).txt"
 
 cmake -S "$root" -B "$build" -DCB_BUILD_BENCH=ON -DCB_BUILD_TESTS=OFF \
 	-DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target cbatch-bench cbatch-repo-bench >/dev/null
+cmake --build "$build" -j"$(nproc)" --target cbatch-bench cbatch-repo-bench \
+	cbatch-paths-bench cbatch-examples >/dev/null
 
 db=$(bash "$root/bench/pg-bench-cluster.sh" start "$dir")
 trap 'bash "$root/bench/pg-bench-cluster.sh" stop "$dir"' EXIT
@@ -53,8 +77,48 @@ if [ "$(id -u)" -eq 0 ] && [ "${NICE:-1}" != 0 ]; then
 fi
 
 start=$(date +%s)
+machine() {
+	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+		"$(psql "$db" -XAtqc 'SELECT version()' | cut -d, -f1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+if [ "$quick" = 1 ]; then
+	{
+		echo "# cbatch quick benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+		machine
+		"${run[@]}" "$build/bench/cbatch-bench" --db "$db" --rows "$ROWS" --rounds "$ROUNDS" \
+			--chunk "${CHUNKS%% *}" --quiet-wait 1 --only cbatch,libpq-seq,libpq-pipe,set-based \
+			>"$build/quick-ledger.txt"
+		"${run[@]}" "$build/bench/cbatch-paths-bench" --db "$db" --rows "$PATH_ROWS" \
+			--rounds "$ROUNDS" --chunk "${CHUNKS%% *}" >"$build/quick-paths.txt"
+		echo
+		echo "## ratios (medians; $ROWS ledger rows, $PATH_ROWS rows per path, chunk ${CHUNKS%% *}, $ROUNDS rounds run alternately)"
+		echo
+		awk -F'|' '
+			function t(s) { gsub(/^ +| +$/, "", s); return s }
+			/^\| (cbatch|libpq-seq|libpq-pipe|set-based) \|/ { r[t($2)] = t($3) }
+			/^cbatch\/baseline =/ { split($0, a, "per round: "); spread = a[2] }
+			END {
+				base = r["libpq-pipe"] + 0 > r["libpq-seq"] + 0 ? "libpq-pipe" : "libpq-seq"
+				print "| path | cbatch rows/s | limit | limit rows/s | cbatch / limit |"
+				print "|---|---:|---|---:|---:|"
+				printf "| ledger (keyset reader, upsert, status) | %s | hand-written libpq loop (%s) | %s | **%.3f** (per round: %s) |\n", \
+					r["cbatch"], base, r[base], r["cbatch"] / r[base], spread
+				printf "| ledger | %s | set-based SQL pair | %s | %.3f |\n", \
+					r["cbatch"], r["set-based"], r["cbatch"] / r["set-based"]
+			}' "$build/quick-ledger.txt"
+		awk -F'|' 'NR > 0 && /^\| [a-z-]+ \|/ && $2 !~ /path/ {
+				print "| " substr($2, 2) "|" $4 "|" $3 "|" $5 "|" $6 "|"
+			}' "$build/quick-paths.txt"
+		echo
+		echo "(spread: min and max over rounds in $build/quick-ledger.txt and quick-paths.txt)"
+		echo
+		echo "total wall time: $(($(date +%s) - start)) s"
+	} 2>&1 | tee "$out"
+	exit 0
+fi
 {
 	echo "# cbatch benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+	machine
 	for c in $CHUNKS; do
 		"${run[@]}" "$build/bench/cbatch-bench" --db "$db" --rows "$ROWS" --rounds "$ROUNDS" --chunk "$c"
 	done
@@ -65,6 +129,12 @@ start=$(date +%s)
 		"${run[@]}" "$build/bench/cbatch-repo-bench" --db "$db" --chunk "$c" --chunks 1000 \
 			--launches 200 --rounds "$ROUNDS" $([ "$c" = "${CHUNKS%% *}" ] || echo --only chunk)
 	done
+	"${run[@]}" "$build/bench/cbatch-paths-bench" --db "$db" --rows "$PATH_ROWS" --rounds "$ROUNDS" \
+		--chunk "${CHUNKS%% *}"
+	if [ "${FIRING:-1}" != 0 ]; then
+		echo
+		EVERY=20 BENCH_DIR="$dir-fire" bash "$root/bench/firing_latency.sh" "$build"
+	fi
 	echo
 	echo "total wall time: $(($(date +%s) - start)) s"
 } 2>&1 | tee "$out"
