@@ -73,11 +73,11 @@ pm=$(head -n 1 "$dir/data/postmaster.pid")
 nodes_cpu() { awk -v a="$(cpu "${pids[0]}")" -v b="$(cpu "${pids[1]}")" 'BEGIN { print a + b }'; }
 for n in $COUNTS; do
 	q "DELETE FROM tick_log" >/dev/null
-	server0=$(cpu "$pm") nodes0=$(nodes_cpu)
 	for i in $(seq 1 "$n"); do
 		"$exe" schedule add "lat-$n-$i" --cron "$cron" --job tick 'at={schedule}@{fire_utc}' \
 			--overlap allow >/dev/null
 	done
+	server0=$(cpu "$pm") nodes0=$(nodes_cpu)
 	# the instants these schedules fire at from now on: wait for ROUNDS of them
 	first=$(q "SELECT extract(epoch FROM date_trunc('minute', batch_now()))::bigint")
 	now=$(q "SELECT extract(epoch FROM batch_now())")
