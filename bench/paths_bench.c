@@ -10,8 +10,9 @@
  * write by hand, or the single statement):
  *   queue      the work-queue reader (FOR UPDATE SKIP LOCKED) and the strict
  *              status writer READY -> DONE, vs a hand-written claim loop:
- *              UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED
- *              LIMIT C) RETURNING, one transaction per claim, until none
+ *              UPDATE ... WHERE id = ANY (ARRAY(SELECT ... FOR UPDATE SKIP
+ *              LOCKED LIMIT C)) RETURNING, one transaction per claim, until
+ *              none
  *   csv-in     the CSV reader into the COPY writer, vs COPY FROM STDIN
  *              (FORMAT csv, HEADER) of the same file, one transaction
  *   jsonl-in   the JSON lines reader into the COPY writer, vs the same file
@@ -543,14 +544,18 @@ static int run_limit(PGconn *c, int p, char *msg, size_t size)
 	snprintf(chunk, sizeof(chunk), "%lld", g.chunk);
 	switch (p) {
 	case P_QUEUE:
-		/* one claim per transaction (autocommit), the rows to the client */
+		/* one claim per transaction (autocommit), the rows to the client.
+		 * `id = ANY (ARRAY(subquery))`, not `id IN (subquery)`: the IN form
+		 * plans a hash semi join over a sequential scan of the whole queue
+		 * at every claim (quadratic in the queue's length) */
 		do {
-			res = PQexecParams(c,
-					   "UPDATE bench_queue SET status = 'DONE' WHERE id IN "
-					   "(SELECT id FROM bench_queue WHERE status = 'READY' "
-					   "ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED) "
-					   "AND status = 'READY' RETURNING id, payload",
-					   1, NULL, v, NULL, NULL, 0);
+			res = PQexecParams(
+				c,
+				"UPDATE bench_queue SET status = 'DONE' WHERE id = ANY "
+				"(ARRAY(SELECT id FROM bench_queue WHERE status = 'READY' "
+				"ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED)) "
+				"AND status = 'READY' RETURNING id, payload",
+				1, NULL, v, NULL, NULL, 0);
 			rows = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res) : -1;
 			rc = check(c, res, PGRES_TUPLES_OK, msg, size);
 		} while (rc == 0 && rows > 0);

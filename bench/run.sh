@@ -26,13 +26,14 @@
 # then stops and removes the cluster. The tables are printed as Markdown; the
 # whole output is also saved in build-bench/bench-results.txt.
 #
-# Settings (environment): ROWS (default 500000; --quick 50000), ROUNDS
-# (default 5; --quick 3), PATH_ROWS (paths, default 200000; --quick 30000), CHUNKS
-# (default "1000 10000"), RSS=0 skips the rss-scaling run (5M rows: ~2 min),
+# Settings (environment): ROWS (default 500000; --quick 100000), ROUNDS
+# (default 5), PATH_ROWS (paths, default 200000; --quick 50000), CHUNKS
+# (default "1000 10000"; --quick 1000), RSS=0 skips the rss-scaling run (5M rows: ~2 min),
 # BENCH_DIR (cluster directory, default /tmp/cbatch-bench-pg), NICE=0 to run
 # at normal priority.
-# Takes about 15 minutes on 2 cores (more on a busy machine: each run first waits
-# up to 15 s for the machine to be quiet). Not part of the test suite.
+# Takes about 20 minutes on 2 cores (more on a busy machine: each run first waits
+# up to 15 s for the machine to be quiet; --quick waits 1 s at most, and says
+# the load average instead). Not part of the test suite.
 set -euo pipefail
 
 quick=0
@@ -45,7 +46,7 @@ case "${1:-}" in
 	;;
 esac
 if [ "$quick" = 1 ]; then
-	: "${ROWS:=50000}" "${ROUNDS:=3}" "${CHUNKS:=1000}" "${PATH_ROWS:=30000}"
+	: "${ROWS:=100000}" "${ROUNDS:=5}" "${CHUNKS:=1000}" "${PATH_ROWS:=50000}"
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build-bench"
@@ -129,8 +130,10 @@ fi
 		"${run[@]}" "$build/bench/cbatch-repo-bench" --db "$db" --chunk "$c" --chunks 1000 \
 			--launches 200 --rounds "$ROUNDS" $([ "$c" = "${CHUNKS%% *}" ] || echo --only chunk)
 	done
-	"${run[@]}" "$build/bench/cbatch-paths-bench" --db "$db" --rows "$PATH_ROWS" --rounds "$ROUNDS" \
-		--chunk "${CHUNKS%% *}"
+	for c in $CHUNKS; do
+		"${run[@]}" "$build/bench/cbatch-paths-bench" --db "$db" --rows "$PATH_ROWS" \
+			--rounds "$ROUNDS" --chunk "$c"
+	done
 	if [ "${FIRING:-1}" != 0 ]; then
 		echo
 		EVERY=20 BENCH_DIR="$dir-fire" bash "$root/bench/firing_latency.sh" "$build"
