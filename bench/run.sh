@@ -94,20 +94,36 @@ if [ "$quick" = 1 ]; then
 		echo
 		echo "## ratios (medians; $ROWS ledger rows, $PATH_ROWS rows per path, chunk ${CHUNKS%% *}, $ROUNDS rounds run alternately)"
 		echo
-		awk -F'|' '
-			function t(s) { gsub(/^ +| +$/, "", s); return s }
-			/^\| (cbatch|libpq-seq|libpq-pipe|set-based) \|/ { r[t($2)] = t($3) }
-			/^cbatch\/baseline =/ { split($0, a, "per round: "); spread = a[2] }
+		# the ledger's ratios pair by pair (round by round), as the paths'
+		awk '
+			function med(a, n,   i, j, x) {
+				for (i = 2; i <= n; i++)
+					for (j = i; j > 1 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			function show(lim, name,   i, n, c, l, q, lo, hi) {
+				n = 0; lo = 1e9; hi = 0
+				for (i = 1; i <= rounds; i++) {
+					q = rate[i, "cbatch"] / rate[i, lim]
+					c[++n] = rate[i, "cbatch"]; l[n] = rate[i, lim]; r[n] = q
+					if (q < lo) lo = q
+					if (q > hi) hi = q
+				}
+				printf "| ledger | %.0f | %s | %.0f | **%.3f** [%.3f, %.3f] |\n", \
+					med(c, n), name, med(l, n), med(r, n), lo, hi
+			}
+			$1 == "round" && $4 + 0 > 0 {
+				rate[$2, $3] = $4; if ($2 > rounds) rounds = $2
+				sum[$3] += $4
+			}
 			END {
-				base = r["libpq-pipe"] + 0 > r["libpq-seq"] + 0 ? "libpq-pipe" : "libpq-seq"
-				print "| path | cbatch rows/s | limit | limit rows/s | cbatch / limit |"
+				print "| path | cbatch rows/s | limit | limit rows/s | cbatch / limit (pairs: median [min, max]) |"
 				print "|---|---:|---|---:|---:|"
-				printf "| ledger (keyset reader, upsert, status) | %s | hand-written libpq loop (%s) | %s | **%.3f** (per round: %s) |\n", \
-					r["cbatch"], base, r[base], r["cbatch"] / r[base], spread
-				printf "| ledger | %s | set-based SQL pair | %s | %.3f |\n", \
-					r["cbatch"], r["set-based"], r["cbatch"] / r["set-based"]
+				base = sum["libpq-pipe"] > sum["libpq-seq"] ? "libpq-pipe" : "libpq-seq"
+				show(base, "hand-written libpq loop (" base ")")
+				show("set-based", "set-based SQL pair")
 			}' "$build/quick-ledger.txt"
-		awk -F'|' 'NR > 0 && /^\| [a-z-]+ \|/ && $2 !~ /path/ {
+		awk -F'|' '/^\| [a-z-]+ \|/ && $2 !~ /path/ {
 				print "| " substr($2, 2) "|" $4 "|" $3 "|" $5 "|" $6 "|"
 			}' "$build/quick-paths.txt"
 		echo
