@@ -12,13 +12,21 @@
 # the latency of a firing is that stamp minus its fire instant, both read by
 # the database's clock. After each round the script checks that every
 # (schedule, instant) has exactly one firing row, one job execution and one
-# tick_log row: no instant ran twice, none was lost.
+# tick_log row: no instant ran twice, none was lost. The schedules use
+# `--overlap allow`, so that a burst slower than EVERY still runs every
+# instant (the check would otherwise count the skipped ones as lost).
+#
+# A second table says where the time went (instant -> claim committed ->
+# execution created -> chunk committed, from the repository's timestamps)
+# and the CPU per firing: the whole server's (its backends, reaped at their
+# exit, and background processes) and the two nodes' with their children
+# (the job processes), from /proc.
 #
 # Settings (environment): COUNTS (default "1 10 100"), ROUNDS (instants per
 # count, default 2), MAX_RUNNING (each node's --max-running; default: the
 # scheduler's own default), BENCH_DIR (cluster directory, default
 # /tmp/cbatch-fire-pg), EVERY (seconds between instants: 60, or 10/20/30 for
-# a quicker run; default 60). Prints one Markdown table. Not part of the tests.
+# a quicker run; default 60). Prints Markdown tables. Not part of the tests.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run the benchmarks: one command, from the repository root or anywhere.
 #
-#   bash bench/run.sh            the full benchmark (about 15 minutes)
-#   bash bench/run.sh --quick    the ratios only, smaller (under 3 minutes once
+#   bash bench/run.sh            the full benchmark (about 20 minutes)
+#   bash bench/run.sh --quick    the ratios only, smaller (1.5 minutes once
 #                                built): the ledger at chunk 1000 (cbatch vs the
 #                                hand-written loop vs set-based SQL) and the
 #                                other built-in paths against their limits
@@ -30,7 +30,8 @@
 # (default 5), PATH_ROWS (paths, default 200000; --quick 50000), CHUNKS
 # (default "1000 10000"; --quick 1000), RSS=0 skips the rss-scaling run (5M rows: ~2 min),
 # BENCH_DIR (cluster directory, default /tmp/cbatch-bench-pg), NICE=0 to run
-# at normal priority.
+# at normal priority, FIRING=0 skips the firing latency (FIRING_COUNTS, default
+# "1 10 100", and FIRING_ROUNDS, instants per count, default 2).
 # Takes about 20 minutes on 2 cores (more on a busy machine: each run first waits
 # up to 15 s for the machine to be quiet; --quick waits 1 s at most, and says
 # the load average instead). Not part of the test suite.
@@ -152,7 +153,8 @@ fi
 	done
 	if [ "${FIRING:-1}" != 0 ]; then
 		echo
-		EVERY=20 BENCH_DIR="$dir-fire" bash "$root/bench/firing_latency.sh" "$build"
+		EVERY=20 ROUNDS="${FIRING_ROUNDS:-2}" COUNTS="${FIRING_COUNTS:-1 10 100}" \
+			BENCH_DIR="$dir-fire" bash "$root/bench/firing_latency.sh" "$build"
 	fi
 	echo
 	echo "total wall time: $(($(date +%s) - start)) s"
