@@ -212,6 +212,9 @@ static int file_out_build(void *user, const cb_step_context *sc, cb_chunk_parts 
 
 		wo.path = cb_step_param(sc, "file");
 		wo.format = format_json;
+		/* numeric(12,2) as a double: 15 digits print 12.34 back as 12.34
+		 * (jansson's default 17 would write 12.339999999999999) */
+		wo.dump_flags = JSON_REAL_PRECISION(15);
 		rc = cb_jsonl_writer_new(&w, &wo, err);
 	} else {
 		cb_csv_writer_options wo = CB_CSV_WRITER_OPTIONS_INIT;
