@@ -61,6 +61,8 @@ for d in "$db_baseline" "$db_snapshot"; do
 		-f "$root/bench/growth_gen.sql" >/dev/null
 done
 
+# Sets $port: not in a command substitution, whose subshell would keep the
+# server's pid from the cleanup.
 start_serve() { # NAME BINARY DB
 	"$2" --db "$3" serve --listen 127.0.0.1:0 --pool 4 --client-connections 200 \
 		>"$work/$1.log" 2>&1 &
@@ -69,10 +71,12 @@ start_serve() { # NAME BINARY DB
 		grep -q 'listening on' "$work/$1.log" && break
 		sleep 0.05
 	done
-	sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.log"
+	port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.log")
 }
-port_old=$(start_serve baseline "$old" "$db_baseline")
-port_new=$(start_serve snapshot "$new" "$db_snapshot")
+start_serve baseline "$old" "$db_baseline"
+port_old=$port
+start_serve snapshot "$new" "$db_snapshot"
+port_new=$port
 [ -n "$port_old" ] && [ -n "$port_new" ] || { cat "$work"/*.log; exit 1; }
 for p in "$port_old" "$port_new"; do
 	for _ in $(seq 1 5); do
