@@ -76,7 +76,7 @@ const char *cb__cli_builtin_name(const struct cb__cli_builtin *b);
 /* Non-zero if @p name is a built-in command (an extra command may not take it). */
 int cb__cli_is_builtin(const char *name);
 /* The i-th built-in command of the table --help prints (help: "" when it has
- * none), for the tests that keep the README and the help in step with it.
+ * none), for the tests that keep docs/running-jobs.md and the help in step with it.
  * @return 0, or -1 past the last. */
 int cb__cli_builtin_at(size_t i, const char **name, const char **synopsis, const char **summary,
 		       const char **help);

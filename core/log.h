@@ -26,7 +26,7 @@ int cb__log_format_parse(int *out, const char *name);
 void cb__log_set_format(int format);
 int cb__log_get_format(void);
 
-/* The events, a fixed vocabulary (README "Logs"); a line names one. */
+/* The events, a fixed vocabulary (docs/logs.md); a line names one. */
 #define CB__LOG_EVENTS(X)                                                                          \
 	X(NODE_STARTED, "node.started")                                                            \
 	X(NODE_STOPPING, "node.stopping")                                                          \

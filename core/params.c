@@ -761,7 +761,7 @@ int cb_params_job_key(char *out, const cb_params *p, cb_error *err)
 
 /* ---- reserved parameters ------------------------------------------------- */
 
-/* Keep in sync with the README ("Parameters") and the readers: step_chunk.c,
+/* Keep in sync with docs/running-jobs.md ("Parameters") and the readers: step_chunk.c,
  * partition.c. The bounds are what those readers can honour. */
 static const cb__reserved_param reserved[] = {
 	{ "chunk.size", 1, 1000000 },

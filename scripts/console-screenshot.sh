@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the README's console screenshot (docs/console.png) from the
+# Regenerate the console page's screenshot (docs/console.png, in docs/console.md) from the
 # browser test (tests/browser/run.sh, ctest browser.dashboard): its running
 # execution at 1366x768, taken while its counts advance.
 #

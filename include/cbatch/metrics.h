@@ -22,7 +22,7 @@ extern "C" {
 
 /**
  * Repository metrics in Prometheus text exposition format, named by
- * Prometheus's conventions (README "Metrics"): every name starts with
+ * Prometheus's conventions (docs/metrics.md): every name starts with
  * cbatch_, counters end in _total, the job label is batch_job. Lock outcomes
  * (cbatch_lock_acquire_success_total, cbatch_lock_acquire_failed_total,
  * cbatch_lock_lease_expired_total, cbatch_heartbeat_failure_total,

@@ -241,7 +241,7 @@ for p in "$admin_pid" "$ro_pid"; do
 	}
 done
 pids=()
-# scripts/console-screenshot.sh: the README's picture (docs/console.png) is
+# scripts/console-screenshot.sh: the console page's picture (docs/console.png, docs/console.md) is
 # this run's running execution at 1366 px.
 if [ -n "${CBATCH_CONSOLE_PNG:-}" ]; then
 	cp "$work/dashboard-1366.png" "$CBATCH_CONSOLE_PNG"

@@ -4,7 +4,7 @@
  * init, listings in JSON and as tables, show, stop, abandon and restart.
  * Runs the real binaries: `cbatch` (no jobs) and `cbatch-examples` (ledger).
  * Also: times shown with their zone (local, --utc, CBATCH_TZ), --help that
- * wraps synopses without cutting a word, and the README's command list kept
+ * wraps synopses without cutting a word, and the command list of docs/running-jobs.md kept
  * in step with the command table.
  */
 #include <stdio.h>
@@ -600,7 +600,7 @@ static void test_times_carry_their_zone(void)
 	PQfinish(conn);
 }
 
-/* ---- help and the README ------------------------------------------------- */
+/* ---- help and the command list ------------------------------------------- */
 
 /* Whether @p word is one of the whitespace-separated words of @p text. */
 static int has_word(const char *text, const char *word, size_t n)
@@ -672,22 +672,22 @@ static void test_help_wraps_without_cutting(void)
 	}
 }
 
-/* The README's command block: the code block under "## Running jobs". */
+/* The command list: the code block under "# Running jobs" (docs/running-jobs.md). */
 static char *readme_block(void)
 {
 	char path[4096], *text, *a, *b;
 
-	snprintf(path, sizeof(path), "%s/README.md", cbt_source_dir());
+	snprintf(path, sizeof(path), "%s/docs/running-jobs.md", cbt_source_dir());
 	text = cbt_slurp(path, NULL);
 	if (!text) {
 		CBT_FAILF("cannot read %s", path);
 		return NULL;
 	}
-	a = strstr(text, "\n## Running jobs\n");
+	a = strstr(text, "# Running jobs\n");
 	a = a ? strstr(a, "\n```\n") : NULL;
 	b = a ? strstr(a + 5, "\n```\n") : NULL;
 	if (!a || !b) {
-		CBT_FAILF("README.md: no code block under '## Running jobs'");
+		CBT_FAILF("docs/running-jobs.md: no code block under '# Running jobs'");
 		free(text);
 		return NULL;
 	}
@@ -730,7 +730,8 @@ static void check_options_as(const char *block, const char *cmd, const char *tex
 
 static void check_options(const char *block, const char *cmd, const char *text)
 {
-	check_options_as(block, cmd, text, "README's command list lacks %s's option %s");
+	check_options_as(block, cmd, text,
+			 "docs/running-jobs.md's command list lacks %s's option %s");
 }
 
 static void test_readme_lists_every_command(void)
@@ -748,7 +749,9 @@ static void test_readme_lists_every_command(void)
 		if (!strstr(block, line)) {
 			snprintf(line, sizeof(line), "\n  %s\n", name);
 			if (!strstr(block, line))
-				CBT_FAILF("README's command list lacks the command '%s'", name);
+				CBT_FAILF(
+					"docs/running-jobs.md's command list lacks the command '%s'",
+					name);
 		}
 		check_options(block, name, syn);
 		check_options(block, name, more);
@@ -771,7 +774,9 @@ static void test_readme_lists_every_command(void)
 		if (cb__cli_is_builtin(word))
 			continue;
 		if (EX(word, "--help") != 0 || !strstr(out, "A command of this program"))
-			CBT_FAILF("README's command list has '%s', which is no command", word);
+			CBT_FAILF(
+				"docs/running-jobs.md's command list has '%s', which is no command",
+				word);
 	}
 	free(block);
 }

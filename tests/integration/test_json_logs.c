@@ -3,7 +3,7 @@
  * start print, through a scenario with overlaps, an outage of the
  * repository, a node killed with its run and recovered by the other, a
  * launch and an action from the console, is one JSON object with the
- * documented fields, whose event is in the README's vocabulary. One node
+ * documented fields, whose event is in the vocabulary of docs/logs.md. One node
  * is given --log-format json, the other CBATCH_LOG_FORMAT=json, serve the
  * option: the runs they start inherit it.
  */
@@ -38,14 +38,14 @@ static int clean(void)
 #define EX(...)         CBT_SCHED_EX(&sched, __VA_ARGS__)
 #define SPAWN(log, ...) CBT_SCHED_SPAWN(&sched, (log), __VA_ARGS__)
 
-/* The README's event vocabulary: the first cells of its log event table. */
+/* The documented event vocabulary: the first cells of docs/logs.md's log event table. */
 static int vocabulary(char names[][64], int max)
 {
 	char path[4096], line[1024];
 	int n = 0, in = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/README.md", cbt_source_dir());
+	snprintf(path, sizeof(path), "%s/docs/logs.md", cbt_source_dir());
 	if (!(f = fopen(path, "r")))
 		return -1;
 	while (fgets(line, sizeof(line), f) && n < max) {

@@ -19,7 +19,7 @@
  *   mid-run: its node buries it, recovery restarts it, the next firings run.
  *
  * The same scenarios with `--overlap allow` and a lenient transition count
- * invoices twice (README, "Running non-idempotent jobs safely").
+ * invoices twice (docs/writing-jobs.md, "Running non-idempotent jobs safely").
  */
 #include <signal.h>
 #include <stdio.h>

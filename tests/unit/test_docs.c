@@ -1,6 +1,6 @@
 /*
  * One command table, five readers that never disagree: `--help` (the general
- * help and each command's), the README's command list, the manual page
+ * help and each command's), the command list of docs/running-jobs.md, the manual page
  * cbatch(1) and the bash completion that the build writes with `cbatch help
  * --format man|bash`. Each must name exactly the table's commands, their
  * options (and the global ones), and the page its exit codes; the page reads
@@ -172,7 +172,7 @@ static void test_help_names_the_table(void)
 	}
 }
 
-/* ---- the README ------------------------------------------------------------ */
+/* ---- the command list (docs/running-jobs.md) ------------------------------------------------------------ */
 
 static void test_readme_names_the_table(void)
 {
@@ -182,13 +182,13 @@ static void test_readme_names_the_table(void)
 	int cur = -1;
 
 	memset(opts, 0, sizeof(opts));
-	snprintf(path, sizeof(path), "%s/README.md", cbt_source_dir());
+	snprintf(path, sizeof(path), "%s/docs/running-jobs.md", cbt_source_dir());
 	text = cbt_slurp(path, NULL);
-	a = text ? strstr(text, "\n## Running jobs\n") : NULL;
+	a = text ? strstr(text, "# Running jobs\n") : NULL;
 	a = a ? strstr(a, "\n```\n") : NULL;
 	b = a ? strstr(a + 5, "\n```\n") : NULL;
 	if (!a || !b) {
-		CBT_FAILF("README.md: no code block under '## Running jobs'");
+		CBT_FAILF("docs/running-jobs.md: no code block under '# Running jobs'");
 		free(text);
 		return;
 	}
@@ -231,17 +231,17 @@ static void test_readme_names_the_table(void)
 		opts[i] = own;
 	}
 	table_commands(&want);
-	SAME("the README's commands", &cmds, &want);
+	SAME("docs/running-jobs.md's commands", &cmds, &want);
 	memset(&want, 0, sizeof(want));
 	table_options(&want, cb__cli_global_options, NULL);
-	SAME("the README's global options", &globals, &want);
+	SAME("docs/running-jobs.md's global options", &globals, &want);
 	for (size_t i = 0; i < CB__NBUILTINS; i++) {
 		const struct cb__cli_builtin *bi = builtin(cb__builtin_name((int)i));
 		char what[128];
 
 		memset(&want, 0, sizeof(want));
 		table_options(&want, bi->options, "*");
-		snprintf(what, sizeof(what), "the README's options of %s",
+		snprintf(what, sizeof(what), "docs/running-jobs.md's options of %s",
 			 cb__builtin_name((int)i));
 		SAME(what, &opts[i], &want);
 	}

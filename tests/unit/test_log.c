@@ -2,7 +2,7 @@
  * The daemons' log lines (core/log.h), with no database: text as people have
  * always read it, JSON as a log shipper wants it (one object per line, the
  * documented fields, one line however many newlines a message has), and the
- * event vocabulary the README documents being exactly the code's.
+ * event vocabulary docs/logs.md documents being exactly the code's.
  */
 #include <regex.h>
 #include <stdio.h>
@@ -98,14 +98,14 @@ static void test_formats_parse(void)
 	CBT_EQ_STR(getenv("CBATCH_LOG_FORMAT"), "text");
 }
 
-/* The README's "Log events" table names exactly the code's events. */
+/* The log event table of docs/logs.md names exactly the code's events. */
 static void test_readme_documents_every_event(void)
 {
 	char path[4096], *text, *table, *end;
 	FILE *f;
 	long n;
 
-	snprintf(path, sizeof(path), "%s/README.md", getenv("CBATCH_TEST_SOURCE_DIR"));
+	snprintf(path, sizeof(path), "%s/docs/logs.md", getenv("CBATCH_TEST_SOURCE_DIR"));
 	f = fopen(path, "r");
 	if (!f) {
 		CBT_FAILF("cannot read %s", path);
@@ -120,7 +120,7 @@ static void test_readme_documents_every_event(void)
 	fclose(f);
 	table = strstr(text, "| event | level | when |");
 	if (!table) {
-		CBT_FAILF("README has no log event table");
+		CBT_FAILF("docs/logs.md has no log event table");
 		free(text);
 		return;
 	}
@@ -132,7 +132,8 @@ static void test_readme_documents_every_event(void)
 
 		snprintf(cell, sizeof(cell), "| `%s` |", cb__log_event_name(ev));
 		if (!strstr(table, cell))
-			CBT_FAILF("README's log event table lacks %s", cb__log_event_name(ev));
+			CBT_FAILF("docs/logs.md's log event table lacks %s",
+				  cb__log_event_name(ev));
 	}
 	/* ... and no other: each row's first cell is an event of the code. */
 	for (char *p = strstr(table, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
@@ -144,7 +145,7 @@ static void test_readme_documents_every_event(void)
 		for (int ev = 0; ev < CB__NLOG_EVENTS; ev++)
 			known |= strcmp(name, cb__log_event_name(ev)) == 0;
 		if (!known)
-			CBT_FAILF("README documents an event the code has not: %s", name);
+			CBT_FAILF("docs/logs.md documents an event the code has not: %s", name);
 	}
 	free(text);
 }
