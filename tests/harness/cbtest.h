@@ -181,6 +181,15 @@ int cbt_repo_db(char *conninfo, size_t size, const char *prefix, PGconn **conn);
 int cbt_run(const char *const argv[], char *out, size_t outsz, char *errout, size_t errsz);
 
 /**
+ * Complete the command line @p words (the program first, the word being
+ * completed last; NULL-terminated) with the bash completion the build wrote
+ * ($CBATCH_TEST_DOC_DIR/cbatch.bash): the candidates into @p out, sorted, one
+ * a line; stderr into @p errout. @return as cbt_run.
+ */
+int cbt_bash_complete(const char *const *words, char *out, size_t outsz, char *errout,
+		      size_t errsz);
+
+/**
  * Start a program in the background (stdin /dev/null; stdout and stderr to
  * @p stdout_path, truncated, or to /dev/null if NULL).
  * @return its pid, or -1 after recording a failure.

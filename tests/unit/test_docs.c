@@ -421,20 +421,7 @@ static void test_completion_names_the_table(void)
  * by the script the build wrote, sorted, one a line; stderr must stay empty. */
 static const char *complete(const char *const *words)
 {
-	static const char script[] =
-		"source \"$1\"; shift; COMP_WORDS=(\"$@\"); "
-		"COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _cbatch; "
-		"((${#COMPREPLY[@]})) && printf '%s\\n' \"${COMPREPLY[@]}\" | LC_ALL=C sort; true";
-	const char *argv[32] = { "bash", "-c", script, "bash" };
-	char path[4096];
-	size_t n = 4;
-
-	snprintf(path, sizeof(path), "%s/cbatch.bash", getenv("CBATCH_TEST_DOC_DIR"));
-	argv[n++] = path;
-	while (*words && n < 31)
-		argv[n++] = *words++;
-	argv[n] = NULL;
-	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 0);
+	CBT_EQ_LL(cbt_bash_complete(words, out, sizeof(out), errout, sizeof(errout)), 0);
 	CBT_EQ_STR(errout, "");
 	return out;
 }
