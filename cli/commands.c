@@ -68,10 +68,15 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "Options:\n"
 	  "  --limit N   show at most N executions (default 20)\n",
 	  cb__cli_cmd_executions },
-	{ CB__CMD_show, "EXECUTION_ID", "show an execution, its parameters and its steps",
+	{ CB__CMD_show, "EXECUTION_ID [--log]", "show an execution, its parameters and its steps",
 	  "lock: the lock it ran under and its job's lock scope in this program (see\n"
 	  "`jobs --help`); with --json lock_name and lock_scope (null when this\n"
-	  "program lacks the job).\n",
+	  "program lacks the job).\n"
+	  "Options:\n"
+	  "  --log   what the run printed (stdout and stderr), as the scheduler node or\n"
+	  "          the console that launched it kept it: its last 64 KiB, rewritten\n"
+	  "          every few seconds while it runs (a run started from a shell has\n"
+	  "          none); with --json captured, log, bytes_dropped, bytes_total\n",
 	  cb__cli_cmd_show },
 	{ CB__CMD_locks, "[--all] [--limit N] [--after NAME]",
 	  "list execution locks with owner, fencing token and lease left",

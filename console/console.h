@@ -247,6 +247,7 @@ void cb__api_metrics(cb__request *r);
 void cb__api_info(cb__request *r);
 void cb__api_execution(cb__request *r);
 void cb__api_execution_skips(cb__request *r);
+void cb__api_execution_log(cb__request *r);
 
 /* The lists' calls and checks (the lists themselves are rows in router.c). */
 int cb__fetch_jobs(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a, cb_error *err);

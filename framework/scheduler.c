@@ -13,6 +13,7 @@
  * restarts of executions left unfinished, and launches them as claims. */
 #include "scheduler.h"
 
+#include "child_log.h"
 #include "engine.h"
 #include "clock.h"
 #include "repo.h"
@@ -184,6 +185,14 @@ struct child {
 	int launch_recorded; /* LAUNCHED is in the repository */
 	int buried_checked;  /* its execution, if left running, was buried */
 	char launch_note[200];
+	/* Its output (child_log.h), stored as its execution's log once the
+	 * execution is found: one with an id above log_after whose owner is its
+	 * pid (repository/run_log.c); log_after -1: not looked for. */
+	cb__child_log *log;
+	long long log_after, log_exec;
+	int log_stored;   /* a log row was written */
+	double log_next;  /* monotonic time of the next store (or look) */
+	double exited_at; /* monotonic time it was reaped */
 };
 
 struct node {
@@ -406,7 +415,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 {
 	size_t nw = 0, len;
 	char **argv, found[256] = "", go = 'g';
-	int pfd[2], gfd[2], e = 0, launched = 0, rc;
+	int pfd[2], gfd[2], ofd[2] = { -1, -1 }, efd[2] = { -1, -1 }, e = 0, launched = 0, rc;
+	cb_error me = CB_ERROR_INIT;
 	pid_t parent = getpid(), pid;
 	ssize_t got;
 
@@ -435,6 +445,30 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 		free(argv);
 		return -1;
 	}
+	/* Its stdout and stderr, for its log: close-on-exec, so that no other
+	 * child holds them open; the child's own ends are dup2'ed over 1 and 2. */
+	if (pipe(ofd) != 0 || pipe(efd) != 0) {
+		snprintf(why, whysize, "pipe: %s", strerror(errno));
+		for (int i = 0; i < 2; i++) {
+			if (ofd[i] >= 0)
+				close(ofd[i]);
+			if (efd[i] >= 0)
+				close(efd[i]);
+		}
+		close(pfd[0]);
+		close(pfd[1]);
+		close(gfd[0]);
+		close(gfd[1]);
+		free(argv);
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		fcntl(ofd[i], F_SETFD, FD_CLOEXEC);
+		fcntl(efd[i], F_SETFD, FD_CLOEXEC);
+	}
+	/* The newest execution before the launch: the child's comes after. */
+	if (cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
+		k->log_after = -1;
 	fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
 	fcntl(gfd[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
@@ -445,6 +479,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 
 		close(pfd[0]);
 		close(gfd[1]);
+		close(ofd[0]);
+		close(efd[0]);
 		/* If the scheduler dies, the job is asked to stop after its chunk
 		 * (STOPPED, restartable) rather than run on unwatched. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -463,6 +499,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 			dup2(devnull, 0);
 			close(devnull);
 		}
+		dup2(ofd[1], STDOUT_FILENO);
+		dup2(efd[1], STDERR_FILENO);
 		if (n->o->conninfo)
 			setenv("CBATCH_DB", n->o->conninfo, 1);
 		execv(n->o->exe, argv);
@@ -475,12 +513,19 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	free(argv);
 	close(pfd[1]);
 	close(gfd[0]);
+	close(ofd[1]);
+	close(efd[1]);
 	if (pid < 0) {
 		snprintf(why, whysize, "fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(gfd[1]);
+		close(ofd[0]);
+		close(efd[0]);
 		return -1;
 	}
+	/* Read at once: nothing else here may wait on what the child prints. */
+	if (cb__child_log_start(&k->log, ofd[0], efd[0], 0) < 0)
+		k->log = NULL;
 	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)pid,
 			       verb, job);
 	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
@@ -494,6 +539,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	close(gfd[1]);
 	if (rc < 0 || !launched) {
 		waitpid(pid, NULL, 0);
+		cb__child_log_free(k->log);
+		k->log = NULL;
 		close(pfd[0]);
 		if (rc < 0) {
 			*refused = -1;
@@ -517,6 +564,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	if (got == (ssize_t)sizeof(e)) {
 		snprintf(why, whysize, "cannot run %s: %s", n->o->exe, strerror(e));
 		waitpid(pid, NULL, 0);
+		cb__child_log_free(k->log);
+		k->log = NULL;
 		/* LAUNCHED was recorded: FAILED_TO_LAUNCH replaces it. */
 		k->pid = 0;
 		k->launch_recorded = 0;
@@ -547,6 +596,51 @@ static const char *exit_meaning(int code)
 	}
 }
 
+/* Seconds between two stores of a running child's log, and the longest wait
+ * for its output's end after it exited (a process it left behind may hold the
+ * pipe open). */
+#define LOG_EVERY     2.0
+#define LOG_LAST_WAIT 5.0
+
+/* Store child @p k's log when it is due: every LOG_EVERY seconds while it
+ * runs, if it printed anything new, and once its output has ended. The log
+ * is no part of the firing's record: a store that fails is said, not
+ * retried. @return 1 when the log is over (stored, or none to store), 0
+ * while its output may still come. */
+static int log_tick(struct node *n, struct child *k)
+{
+	cb_error err = CB_ERROR_INIT;
+	double now = cb__clock_mono();
+	long long dropped, total;
+	int last;
+	char *text;
+
+	if (!k->log)
+		return 1;
+	last = k->exited && (cb__child_log_done(k->log) || now - k->exited_at >= LOG_LAST_WAIT);
+	if (!last && now < k->log_next)
+		return 0;
+	k->log_next = now + LOG_EVERY;
+	if (k->log_after < 0)
+		return last;
+	if (!k->log_exec &&
+	    cb__repo_run_log_find(&k->log_exec, n->conn, (int)k->pid, k->log_after, &err) < 0) {
+		SAY(n, 2, "%s %s: its log is not stored: %s", k->schedule, k->when, err.message);
+		return last;
+	}
+	if (!k->log_exec)
+		return last;
+	/* At the end, a child that printed nothing gets its empty log. */
+	text = cb__child_log_take(k->log, last && !k->log_stored, &dropped, &total);
+	if (text && cb__repo_run_log_save(n->conn, k->log_exec, text, dropped, total, &err) < 0)
+		SAY(n, 1, "%s %s: execution %lld: its log is not stored: %s", k->schedule, k->when,
+		    k->log_exec, err.message);
+	else if (text)
+		k->log_stored = 1;
+	free(text);
+	return last;
+}
+
 /* Reap exited children and write down what is not written yet. Entries
  * stay until the repository has them (the connection may be down). */
 static void children_tick(struct node *n, int record)
@@ -556,15 +650,17 @@ static void children_tick(struct node *n, int record)
 	for (size_t i = 0; i < n->nkids; i++) {
 		struct child *k = &n->kids[i];
 
-		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid)
+		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid) {
 			k->exited = 1;
+			k->exited_at = cb__clock_mono();
+		}
 	}
 	if (!record || !n->conn)
 		return;
 	for (size_t i = 0; i < n->nkids;) {
 		struct child *k = &n->kids[i];
 		long long exec_id = 0;
-		char st[16], msg[300];
+		char st[16], msg[600];
 		int code;
 
 		if (!k->launch_recorded) {
@@ -578,7 +674,8 @@ static void children_tick(struct node *n, int record)
 			n->kids[i] = n->kids[--n->nkids];
 			continue;
 		}
-		if (!k->exited) {
+		/* Until its output has ended: the last lines come with its exit. */
+		if (!log_tick(n, k) || !k->exited) {
 			i++;
 			continue;
 		}
@@ -611,6 +708,18 @@ static void children_tick(struct node *n, int record)
 		else
 			snprintf(msg, sizeof(msg), "killed by signal %d after %.1fs",
 				 WTERMSIG(k->status), cb__clock_mono() - k->started);
+		if (k->log && !k->log_exec) {
+			/* No execution to hold its log (it ended before recording
+			 * one: bad parameters, the repository out of reach): its
+			 * last words go with the firing's message. */
+			char line[400];
+			size_t at = strlen(msg);
+
+			cb__child_log_last_line(k->log, line, sizeof(line));
+			if (line[0] && at + 3 < sizeof(msg))
+				snprintf(msg + at, sizeof(msg) - at, ": %.*s",
+					 (int)(sizeof(msg) - at - 3), line);
+		}
 		if (cb__repo_schedule_finished(&exec_id, st, n->conn, k->firing_id, n->id, code,
 					       msg, n->stopping, &err) < 0)
 			return;
@@ -619,6 +728,7 @@ static void children_tick(struct node *n, int record)
 			    msg);
 		else
 			SAY(n, 1, "%s %s: no execution, %s", k->schedule, k->when, msg);
+		cb__child_log_free(k->log);
 		n->kids[i] = n->kids[--n->nkids];
 	}
 }
@@ -1245,6 +1355,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	    out->skipped_overlap, out->queued, out->restarted);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);
+	for (size_t i = 0; i < n.nkids; i++)
+		cb__child_log_free(n.kids[i].log);
 	free(n.s);
 	free(n.kids);
 	PQfinish(n.conn);

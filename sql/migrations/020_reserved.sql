@@ -1,0 +1,3 @@
+-- 020 is another branch's (the backfill of schedules). This placeholder only
+-- keeps the migrations numbered without a gap on this branch: drop it when
+-- the real 020 is merged.

@@ -1,0 +1,3 @@
+-- 021 is another branch's (the skipped runs). This placeholder only keeps
+-- the migrations numbered without a gap on this branch: drop it when the
+-- real 021 is merged.
