@@ -76,7 +76,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "  --log   what the run printed (stdout and stderr), as the scheduler node or\n"
 	  "          the console that launched it kept it: its last 64 KiB, rewritten\n"
 	  "          every few seconds while it runs (a run started from a shell has\n"
-	  "          none); with --json captured, log, bytes_dropped, bytes_total\n",
+	  "          none); as JSON: captured, log, bytes_dropped, bytes_total\n",
 	  cb__cli_cmd_show },
 	{ CB__CMD_locks, "[--all] [--limit N] [--after NAME]",
 	  "list execution locks with owner, fencing token and lease left",
@@ -209,7 +209,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "remove old executions with their steps, contexts, parameters and audit",
 	  "Removes job executions that ended more than DURATION ago (30d, 12h, 90m,\n"
 	  "3600s; by the database's clock) with their step executions (partitions too),\n"
-	  "contexts and parameters, their lock audit rows (and audit rows older than\n"
+	  "contexts, parameters and run logs, their lock audit rows (and audit rows older than\n"
 	  "the cutoff that belong to no execution), and instances left with none. An\n"
 	  "instance whose executions all go can be run again with the same parameters.\n"
 	  "Never removed: an instance that is running, or whose newest execution is\n"
