@@ -488,6 +488,10 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 			_exit(127);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* Its output goes to a pipe this node reads: should the node die, a
+		 * write must fail (EPIPE), not kill the run that was asked to stop
+		 * after its chunk. */
+		signal(SIGPIPE, SIG_IGN);
 		/* No exec without the confirmed claim: EOF means refused. */
 		do
 			got = read(gfd[0], &c, 1);
