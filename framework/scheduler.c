@@ -527,8 +527,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 		close(efd[0]);
 		return -1;
 	}
-	/* Read at once: nothing else here may wait on what the child prints. */
-	if (cb__child_log_start(&k->log, ofd[0], efd[0], 0) < 0)
+	/* Read by this loop from now on (node_wait, children_tick). */
+	if (cb__child_log_new(&k->log, ofd[0], efd[0], 0) < 0)
 		k->log = NULL;
 	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)pid,
 			       verb, job);
@@ -621,6 +621,7 @@ static int log_tick(struct node *n, struct child *k)
 
 	if (!k->log)
 		return 1;
+	cb__child_log_drain(k->log);
 	last = k->exited && (cb__child_log_done(k->log) || now - k->exited_at >= LOG_LAST_WAIT);
 	if (!last && now < k->log_next)
 		return 0;
@@ -654,6 +655,8 @@ static void children_tick(struct node *n, int record)
 	for (size_t i = 0; i < n->nkids; i++) {
 		struct child *k = &n->kids[i];
 
+		if (k->log)
+			cb__child_log_drain(k->log);
 		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid) {
 			k->exited = 1;
 			k->exited_at = cb__clock_mono();
@@ -1163,6 +1166,71 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* Wait as cb__work_wait does (a notice on @p conn or, if @p stop_wakes, a
+ * stop signal ends the wait; @p conn NULL: no notice), at most @p seconds,
+ * draining the children's output meanwhile: a child never waits on a full
+ * pipe while its node sleeps (an outage's backoff included). */
+static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wakes)
+{
+	double end = cb__clock_mono() + (seconds > 0 ? seconds : 0);
+	struct pollfd *p = NULL;
+	size_t room = 0;
+	int conn_fd;
+	PGnotify *note;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		room += n->kids[i].log ? 2 : 0;
+	if (room == 0 || !(p = calloc(room + 2, sizeof(*p)))) {
+		if (conn)
+			cb__work_wait(conn, seconds);
+		else if (stop_wakes)
+			cb__signals_nap(seconds);
+		else
+			cb__clock_sleep(seconds);
+		return;
+	}
+	conn_fd = conn && PQstatus(conn) == CONNECTION_OK ? PQsocket(conn) : -1;
+	/* A notice that came with an earlier answer is already buffered. */
+	if (conn_fd >= 0 && PQconsumeInput(conn) && (note = PQnotifies(conn)) != NULL) {
+		do
+			PQfreemem(note);
+		while ((note = PQnotifies(conn)) != NULL);
+		end = 0;
+	}
+	for (;;) {
+		double left;
+		size_t m = 0;
+
+		for (size_t i = 0; i < n->nkids; i++)
+			if (n->kids[i].log) {
+				cb__child_log_drain(n->kids[i].log);
+				m += cb__child_log_pollfds(n->kids[i].log, p + m);
+			}
+		if ((left = end - cb__clock_mono()) <= 0)
+			break;
+		p[m].fd = conn_fd;
+		p[m].events = POLLIN;
+		p[m].revents = 0;
+		p[m + 1].fd = stop_wakes ? cb__signals_wake_fd() : -1;
+		p[m + 1].events = POLLIN;
+		p[m + 1].revents = 0;
+		if (cb__clock_poll(p, (nfds_t)(m + 2), left) <= 0)
+			continue;
+		if (p[m + 1].revents)
+			break; /* a stop */
+		if (p[m].revents) {
+			if ((p[m].revents & POLLIN) && PQconsumeInput(conn)) {
+				while ((note = PQnotifies(conn)) != NULL)
+					PQfreemem(note);
+				break;
+			}
+			/* Closed, or an error: the rest of the wait without it. */
+			conn_fd = -1;
+		}
+	}
+	free(p);
+}
+
 static int connect_repo(struct node *n, cb_error *err)
 {
 	if (cb__pg_connect(&n->conn, n->o->conninfo, err) < 0 ||
@@ -1294,7 +1362,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			said_unreachable = 1;
 			down = 1;
 			children_tick(&n, 0);
-			cb__signals_nap(backoff);
+			node_wait(&n, NULL, backoff, 1);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1311,7 +1379,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			PQfinish(n.conn);
 			n.conn = NULL;
 			down = 1;
-			cb__signals_nap(backoff);
+			node_wait(&n, NULL, backoff, 1);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1320,7 +1388,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		down = 0;
 		said_unreachable = 0;
 		backoff = 0.5;
-		cb__work_wait(n.conn, sleep_for(&n));
+		node_wait(&n, n.conn, sleep_for(&n), 1);
 	}
 	/* Stop: no new firing; running jobs stop after their chunk. */
 	n.stopping = 1;
@@ -1345,7 +1413,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			if (running_children(&n) == 0)
 				break;
 		}
-		cb__clock_sleep(0.1);
+		node_wait(&n, NULL, 0.1, 0);
 	}
 	if (n.conn) {
 		cb_error e = CB_ERROR_INIT;
