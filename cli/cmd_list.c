@@ -646,18 +646,61 @@ static int print_execution(const json_t *e, const cb_job *job_def)
 	return 0;
 }
 
+/* `show ID --log`: what the run printed, as its launcher kept it. The text
+ * is printed as stored (the run's own bytes, made valid UTF-8): it is what
+ * the run wrote to its terminal. */
+static int show_log(struct cli *c, PGconn *conn, long long id)
+{
+	json_t *doc = NULL;
+	long long dropped;
+	int rc;
+
+	if ((rc = cb_repo_execution_log(&doc, conn, id, &c->err)) < 0)
+		return cb__cli_fail(c, cb__cli_exit_for(rc, 1));
+	if (c->json) {
+		cb__cli_json_print(stdout, doc);
+	} else if (!json_is_true(json_object_get(doc, "captured"))) {
+		printf("no log: execution %lld was not launched by a scheduler node or the "
+		       "console (a run started from a shell printed there)\n",
+		       id);
+	} else {
+		const char *text = json_string_value(json_object_get(doc, "log"));
+		size_t n = text ? strlen(text) : 0;
+
+		dropped = cb__cli_json_get_ll(doc, "bytes_dropped");
+		if (dropped > 0)
+			printf("[%lld earlier bytes not kept]\n", dropped);
+		if (n > 0) {
+			fwrite(text, 1, n, stdout);
+			if (text[n - 1] != '\n')
+				putchar('\n');
+		} else {
+			printf("(it printed nothing)\n");
+		}
+	}
+	json_decref(doc);
+	return 0;
+}
+
 int cb__cli_cmd_show(struct cli *c)
 {
+	static const char *const flags[] = { "--log", NULL };
+	const char *values[1] = { NULL };
 	const cb_job *job;
 	json_t *e = NULL;
 	PGconn *conn = NULL;
 	long long id;
 	int rc;
 
-	if ((rc = cb__cli_one_id(c, &id)) != 0)
+	if ((rc = cb__cli_one_id_with(c, &id, flags, values)) != 0)
 		return rc;
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		return rc;
+	if (values[0]) {
+		rc = show_log(c, conn, id);
+		PQfinish(conn);
+		return rc;
+	}
 	if ((rc = cb_repo_show_execution(&e, conn, id, &c->err)) < 0) {
 		rc = cb__cli_fail(c, cb__cli_exit_for(rc, 1));
 		goto done;

@@ -38,6 +38,14 @@ static const struct cb__cli_option executions_options[] = {
 	{ NULL, NULL, NULL, NULL },
 };
 
+static const struct cb__cli_option show_options[] = {
+	{ "--log", NULL, NULL,
+	  "what the run printed (stdout and stderr), as the scheduler node or the console that "
+	  "launched it kept it: its last 64 KiB, rewritten every few seconds while it runs (a run "
+	  "started from a shell has none); as JSON: captured, log, bytes_dropped, bytes_total" },
+	{ NULL, NULL, NULL, NULL },
+};
+
 static const struct cb__cli_option locks_options[] = {
 	{ "--all", NULL, NULL, "every lock row the repository keeps (history)" },
 	{ "--limit", "N", NULL, "at most N locks per page (default 100, at most 1000)" },
@@ -205,11 +213,11 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  cb__cli_cmd_abandon, NULL, NULL },
 	{ CB__CMD_executions, "[JOB] [--limit N] [--ids]", "list executions, newest first", NULL,
 	  cb__cli_cmd_executions, NULL, executions_options },
-	{ CB__CMD_show, "EXECUTION_ID", "show an execution, its parameters and its steps",
+	{ CB__CMD_show, "EXECUTION_ID [--log]", "show an execution, its parameters and its steps",
 	  "lock: the lock it ran under and its job's lock scope in this program (see\n"
 	  "`jobs --help`); with --json lock_name and lock_scope (null when this\n"
 	  "program lacks the job).\n",
-	  cb__cli_cmd_show, NULL, NULL },
+	  cb__cli_cmd_show, NULL, show_options },
 	{ CB__CMD_locks, "[--all] [--limit N] [--after NAME]",
 	  "list execution locks with owner, fencing token and lease left",
 	  "Shows the held locks and those released or taken within the last hour,\n"
@@ -318,7 +326,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  "remove old executions with their steps, contexts, parameters and audit",
 	  "Removes job executions that ended more than DURATION ago (30d, 12h, 90m,\n"
 	  "3600s; by the database's clock) with their step executions (partitions too),\n"
-	  "contexts and parameters, their lock audit rows (and audit rows older than\n"
+	  "contexts, parameters and run logs, their lock audit rows (and audit rows older than\n"
 	  "the cutoff that belong to no execution), and instances left with none. An\n"
 	  "instance whose executions all go can be run again with the same parameters.\n"
 	  "Never removed: an instance that is running, or whose newest execution is\n"

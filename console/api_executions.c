@@ -204,3 +204,34 @@ void cb__api_execution_skips(cb__request *r)
 	cb__reply_json(r, MHD_HTTP_OK,
 		       json_pack("{s:I,s:o}", "job_execution_id", (json_int_t)id, "skips", out));
 }
+
+/* What the run printed, as its launcher (a scheduler node, this console)
+ * kept it: cb_repo_execution_log's object, "captured": false for a run
+ * started some other way. */
+void cb__api_execution_log(cb__request *r)
+{
+	cb_error err = CB_ERROR_INIT;
+	PGconn *conn;
+	json_t *doc = NULL;
+	long long id;
+	int rc;
+
+	if (cb__query_only(r, NULL) < 0)
+		return;
+	if (cb__parse_id(&id, r->id) < 0) {
+		cb__reply_error(r, MHD_HTTP_BAD_REQUEST,
+				"invalid execution id '%.40s': expected a positive integer", r->id);
+		return;
+	}
+	if ((rc = cb__pool_get(r->console->pool, &conn, &err)) < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	rc = cb_repo_execution_log(&doc, conn, id, &err);
+	cb__pool_put(r->console->pool, conn);
+	if (rc < 0) {
+		cb__reply_repo_error(r, rc, &err);
+		return;
+	}
+	cb__reply_json(r, MHD_HTTP_OK, doc);
+}

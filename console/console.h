@@ -293,6 +293,7 @@ int cb__jobs_compute(char **text, size_t *len, PGconn *conn, void *ctx, cb_error
 void cb__api_info(cb__request *r);
 void cb__api_execution(cb__request *r);
 void cb__api_execution_skips(cb__request *r);
+void cb__api_execution_log(cb__request *r);
 
 /* The lists' calls and checks (the lists themselves are rows in router.c). */
 int cb__fetch_executions(cb__page *out, PGconn *conn, cb__request *r, const cb__qargs *a,

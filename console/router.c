@@ -60,6 +60,7 @@ static const cb__route routes[] = {
 				     .next_key = "next_before", .doc = cb__doc_executions) },
 	{ "/api/v1/executions/{id}", GET(cb__api_execution) },
 	{ "/api/v1/executions/{id}/skips", GET(cb__api_execution_skips) },
+	{ "/api/v1/executions/{id}/log", GET(cb__api_execution_log) },
 	{ "/api/v1/executions/{id}/stop", POST(cb__api_stop) },
 	{ "/api/v1/executions/{id}/abandon", POST(cb__api_abandon) },
 	{ "/api/v1/executions/{id}/restart", POST(cb__api_restart) },

@@ -11,6 +11,13 @@
  * child's own message with the status its exit code means (409 for a lock
  * held or an instance complete, 400 for invalid input, 503 for a database
  * out of reach). Only a child still starting when the wait ends gets 202.
+ *
+ * The same thread keeps the last bytes of what the child prints (core/tail.h)
+ * and stores them as its execution's log (repository/run_log.c), over a
+ * connection of its own (the pool's serve requests; this one may outlive
+ * them): every few seconds while the child runs, if it printed anything new,
+ * and once more at its end. A child that records no execution has no log:
+ * its last line is the request's answer.
  */
 #define _GNU_SOURCE /* POSIX_SPAWN_SETSID */
 #include "console.h"
@@ -29,10 +36,16 @@
 
 #include "cbatch/cli.h"
 #include "clock.h"
+#include "pgkit.h"
+#include "repo.h"
+#include "tail.h"
+
+#include <poll.h>
 
 extern char **environ;
 
-#define TAIL_MAX 2048 /* the end of the child's output kept for the answer */
+#define TAIL_MAX  2048 /* the end of the child's output kept for the answer */
+#define LOG_EVERY 2.0  /* seconds between two stores of a running child's log */
 
 struct cb__job_child {
 	pthread_mutex_t mu;
@@ -45,6 +58,14 @@ struct cb__job_child {
 	char what[200]; /* "restart of execution 7" */
 	FILE *log;
 	char tail[TAIL_MAX]; /* its last complete lines */
+	/* The reaper's alone: the log (see the top) and where it goes. */
+	cb__tail out;
+	int stored;          /* a log row was written */
+	long long log_after; /* the newest execution before the spawn; -1: none stored */
+	long long log_exec;  /* the child's execution, once found */
+	double log_next;     /* monotonic time of the next store (or look) */
+	char *conninfo;      /* a copy of serve's, NULL for libpq's defaults */
+	PGconn *conn;
 };
 
 static void child_release(cb__job_child *ch)
@@ -58,7 +79,47 @@ static void child_release(cb__job_child *ch)
 		return;
 	pthread_mutex_destroy(&ch->mu);
 	pthread_cond_destroy(&ch->cv);
+	cb__tail_free(&ch->out);
+	free(ch->conninfo);
 	free(ch);
+}
+
+/* Store the child's log when due (see the top); @p last: its output ended.
+ * The log is no part of the launch: a failure is said in serve's log and
+ * the next store tries again. */
+static void store_log(cb__job_child *ch, int last)
+{
+	cb_error err = CB_ERROR_INIT;
+	double now = cb__clock_mono();
+	char *text;
+
+	if (ch->log_after < 0 || (!last && (now < ch->log_next || !ch->out.dirty)))
+		return;
+	ch->log_next = now + LOG_EVERY;
+	if (!ch->conn && cb__pg_connect(&ch->conn, ch->conninfo, &err) < 0)
+		goto fail;
+	if (!ch->log_exec &&
+	    cb__repo_run_log_find(&ch->log_exec, ch->conn, (int)ch->pid, ch->log_after, &err) < 0)
+		goto fail;
+	/* At the end, a child that printed nothing gets its empty log. */
+	if (!ch->log_exec || (!ch->out.dirty && (ch->stored || !last)))
+		return;
+	if (!(text = cb__tail_text(&ch->out)))
+		return;
+	if (cb__repo_run_log_save(ch->conn, ch->log_exec, text, cb__tail_dropped(&ch->out),
+				  ch->out.total, &err) < 0) {
+		ch->out.dirty = 1;
+		free(text);
+		goto fail;
+	}
+	ch->stored = 1;
+	free(text);
+	return;
+fail:
+	cb__log_to(ch->log, "serve", CB__LOG_WARN, CB__EV_SERVE_NOTE, NULL,
+		   "%s (pid %d): its log is not stored: %s", ch->what, (int)ch->pid, err.message);
+	PQfinish(ch->conn);
+	ch->conn = NULL;
 }
 
 /* Keep @p line (without its newline) as the newest of the tail. */
@@ -94,13 +155,22 @@ static void *reaper(void *arg)
 	int status = 0;
 
 	for (;;) {
-		ssize_t got = read(ch->out_fd, buf + used, sizeof(buf) - 1 - used);
+		struct pollfd p = { ch->out_fd, POLLIN, 0 };
+		ssize_t got;
 		char *nl;
 
+		/* Quiet for a while: what came before it is stored all the same. */
+		if (cb__clock_poll(&p, 1, LOG_EVERY) == 0) {
+			store_log(ch, 0);
+			continue;
+		}
+		got = read(ch->out_fd, buf + used, sizeof(buf) - 1 - used);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;
+		cb__tail_append(&ch->out, buf + used, (size_t)got);
+		store_log(ch, 0);
 		used += (size_t)got;
 		buf[used] = '\0';
 		while ((nl = memchr(buf, '\n', used)) != NULL || used == sizeof(buf) - 1) {
@@ -133,6 +203,10 @@ static void *reaper(void *arg)
 		cb__log_to(ch->log, "serve", CB__LOG_WARN, CB__EV_SERVE_CHILD_EXITED, NULL,
 			   "%s (pid %d) ended by signal %d", ch->what, (int)ch->pid,
 			   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	/* Its last lines, before its end is told: an answer may point at them. */
+	store_log(ch, 1);
+	PQfinish(ch->conn);
+	ch->conn = NULL;
 	pthread_mutex_lock(&ch->mu);
 	ch->exited = 1;
 	ch->status = status;
@@ -248,6 +322,19 @@ int cb__spawn_job(cb__request *r, char *const argv[], const char *what, cb__job_
 	ch->out_fd = fds[0];
 	snprintf(ch->what, sizeof(ch->what), "%s", what);
 	ch->log = r->console->log;
+	cb__tail_init(&ch->out, 0);
+	ch->log_after = -1;
+	if (!r->console->conninfo || (ch->conninfo = strdup(r->console->conninfo)) != NULL) {
+		cb_error err = CB_ERROR_INIT;
+		PGconn *conn;
+
+		/* The newest execution before the spawn: the child's comes after. */
+		if (cb__pool_get(r->console->pool, &conn, &err) == 0) {
+			if (cb__repo_run_log_mark(&ch->log_after, conn, &err) < 0)
+				ch->log_after = -1;
+			cb__pool_put(r->console->pool, conn);
+		}
+	}
 	ch->pid = spawn_self(r->console, argv, fds[1]);
 	e2 = errno;
 	close(fds[1]);
@@ -255,6 +342,8 @@ int cb__spawn_job(cb__request *r, char *const argv[], const char *what, cb__job_
 		close(fds[0]);
 		pthread_mutex_destroy(&ch->mu);
 		pthread_cond_destroy(&ch->cv);
+		cb__tail_free(&ch->out);
+		free(ch->conninfo);
 		free(ch);
 		cb__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot start the %s: %s", what,
 				strerror(e2));

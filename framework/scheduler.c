@@ -14,6 +14,7 @@
  * restarts of executions left unfinished, and launches them as claims. */
 #include "scheduler.h"
 
+#include "child_log.h"
 #include "engine.h"
 #include "clock.h"
 #include "log.h"
@@ -186,6 +187,14 @@ struct child {
 	int launch_recorded; /* LAUNCHED is in the repository */
 	int buried_checked;  /* its execution, if left running, was buried */
 	char launch_note[200];
+	/* Its output (child_log.h), stored as its execution's log once the
+	 * execution is found: one with an id above log_after whose owner is its
+	 * pid (repository/run_log.c); log_after -1: not looked for. */
+	cb__child_log *log;
+	long long log_after, log_exec;
+	int log_stored;   /* a log row was written */
+	double log_next;  /* monotonic time of the next store (or look) */
+	double exited_at; /* monotonic time it was reaped */
 };
 
 struct node {
@@ -412,7 +421,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 {
 	size_t nw = 0, len;
 	char **argv, found[256] = "", go = 'g';
-	int pfd[2], gfd[2], e = 0, launched = 0, rc;
+	int pfd[2], gfd[2], ofd[2] = { -1, -1 }, efd[2] = { -1, -1 }, e = 0, launched = 0, rc;
+	cb_error me = CB_ERROR_INIT;
 	pid_t parent = getpid(), pid;
 	ssize_t got;
 
@@ -441,6 +451,30 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 		free(argv);
 		return -1;
 	}
+	/* Its stdout and stderr, for its log: close-on-exec, so that no other
+	 * child holds them open; the child's own ends are dup2'ed over 1 and 2. */
+	if (pipe(ofd) != 0 || pipe(efd) != 0) {
+		snprintf(why, whysize, "pipe: %s", strerror(errno));
+		for (int i = 0; i < 2; i++) {
+			if (ofd[i] >= 0)
+				close(ofd[i]);
+			if (efd[i] >= 0)
+				close(efd[i]);
+		}
+		close(pfd[0]);
+		close(pfd[1]);
+		close(gfd[0]);
+		close(gfd[1]);
+		free(argv);
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		fcntl(ofd[i], F_SETFD, FD_CLOEXEC);
+		fcntl(efd[i], F_SETFD, FD_CLOEXEC);
+	}
+	/* The newest execution before the launch: the child's comes after. */
+	if (cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
+		k->log_after = -1;
 	fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
 	fcntl(gfd[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
@@ -451,6 +485,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 
 		close(pfd[0]);
 		close(gfd[1]);
+		close(ofd[0]);
+		close(efd[0]);
 		/* If the scheduler dies, the job is asked to stop after its chunk
 		 * (STOPPED, restartable) rather than run on unwatched. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -458,6 +494,10 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 			_exit(127);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* Its output goes to a pipe this node reads: should the node die, a
+		 * write must fail (EPIPE), not kill the run that was asked to stop
+		 * after its chunk. */
+		signal(SIGPIPE, SIG_IGN);
 		/* No exec without the confirmed claim: EOF means refused. */
 		do
 			got = read(gfd[0], &c, 1);
@@ -469,6 +509,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 			dup2(devnull, 0);
 			close(devnull);
 		}
+		dup2(ofd[1], STDOUT_FILENO);
+		dup2(efd[1], STDERR_FILENO);
 		if (n->o->conninfo)
 			setenv("CBATCH_DB", n->o->conninfo, 1);
 		execv(n->o->exe, argv);
@@ -481,12 +523,19 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	free(argv);
 	close(pfd[1]);
 	close(gfd[0]);
+	close(ofd[1]);
+	close(efd[1]);
 	if (pid < 0) {
 		snprintf(why, whysize, "fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(gfd[1]);
+		close(ofd[0]);
+		close(efd[0]);
 		return -1;
 	}
+	/* Read by this loop from now on (node_wait, children_tick). */
+	if (cb__child_log_new(&k->log, ofd[0], efd[0], 0) < 0)
+		k->log = NULL;
 	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)pid,
 			       verb, job);
 	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
@@ -500,6 +549,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	close(gfd[1]);
 	if (rc < 0 || !launched) {
 		waitpid(pid, NULL, 0);
+		cb__child_log_free(k->log);
+		k->log = NULL;
 		close(pfd[0]);
 		if (rc < 0) {
 			*refused = -1;
@@ -523,6 +574,8 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	if (got == (ssize_t)sizeof(e)) {
 		snprintf(why, whysize, "cannot run %s: %s", n->o->exe, strerror(e));
 		waitpid(pid, NULL, 0);
+		cb__child_log_free(k->log);
+		k->log = NULL;
 		/* LAUNCHED was recorded: FAILED_TO_LAUNCH replaces it. */
 		k->pid = 0;
 		k->launch_recorded = 0;
@@ -553,6 +606,58 @@ static const char *exit_meaning(int code)
 	}
 }
 
+/* Seconds between two stores of a running child's log, and the longest wait
+ * for its output's end after it exited (a process it left behind may hold the
+ * pipe open). */
+#define LOG_EVERY     2.0
+#define LOG_LAST_WAIT 5.0
+
+/* Store child @p k's log when it is due: every LOG_EVERY seconds while it
+ * runs, if it printed anything new, and once its output has ended. The log
+ * is no part of the firing's record: a store that fails is said, not
+ * retried. @return 1 when the log is over (stored, or none to store), 0
+ * while its output may still come. */
+static int log_tick(struct node *n, struct child *k)
+{
+	cb_error err = CB_ERROR_INIT;
+	double now = cb__clock_mono();
+	long long dropped, total;
+	int last;
+	char *text;
+
+	if (!k->log)
+		return 1;
+	cb__child_log_drain(k->log);
+	last = k->exited && (cb__child_log_done(k->log) || now - k->exited_at >= LOG_LAST_WAIT);
+	if (!last && now < k->log_next)
+		return 0;
+	k->log_next = now + LOG_EVERY;
+	if (k->log_after < 0)
+		return last;
+	if (!k->log_exec &&
+	    cb__repo_run_log_find(&k->log_exec, n->conn, (int)k->pid, k->log_after, &err) < 0) {
+		SAY(n, 2, WARN, FIRING_NOTE,
+		    CB__LOG_WITH(.schedule = k->schedule, .instant = k->when,
+				 .firing = k->firing_id, .node = n->id),
+		    "%s %s: its log is not stored: %s", k->schedule, k->when, err.message);
+		return last;
+	}
+	if (!k->log_exec)
+		return last;
+	/* At the end, a child that printed nothing gets its empty log. */
+	text = cb__child_log_take(k->log, last && !k->log_stored, &dropped, &total);
+	if (text && cb__repo_run_log_save(n->conn, k->log_exec, text, dropped, total, &err) < 0)
+		SAY(n, 1, WARN, FIRING_NOTE,
+		    CB__LOG_WITH(.schedule = k->schedule, .instant = k->when,
+				 .firing = k->firing_id, .execution = k->log_exec, .node = n->id),
+		    "%s %s: execution %lld: its log is not stored: %s", k->schedule, k->when,
+		    k->log_exec, err.message);
+	else if (text)
+		k->log_stored = 1;
+	free(text);
+	return last;
+}
+
 /* Reap exited children and write down what is not written yet. Entries
  * stay until the repository has them (the connection may be down). */
 static void children_tick(struct node *n, int record)
@@ -562,15 +667,19 @@ static void children_tick(struct node *n, int record)
 	for (size_t i = 0; i < n->nkids; i++) {
 		struct child *k = &n->kids[i];
 
-		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid)
+		if (k->log)
+			cb__child_log_drain(k->log);
+		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid) {
 			k->exited = 1;
+			k->exited_at = cb__clock_mono();
+		}
 	}
 	if (!record || !n->conn)
 		return;
 	for (size_t i = 0; i < n->nkids;) {
 		struct child *k = &n->kids[i];
 		long long exec_id = 0;
-		char st[16], msg[300];
+		char st[16], msg[600];
 		int code;
 
 		if (!k->launch_recorded) {
@@ -584,7 +693,8 @@ static void children_tick(struct node *n, int record)
 			n->kids[i] = n->kids[--n->nkids];
 			continue;
 		}
-		if (!k->exited) {
+		/* Until its output has ended: the last lines come with its exit. */
+		if (!log_tick(n, k) || !k->exited) {
 			i++;
 			continue;
 		}
@@ -620,6 +730,18 @@ static void children_tick(struct node *n, int record)
 		else
 			snprintf(msg, sizeof(msg), "killed by signal %d after %.1fs",
 				 WTERMSIG(k->status), cb__clock_mono() - k->started);
+		if (k->log && !k->log_exec) {
+			/* No execution to hold its log (it ended before recording
+			 * one: bad parameters, the repository out of reach): its
+			 * last words go with the firing's message. */
+			char line[400];
+			size_t at = strlen(msg);
+
+			cb__child_log_last_line(k->log, line, sizeof(line));
+			if (line[0] && at + 3 < sizeof(msg))
+				snprintf(msg + at, sizeof(msg) - at, ": %.*s",
+					 (int)(sizeof(msg) - at - 3), line);
+		}
 		if (cb__repo_schedule_finished(&exec_id, st, n->conn, k->firing_id, n->id, code,
 					       msg, n->stopping, &err) < 0)
 			return;
@@ -636,6 +758,7 @@ static void children_tick(struct node *n, int record)
 					 .firing = k->firing_id, .node = n->id, .exit_code = code,
 					 .has_exit_code = WIFEXITED(k->status)),
 			    "%s %s: no execution, %s", k->schedule, k->when, msg);
+		cb__child_log_free(k->log);
 		n->kids[i] = n->kids[--n->nkids];
 	}
 }
@@ -1104,6 +1227,71 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* Wait as cb__work_wait does (a notice on @p conn or, if @p stop_wakes, a
+ * stop signal ends the wait; @p conn NULL: no notice), at most @p seconds,
+ * draining the children's output meanwhile: a child never waits on a full
+ * pipe while its node sleeps (an outage's backoff included). */
+static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wakes)
+{
+	double end = cb__clock_mono() + (seconds > 0 ? seconds : 0);
+	struct pollfd *p = NULL;
+	size_t room = 0;
+	int conn_fd;
+	PGnotify *note;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		room += n->kids[i].log ? 2 : 0;
+	if (room == 0 || !(p = calloc(room + 2, sizeof(*p)))) {
+		if (conn)
+			cb__work_wait(conn, seconds);
+		else if (stop_wakes)
+			cb__signals_nap(seconds);
+		else
+			cb__clock_sleep(seconds);
+		return;
+	}
+	conn_fd = conn && PQstatus(conn) == CONNECTION_OK ? PQsocket(conn) : -1;
+	/* A notice that came with an earlier answer is already buffered. */
+	if (conn_fd >= 0 && PQconsumeInput(conn) && (note = PQnotifies(conn)) != NULL) {
+		do
+			PQfreemem(note);
+		while ((note = PQnotifies(conn)) != NULL);
+		end = 0;
+	}
+	for (;;) {
+		double left;
+		size_t m = 0;
+
+		for (size_t i = 0; i < n->nkids; i++)
+			if (n->kids[i].log) {
+				cb__child_log_drain(n->kids[i].log);
+				m += cb__child_log_pollfds(n->kids[i].log, p + m);
+			}
+		if ((left = end - cb__clock_mono()) <= 0)
+			break;
+		p[m].fd = conn_fd;
+		p[m].events = POLLIN;
+		p[m].revents = 0;
+		p[m + 1].fd = stop_wakes ? cb__signals_wake_fd() : -1;
+		p[m + 1].events = POLLIN;
+		p[m + 1].revents = 0;
+		if (cb__clock_poll(p, (nfds_t)(m + 2), left) <= 0)
+			continue;
+		if (p[m + 1].revents)
+			break; /* a stop */
+		if (p[m].revents) {
+			if ((p[m].revents & POLLIN) && PQconsumeInput(conn)) {
+				while ((note = PQnotifies(conn)) != NULL)
+					PQfreemem(note);
+				break;
+			}
+			/* Closed, or an error: the rest of the wait without it. */
+			conn_fd = -1;
+		}
+	}
+	free(p);
+}
+
 static int connect_repo(struct node *n, cb_error *err)
 {
 	if (cb__pg_connect(&n->conn, n->o->conninfo, err) < 0 ||
@@ -1241,7 +1429,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			said_unreachable = 1;
 			down = 1;
 			children_tick(&n, 0);
-			cb__signals_nap(backoff);
+			node_wait(&n, NULL, backoff, 1);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1259,7 +1447,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			PQfinish(n.conn);
 			n.conn = NULL;
 			down = 1;
-			cb__signals_nap(backoff);
+			node_wait(&n, NULL, backoff, 1);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
 			continue;
 		}
@@ -1269,7 +1457,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		down = 0;
 		said_unreachable = 0;
 		backoff = 0.5;
-		cb__work_wait(n.conn, sleep_for(&n));
+		node_wait(&n, n.conn, sleep_for(&n), 1);
 	}
 	/* Stop: no new firing; running jobs stop after their chunk. */
 	n.stopping = 1;
@@ -1295,7 +1483,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			if (running_children(&n) == 0)
 				break;
 		}
-		cb__clock_sleep(0.1);
+		node_wait(&n, NULL, 0.1, 0);
 	}
 	if (n.conn) {
 		cb_error e = CB_ERROR_INIT;
@@ -1309,6 +1497,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	    out->skipped_overlap, out->queued, out->restarted);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);
+	for (size_t i = 0; i < n.nkids; i++)
+		cb__child_log_free(n.kids[i].log);
 	free(n.s);
 	free(n.kids);
 	PQfinish(n.conn);

@@ -397,6 +397,24 @@ int cb__repo_partitions_poll(cb__partition_poll *out, PGconn *conn, long long ma
 int cb__repo_partitions_end(PGconn *conn, long long manager_id, cb_status status,
 			    const char *exit_code, const char *exit_message, cb_error *err);
 
+/* ---- run logs (repository/run_log.c) ---- */
+
+/* The largest job execution id now (0 if none), read before a launch: the
+ * launched process's execution has a larger one. @return 0 or CB_EDB. */
+int cb__repo_run_log_mark(long long *out, PGconn *conn, cb_error *err);
+
+/* The execution that process @p pid of this host recorded with an id above
+ * @p after (cb__repo_run_log_mark's before its launch), 0 if none yet.
+ * @return 0 or CB_EDB. */
+int cb__repo_run_log_find(long long *out, PGconn *conn, int pid, long long after, cb_error *err);
+
+/* Store @p text (valid UTF-8: the kept tail) as the log of execution
+ * @p job_execution_id, replacing the one stored; @p dropped bytes were cut
+ * from its head, @p total printed in all. An execution gone is no error.
+ * @return 0 or CB_EDB. */
+int cb__repo_run_log_save(PGconn *conn, long long job_execution_id, const char *text,
+			  long long dropped, long long total, cb_error *err);
+
 /* ---- time zones from the server's tz data (repository/zone.c) ---- */
 
 /*

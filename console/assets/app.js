@@ -6,7 +6,8 @@
  * createElement / createElementNS (dom.js) and filled with textContent,
  * never with innerHTML.
  *
- * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID,
+ * Routes: #/ jobs, #/executions?job=&status=&before=, #/execution/ID (?log=1:
+ * at its log),
  * #/job/NAME (parameters, launch form, history chart),
  * #/locks?show=held|recent|all&after=&lock=&execution=&before= (locks and the
  * audit trail), #/schedules, #/schedule/NAME?before= (next firings, history).
@@ -69,7 +70,7 @@ function route() {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   let section = 'jobs', p;
   if (parts[0] === 'executions') { section = 'executions'; p = pageExecutions(main, q); }
-  else if (parts[0] === 'execution' && /^[0-9]+$/.test(parts[1] || '')) { section = 'executions'; p = pageExecution(main, parts[1]); }
+  else if (parts[0] === 'execution' && /^[0-9]+$/.test(parts[1] || '')) { section = 'executions'; p = pageExecution(main, parts[1], q); }
   else if (parts[0] === 'job' && parts[1]) { p = pageJob(main, parts[1]); }
   else if (parts[0] === 'locks') { section = 'locks'; p = pageLocks(main, q); }
   else if (parts[0] === 'schedules') { section = 'schedules'; p = pageSchedules(main); }

@@ -14,6 +14,8 @@
  * For tests of a schedule's recovery, after the sleep: `-crash:long=1` kills
  * its own process (SIGKILL: a run that dies without recording its end), and
  * `-fail:long=1` fails the step (an error of the job's own, FAILED).
+ * For tests of run logs: `-print:long=N` prints N numbered lines first
+ * (stdout, flushed), before the sleep.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -27,11 +29,18 @@ static int tick(void *user, const cb_step_context *sc, cb_tx *tx, json_t *contex
 	char exec[24], pid[16];
 	const char *p[3] = { cb_step_param(sc, "at"), exec, pid };
 	long long sleep_ms = 0, slept = json_integer_value(json_object_get(context, "slept_ms"));
-	long long crash = 0, fail = 0;
+	long long crash = 0, fail = 0, print = 0;
 	PGresult *res;
 	int rc = CB_DONE;
 
 	(void)user;
+	cb_params_get_long(cb_step_context_params(sc), "print", &print);
+	if (print > 0 && !json_is_true(json_object_get(context, "printed"))) {
+		for (long long i = 1; i <= print; i++)
+			printf("tick: line %lld of %lld\n", i, print);
+		fflush(stdout);
+		json_object_set_new(context, "printed", json_true());
+	}
 	cb_params_get_long(cb_step_context_params(sc), "sleepMs", &sleep_ms);
 	if (slept < sleep_ms) {
 		/* one slice per transaction: the engine checks for a stop in between */
@@ -72,7 +81,8 @@ int tick_register(cb_registry *reg, cb_error *err)
 	    (rc = cb_job_declare_param(job, "sleepMs", CB_PARAM_LONG, CB_PARAM_NON_IDENTIFYING,
 				       err)) < 0 ||
 	    (rc = cb_job_add_param(job, "crash", CB_PARAM_LONG, 0, err)) < 0 ||
-	    (rc = cb_job_add_param(job, "fail", CB_PARAM_LONG, 0, err)) < 0)
+	    (rc = cb_job_add_param(job, "fail", CB_PARAM_LONG, 0, err)) < 0 ||
+	    (rc = cb_job_add_param(job, "print", CB_PARAM_LONG, 0, err)) < 0)
 		return rc;
 	return cb_job_set_description(job,
 				      "log one row per run to tick_log (at:string, the fire "

@@ -95,6 +95,19 @@ int cb_repo_list_executions(json_t **out, PGconn *conn, const char *job_name, in
 int cb_repo_show_execution(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
 
 /**
+ * The log of a job execution: what the run printed (stdout and stderr, as
+ * they came), kept by the scheduler node or the console that launched it,
+ * its last bytes only. @p out receives a new JSON object: job_execution_id,
+ * status, captured (false when no log was kept: the run was started some
+ * other way, from a shell), log (text, null when not captured; bytes that
+ * were not UTF-8 replaced by U+FFFD), bytes_dropped (bytes cut from its
+ * head to keep the cap), bytes_total (bytes printed) and updated_at (when it
+ * was last written; a running execution's is rewritten every few seconds).
+ * @return 0, CB_ENOTFOUND (no such execution), CB_EDB.
+ */
+int cb_repo_execution_log(json_t **out, PGconn *conn, long long job_execution_id, cb_error *err);
+
+/**
  * Stop an execution. A live one (its owner holds its lock) that is STARTING
  * or STARTED becomes STOPPING: the running process ends as STOPPED at its
  * next chunk commit or step boundary, or before its first step when the stop

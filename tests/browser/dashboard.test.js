@@ -114,6 +114,9 @@ async function main() {
     await page.waitForSelector('[data-param="note"]');
     check(await text(page, '[data-param="note"]') === XSS, 'the parameter value is shown exactly as text');
     check(await page.$$eval('main img, main [onerror]', (l) => l.length) === 0, 'no element was made from it');
+    /* Run from a shell: no log, and the page says so (issue 29 item 2). */
+    await page.waitForSelector('#log-none');
+    check((await text(page, '#log-none')).startsWith('no log:'), 'a run started from a shell has no log, and its page says so');
 
     /* 2b. A partitioned restart: each partition's worker in a column of its
      * own, its claims; the instance's lineage; the link to its lock audit. */

@@ -584,6 +584,101 @@ static void test_job_params_and_launch(void)
 	cbt_exec(conn, "DELETE FROM batch_lock WHERE lock_name = 'ledger'");
 }
 
+/* GET the log of execution @p id: its document (new), NULL on no 200. */
+static json_t *get_log(long long id)
+{
+	char path[80];
+	json_t *d = NULL;
+
+	snprintf(path, sizeof(path), "/api/v1/executions/%lld/log", id);
+	if (req("GET", path, NULL, NULL, &d) != 200) {
+		json_decref(d);
+		return NULL;
+	}
+	return d;
+}
+
+/*
+ * Issue 29 item 2: a console launch's output is the execution's log. A run
+ * that prints more than the cap and fails: the API gives its tail (the
+ * first lines gone, bytes_dropped > 0, the last line and the failure there).
+ * A running one's log is there before it ends. A run started from a shell
+ * has none (captured false); an unknown execution is 404.
+ */
+static void test_launch_log(void)
+{
+	json_t *d = NULL;
+	const char *text;
+	long long id;
+	double until;
+	int seen = 0;
+
+	NEED_SERVER();
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=log-1\",\"-print:long=4000\",\"-fail:long=1\"]}", NULL,
+		      &d),
+		  201);
+	id = json_integer_value(json_object_get(d, "job_execution_id"));
+	json_decref(d);
+	CU_ASSERT_FATAL(id > 0);
+	if (!cbt_wait_untilp(conn, 60000,
+			     "SELECT count(*) FROM batch_job_execution_log l JOIN "
+			     "batch_job_execution e USING (job_execution_id) WHERE "
+			     "e.job_execution_id = $1 AND e.status = 'FAILED' "
+			     "AND l.log LIKE '%failing as asked%'",
+			     "lld", id))
+		CBT_FAILF("the failed launch's log was not stored");
+	d = get_log(id);
+	CU_ASSERT_FATAL(d != NULL);
+	CBT_EQ_LL(json_is_true(json_object_get(d, "captured")), 1);
+	CBT_EQ_STR(json_string_value(json_object_get(d, "status")), "FAILED");
+	CU_ASSERT(json_integer_value(json_object_get(d, "bytes_dropped")) > 0);
+	text = json_string_value(json_object_get(d, "log"));
+	CU_ASSERT_FATAL(text != NULL);
+	CU_ASSERT(strlen(text) <= 65536);
+	CBT_CONTAINS(text, "tick: line 4000 of 4000\n");
+	CBT_CONTAINS(text, "failing as asked");
+	CU_ASSERT(strstr(text, "tick: line 1 of 4000\n") == NULL);
+	json_decref(d);
+
+	/* Running: its log before its end (status and log read together). */
+	CBT_EQ_LL(req("POST", "/api/v1/jobs/tick/executions",
+		      "{\"params\":[\"at=log-2\",\"-print:long=5\",\"-sleepMs:long=15000\"]}", NULL,
+		      &d),
+		  201);
+	id = json_integer_value(json_object_get(d, "job_execution_id"));
+	json_decref(d);
+	CU_ASSERT_FATAL(id > 0);
+	for (until = cbt_now() + 60; !seen && cbt_now() < until;) {
+		d = get_log(id);
+		text = json_string_value(json_object_get(d, "log"));
+		if (text && strstr(text, "tick: line 5 of 5")) {
+			seen = 1;
+			CBT_EQ_STR(json_string_value(json_object_get(d, "status")), "STARTED");
+		}
+		json_decref(d);
+		if (!seen)
+			cbt_sleep_ms(100);
+	}
+	CBT_EQ_LL(seen, 1);
+	if (!cbt_wait_untilp(conn, 60000,
+			     "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			     "AND status = 'COMPLETED'",
+			     "lld", id))
+		CBT_FAILF("the running launch did not complete");
+
+	/* From a shell: no log. */
+	CBT_EQ_LL(EX("run", "tick", "at=log-3", "-print:long=2"), 0);
+	id = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	d = get_log(id);
+	CU_ASSERT_FATAL(d != NULL);
+	CBT_EQ_LL(json_is_false(json_object_get(d, "captured")), 1);
+	CBT_EQ_LL(json_is_null(json_object_get(d, "log")), 1);
+	json_decref(d);
+	CBT_EQ_LL(req("GET", "/api/v1/executions/999999999/log", NULL, NULL, &d), 404);
+	json_decref(d);
+}
+
 /* POST fire on schedule @p name in a second of the database's clock later
  * than every firing of it so far (once per instant); 202 QUEUED expected.
  * @return the firing's id. */
@@ -910,6 +1005,9 @@ static const CU_TestInfo tests[] = {
 	{ "launch: declared parameters; 400 naming the bad one, nothing written; 202; 409 "
 	  "complete; 409 running",
 	  test_job_params_and_launch },
+	{ "launch log: the tail past the cap of a failed run, a running run's before its end, "
+	  "none from a shell",
+	  test_launch_log },
 	{ "fire now twice while no node runs: both queued, run oldest first (allow, skip)",
 	  test_fire_twice },
 	{ "a parameter tick declares non-identifying: launch 409 complete, fire now keys "

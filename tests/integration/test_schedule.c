@@ -712,6 +712,157 @@ static void test_dead_child_execution_is_buried_and_the_firing_says_so(void)
 	}
 }
 
+/* ---- run logs (issue 29 item 2) ------------------------------------------- */
+
+/* A scheduled run that prints more than the cap (4000 lines, ~96 KB) and then
+ * fails: its log keeps the tail (the first lines gone, bytes_dropped > 0, the
+ * last line and the failure there), `show --log` prints it, and the node
+ * still passes the child's output on to its own. */
+static void test_run_log_keeps_the_tail_of_a_failed_scheduled_run(void)
+{
+	char log[512], id[32];
+	long long exec;
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "chatty", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}", "-print:long=4000", "-fail:long=1"),
+		  0);
+	log_path(log, sizeof(log), "chatty");
+	pid = SPAWN(log, "scheduler", "--max-running", "1");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(cbt_wait_until(sched.conn, 60000,
+				       "SELECT count(*) FROM batch_schedule_firing "
+				       "WHERE status = 'FINISHED' AND exit_status = 'FAILED'"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	exec = cbt_query_ll(sched.conn, "SELECT job_execution_id FROM batch_schedule_firing "
+					"WHERE status = 'FINISHED' AND exit_status = 'FAILED' "
+					"ORDER BY firing_id LIMIT 1");
+	CU_ASSERT_FATAL(exec > 0);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_job_execution_log WHERE "
+				"job_execution_id = $1 AND bytes_dropped > 0 AND "
+				"bytes_total = bytes_dropped + octet_length(log) AND "
+				"octet_length(log) <= 65536",
+				"lld", exec),
+		  1);
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("show", id, "--log"), 0);
+	CBT_CONTAINS(sched.out, "earlier bytes not kept]");
+	CBT_CONTAINS(sched.out, "tick: line 4000 of 4000\n");
+	CBT_CONTAINS(sched.out, "failing as asked");
+	CU_ASSERT(strstr(sched.out, "tick: line 1 of 4000\n") == NULL);
+	CU_ASSERT(strstr(sched.out, "tick: line 100 of 4000\n") == NULL);
+	CBT_EQ_LL(EX("--json", "show", id, "--log"), 0);
+	CBT_CONTAINS(sched.out, "\"captured\": true");
+	{
+		char *text = cbt_slurp(log, NULL);
+
+		/* Passed on to the node's own output, as when the child wrote there. */
+		CBT_CONTAINS(text, "tick: line 1 of 4000\n");
+		CBT_CONTAINS(text, "tick: line 4000 of 4000\n");
+		free(text);
+	}
+}
+
+/* A running execution's log is stored while it runs, not only at its end. */
+static void test_run_log_of_a_running_execution_is_there_before_it_ends(void)
+{
+	char log[512];
+	pid_t pid;
+
+	fresh();
+	add_once("patient", "RUN_ONCE", "60",
+		 "[\"at={fire_utc}\", \"-print:long=5\", \"-sleepMs:long=15000\"]");
+	log_path(log, sizeof(log), "patient");
+	pid = SPAWN(log, "scheduler");
+	CU_ASSERT_FATAL(pid > 0);
+	/* One statement: the log and the status seen at the same instant. */
+	CU_ASSERT(cbt_wait_until(sched.conn, 60000,
+				 "SELECT count(*) FROM batch_job_execution_log l JOIN "
+				 "batch_job_execution e USING (job_execution_id) WHERE "
+				 "e.status = 'STARTED' AND l.log LIKE '%tick: line 5 of 5%'"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+}
+
+/* A run started from a shell has no log, and `show --log` says so; a child
+ * that exits before recording an execution (an undeclared parameter) leaves
+ * its last line in its firing's message. */
+static void test_run_log_none_for_a_shell_run_and_the_firing_keeps_a_refusal(void)
+{
+	char log[512], id[32];
+	long long exec;
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("run", "tick", "at=from-a-shell", "-print:long=3"), 0);
+	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution");
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("show", id, "--log"), 0);
+	CBT_CONTAINS(sched.out, "no log: execution");
+	CBT_CONTAINS(sched.out, "was not launched by a scheduler node or the console");
+	CBT_EQ_LL(EX("show", "999999999", "--log"), 2 /* no such execution */);
+
+	add_once("refused", "RUN_ONCE", "60", "[\"at={fire_utc}\", \"bogus=1\"]");
+	log_path(log, sizeof(log), "refused");
+	pid = SPAWN(log, "scheduler");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT(cbt_wait_until(sched.conn, 60000,
+				 "SELECT count(*) FROM batch_schedule_firing WHERE "
+				 "status = 'FINISHED' AND job_execution_id IS NULL"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	CBT_EQ_LL(
+		cbt_query_ll(sched.conn,
+			     "SELECT count(*) FROM batch_schedule_firing WHERE status = 'FINISHED' "
+			     "AND message LIKE 'exit 2 (usage error) after %s: %bogus%'"),
+		1);
+}
+
+/* Cleanup removes an execution's log with it. */
+static void test_run_log_goes_with_its_execution_in_cleanup(void)
+{
+	char log[512], id[32];
+	long long exec;
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "tidy", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}", "-print:long=2"),
+		  0);
+	log_path(log, sizeof(log), "tidy");
+	pid = SPAWN(log, "scheduler", "--max-running", "1");
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(
+		cbt_wait_until(sched.conn, 60000,
+			       "SELECT (count(*) >= 2)::int FROM batch_schedule_firing f "
+			       "JOIN batch_job_execution_log l USING (job_execution_id) "
+			       "WHERE f.status = 'FINISHED' AND f.exit_status = 'COMPLETED'"));
+	kill(pid, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	exec = cbt_query_ll(sched.conn, "SELECT min(job_execution_id) FROM batch_schedule_firing "
+					"WHERE status = 'FINISHED' AND exit_status = 'COMPLETED'");
+	snprintf(id, sizeof(id), "%lld", exec);
+	CBT_EQ_LL(EX("show", id, "--log"), 0);
+	CBT_CONTAINS(sched.out, "tick: line 2 of 2");
+	CU_ASSERT(cbt_wait_until(sched.conn, 60000,
+				 "SELECT count(*) FROM batch_job_execution WHERE status = "
+				 "'COMPLETED' AND end_time < clock_timestamp() - interval '2 s'"));
+	CBT_EQ_LL(EX("cleanup", "--older-than", "1s"), 0);
+	CBT_EQ_LL(cbt_queryp_ll(
+			  sched.conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1",
+			  "lld", exec),
+		  0);
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_job_execution_log WHERE "
+				"job_execution_id = $1",
+				"lld", exec),
+		  0);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "add_list_show_pause_resume_remove", test_add_list_show_pause_resume_remove },
 	{ "bad_input_is_refused_and_nothing_written",
@@ -731,6 +882,14 @@ static const CU_TestInfo tests[] = {
 	  test_stalled_launch_of_an_orphaned_firing_runs_nothing },
 	{ "dead_child_execution_is_buried_and_the_firing_says_so",
 	  test_dead_child_execution_is_buried_and_the_firing_says_so },
+	{ "run_log_keeps_the_tail_of_a_failed_scheduled_run",
+	  test_run_log_keeps_the_tail_of_a_failed_scheduled_run },
+	{ "run_log_of_a_running_execution_is_there_before_it_ends",
+	  test_run_log_of_a_running_execution_is_there_before_it_ends },
+	{ "run_log_none_for_a_shell_run_and_the_firing_keeps_a_refusal",
+	  test_run_log_none_for_a_shell_run_and_the_firing_keeps_a_refusal },
+	{ "run_log_goes_with_its_execution_in_cleanup",
+	  test_run_log_goes_with_its_execution_in_cleanup },
 	CU_TEST_INFO_NULL,
 };
 

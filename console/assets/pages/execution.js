@@ -6,8 +6,9 @@ import { actionButton, notice } from '../widgets.js';
 
 /* One execution: parameters, steps, partitions, exit messages; running
  * steps polled every second (items, items/s, progress and ETA where the
- * partitions give a total). */
-export function pageExecution(main, id) {
+ * partitions give a total); the log its launcher kept (read again while it
+ * runs; ?log=1 scrolls to it). */
+export function pageExecution(main, id, q) {
   const g = pageGeneration();
   const head = el('div');
   const live = el('div', { id: 'live' });
@@ -17,8 +18,11 @@ export function pageExecution(main, id) {
   const steps = el('div', { class: 'card' });
   const skips = el('div', { id: 'skips' });
   const lineage = el('div', { id: 'lineage' });
+  const logHead = el('h2', { id: 'log' }, 'Log');
+  const logBox = el('div', { class: 'card', id: 'log-box' }, el('span', { class: 'muted' }, 'loading…'));
   append(main, [head, acts, live, el('h2', {}, 'Execution'), facts, lineage, el('h2', {}, 'Parameters'), params,
-    el('h2', {}, 'Steps'), steps, skips]);
+    el('h2', {}, 'Steps'), steps, skips, logHead, logBox]);
+  let logDone = false, logShown = false;
   const seen = {}; /* step id -> [time, items] of the previous poll, for a measured rate */
   let lastStatus = null;
 
@@ -179,6 +183,28 @@ export function pageExecution(main, id) {
     }
   }
 
+  /* What the run printed, as text (textContent: never markup); read while
+   * it runs, and once more after its end. */
+  async function loadLog(e) {
+    if (logDone) return;
+    const d = await api('/api/v1/executions/' + encodeURIComponent(id) + '/log');
+    if (!alive(g)) return;
+    if (!isLive(e.status)) logDone = true;
+    clear(logBox);
+    if (!d.captured) {
+      logBox.appendChild(el('span', { class: 'muted', id: 'log-none' },
+        'no log: this execution was not launched by a scheduler node or the console'));
+    } else {
+      if (d.bytes_dropped > 0)
+        logBox.appendChild(el('div', { class: 'muted', id: 'log-dropped' }, fmtNum(d.bytes_dropped) + ' earlier bytes not kept'));
+      const pre = el('pre', { class: 'log', id: 'log-text' }, d.log ? d.log : '(it printed nothing)');
+      logBox.appendChild(pre);
+      pre.scrollTop = pre.scrollHeight;
+    }
+    if (!logShown && q && q.get('log')) logHead.scrollIntoView();
+    logShown = true;
+  }
+
   async function load() {
     const e = await api('/api/v1/executions/' + encodeURIComponent(id));
     if (!alive(g)) return;
@@ -223,6 +249,7 @@ export function pageExecution(main, id) {
       append(skips, [el('h2', {}, 'Skipped items'), el('div', { class: 'card' }, el('table', {},
         el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Fault'), el('th', {}, 'Message'))),
         el('tbody', {}, skipped)))]);
+    await loadLog(e);
     return e;
   }
   every(1000, () => load().catch((err) => notice(err.message)));

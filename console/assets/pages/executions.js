@@ -52,7 +52,8 @@ export function pageExecutions(main, q) {
       body.appendChild(el('tr', { 'data-execution': e.job_execution_id },
         el('td', { class: 'num' }, link('#/execution/' + e.job_execution_id, String(e.job_execution_id))),
         el('td', { class: 'wrap' }, link('#/job/' + encodeURIComponent(e.job_name), e.job_name)),
-        el('td', {}, statusBadge(e), parts),
+        el('td', {}, statusBadge(e), parts, e.status === 'FAILED' ?
+          [' ', link('#/execution/' + e.job_execution_id + '?log=1', 'log', { class: 'log-link' })] : null),
         el('td', { class: 'wrap hide-narrow mono' }, params),
         el('td', { class: 'hide-narrow' }, fmtTime(e.start_time)),
         el('td', { class: 'num' }, fmtDuration(e.duration_seconds)),

@@ -4,7 +4,8 @@ import { fmtDuration, fmtNum, fmtTime } from '../format.js';
 import { alive, every, pageGeneration } from '../state.js';
 import { notice } from '../widgets.js';
 
-/* Jobs: last status, duration, next scheduled firing; refreshed every 5 s. */
+/* Jobs: last status (a failed one with a link to its log), duration, next
+ * scheduled firing; refreshed every 5 s. */
 export function pageJobs(main) {
   const g = pageGeneration();
   const body = el('tbody');
@@ -21,7 +22,10 @@ export function pageJobs(main) {
       const last = j.last_execution;
       body.appendChild(el('tr', { 'data-job': j.job_name },
         el('td', { class: 'wrap' }, link('#/job/' + encodeURIComponent(j.job_name), j.job_name)),
-        el('td', {}, last ? link('#/execution/' + last.job_execution_id, statusBadge(last)) : el('span', { class: 'muted' }, 'never ran')),
+        el('td', {}, last ? link('#/execution/' + last.job_execution_id, statusBadge(last)) : el('span', { class: 'muted' }, 'never ran'),
+          /* A failed run's last lines: one click away. */
+          last && last.status === 'FAILED' ?
+            [' ', link('#/execution/' + last.job_execution_id + '?log=1', 'log', { class: 'log-link' })] : null),
         el('td', { class: 'hide-narrow' }, last ? fmtTime(last.start_time) : '–'),
         el('td', { class: 'num' }, last ? fmtDuration(last.duration_seconds) : '–'),
         el('td', { 'data-next': j.schedules_paused ? 'paused' : '' }, j.next_fire_time ? fmtTime(j.next_fire_time) :
