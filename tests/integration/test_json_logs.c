@@ -2,7 +2,8 @@
  * JSON logs (issue 29, item 1): every line the daemons and the runs they
  * start print, through a scenario with overlaps, an outage of the
  * repository, a node killed with its run and recovered by the other, a
- * launch and an action from the console, is one JSON object with the
+ * launch and an action from the console, and a killed worker's partition
+ * taken over by another, is one JSON object with the
  * documented fields, whose event is in the vocabulary of docs/logs.md. One node
  * is given --log-format json, the other CBATCH_LOG_FORMAT=json, serve the
  * option: the runs they start inherit it.
@@ -241,6 +242,49 @@ static void test_every_line_is_a_documented_event(void)
 	}
 }
 
+/* Workers in JSON: one killed while it runs a partition, another takes it
+ * over; every line of the manager, both workers and the taker is a
+ * documented event, and the takeover is said as one. */
+static void test_a_worker_takeover_in_json(void)
+{
+	static char names[64][64];
+	char lm[512], lw[512], lt[512], seen[2048] = "";
+	int nnames = vocabulary(names, 64), lines = 0;
+	pid_t mgr, w, t;
+
+	CU_ASSERT_FATAL(nnames > 20);
+	CBT_EQ_LL(EX("example-setup", "ledger", "--rows", "4000", "--reset"), 0);
+	cbt_exec(sched.conn, "TRUNCATE ledger");
+	cbt_sched_log_path(&sched, lm, sizeof(lm), "json-manager");
+	cbt_sched_log_path(&sched, lw, sizeof(lw), "json-worker");
+	cbt_sched_log_path(&sched, lt, sizeof(lt), "json-taker");
+	mgr = SPAWN(lm, "--log-format", "json", "run", "ledger_partitioned", "run.id:long=1",
+		    "-partition.threads:long=0", "-partition.count:long=1", "-chunk.size:long=2");
+	w = SPAWN(lw, "--log-format", "json", "worker");
+	CU_ASSERT_FATAL(mgr > 0 && w > 0);
+	CU_ASSERT(cbt_wait_until(sched.conn, 60000,
+				 "SELECT (count(*) = 1)::int FROM batch_step_execution WHERE "
+				 "partition_index IS NOT NULL AND status = 'STARTED' "
+				 "AND commit_count > 2"));
+	kill(w, SIGKILL);
+	cbt_wait_timeout(w, 10000);
+	t = SPAWN(lt, "--log-format", "json", "worker", "--exit-when-idle", "1");
+	CU_ASSERT_FATAL(t > 0);
+	CBT_EQ_LL(cbt_wait_timeout(t, 120000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 120000), 0);
+	CU_ASSERT(log_has(lt, "\"event\":\"partition.claimed\""));
+	CU_ASSERT(log_has(lt, "took over ledger_partitioned"));
+	lines += check_lines(lm, names, nnames, seen, sizeof(seen));
+	lines += check_lines(lw, names, nnames, seen, sizeof(seen));
+	lines += check_lines(lt, names, nnames, seen, sizeof(seen));
+	CU_ASSERT(lines >= 4);
+	for (const char *const *e = (const char *const[]){ "partition.claimed", "partition.ended",
+							   "node.stopped", "job.ended", NULL };
+	     *e; e++)
+		if (!strstr(seen, *e))
+			CBT_FAILF("no %s event in the logs (seen:%s)", *e, seen);
+}
+
 /* A bad format is refused before anything runs: exit 2, naming it. */
 static void test_a_bad_format_exits_2(void)
 {
@@ -254,6 +298,7 @@ static void test_a_bad_format_exits_2(void)
 
 static const CU_TestInfo tests[] = {
 	{ "every_line_is_a_documented_event", test_every_line_is_a_documented_event },
+	{ "a_worker_takeover_in_json", test_a_worker_takeover_in_json },
 	{ "a_bad_format_exits_2", test_a_bad_format_exits_2 },
 	CU_TEST_INFO_NULL,
 };
