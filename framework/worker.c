@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -172,6 +174,20 @@ void cb__work_wait(PGconn *conn, double seconds)
 	}
 }
 
+/* Test-only: CBATCH_TEST_WORKER_PAUSE=finish stops the worker (SIGSTOP) once,
+ * before it records its first partition's end, so that a test can end its
+ * session at that exact point. Never set it otherwise. */
+static void test_pause_before_finish(void)
+{
+	static atomic_int done;
+	const char *e = getenv("CBATCH_TEST_WORKER_PAUSE");
+
+	if (e && strcmp(e, "finish") == 0 && atomic_exchange(&done, 1) == 0) {
+		fflush(NULL);
+		raise(SIGSTOP);
+	}
+}
+
 /* The fields of a line about claim @p c. */
 #define CLAIM_FIELDS(w, c)                                                                         \
 	CB__LOG_WITH(.job = (c)->job_name, .execution = (c)->job_execution_id,                     \
@@ -314,10 +330,26 @@ int cb__work_one(PGconn *conn, const cb__work *w, int *claimed, cb_worker_result
 		snprintf(message, sizeof(message), "%s", oc.error.message);
 		break;
 	}
+	test_pause_before_finish();
 	if (PQstatus(conn) == CONNECTION_BAD)
 		PQreset(conn);
 	rc = cb__repo_partition_finish(&ours, conn, &c, cb__owner_id(), status, status, message,
 				       oc.rollbacks, err);
+	if (rc < 0 && cb__pg_lost(err, conn)) {
+		/* Its session was ended under it (a burial or a takeover ends the
+		 * claimants' sessions) before libpq knew: once more on a new
+		 * one, which records the end if the partition is still ours, or
+		 * says whose it is now. */
+		char why[300];
+
+		cb_error_clear(err);
+		PQreset(conn);
+		cb__pg_message_line(why, sizeof(why), PQerrorMessage(conn));
+		rc = PQstatus(conn) == CONNECTION_OK ?
+			     cb__repo_partition_finish(&ours, conn, &c, cb__owner_id(), status,
+						       status, message, oc.rollbacks, err) :
+			     cb_error_set(err, CB_EDB, "finish partition: %s", why);
+	}
 	if (rc < 0) {
 		/* Its end is not recorded: its lease runs out and another
 		 * claimant resumes it, so it counts as lost here. */

@@ -8,8 +8,12 @@ CREATE OR REPLACE FUNCTION batch_schedule_live_firings(p_schedule_id bigint)
 RETURNS TABLE (firing_id bigint, fire_time timestamptz, kind varchar, why varchar)
 LANGUAGE sql STABLE AS $$
     SELECT f.firing_id, f.fire_time, f.kind,
-           'firing ' || f.firing_id || ' (' || f.fire_time || ') '
-           || CASE WHEN f.recover_after IS NOT NULL THEN 'has a restart due at ' || f.recover_after
+           -- times in ISO 8601 (UTC, Z), never the session's DateStyle
+           'firing ' || f.firing_id || ' ('
+           || to_char(f.fire_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ') '
+           || CASE WHEN f.recover_after IS NOT NULL
+                   THEN 'has a restart due at '
+                        || to_char(f.recover_after AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                    WHEN x.job_execution_id IS NOT NULL
                         AND batch_schedule_execution_live(x.job_execution_id)
                    THEN 'runs execution ' || x.job_execution_id || ' (' || x.status || ')'

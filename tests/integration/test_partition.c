@@ -1588,6 +1588,61 @@ static void test_claims_set_the_idle_transaction_backstop(void)
 	PQfinish(c);
 }
 
+/* Whether process @p pid is stopped (state T in /proc). */
+static int process_stopped(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}
+
+/* A worker whose session is ended (a burial's, a takeover's, an operator's
+ * pg_terminate_backend) after its partition's last chunk and before it
+ * records the end: it records it on a new session, since the partition is
+ * still its own, and the run completes at once. Before, the end was lost
+ * and the partition waited for its lease to run out and another worker. */
+static void test_a_finish_on_a_session_ended_under_it_is_recorded(void)
+{
+	char log[2][4096], plain[128], parted[128], *text;
+	pid_t mgr, w;
+	double t0;
+
+	expected_ledger("400", "11", plain, sizeof(plain));
+	for (int i = 0; i < 2; i++)
+		log_path(log[i], sizeof(log[i]), "endedsession", i);
+	mgr = SPAWN(log[0], "run", "ledger_partitioned", "run.id:long=11",
+		    "-partition.threads:long=0", "-partition.count:long=1", "-chunk.size:long=100");
+	setenv("CBATCH_TEST_WORKER_PAUSE", "finish", 1);
+	w = SPAWN(log[1], "worker", "--exit-when-idle", "1");
+	unsetenv("CBATCH_TEST_WORKER_PAUSE");
+	CU_ASSERT_FATAL(mgr > 0 && w > 0);
+	for (t0 = cbt_now(); !process_stopped(w) && cbt_now() - t0 < 60;)
+		cbt_sleep_ms(20);
+	CU_ASSERT_FATAL(process_stopped(w));
+	/* Every other client's session ends (the manager rides through it). */
+	cbt_exec(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+		       "current_database() AND pid <> pg_backend_pid() AND backend_type = "
+		       "'client backend'");
+	kill(w, SIGCONT);
+	CBT_EQ_LL(cbt_wait_timeout(w, 30000), 0);
+	CBT_EQ_LL(cbt_wait_timeout(mgr, 30000), 0);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	text = cbt_slurp(log[1], NULL);
+	CBT_CONTAINS(text ? text : "", "completed ledger_partitioned execution");
+	CBT_CONTAINS(text ? text : "", "completed 1");
+	free(text);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "key ranges from a sample are balanced on skewed keys",
 	  test_key_ranges_balanced_on_skewed_keys },
@@ -1604,6 +1659,8 @@ static const CU_TestInfo tests[] = {
 	  test_dead_manager_restart_fences_old_partitions },
 	{ "a dead worker on this host is taken over at once",
 	  test_dead_worker_on_this_host_taken_over_at_once },
+	{ "a_finish_on_a_session_ended_under_it_is_recorded",
+	  test_a_finish_on_a_session_ended_under_it_is_recorded },
 	{ "an idle worker wakes on NOTIFY", test_idle_worker_wakes_on_notify },
 	{ "the outbox is drained once by identical partitions",
 	  test_outbox_drained_once_by_copies },

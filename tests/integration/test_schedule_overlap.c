@@ -303,6 +303,18 @@ static void test_consecutive_skips_are_one_row(void)
 	snprintf(want, sizeof(want), " skipped: firing %lld (", a);
 	CBT_CONTAINS(line, want);
 	CBT_CONTAINS(line, "(overlap policy SKIP)");
+	/* The live firing's instant in ISO 8601, not the server's DateStyle. */
+	{
+		const char *t = strstr(line, want);
+		int y, mo, d, h, mi, sec;
+		char z = 0, close = 0;
+
+		if (!t ||
+		    sscanf(t + strlen(want), "%4d-%2d-%2dT%2d:%2d:%2d%c%c", &y, &mo, &d, &h, &mi,
+			   &sec, &z, &close) != 8 ||
+		    z != 'Z' || close != ')')
+			CBT_FAILF("the live firing's instant is not ISO 8601 UTC: %s", line);
+	}
 	/* Its JSON: the count and both ends. */
 	CBT_EQ_LL(EX("--json", "schedule", "history", "runs"), 0);
 	doc = json_loads(sched.out, 0, &je);
