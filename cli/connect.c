@@ -7,6 +7,12 @@
 
 #include "pgkit.h"
 
+#include <string.h>
+
+#include "cbatch/lock.h"
+#include "clock.h"
+#include "log.h"
+
 int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
 {
 	return cb__pg_connect(out, conninfo, err);
@@ -16,10 +22,48 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
  * anything: exit 1 with CB003's message, as run's own refusal), and check the
  * schema and CBATCH_TZ when @p check. @return 0, or the exit code of a
  * reported error. */
+/* How long a command started while the database has no read-write primary
+ * (a switchover or failover under way) waits for one: a run's outage budget
+ * by default, its lease. */
+#define NO_PRIMARY_WAIT CB_DEFAULT_LEASE_SECONDS
+
+/* Does @p msg say that the server reached is no read-write primary just now
+ * (a standby while the cluster switches over, one shutting down or starting
+ * up), rather than that the connection string is wrong? */
+static int no_primary_now(const char *msg)
+{
+	static const char *const says[] = { "session is read-only",
+					    "server is in hot standby mode",
+					    "database system is shutting down",
+					    "database system is starting up",
+					    "database system is in recovery mode",
+					    "database system is not yet accepting connections",
+					    NULL };
+
+	for (size_t i = 0; says[i]; i++)
+		if (strstr(msg, says[i]))
+			return 1;
+	return 0;
+}
+
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 {
 	int rc = cb_cli_connect(conn, c->db, &c->err);
+	double until = cb__clock_mono() + NO_PRIMARY_WAIT, pause = 0.2;
 
+	/* A command started during a switchover (a scheduler's firing among
+	 * them) waits for the new primary, as a run that is going on does. */
+	while (rc < 0 && no_primary_now(c->err.message) && cb__clock_mono() < until) {
+		if (pause == 0.2)
+			cb__log(c->prog, CB__LOG_WARN, CB__EV_REPOSITORY_LOST,
+				CB__LOG_WITH(.code = "CB_EDB"),
+				"no read-write primary just now (%.300s); waiting up to %.0f s for one",
+				c->err.message, NO_PRIMARY_WAIT);
+		cb__clock_sleep(pause);
+		pause = pause * 2 > 2 ? 2 : pause * 2;
+		cb_error_clear(&c->err);
+		rc = cb_cli_connect(conn, c->db, &c->err);
+	}
 	if (rc < 0)
 		return cb__cli_fail(c, CB_EXIT_FAILED);
 	if (cb__pg_session_exclusive(*conn, &c->err) < 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -924,7 +925,59 @@ static void test_every_option_of_the_table_is_taken(void)
 	PQfinish(conn);
 }
 
+/* A command started while the database has no read-write primary (a
+ * switchover: every server reached is read-only for a moment) waits for one,
+ * as a scheduler's firing started then must, instead of exiting 6 with its
+ * instant lost; a connection string that is wrong still fails at once. */
+static void test_a_run_started_without_a_primary_waits_for_one(void)
+{
+	PGconn *conn = fresh();
+	char rw[CBT_CONNINFO_MAX + 64], log[4096], dbname[128], sql[300], *text = NULL;
+	const char *argv[8];
+	pid_t pid;
+	double t0;
+
+	CBT_EQ_LL(EXDB("example-setup", "tick"), 0);
+	cbt_query_str(conn, "SELECT current_database()", dbname, sizeof(dbname));
+	snprintf(rw, sizeof(rw), "%s target_session_attrs=read-write", db);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET default_transaction_read_only = on",
+		 dbname);
+	cbt_exec(conn, sql);
+	snprintf(log, sizeof(log), "%s/cli-no-primary-%d.log", cbt_tmpdir(), (int)getpid());
+	argv[0] = cbt_examples_bin();
+	argv[1] = "--db";
+	argv[2] = rw;
+	argv[3] = "run";
+	argv[4] = "tick";
+	argv[5] = "at=no-primary";
+	argv[6] = NULL;
+	pid = cbt_spawn(argv, log);
+	CU_ASSERT_FATAL(pid > 0);
+	for (t0 = cbt_now(); cbt_now() - t0 < 60; cbt_sleep_ms(50)) {
+		free(text);
+		text = cbt_slurp(log, NULL);
+		if (text && strstr(text, "no read-write primary just now"))
+			break;
+	}
+	CBT_CONTAINS(text ? text : "", "no read-write primary just now");
+	free(text);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" RESET default_transaction_read_only",
+		 dbname);
+	cbt_exec(conn, sql);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	/* A wrong port is not a switchover: exit 6 at once. */
+	t0 = cbt_now();
+	CBT_EQ_LL(EX("--db", "host=/nonexistent-dir port=1 dbname=x", "run", "tick", "at=x"), 6);
+	CU_ASSERT(cbt_now() - t0 < 10);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
+	{ "a_run_started_without_a_primary_waits_for_one",
+	  test_a_run_started_without_a_primary_waits_for_one },
 	{ "a standby is named with what to do", test_a_standby_is_named_with_what_to_do },
 	{ "help for every command", test_help_for_every_command },
 	{ "usage errors exit 2", test_usage_errors_exit_2 },
