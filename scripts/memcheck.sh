@@ -6,6 +6,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 command -v valgrind >/dev/null || { echo "memcheck.sh: apt-get install valgrind" >&2; exit 2; }
 export CBATCH_TEST_SOURCE_DIR=$root CBATCH_TEST_TMPDIR=$build/tests/tmp
+# What ctest gives unit.docs: the manual page and completion the build wrote,
+# and the cbatch that wrote them.
+export CBATCH_TEST_DOC_DIR=$build/doc CBATCH_TEST_CLI=$build/cbatch
 mkdir -p "$CBATCH_TEST_TMPDIR"
 status=0
 for t in "$build"/tests/unit_test_*; do
