@@ -112,51 +112,64 @@ void cb__log_to(FILE *out, const char *source, int level, int event, const cb__l
 void cb__vlog_to(FILE *out, const char *source, int level, int event, const cb__log_fields *f,
 		 const char *fmt, va_list ap)
 {
-	char msg[2048], when[48];
+	char small[2048], *msg = small, when[48];
 	json_t *o;
 	char *line;
+	va_list again;
+	int n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* Whole, however long (a firing's parameters): never cut short. */
+	va_copy(again, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (n >= (int)sizeof(small) && (msg = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(msg, (size_t)n + 1, fmt, again);
+	else if (!msg)
+		msg = small;
+	va_end(again);
 	if (cb__log_get_format() == CB__LOG_TEXT) {
 		fprintf(out, "%s: %s\n", source, msg);
 		fflush(out);
+		if (msg != small)
+			free(msg);
 		return;
 	}
 	one_line(msg);
 	iso_now(when, sizeof(when));
 	o = json_object();
-	if (!o)
-		return;
-	json_object_set_new(o, "time", json_string(when));
-	json_object_set_new(
-		o, "level",
-		json_string(level_names[level >= 0 && level <= CB__LOG_ERROR ? level : 1]));
-	set_text(o, "event", cb__log_event_name(event));
-	set_text(o, "source", source);
-	if (f) {
-		set_text(o, "job", f->job);
-		set_int(o, "execution", f->execution, f->execution > 0);
-		set_text(o, "step", f->step);
-		set_int(o, "partition", f->partition, f->has_partition);
-		set_text(o, "schedule", f->schedule);
-		set_int(o, "firing", f->firing, f->firing > 0);
-		set_text(o, "instant", f->instant);
-		set_text(o, "node", f->node);
-		set_text(o, "code", f->code);
-		set_int(o, "exit_code", f->exit_code, f->has_exit_code);
+	if (o) {
+		json_object_set_new(o, "time", json_string(when));
+		json_object_set_new(
+			o, "level",
+			json_string(level_names[level >= 0 && level <= CB__LOG_ERROR ? level : 1]));
+		set_text(o, "event", cb__log_event_name(event));
+		set_text(o, "source", source);
+		if (f) {
+			set_text(o, "job", f->job);
+			set_int(o, "execution", f->execution, f->execution > 0);
+			set_text(o, "step", f->step);
+			set_int(o, "partition", f->partition, f->has_partition);
+			set_text(o, "schedule", f->schedule);
+			set_int(o, "firing", f->firing, f->firing > 0);
+			set_text(o, "instant", f->instant);
+			set_text(o, "node", f->node);
+			set_text(o, "code", f->code);
+			set_int(o, "exit_code", f->exit_code, f->has_exit_code);
+		}
+		set_int(o, "pid", (long long)getpid(), 1);
+		set_text(o, "message", msg);
+		if (!json_object_get(o, "message"))
+			set_text(o, "message", "(a message that is not UTF-8)");
 	}
-	set_int(o, "pid", (long long)getpid(), 1);
-	set_text(o, "message", msg);
-	if (!json_object_get(o, "message"))
-		set_text(o, "message", "(a message that is not UTF-8)");
-	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	line = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	json_decref(o);
+	if (msg != small)
+		free(msg);
 	if (line) {
 		/* One write: lines of processes sharing the stream stay whole. */
-		size_t n = strlen(line);
+		size_t len = strlen(line);
 
-		line[n] = '\n';
-		fwrite(line, 1, n + 1, out);
+		line[len] = '\n';
+		fwrite(line, 1, len + 1, out);
 		fflush(out);
 		free(line);
 	}

@@ -18,7 +18,7 @@
 static char *logged(int format, int level, int event, const cb__log_fields *f, const char *msg)
 {
 	FILE *tmp = tmpfile();
-	static char buf[8192];
+	static char buf[16384];
 	size_t n;
 
 	cb__log_set_format(format);
@@ -78,6 +78,20 @@ static void test_json_has_the_fields_that_apply(void)
 	CBT_EQ_LL(regexec(&iso, json_string_value(json_object_get(o, "time")), 0, NULL, 0), 0);
 	regfree(&iso);
 	json_decref(o);
+}
+
+/* A long message (a firing's parameters) is logged whole, in both formats. */
+static void test_a_long_message_is_whole(void)
+{
+	static char msg[6001];
+	char *line;
+
+	memset(msg, 'x', sizeof(msg) - 1);
+	msg[sizeof(msg) - 2] = 'Z';
+	line = logged(CB__LOG_TEXT, CB__LOG_INFO, CB__EV_FIRING_FIRED, NULL, msg);
+	CBT_EQ_LL((long long)strlen(line), (long long)(strlen("scheduler: ") + 6000 + 1));
+	line = logged(CB__LOG_JSON, CB__LOG_INFO, CB__EV_FIRING_FIRED, NULL, msg);
+	CU_ASSERT(strstr(line, "xxZ\"") != NULL);
 }
 
 static void test_formats_parse(void)
@@ -153,6 +167,7 @@ static void test_readme_documents_every_event(void)
 static const CU_TestInfo tests[] = {
 	{ "text is the line people read", test_text_is_the_line_people_read },
 	{ "json has the fields that apply", test_json_has_the_fields_that_apply },
+	{ "a long message is whole", test_a_long_message_is_whole },
 	{ "formats parse, and are passed on", test_formats_parse },
 	{ "the README documents every event", test_readme_documents_every_event },
 	CU_TEST_INFO_NULL,
