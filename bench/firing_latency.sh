@@ -23,7 +23,9 @@
 # (the job processes), from /proc.
 #
 # Settings (environment): COUNTS (default "1 10 100"), ROUNDS (instants per
-# count, default 2), MAX_RUNNING (each node's --max-running; default: the
+# count, default 2), RUNNERS (each node's --runners: firings in that many
+# long-lived runner processes; default: none, a process per firing),
+# MAX_RUNNING (each node's --max-running; default: the
 # scheduler's own default), BENCH_DIR (cluster directory, default
 # /tmp/cbatch-fire-pg), EVERY (seconds between instants: 60, or 10/20/30 for
 # a quicker run; default 60). Prints Markdown tables. Not part of the tests.
@@ -63,6 +65,7 @@ cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15 + $16 + $17)
 "$exe" example-setup tick --reset >/dev/null
 mr=()
 [ -n "${MAX_RUNNING:-}" ] && mr=(--max-running "$MAX_RUNNING")
+[ -n "${RUNNERS:-}" ] && mr+=(--runners "$RUNNERS")
 for node in 1 2; do
 	"$exe" scheduler --quiet "${mr[@]}" >"$dir/node$node.log" 2>&1 &
 	pids+=($!)
@@ -72,7 +75,7 @@ cron="0 * * * * *"
 
 echo "# firing latency, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores," \
 	"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(q 'SHOW server_version')," \
-	"2 scheduler nodes, max-running ${MAX_RUNNING:-default} each"
+	"2 scheduler nodes, max-running ${MAX_RUNNING:-default} each, runners ${RUNNERS:-none}"
 echo
 echo "| schedules due at once | firings | median s | p90 s | p99 s | max s | each instant once |"
 echo "|---:|---:|---:|---:|---:|---:|---|"

@@ -14,6 +14,7 @@
 #include "cli_internal.h"
 #include "log.h"
 #include "clock.h"
+#include "pgkit.h"
 #include "reserved.h"
 #include "text.h"
 
@@ -199,7 +200,7 @@ int cb__cli_cmd_run(struct cli *c)
 		goto done;
 	rc = execute(c, conn, job, params, values[0] != NULL, 0, lease);
 done:
-	PQfinish(conn);
+	cb__pg_release(conn);
 	cb_params_free(params);
 	free(pos);
 	return rc;
@@ -239,7 +240,7 @@ int cb__cli_cmd_restart(struct cli *c)
 	}
 	rc = execute(c, conn, job, NULL, 0, id, lease);
 done:
-	PQfinish(conn);
+	cb__pg_release(conn);
 	return rc;
 }
 

@@ -684,11 +684,18 @@ int cb__cli_cmd_schedule(struct cli *c)
 
 /* ---- scheduler ----------------------------------------------------------- */
 
+/* A firing in a runner: the command line it would have been exec'd with. */
+static int run_firing(void *reg, int argc, char **argv)
+{
+	return cb_cli_main(reg, argc, argv);
+}
+
 int cb__cli_cmd_scheduler(struct cli *c)
 {
 	static const char *const flags[] = { "--lease=",  "--max-running=", "--exit-after=",
-					     "--verbose", "--quiet",        NULL };
-	const char *values[5] = { 0 }, **pos = NULL;
+					     "--verbose", "--quiet",        "--runners=",
+					     NULL };
+	const char *values[6] = { 0 }, **pos = NULL;
 	size_t npos = 0;
 	cb_scheduler_options o = CB_SCHEDULER_OPTIONS_INIT;
 	cb_scheduler_result res;
@@ -702,11 +709,12 @@ int cb__cli_cmd_scheduler(struct cli *c)
 	if ((rc = cb__cli_split_args(c, pos, &npos, flags, values)) != 0)
 		goto done;
 	if (npos > 0) {
-		rc = cb__cli_usage_error(c,
-					 "scheduler: unexpected argument '%.60s' (usage: %s "
-					 "scheduler [--lease SECONDS] [--max-running N] "
-					 "[--exit-after SECONDS] [--verbose|--quiet])",
-					 pos[0], c->prog);
+		rc = cb__cli_usage_error(
+			c,
+			"scheduler: unexpected argument '%.60s' (usage: %s "
+			"scheduler [--lease SECONDS] [--max-running N] "
+			"[--runners N] [--exit-after SECONDS] [--verbose|--quiet])",
+			pos[0], c->prog);
 		goto done;
 	}
 	if (values[0] &&
@@ -724,6 +732,18 @@ int cb__cli_cmd_scheduler(struct cli *c)
 			goto done;
 		}
 		o.max_running = (int)m;
+	}
+	if (values[5]) {
+		long long m;
+
+		if (cb__cli_parse_positive(&m, values[5]) < 0 || m > 1000) {
+			rc = cb__cli_usage_error(
+				c, "scheduler: --runners '%.40s' must be 1 to 1000", values[5]);
+			goto done;
+		}
+		o.runners = (int)m;
+		o.run = run_firing;
+		o.run_ctx = c->reg;
 	}
 	if (values[2] && (o.exit_after_seconds = strtod(values[2], NULL)) <= 0) {
 		rc = cb__cli_usage_error(c,

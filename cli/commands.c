@@ -105,6 +105,10 @@ static const struct cb__cli_option scheduler_options[] = {
 	  "(default 30)" },
 	{ "--max-running", "N", NULL,
 	  "jobs run at once by this node (default 8); beyond it instants are left to other nodes" },
+	{ "--runners", "N", NULL,
+	  "run firings in N long-lived processes that keep their database connections, at most "
+	  "N at once (instead of --max-running); a firing then costs its statements, not a new "
+	  "process and two new server backends" },
 	{ "--exit-after", "SECONDS", NULL, "stop by itself after this long" },
 	{ "--verbose", NULL, NULL, "also log instants other nodes claimed" },
 	{ "--quiet", NULL, NULL, "no line per firing" },

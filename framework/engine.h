@@ -138,6 +138,9 @@ int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err);
  * SIGINT/SIGTERM gets the default action (the open chunk rolls back). */
 void cb__signals_install(void);
 void cb__signals_restore(void);
+/* In a child forked without exec (a scheduler's runner): the parent's
+ * handlers and wake pipe are forgotten, so the child's stops are its own. */
+void cb__signals_after_fork(void);
 int cb__stop_signalled(void);
 /* A descriptor that becomes readable once a stop was signalled (never
  * drained: it stays readable), or -1 when the handlers are not installed. */

@@ -9,6 +9,7 @@
 #include "cbatch/sys/conn.h"
 #include "engine.h"
 #include "clock.h"
+#include "pgkit.h"
 #include "repo.h"
 
 #include <errno.h>
@@ -193,7 +194,7 @@ void cb__heartbeat_stop(cb__heartbeat *hb)
 	pthread_mutex_unlock(&hb->mu);
 	if (hb->started)
 		pthread_join(hb->thread, NULL);
-	PQfinish(hb->conn);
+	cb__pg_release(hb->conn);
 	pthread_cond_destroy(&hb->cv);
 	pthread_mutex_destroy(&hb->mu);
 	free(hb->lock_name);

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "repo.h"
+#include "runner.h"
 #include "schedule_repo.h"
 #include "template.h"
 #include "worker.h"
@@ -183,6 +184,7 @@ struct child {
 	char when[64];
 	double started;
 	int exited, status;  /* reaped, with its waitpid status */
+	int runner;          /* run by runner runner - 1 (node.run), 0: its own process */
 	int failed;          /* never started: launch_note says why */
 	int launch_recorded; /* LAUNCHED is in the repository */
 	int buried_checked;  /* its execution, if left running, was buried */
@@ -197,6 +199,13 @@ struct child {
 	double exited_at; /* monotonic time it was reaped */
 };
 
+/* A runner (runner.h): pid 0 when there is none in its place. */
+struct runner {
+	pid_t pid;
+	int sock;
+	int busy; /* a firing of it has not answered yet */
+};
+
 struct node {
 	const cb_registry *reg;
 	const cb_scheduler_options *o;
@@ -207,6 +216,9 @@ struct node {
 	size_t ns;
 	struct child *kids;
 	size_t nkids, capkids;
+	struct runner *run; /* nrun of them, with options version 2's runners */
+	int nrun;
+	int limit; /* jobs at once: max_running, or the runners */
 	double db_now;
 	double orphans_due; /* monotonic time of the next look for orphans */
 	int stopping;
@@ -584,6 +596,193 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	return pid;
 }
 
+/* ---- runners (runner.h) --------------------------------------------------- */
+
+static void runner_gone(struct runner *r)
+{
+	if (r->sock >= 0)
+		close(r->sock);
+	r->sock = -1;
+	r->pid = 0;
+	r->busy = 0;
+}
+
+/* Start runner @p i. The node's own descriptors are none of its business:
+ * its repository connection and the other runners' sockets are closed in it
+ * (the firings' pipes of the others are close-on-exec and read ends only). */
+static int runner_spawn(struct node *n, int i)
+{
+	int fds[1 + 64];
+	size_t m = 0;
+
+	if (n->conn && PQsocket(n->conn) >= 0)
+		fds[m++] = PQsocket(n->conn);
+	for (int j = 0; j < n->nrun && m < sizeof(fds) / sizeof(fds[0]); j++)
+		if (j != i && n->run[j].pid > 0)
+			fds[m++] = n->run[j].sock;
+	n->run[i].busy = 0;
+	return cb__runner_start(&n->run[i].pid, &n->run[i].sock, n->o->conninfo, n->o->run,
+				n->o->run_ctx, fds, m);
+}
+
+/* Reap the idle runners that died (a signal to the process group, a kill). */
+static void runners_tick(struct node *n)
+{
+	for (int i = 0; i < n->nrun; i++) {
+		struct runner *r = &n->run[i];
+
+		if (r->pid > 0 && !r->busy && waitpid(r->pid, NULL, WNOHANG) == r->pid)
+			runner_gone(r);
+	}
+}
+
+/* An idle runner, one started in an empty place if need be. @return its
+ * index, or -1 (errno set). */
+static int runner_idle(struct node *n)
+{
+	runners_tick(n);
+	for (int i = 0; i < n->nrun; i++)
+		if (n->run[i].pid > 0 && !n->run[i].busy)
+			return i;
+	for (int i = 0; i < n->nrun; i++)
+		if (n->run[i].pid <= 0)
+			return runner_spawn(n, i) == 0 ? i : -1;
+	errno = EBUSY;
+	return -1;
+}
+
+/* Whether runner child @p k has ended, as children_tick asks of a process:
+ * its answer (an exit code), or the runner's death (its wait status). */
+static void runner_child_tick(struct node *n, struct child *k)
+{
+	struct runner *r = &n->run[k->runner - 1];
+	int code, st;
+
+	if (k->exited)
+		return;
+	if (cb__runner_result(r->sock, &code) == 1) {
+		k->status = W_EXITCODE(code, 0);
+	} else if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
+		/* It may have answered just before it died. */
+		k->status = cb__runner_result(r->sock, &code) == 1 ? W_EXITCODE(code, 0) : st;
+		runner_gone(r);
+	} else {
+		return;
+	}
+	r->busy = 0;
+	k->exited = 1;
+	k->exited_at = cb__clock_mono();
+}
+
+/* Stop the runners: each reads the end of its socket and exits. */
+static void runners_end(struct node *n)
+{
+	for (int i = 0; i < n->nrun; i++) {
+		pid_t pid = n->run[i].pid;
+
+		runner_gone(&n->run[i]);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	free(n->run);
+	n->run = NULL;
+	n->nrun = 0;
+}
+
+/* spawn's twin for a node with runners: the firing goes to an idle runner
+ * once the claim is confirmed (batch_schedule_launch, with the runner's
+ * pid), with fresh pipes for its output. @return as spawn. */
+static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, const char *job,
+			     char **words, char *why, size_t whysize, int *refused, cb_error *err)
+{
+	size_t nw = 0, len;
+	char **argv, found[256] = "";
+	int ofd[2] = { -1, -1 }, efd[2] = { -1, -1 }, launched = 0, rc, i;
+	cb_error me = CB_ERROR_INIT;
+	struct runner *r;
+
+	*refused = 0;
+	if ((i = runner_idle(n)) < 0) {
+		snprintf(why, whysize, "no runner to run it: %s", strerror(errno));
+		return -1;
+	}
+	r = &n->run[i];
+	while (words[nw])
+		nw++;
+	if (!(argv = calloc(nw + 4, sizeof(*argv)))) {
+		snprintf(why, whysize, "out of memory");
+		return -1;
+	}
+	argv[0] = (char *)n->o->prog;
+	argv[1] = (char *)verb;
+	argv[2] = (char *)job;
+	for (size_t w = 0; w < nw; w++)
+		argv[3 + w] = words[w];
+	if (pipe(ofd) != 0 || pipe(efd) != 0) {
+		snprintf(why, whysize, "pipe: %s", strerror(errno));
+		for (int j = 0; j < 2; j++) {
+			if (ofd[j] >= 0)
+				close(ofd[j]);
+			if (efd[j] >= 0)
+				close(efd[j]);
+		}
+		free(argv);
+		return -1;
+	}
+	/* Close-on-exec: no exec'd child of this node holds them open. */
+	for (int j = 0; j < 2; j++) {
+		fcntl(ofd[j], F_SETFD, FD_CLOEXEC);
+		fcntl(efd[j], F_SETFD, FD_CLOEXEC);
+	}
+	if (cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
+		k->log_after = -1;
+	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)r->pid,
+			       verb, job);
+	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
+		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
+					words[w]);
+	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
+				      (int)r->pid, k->launch_note, err);
+	if (rc < 0 || !launched) {
+		close(ofd[0]);
+		close(ofd[1]);
+		close(efd[0]);
+		close(efd[1]);
+		free(argv);
+		if (rc < 0) {
+			*refused = -1;
+			snprintf(why, whysize, "could not confirm the claim before the launch: %s",
+				 err->message);
+		} else {
+			*refused = 1;
+			snprintf(why, whysize,
+				 "not launched: the firing is %s, no longer this node's claim "
+				 "(this node stalled between its claim and its launch)",
+				 found);
+		}
+		return -1;
+	}
+	rc = cb__runner_send(r->sock, argv, ofd[1], efd[1]);
+	free(argv);
+	close(ofd[1]);
+	close(efd[1]);
+	if (rc < 0) {
+		/* LAUNCHED was recorded: FAILED_TO_LAUNCH replaces it. */
+		snprintf(why, whysize, "could not hand it to runner %d: %s", (int)r->pid,
+			 strerror(errno));
+		close(ofd[0]);
+		close(efd[0]);
+		return -1;
+	}
+	if (cb__child_log_new(&k->log, ofd[0], efd[0], 0) < 0)
+		k->log = NULL;
+	r->busy = 1;
+	k->runner = i + 1;
+	k->pid = r->pid;
+	k->launch_recorded = 1;
+	return k->pid;
+}
+
 static const char *exit_meaning(int code)
 {
 	switch (code) {
@@ -664,11 +863,16 @@ static void children_tick(struct node *n, int record)
 {
 	cb_error err = CB_ERROR_INIT;
 
+	runners_tick(n);
 	for (size_t i = 0; i < n->nkids; i++) {
 		struct child *k = &n->kids[i];
 
 		if (k->log)
 			cb__child_log_drain(k->log);
+		if (k->runner) {
+			runner_child_tick(n, k);
+			continue;
+		}
 		if (!k->exited && k->pid > 0 && waitpid(k->pid, &k->status, WNOHANG) == k->pid) {
 			k->exited = 1;
 			k->exited_at = cb__clock_mono();
@@ -790,8 +994,10 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 		snprintf(why, sizeof(why), "job '%s' is not registered in this program", job);
 	} else {
 		test_pause(n, PAUSE_LAUNCH);
-		pid = spawn(n, k, verb, target, words ? words : none, why, sizeof(why), &refused,
-			    err);
+		pid = n->nrun > 0 ? spawn_in_runner(n, k, verb, target, words ? words : none, why,
+						    sizeof(why), &refused, err) :
+				    spawn(n, k, verb, target, words ? words : none, why,
+					  sizeof(why), &refused, err);
 	}
 	if (pid < 0) {
 		n->res->failed_to_launch++;
@@ -1076,10 +1282,10 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	o.kind = "SCHEDULED";
 	if ((rc = offer_instants(&o)) < 0)
 		return rc;
-	if (o.launch && running_children(n) >= n->o->max_running) {
+	if (o.launch && running_children(n) >= n->limit) {
 		SAY(n, 2, DEBUG, FIRING_LEFT, CB__LOG_WITH(.schedule = s->name, .node = n->id),
 		    "%s: %d jobs running here, leaving the instant to other nodes", s->name,
-		    n->o->max_running);
+		    n->limit);
 		return 0;
 	}
 	if ((rc = offer_parameters(&o)) == 0 && (rc = offer_claim(&o)) == 0) {
@@ -1107,7 +1313,7 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 		if (cb_registry_find(n->reg, rows[r].job))
 			json_array_append_new(jobs, json_string(rows[r].job));
 	for (int recovery = 0; recovery < 2 && rc == 0 && json_array_size(jobs) > 0; recovery++) {
-		if (n->stopping || running_children(n) >= n->o->max_running)
+		if (n->stopping || running_children(n) >= n->limit)
 			break;
 		if ((rc = cb__repo_schedule_take(&taken, n->conn, n->id, jobs, recovery, err)) < 0)
 			break;
@@ -1397,6 +1603,18 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	n.reg = reg;
 	n.o = o;
 	n.res = out;
+	n.limit = o->max_running;
+	if (o->version >= 2 && o->runners > 0) {
+		if (!o->run || o->runners > 1000)
+			return cb_error_set(err, CB_EINVAL,
+					    "scheduler options: runners need a run function, and "
+					    "at most 1000 of them");
+		if (!(n.run = calloc((size_t)o->runners, sizeof(*n.run))))
+			return cb_error_set(err, CB_ENOMEM, "out of memory");
+		n.nrun = n.limit = o->runners;
+		for (int i = 0; i < n.nrun; i++)
+			n.run[i].sock = -1;
+	}
 	{
 		const char *pause = getenv("CBATCH_TEST_SCHEDULER_PAUSE");
 
@@ -1408,10 +1626,16 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	snprintf(n.id, sizeof(n.id), "%s", cb__owner_id());
 	if (gethostname(n.host, sizeof(n.host) - 1) != 0)
 		snprintf(n.host, sizeof(n.host), "unknown");
+	/* The runners before the handlers: each installs its own. Started
+	 * ahead, so that the first firings find them warm; one that cannot be
+	 * started now is started when a firing needs it. */
+	for (int i = 0; i < n.nrun; i++)
+		if (runner_spawn(&n, i) < 0)
+			runner_gone(&n.run[i]);
 	cb__signals_install();
 	SAY(&n, 1, INFO, NODE_STARTED, CB__LOG_WITH(.node = n.id),
-	    "node %s started (lease %.1fs, at most %d jobs at once)", n.id, o->lease_seconds,
-	    o->max_running);
+	    "node %s started (lease %.1fs, at most %d jobs at once%s)", n.id, o->lease_seconds,
+	    n.limit, n.nrun > 0 ? ", in runners" : "");
 	while (!n.stopping) {
 		cb_error e = CB_ERROR_INIT;
 
@@ -1499,6 +1723,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		sched_clear(&n.s[i]);
 	for (size_t i = 0; i < n.nkids; i++)
 		cb__child_log_free(n.kids[i].log);
+	runners_end(&n);
 	free(n.s);
 	free(n.kids);
 	PQfinish(n.conn);

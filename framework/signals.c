@@ -68,6 +68,17 @@ void cb__signals_restore(void)
 	installed = 0;
 }
 
+void cb__signals_after_fork(void)
+{
+	cb__signals_restore();
+	for (int i = 0; i < 2; i++) {
+		if (wake_pipe[i] >= 0)
+			close(wake_pipe[i]);
+		wake_pipe[i] = -1;
+	}
+	stop_flag = 0;
+}
+
 int cb__signals_wake_fd(void)
 {
 	return installed ? wake_pipe[0] : -1;

@@ -124,9 +124,9 @@ int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *applicatio
 {
 	const char *keys[5] = { "dbname", "fallback_application_name", NULL, NULL, NULL };
 	const char *vals[5] = { NULL, "cbatch", NULL, NULL, NULL };
-	char both[2048];
+	char both[2048], key[4096];
 	PGconn *conn;
-	int n = 2;
+	int n = 2, kl;
 
 	if (!out)
 		return cb_error_set(err, CB_EINVAL, "cb_cli_connect: out is NULL");
@@ -154,6 +154,15 @@ int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *applicatio
 		keys[n] = "options";
 		vals[n++] = both;
 	}
+	/* The same parameters, the same connection: a kept one if there is. */
+	kl = snprintf(key, sizeof(key), "as\x1f%s\x1f%s\x1f%s", vals[0],
+		      application_name ? application_name : "", options && *options ? both : "");
+	if (kl < 0 || (size_t)kl >= sizeof(key))
+		key[0] = '\0'; /* cut short: never kept */
+	if (key[0] && (conn = cb__pg_keep_take(key)) != NULL) {
+		*out = conn;
+		return 0;
+	}
 	conn = PQconnectdbParams(keys, vals, 1);
 	if (!conn)
 		return cb_error_set(err, CB_ENOMEM, "out of memory connecting to the database");
@@ -170,6 +179,8 @@ int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *applicatio
 		return CB_EDB;
 	}
 	PQsetNoticeReceiver(conn, cb__pg_notice_receiver, NULL);
+	if (key[0])
+		cb__pg_keep_mark(conn, key);
 	*out = conn;
 	return 0;
 }

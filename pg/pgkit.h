@@ -37,6 +37,24 @@ int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err);
 int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
 		      const char *options, cb_error *err);
 
+/* ---- connections kept for the next run (pg/keep.c) ---- */
+
+/* From now on, this process keeps the connections released by
+ * cb__pg_release (a runner that runs one run after another). */
+void cb__pg_keep_enable(void);
+
+/* A kept idle connection opened with @p key (cb__pg_keep_mark), still
+ * connected, or NULL. The caller owns it (release or PQfinish it). */
+PGconn *cb__pg_keep_take(const char *key);
+
+/* Remember that @p conn was opened with @p key, when keeping is on. */
+void cb__pg_keep_mark(PGconn *conn, const char *key);
+
+/* Done with @p conn: PQfinish it, or, when keeping is on and it is idle and
+ * marked, reset its session (prepared statements, LISTEN, settings) and keep
+ * it. NULL is fine. */
+void cb__pg_release(PGconn *conn);
+
 /* The notice receiver of every connection cbatch opens: a server WARNING
  * (e.g. "canceling the wait for synchronous replication" during a failover)
  * as one "cbatch: server warning: ..." line on stderr; NOTICEs are dropped. */

@@ -306,7 +306,7 @@ int cb_schedule_next(json_t **out, PGconn *conn, const char *name, const char *c
 /* ---- the scheduler -------------------------------------------------------- */
 
 /** Version of cb_scheduler_options. */
-#define CB_SCHEDULER_OPTIONS_VERSION 1
+#define CB_SCHEDULER_OPTIONS_VERSION 2
 
 /** How a scheduler node runs. */
 typedef struct cb_scheduler_options {
@@ -319,11 +319,25 @@ typedef struct cb_scheduler_options {
 	int max_running;           /**< jobs at once; beyond, instants are left to others (8) */
 	int verbose;               /**< 0 quiet, 1 a line per firing, 2 also skipped instants */
 	double exit_after_seconds; /**< stop by itself after this long; 0: only at a signal */
+	/* Version 2: */
+	/** Run firings in this many long-lived runner processes instead of a new
+	 * process each (0, the default): each runner is forked from the node
+	 * without exec and runs one firing after another in-process, by calling
+	 * @ref run with the firing's `PROG run JOB PARAMS...`, keeping its
+	 * repository connections between them. At most this many run at once
+	 * (it replaces max_running). A runner that dies ends its firing as a
+	 * child's death would, and another is started. Job code that keeps
+	 * global state must expect several runs in one process. */
+	int runners;
+	/** With runners: runs one firing's command line and returns its exit
+	 * code (a program's cb_cli_main with its registry, @ref run_ctx). */
+	int (*run)(void *run_ctx, int argc, char **argv);
+	void *run_ctx; /**< passed to @ref run */
 } cb_scheduler_options;
 
 #define CB_SCHEDULER_OPTIONS_INIT                                                                  \
 	{                                                                                          \
-		CB_SCHEDULER_OPTIONS_VERSION, NULL, NULL, NULL, 30.0, 8, 1, 0.0                    \
+		CB_SCHEDULER_OPTIONS_VERSION, NULL, NULL, NULL, 30.0, 8, 1, 0.0, 0, NULL, NULL     \
 	}
 
 /** What a node did. */
