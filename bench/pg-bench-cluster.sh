@@ -9,7 +9,8 @@
 # auth), but unlike that test cluster it keeps PostgreSQL's defaults for
 # everything that costs time: fsync, synchronous_commit, full_page_writes,
 # wal_level, shared_buffers (128MB), max_wal_size, checkpoint_timeout.
-# Only the socket, the port and logging are set. DIR is marked with a
+# Only the socket, the port and logging are set (PG_BENCH_CONF: more lines for
+# postgresql.conf, e.g. to load pg_stat_statements for a profile). DIR is marked with a
 # .cbatch-bench-cluster file, and only such a DIR (or an empty or missing one)
 # is ever wiped. On start, prints the conninfo.
 set -euo pipefail
@@ -88,6 +89,7 @@ port = $PORT
 unix_socket_directories = '$dir'
 log_min_messages = warning
 log_line_prefix = '%m [%p] %d '
+${PG_BENCH_CONF:-}
 CONF
 	as_owner "$bindir/pg_ctl" start -D "$dir/data" -l "$dir/log" -w -t 60 >/dev/null || {
 		tail -n 30 "$dir/log" >&2 || true

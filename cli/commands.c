@@ -294,7 +294,7 @@ const struct cb__cli_builtin cb__cli_builtins[] = {
 	  cb__cli_cmd_schedule, "add list show pause resume remove next history backfill",
 	  schedule_options },
 	{ CB__CMD_scheduler,
-	  "[--lease SECONDS] [--max-running N] [--exit-after SECONDS] [--verbose|--quiet]",
+	  "[--lease SECONDS] [--max-running N] [--runners N] [--exit-after SECONDS] [--verbose|--quiet]",
 	  "fire due schedules, each fire instant once across all scheduler nodes",
 	  "Start one on every host you like: each fire instant is claimed by one node\n"
 	  "in one transaction (unique per schedule and instant, in the database's\n"

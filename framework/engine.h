@@ -134,6 +134,11 @@ int cb__job_preflight(PGconn *conn, const cb_job *job, const cb_params *params, 
 /* Run the job's flow for an execution the repository has just created. */
 int cb__flow_run(cb__run *run, cb_job_result *out, cb_error *err);
 
+/* The execution this process created last (launcher.c), 0 when none since
+ * the last reset (@p reset: read it and reset it): what a scheduler's runner
+ * tells its node its firing ran. */
+long long cb__launched_last(int reset);
+
 /* Signals: SIGINT/SIGTERM ask for a stop after the current chunk; a second
  * SIGINT/SIGTERM gets the default action (the open chunk rolls back). */
 void cb__signals_install(void);

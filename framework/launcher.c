@@ -6,11 +6,20 @@
 
 #include "cbatch/lock.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* What cb__launched_last reads. */
+static _Atomic long long last_execution;
+
+long long cb__launched_last(int reset)
+{
+	return reset ? atomic_exchange(&last_execution, 0) : atomic_load(&last_execution);
+}
 
 static void result_set(cb_job_result *out, cb_status status, const char *exit_code,
 		       const char *message)
@@ -214,6 +223,7 @@ static int launch_execution(struct launch_run *lr)
 	}
 	out->job_instance_id = lr->l.job_instance_id;
 	out->job_execution_id = lr->l.job_execution_id;
+	atomic_store(&last_execution, lr->l.job_execution_id);
 	out->restarted = lr->l.restart_of != 0;
 	out->dead_owner = lr->l.dead_owner;
 	out->fencing_token = lr->grant.fencing_token;

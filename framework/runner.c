@@ -18,6 +18,14 @@
 /* The longest command line a firing hands over (its parameters). */
 #define ARGV_MAX 65536
 
+/* A runner's answer: its firing's exit code, and the execution it created
+ * (0: none), so that its node need not look for it. */
+struct answer {
+	int32_t code;
+	int32_t pad;
+	int64_t execution;
+};
+
 /* Receive one firing: its argv packed as NUL-terminated words, and two
  * descriptors. @return the byte count (>0), 0 at the node's end or a stop
  * while waiting, -1 on a malformed message (its descriptors closed). */
@@ -93,7 +101,7 @@ static void serve(int sock, cb__runner_fn fn, void *ctx)
 
 	for (;;) {
 		int fds[2], argc = 0, code;
-		int32_t answer;
+		struct answer answer;
 		ssize_t got = receive(sock, buf, sizeof(buf), fds);
 		char **argv;
 
@@ -117,6 +125,7 @@ static void serve(int sock, cb__runner_fn fn, void *ctx)
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		close(fds[1]);
+		cb__launched_last(1);
 		code = fn(ctx, argc, argv);
 		free(argv);
 		/* Its output ends here: the node reads both pipes to their end. */
@@ -125,7 +134,9 @@ static void serve(int sock, cb__runner_fn fn, void *ctx)
 			dup2(devnull, STDOUT_FILENO);
 			dup2(devnull, STDERR_FILENO);
 		}
-		answer = code < 0 || code > 255 ? 1 : code;
+		memset(&answer, 0, sizeof(answer));
+		answer.code = code < 0 || code > 255 ? 1 : code;
+		answer.execution = cb__launched_last(0);
 		if (send(sock, &answer, sizeof(answer), MSG_NOSIGNAL) != (ssize_t)sizeof(answer))
 			break;
 		/* A stop asked for during the run ended it (STOPPED): no next one. */
@@ -229,16 +240,17 @@ int cb__runner_send(int sock, char *const *argv, int out_fd, int err_fd)
 	return 0;
 }
 
-int cb__runner_result(int sock, int *code)
+int cb__runner_result(int sock, int *code, long long *execution)
 {
-	int32_t answer;
+	struct answer answer;
 	ssize_t got;
 
 	do
 		got = recv(sock, &answer, sizeof(answer), MSG_DONTWAIT);
 	while (got < 0 && errno == EINTR);
 	if (got == (ssize_t)sizeof(answer)) {
-		*code = answer;
+		*code = answer.code;
+		*execution = answer.execution;
 		return 1;
 	}
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

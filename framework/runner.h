@@ -36,7 +36,8 @@ int cb__runner_start(pid_t *pid, int *sock, const char *conninfo, cb__runner_fn 
 int cb__runner_send(int sock, char *const *argv, int out_fd, int err_fd);
 
 /* The exit code of the runner's firing, if it has answered: @return 1 with
- * *code, 0 not yet, -1 the runner closed its end (it is gone). */
-int cb__runner_result(int sock, int *code);
+ * *code and *execution (the execution it created, 0: none), 0 not yet, -1
+ * the runner closed its end (it is gone). */
+int cb__runner_result(int sock, int *code, long long *execution);
 
 #endif

@@ -204,6 +204,11 @@ struct runner {
 	pid_t pid;
 	int sock;
 	int busy; /* a firing of it has not answered yet */
+	/* Its newest execution known, or the newest of all when it started: its
+	 * next firing's execution comes after (a child's log_after), so that a
+	 * firing in a runner needs no look for it before its launch. -1: not
+	 * known (looked for per firing then). */
+	long long log_after;
 };
 
 struct node {
@@ -218,7 +223,8 @@ struct node {
 	size_t nkids, capkids;
 	struct runner *run; /* nrun of them, with options version 2's runners */
 	int nrun;
-	int limit; /* jobs at once: max_running, or the runners */
+	int limit;              /* jobs at once: max_running, or the runners */
+	unsigned int walk_seed; /* where schedules_tick starts (not a time judgment) */
 	double db_now;
 	double orphans_due; /* monotonic time of the next look for orphans */
 	int stopping;
@@ -409,6 +415,17 @@ static struct child *child_add(struct node *n)
 	return &n->kids[n->nkids++];
 }
 
+/* Seconds the oldest ended child has waited for its end to be recorded. */
+static double ends_waiting(const struct node *n)
+{
+	double now = cb__clock_mono(), most = 0;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		if (n->kids[i].exited && now - n->kids[i].exited_at > most)
+			most = now - n->kids[i].exited_at;
+	return most;
+}
+
 static int running_children(const struct node *n)
 {
 	int k = 0;
@@ -416,6 +433,55 @@ static int running_children(const struct node *n)
 	for (size_t i = 0; i < n->nkids; i++)
 		k += !n->kids[i].exited;
 	return k;
+}
+
+/* The command line of a firing: `PROG VERB JOB WORDS...`, NULL-terminated
+ * (the words not copied). NULL when out of memory. */
+static char **firing_argv(const struct node *n, const char *verb, const char *job, char **words)
+{
+	size_t nw = 0;
+	char **argv;
+
+	while (words[nw])
+		nw++;
+	if (!(argv = calloc(nw + 4, sizeof(*argv))))
+		return NULL;
+	argv[0] = (char *)n->o->prog;
+	argv[1] = (char *)verb;
+	argv[2] = (char *)job;
+	for (size_t i = 0; i < nw; i++)
+		argv[3 + i] = words[i];
+	return argv;
+}
+
+/* The launch as the firing records it: "pid PID: VERB JOB WORDS...". */
+static void note_launch(struct child *k, pid_t pid, const char *verb, const char *job, char **words)
+{
+	size_t len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s",
+				      (int)pid, verb, job);
+
+	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
+		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
+					words[w]);
+}
+
+/* Why a launch whose claim was not confirmed (batch_schedule_launch: @p rc
+ * < 0 failed, else the firing is @p found) did not happen, for spawn's
+ * caller. */
+static void not_confirmed(char *why, size_t whysize, int *refused, int rc, const char *found,
+			  const cb_error *err)
+{
+	if (rc < 0) {
+		*refused = -1;
+		snprintf(why, whysize, "could not confirm the claim before the launch: %s",
+			 err->message);
+	} else {
+		*refused = 1;
+		snprintf(why, whysize,
+			 "not launched: the firing is %s, no longer this node's claim "
+			 "(this node stalled between its claim and its launch)",
+			 found);
+	}
 }
 
 /* Start the child: `prog VERB JOB WORDS...` for firing @p k->firing_id (`run
@@ -431,7 +497,6 @@ static int running_children(const struct node *n)
 static pid_t spawn(struct node *n, struct child *k, const char *verb, const char *job, char **words,
 		   char *why, size_t whysize, int *refused, cb_error *err)
 {
-	size_t nw = 0, len;
 	char **argv, found[256] = "", go = 'g';
 	int pfd[2], gfd[2], ofd[2] = { -1, -1 }, efd[2] = { -1, -1 }, e = 0, launched = 0, rc;
 	cb_error me = CB_ERROR_INIT;
@@ -439,18 +504,10 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	ssize_t got;
 
 	*refused = 0;
-	while (words[nw])
-		nw++;
-	argv = calloc(nw + 4, sizeof(*argv));
-	if (!argv) {
+	if (!(argv = firing_argv(n, verb, job, words))) {
 		snprintf(why, whysize, "out of memory");
 		return -1;
 	}
-	argv[0] = (char *)n->o->prog;
-	argv[1] = (char *)verb;
-	argv[2] = (char *)job;
-	for (size_t i = 0; i < nw; i++)
-		argv[3 + i] = words[i];
 	if (pipe(pfd) != 0) {
 		snprintf(why, whysize, "pipe: %s", strerror(errno));
 		free(argv);
@@ -548,11 +605,7 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	/* Read by this loop from now on (node_wait, children_tick). */
 	if (cb__child_log_new(&k->log, ofd[0], efd[0], 0) < 0)
 		k->log = NULL;
-	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)pid,
-			       verb, job);
-	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
-		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
-					words[w]);
+	note_launch(k, pid, verb, job, words);
 	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
 				      (int)pid, k->launch_note, err);
 	if (rc == 0 && launched && write(gfd[1], &go, 1) != 1) {
@@ -564,17 +617,7 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 		cb__child_log_free(k->log);
 		k->log = NULL;
 		close(pfd[0]);
-		if (rc < 0) {
-			*refused = -1;
-			snprintf(why, whysize, "could not confirm the claim before the launch: %s",
-				 err->message);
-		} else {
-			*refused = 1;
-			snprintf(why, whysize,
-				 "not launched: the firing is %s, no longer this node's claim "
-				 "(this node stalled between its claim and its launch)",
-				 found);
-		}
+		not_confirmed(why, whysize, refused, rc, found, err);
 		return -1;
 	}
 	k->pid = pid;
@@ -621,6 +664,13 @@ static int runner_spawn(struct node *n, int i)
 		if (j != i && n->run[j].pid > 0)
 			fds[m++] = n->run[j].sock;
 	n->run[i].busy = 0;
+	n->run[i].log_after = -1;
+	if (n->conn) {
+		cb_error me = CB_ERROR_INIT;
+
+		if (cb__repo_run_log_mark(&n->run[i].log_after, n->conn, &me) < 0)
+			n->run[i].log_after = -1;
+	}
 	return cb__runner_start(&n->run[i].pid, &n->run[i].sock, n->o->conninfo, n->o->run,
 				n->o->run_ctx, fds, m);
 }
@@ -656,18 +706,28 @@ static int runner_idle(struct node *n)
 static void runner_child_tick(struct node *n, struct child *k)
 {
 	struct runner *r = &n->run[k->runner - 1];
+	long long exec = 0;
 	int code, st;
 
 	if (k->exited)
 		return;
-	if (cb__runner_result(r->sock, &code) == 1) {
+	if (cb__runner_result(r->sock, &code, &exec) == 1) {
 		k->status = W_EXITCODE(code, 0);
 	} else if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
 		/* It may have answered just before it died. */
-		k->status = cb__runner_result(r->sock, &code) == 1 ? W_EXITCODE(code, 0) : st;
+		k->status =
+			cb__runner_result(r->sock, &code, &exec) == 1 ? W_EXITCODE(code, 0) : st;
 		runner_gone(r);
 	} else {
 		return;
+	}
+	/* Its execution, as it said: the runner's next one comes after it. */
+	if (exec > 0) {
+		k->log_exec = exec;
+		if (k->log_after < 0)
+			k->log_after = 0;
+		if (r->log_after < exec)
+			r->log_after = exec;
 	}
 	r->busy = 0;
 	k->exited = 1;
@@ -695,7 +755,6 @@ static void runners_end(struct node *n)
 static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, const char *job,
 			     char **words, char *why, size_t whysize, int *refused, cb_error *err)
 {
-	size_t nw = 0, len;
 	char **argv, found[256] = "";
 	int ofd[2] = { -1, -1 }, efd[2] = { -1, -1 }, launched = 0, rc, i;
 	cb_error me = CB_ERROR_INIT;
@@ -707,17 +766,10 @@ static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, 
 		return -1;
 	}
 	r = &n->run[i];
-	while (words[nw])
-		nw++;
-	if (!(argv = calloc(nw + 4, sizeof(*argv)))) {
+	if (!(argv = firing_argv(n, verb, job, words))) {
 		snprintf(why, whysize, "out of memory");
 		return -1;
 	}
-	argv[0] = (char *)n->o->prog;
-	argv[1] = (char *)verb;
-	argv[2] = (char *)job;
-	for (size_t w = 0; w < nw; w++)
-		argv[3 + w] = words[w];
 	if (pipe(ofd) != 0 || pipe(efd) != 0) {
 		snprintf(why, whysize, "pipe: %s", strerror(errno));
 		for (int j = 0; j < 2; j++) {
@@ -734,13 +786,10 @@ static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, 
 		fcntl(ofd[j], F_SETFD, FD_CLOEXEC);
 		fcntl(efd[j], F_SETFD, FD_CLOEXEC);
 	}
-	if (cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
+	k->log_after = r->log_after;
+	if (k->log_after < 0 && cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
 		k->log_after = -1;
-	len = (size_t)snprintf(k->launch_note, sizeof(k->launch_note), "pid %d: %s %s", (int)r->pid,
-			       verb, job);
-	for (size_t w = 0; words[w] && len < sizeof(k->launch_note); w++)
-		len += (size_t)snprintf(k->launch_note + len, sizeof(k->launch_note) - len, " %s",
-					words[w]);
+	note_launch(k, r->pid, verb, job, words);
 	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
 				      (int)r->pid, k->launch_note, err);
 	if (rc < 0 || !launched) {
@@ -749,17 +798,7 @@ static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, 
 		close(efd[0]);
 		close(efd[1]);
 		free(argv);
-		if (rc < 0) {
-			*refused = -1;
-			snprintf(why, whysize, "could not confirm the claim before the launch: %s",
-				 err->message);
-		} else {
-			*refused = 1;
-			snprintf(why, whysize,
-				 "not launched: the firing is %s, no longer this node's claim "
-				 "(this node stalled between its claim and its launch)",
-				 found);
-		}
+		not_confirmed(why, whysize, refused, rc, found, err);
 		return -1;
 	}
 	rc = cb__runner_send(r->sock, argv, ofd[1], efd[1]);
@@ -843,6 +882,9 @@ static int log_tick(struct node *n, struct child *k)
 	}
 	if (!k->log_exec)
 		return last;
+	if (k->runner && n->run[k->runner - 1].pid == k->pid &&
+	    n->run[k->runner - 1].log_after < k->log_exec)
+		n->run[k->runner - 1].log_after = k->log_exec;
 	/* At the end, a child that printed nothing gets its empty log. */
 	text = cb__child_log_take(k->log, last && !k->log_stored, &dropped, &total);
 	if (text && cb__repo_run_log_save(n->conn, k->log_exec, text, dropped, total, &err) < 0)
@@ -988,6 +1030,9 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 	snprintf(k->schedule, sizeof(k->schedule), "%s", schedule);
 	snprintf(k->when, sizeof(k->when), "%s", when);
 	k->started = cb__clock_mono();
+	/* Its execution is looked for once it can have printed for a while (or
+	 * at its end), not at once: it is not there yet. */
+	k->log_next = k->started + LOG_EVERY;
 	if (fill_error && fill_error[0]) {
 		snprintf(why, sizeof(why), "%s", fill_error);
 	} else if (!cb_registry_find(n->reg, job)) {
@@ -1394,8 +1439,14 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 		return rc;
 	if ((rc = take_and_launch(n, rows, nrows, err)) < 0)
 		return rc;
-	for (size_t i = 0; i < n->ns && !n->stopping; i++) {
-		struct sched *s = &n->s[i];
+	/* Each tick starts its walk at a place of its own: nodes that walked
+	 * the schedules in the same order would meet at every instant due at
+	 * once, one waiting on the other's claim, so that a burst is claimed no
+	 * faster by two nodes than by one. Any order is right: the claim decides. */
+	size_t start = n->ns > 1 ? (size_t)rand_r(&n->walk_seed) % n->ns : 0;
+
+	for (size_t w = 0; w < n->ns && !n->stopping; w++) {
+		struct sched *s = &n->s[(start + w) % n->ns];
 		const cb__schedule *row = NULL;
 
 		for (size_t r = 0; r < nrows && !row; r++)
@@ -1437,16 +1488,28 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
  * stop signal ends the wait; @p conn NULL: no notice), at most @p seconds,
  * draining the children's output meanwhile: a child never waits on a full
  * pipe while its node sleeps (an outage's backoff included). */
+/* Children whose output has ended (an exec'd child that exited, a runner
+ * done with its firing). */
+static size_t kids_ended(const struct node *n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		k += n->kids[i].log && cb__child_log_done(n->kids[i].log);
+	return k;
+}
+
 static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wakes)
 {
 	double end = cb__clock_mono() + (seconds > 0 ? seconds : 0);
 	struct pollfd *p = NULL;
-	size_t room = 0;
+	size_t room = 0, ended = kids_ended(n);
 	int conn_fd;
 	PGnotify *note;
 
 	for (size_t i = 0; i < n->nkids; i++)
 		room += n->kids[i].log ? 2 : 0;
+	room += (size_t)n->nrun;
 	if (room == 0 || !(p = calloc(room + 2, sizeof(*p)))) {
 		if (conn)
 			cb__work_wait(conn, seconds);
@@ -1473,6 +1536,16 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 				cb__child_log_drain(n->kids[i].log);
 				m += cb__child_log_pollfds(n->kids[i].log, p + m);
 			}
+		/* A child's end frees its place: the loop takes the instants that
+		 * waited for one at once, not at its next look. */
+		if (kids_ended(n) > ended)
+			break;
+		for (int i = 0; i < n->nrun; i++)
+			if (n->run[i].busy && n->run[i].sock >= 0) {
+				p[m].fd = n->run[i].sock;
+				p[m].events = POLLIN;
+				p[m++].revents = 0;
+			}
 		if ((left = end - cb__clock_mono()) <= 0)
 			break;
 		p[m].fd = conn_fd;
@@ -1485,6 +1558,12 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 			continue;
 		if (p[m + 1].revents)
 			break; /* a stop */
+		for (size_t i = 0; i < m; i++)
+			for (int r = 0; r < n->nrun; r++)
+				if (p[i].revents && p[i].fd == n->run[r].sock)
+					end = 0; /* a runner answered: its firing ended */
+		if (end == 0)
+			break;
 		if (p[m].revents) {
 			if ((p[m].revents & POLLIN) && PQconsumeInput(conn)) {
 				while ((note = PQnotifies(conn)) != NULL)
@@ -1523,7 +1602,7 @@ static int tick(struct node *n, cb_error *err)
 	if ((rc = cb__repo_scheduler_heartbeat(&n->db_now, n->conn, n->id, n->host, (int)getpid(),
 					       n->o->lease_seconds, err)) < 0)
 		return rc;
-	children_tick(n, 1);
+	children_tick(n, 0);
 	/* Orphans need a lease to run out: looking a few times per lease is
 	 * enough, and keeps two queries off most ticks. */
 	if (cb__clock_mono() >= n->orphans_due) {
@@ -1553,13 +1632,24 @@ static int tick(struct node *n, cb_error *err)
 			    "");
 	}
 	json_decref(orphans);
-	if (n->stopping)
+	if (n->stopping) {
+		children_tick(n, 1);
 		return 0;
+	}
 	if ((rc = cb__repo_schedules_load(&rows, &nrows, n->conn, err)) < 0)
 		return rc;
 	rc = schedules_tick(n, rows, nrows, err);
 	cb__repo_schedules_free(rows, nrows);
-	return rc;
+	if (rc < 0)
+		return rc;
+	/* Ends are written down after the walk: a place is free once its child
+	 * ended, not once its end is in the repository, and the firings due
+	 * now are not kept waiting behind the records of those that ended.
+	 * While the walk stopped for want of a place (a burst), the records
+	 * wait, but never longer than a second. */
+	if (running_children(n) < n->limit || ends_waiting(n) > 1.0)
+		children_tick(n, 1);
+	return 0;
 }
 
 /* Seconds until the earliest cursor, by the database's clock. */
@@ -1578,6 +1668,10 @@ static double sleep_for(const struct node *n)
 	}
 	/* Children's ends are reaped at ticks: look more often while some run. */
 	if (running_children(n) > 0 && best > 0.2)
+		best = 0.2;
+	/* Full, with instants due: they wait for a place, and a child's end
+	 * wakes the wait (node_wait), so no tick spins meanwhile. */
+	if (running_children(n) >= n->limit && best < 0.2)
 		best = 0.2;
 	/* A hair past the instant, so that the database's clock has reached it. */
 	return best < 0 ? 0.0 : best + 0.002;
@@ -1624,6 +1718,8 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 								0;
 	}
 	snprintf(n.id, sizeof(n.id), "%s", cb__owner_id());
+	for (const char *c = n.id; *c; c++)
+		n.walk_seed = n.walk_seed * 31u + (unsigned char)*c;
 	if (gethostname(n.host, sizeof(n.host) - 1) != 0)
 		snprintf(n.host, sizeof(n.host), "unknown");
 	/* The runners before the handlers: each installs its own. Started

@@ -18,6 +18,8 @@
  */
 #include "pgkit.h"
 
+#include "clock.h"
+
 #include <libpq-events.h>
 #include <poll.h>
 #include <pthread.h>
@@ -55,7 +57,8 @@ static int gone(PGconn *conn)
 
 	if (PQstatus(conn) != CONNECTION_OK || p.fd < 0)
 		return 1;
-	if (poll(&p, 1, 0) > 0 && (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK))
+	if (cb__clock_poll(&p, 1, 0) > 0 &&
+	    (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK))
 		return 1;
 	return 0;
 }
