@@ -120,31 +120,45 @@ static void test_firings_run_in_runners_that_keep_their_connections(void)
 		print_firings();
 }
 
-static void test_a_killed_runner_ends_its_firing_and_another_runs_the_next(void)
+/* An every-second schedule @p name of the tick job taking @p sleep ms, a node
+ * with @p runners runners, and the first execution that runs: the node's pid,
+ * the execution and its owner's (the runner's) pid. */
+static pid_t start_running(const char *name, const char *sleep, const char *runners,
+			   long long *exec, long long *owner)
 {
-	char log[512];
-	long long exec, victim;
+	char log[512], arg[64];
 	pid_t pid;
 
 	fresh();
-	CBT_EQ_LL(EX("schedule", "add", "slow", "--cron", "* * * * * *", "--job", "tick",
-		     "at={schedule}@{fire_utc}", "-sleepMs:long=2000", "--overlap", "skip"),
+	snprintf(arg, sizeof(arg), "-sleepMs:long=%s", sleep);
+	CBT_EQ_LL(EX("schedule", "add", name, "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", arg, "--overlap", "skip"),
 		  0);
-	cbt_sched_log_path(&sched, log, sizeof(log), "slow");
-	pid = SPAWN(log, "scheduler", "--runners", "1", "--lease", "5");
-	CU_ASSERT_FATAL(pid > 0);
+	cbt_sched_log_path(&sched, log, sizeof(log), name);
+	pid = SPAWN(log, "scheduler", "--runners", runners, "--lease", "5");
+	if (pid <= 0)
+		return pid;
 	if (!cbt_wait_until(sched.conn, 60000,
 			    "SELECT count(*)::int FROM batch_job_execution WHERE status = "
 			    "'STARTED'")) {
 		CBT_FAILF("no execution started within 60 s");
 		print_firings();
 	}
-	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution "
-					"WHERE status = 'STARTED'");
-	victim = cbt_queryp_ll(sched.conn,
+	*exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution "
+					 "WHERE status = 'STARTED'");
+	*owner = cbt_queryp_ll(sched.conn,
 			       "SELECT " OWNER_PID " FROM batch_job_execution WHERE "
 			       "job_execution_id = $1",
-			       "lld", exec);
+			       "lld", *exec);
+	return pid;
+}
+
+static void test_a_killed_runner_ends_its_firing_and_another_runs_the_next(void)
+{
+	long long exec = 0, victim = 0;
+	pid_t pid = start_running("slow", "2000", "1", &exec, &victim);
+
+	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_FATAL(victim > 0 && victim != pid);
 	CBT_EQ_LL(kill((pid_t)victim, SIGKILL), 0);
 	/* Its firing ends as a killed child's, its execution buried. */
@@ -171,30 +185,11 @@ static void test_a_killed_runner_ends_its_firing_and_another_runs_the_next(void)
 
 static void test_a_stopped_node_stops_the_run_and_leaves_no_runner(void)
 {
-	char log[512];
-	long long exec, runner;
-	pid_t pid;
+	long long exec = 0, runner = 0;
+	pid_t pid = start_running("long", "60000", "2", &exec, &runner);
 	int rc;
 
-	fresh();
-	CBT_EQ_LL(EX("schedule", "add", "long", "--cron", "* * * * * *", "--job", "tick",
-		     "at={schedule}@{fire_utc}", "-sleepMs:long=60000", "--overlap", "skip"),
-		  0);
-	cbt_sched_log_path(&sched, log, sizeof(log), "long");
-	pid = SPAWN(log, "scheduler", "--runners", "2", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
-	if (!cbt_wait_until(sched.conn, 60000,
-			    "SELECT count(*)::int FROM batch_job_execution WHERE status = "
-			    "'STARTED'")) {
-		CBT_FAILF("no execution started within 60 s");
-		print_firings();
-	}
-	exec = cbt_query_ll(sched.conn, "SELECT max(job_execution_id) FROM batch_job_execution "
-					"WHERE status = 'STARTED'");
-	runner = cbt_queryp_ll(sched.conn,
-			       "SELECT " OWNER_PID " FROM batch_job_execution WHERE "
-			       "job_execution_id = $1",
-			       "lld", exec);
 	CBT_EQ_LL(kill(pid, SIGTERM), 0);
 	rc = cbt_wait_timeout(pid, 60000);
 	CBT_EQ_LL(rc, 0);
