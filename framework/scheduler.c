@@ -655,12 +655,18 @@ static void runner_gone(struct runner *r)
  * (the firings' pipes of the others are close-on-exec and read ends only). */
 static int runner_spawn(struct node *n, int i)
 {
-	int fds[1 + 64];
+	/* Every other runner's socket: a runner that kept one open would keep
+	 * that runner from ever reading the node's end of it. */
+	int *fds = malloc(((size_t)n->nrun + 1) * sizeof(*fds)), rc;
 	size_t m = 0;
 
+	if (!fds) {
+		errno = ENOMEM;
+		return -1;
+	}
 	if (n->conn && PQsocket(n->conn) >= 0)
 		fds[m++] = PQsocket(n->conn);
-	for (int j = 0; j < n->nrun && m < sizeof(fds) / sizeof(fds[0]); j++)
+	for (int j = 0; j < n->nrun; j++)
 		if (j != i && n->run[j].pid > 0)
 			fds[m++] = n->run[j].sock;
 	n->run[i].busy = 0;
@@ -671,8 +677,10 @@ static int runner_spawn(struct node *n, int i)
 		if (cb__repo_run_log_mark(&n->run[i].log_after, n->conn, &me) < 0)
 			n->run[i].log_after = -1;
 	}
-	return cb__runner_start(&n->run[i].pid, &n->run[i].sock, n->o->conninfo, n->o->run,
-				n->o->run_ctx, fds, m);
+	rc = cb__runner_start(&n->run[i].pid, &n->run[i].sock, n->o->conninfo, n->o->run,
+			      n->o->run_ctx, fds, m);
+	free(fds);
+	return rc;
 }
 
 /* Reap the idle runners that died (a signal to the process group, a kill). */

@@ -12,6 +12,7 @@
  *    runner runs the next firings;
  *  - a node stopped during a run stops it (STOPPED, restartable), and leaves
  *    no runner behind;
+ *  - 150 runners start and end with their node;
  *  - a bad --runners is refused (exit 2).
  */
 #include "cbtest.h"
@@ -205,6 +206,21 @@ static void test_a_stopped_node_stops_the_run_and_leaves_no_runner(void)
 	CBT_EQ_LL(EX("schedule", "pause", "long"), 0);
 }
 
+/* More runners than a node has room to list at once: each is started with
+ * every other one's socket closed in it, or the node's stop would wait for
+ * ever on a runner whose end another runner holds open. */
+static void test_many_runners_start_and_end_with_their_node(void)
+{
+	char log[512];
+	pid_t pid;
+
+	fresh();
+	cbt_sched_log_path(&sched, log, sizeof(log), "many");
+	pid = SPAWN(log, "scheduler", "--runners", "150", "--exit-after", "2");
+	CU_ASSERT_FATAL(pid > 0);
+	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 0);
+}
+
 static void test_a_bad_runners_count_is_refused(void)
 {
 	CBT_EQ_LL(EX("scheduler", "--runners", "0"), 2);
@@ -220,6 +236,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_killed_runner_ends_its_firing_and_another_runs_the_next },
 	{ "a_stopped_node_stops_the_run_and_leaves_no_runner",
 	  test_a_stopped_node_stops_the_run_and_leaves_no_runner },
+	{ "many_runners_start_and_end_with_their_node",
+	  test_many_runners_start_and_end_with_their_node },
 	{ "a_bad_runners_count_is_refused", test_a_bad_runners_count_is_refused },
 	CU_TEST_INFO_NULL,
 };
