@@ -49,6 +49,16 @@ void cb__pg_keep_enable(void)
 	pthread_mutex_unlock(&keep_mu);
 }
 
+int cb__pg_keeping(void)
+{
+	int k;
+
+	pthread_mutex_lock(&keep_mu);
+	k = keeping;
+	pthread_mutex_unlock(&keep_mu);
+	return k;
+}
+
 /* The server closed it while it was idle (a restart, a terminated backend):
  * the close is waiting to be read. */
 static int gone(PGconn *conn)

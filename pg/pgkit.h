@@ -50,6 +50,9 @@ PGconn *cb__pg_keep_take(const char *key);
 /* Remember that @p conn was opened with @p key, when keeping is on. */
 void cb__pg_keep_mark(PGconn *conn, const char *key);
 
+/* Whether this process keeps connections (cb__pg_keep_enable was called). */
+int cb__pg_keeping(void);
+
 /* Done with @p conn: PQfinish it, or, when keeping is on and it is idle and
  * marked, reset its session (prepared statements, LISTEN, settings) and keep
  * it. NULL is fine. */
@@ -61,6 +64,12 @@ void cb__pg_release(PGconn *conn);
 void cb__pg_notice_receiver(void *arg, const PGresult *res);
 
 /* ---- the server session behind a connection (pg/session.c) ---- */
+
+/* What the repository's schema check found right on @p conn's session (its
+ * fingerprint, repository/schema.c), or NULL; set NULL to forget it. A new
+ * session (a reset) forgets it. */
+const char *cb__conn_schema_memo(PGconn *conn);
+void cb__conn_schema_memo_set(PGconn *conn, const char *fingerprint);
 
 /* The session learned for @p conn, without a query (pipeline mode is fine).
  * @return 1 when known, 0 when not (*pid 0, *start NULL). */

@@ -47,6 +47,7 @@ typedef struct conn_state {
 	char start[48]; /* backend_start, ISO 8601 in UTC */
 	char tag[24];   /* this connection's part of its statement names */
 	unsigned long stmts;
+	char schema_fp[96];      /* the repository schema found right on this session ("": none) */
 	struct conn_state *next; /* in `sessions` while known */
 } conn_state;
 
@@ -105,6 +106,7 @@ static int event_proc(PGEventId id, void *info, void *pass)
 			pthread_mutex_lock(&sessions_mu);
 			unlink_state(st);
 			pthread_mutex_unlock(&sessions_mu);
+			st->schema_fp[0] = '\0';
 		}
 		return 1;
 	}
@@ -134,6 +136,25 @@ static conn_state *state_of(PGconn *conn)
 	if (!st && PQregisterEventProc(conn, event_proc, "cbatch", NULL))
 		st = PQinstanceData(conn, event_proc);
 	return st;
+}
+
+const char *cb__conn_schema_memo(PGconn *conn)
+{
+	conn_state *st = state_of(conn);
+
+	return st && st->schema_fp[0] ? st->schema_fp : NULL;
+}
+
+void cb__conn_schema_memo_set(PGconn *conn, const char *fingerprint)
+{
+	conn_state *st = state_of(conn);
+
+	if (!st)
+		return;
+	if (!fingerprint || strlen(fingerprint) >= sizeof(st->schema_fp))
+		st->schema_fp[0] = '\0';
+	else
+		snprintf(st->schema_fp, sizeof(st->schema_fp), "%s", fingerprint);
 }
 
 void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix)

@@ -103,7 +103,35 @@ static int function_arrays(char **names, char **hashes, cb_error *err)
 	"AND p.pronamespace = current_schema()::regnamespace "                                     \
 	"AND obj_description(p.oid, 'pg_proc') = '" FUNCTION_MARK "' || w.hash) ORDER BY w.n"
 
-static int current_version(int *out, int *stale, PGconn *conn, cb_error *err)
+/* The schema as a connection that keeps its session for the next run can
+ * tell it has not changed since its last full check (cb_repo_schema_check):
+ * the version, and the repository functions' row versions (CREATE OR
+ * REPLACE, a drop or a new function changes them). Cheap: one pass over
+ * pg_proc, against the full check's per-function look at comments. */
+#define SCHEMA_FINGERPRINT                                                                         \
+	"(SELECT count(*) || ':' || coalesce(sum(p.xmin::text::bigint), 0) FROM pg_proc p "        \
+	"WHERE p.pronamespace = current_schema()::regnamespace)"
+
+/* The fingerprint now, into @p fp. @return 0 or CB_EDB. */
+static int fingerprint(char *fp, size_t size, PGconn *conn, cb_error *err)
+{
+	PGresult *res =
+		cb__repo_exec(conn, "read schema version",
+			      "SELECT coalesce(max(version), 0) || ':' || " SCHEMA_FINGERPRINT
+			      " FROM batch_schema_version",
+			      0, NULL, err);
+
+	if (!res)
+		return CB_EDB;
+	snprintf(fp, size, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+/* @p fp (if not NULL, @p fpsize bytes): the fingerprint read in the same
+ * statement as the version, so that it describes what was checked. */
+static int current_version(int *out, int *stale, char *fp, size_t fpsize, PGconn *conn,
+			   cb_error *err)
 {
 	char *names = NULL, *hashes = NULL;
 	const char *params[2];
@@ -120,8 +148,9 @@ static int current_version(int *out, int *stale, PGconn *conn, cb_error *err)
 		 * it is called, naming itself, as it did before functions had hashes. */
 		"SELECT coalesce(max(version), 0), (SELECT count(*) FROM (" STALE_FUNCTIONS
 		") s WHERE EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = s.name "
-		"AND p.pronamespace = current_schema()::regnamespace)) "
-		"FROM batch_schema_version",
+		"AND p.pronamespace = current_schema()::regnamespace)), "
+		"coalesce(max(version), 0) || ':' || " SCHEMA_FINGERPRINT
+		" FROM batch_schema_version",
 		2, params, err);
 	free(names);
 	free(hashes);
@@ -130,12 +159,15 @@ static int current_version(int *out, int *stale, PGconn *conn, cb_error *err)
 	*out = atoi(PQgetvalue(res, 0, 0));
 	if (stale)
 		*stale = atoi(PQgetvalue(res, 0, 1));
+	if (fp)
+		snprintf(fp, fpsize, "%s", PQgetvalue(res, 0, 2));
 	PQclear(res);
 	return 0;
 }
 
 /* -1 when there is no repository in this database. */
-static int schema_version(int *out, int *stale, PGconn *conn, cb_error *err)
+static int schema_version(int *out, int *stale, char *fp, size_t fpsize, PGconn *conn,
+			  cb_error *err)
 {
 	PGresult *res = cb__repo_exec(conn, "read schema version",
 				      "SELECT to_regclass('batch_schema_version') IS NOT NULL", 0,
@@ -152,7 +184,7 @@ static int schema_version(int *out, int *stale, PGconn *conn, cb_error *err)
 			*stale = (int)cb__schema_functions_count;
 		return 0;
 	}
-	return current_version(out, stale, conn, err);
+	return current_version(out, stale, fp, fpsize, conn, err);
 }
 
 static const struct cb__schema_function *function_named(const char *name)
@@ -391,7 +423,7 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 	/* Look before creating: CREATE TABLE IF NOT EXISTS checks the CREATE
 	 * privilege first, and an up-to-date schema must need none. */
 	if (rc == 0)
-		rc = schema_version(&v, NULL, conn, err);
+		rc = schema_version(&v, NULL, NULL, 0, conn, err);
 	if (rc == 0 && v < 0) {
 		rc = cb__repo_command(
 			conn, "create batch_schema_version",
@@ -425,9 +457,20 @@ int cb_repo_schema_init(PGconn *conn, int *from, int *to, cb_error *err)
 
 int cb_repo_schema_check(PGconn *conn, cb_error *err)
 {
-	int v = -1, stale = 0, rc = schema_version(&v, &stale, conn, err);
+	const char *memo = cb__conn_schema_memo(conn);
+	char fp[96] = "";
+	int v = -1, stale = 0, rc;
 
-	if (rc < 0)
+	/* A kept connection (a scheduler's runner) checked it in full before:
+	 * unchanged since, it still holds. */
+	if (memo) {
+		cb_error ignored = CB_ERROR_INIT;
+
+		if (fingerprint(fp, sizeof(fp), conn, &ignored) == 0 && strcmp(fp, memo) == 0)
+			return 0;
+		cb__conn_schema_memo_set(conn, NULL);
+	}
+	if ((rc = schema_version(&v, &stale, fp, sizeof(fp), conn, err)) < 0)
 		return rc;
 	if (v < 0)
 		return cb_error_set(
@@ -443,5 +486,7 @@ int cb_repo_schema_check(PGconn *conn, cb_error *err)
 				    "repository schema is at version %d, but %d of its functions "
 				    "are not this cbatch's: run `cbatch schema init`",
 				    v, stale);
+	if (cb__pg_keeping())
+		cb__conn_schema_memo_set(conn, fp);
 	return 0;
 }

@@ -12,6 +12,8 @@
  *    runner runs the next firings;
  *  - a node stopped during a run stops it (STOPPED, restartable), and leaves
  *    no runner behind;
+ *  - a repository function replaced while a runner keeps its connection is
+ *    found before its next firing runs (the schema is checked again);
  *  - 150 runners start and end with their node;
  *  - a bad --runners is refused (exit 2).
  */
@@ -206,6 +208,43 @@ static void test_a_stopped_node_stops_the_run_and_leaves_no_runner(void)
 	CBT_EQ_LL(EX("schedule", "pause", "long"), 0);
 }
 
+/* A runner's kept connection checked the schema in full once; a function
+ * replaced since (another build's `schema init`) is still found before the
+ * next firing runs, as a new process would find it. */
+static void test_a_function_replaced_meanwhile_is_still_found(void)
+{
+	char log[512];
+	pid_t pid;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "fp", "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", "--overlap", "allow"),
+		  0);
+	cbt_sched_log_path(&sched, log, sizeof(log), "fp");
+	pid = SPAWN(log, "scheduler", "--runners", "1", "--lease", "5");
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(sched.conn, 60000,
+			    "SELECT (count(*) >= 2)::int FROM batch_job_execution WHERE status = "
+			    "'COMPLETED'"))
+		CBT_FAILF("2 runs did not complete within 60 s");
+	/* Replaced with the same body and another build's mark; its own mark
+	 * is kept aside to be put back. */
+	cbt_exec(sched.conn, "CREATE TABLE IF NOT EXISTS cbt_mark AS SELECT "
+			     "obj_description('batch_now()'::regprocedure, 'pg_proc') AS c; "
+			     "DO $$ BEGIN EXECUTE pg_get_functiondef('batch_now()'::regprocedure); "
+			     "COMMENT ON FUNCTION batch_now() IS 'cbatch sha256 0000'; END $$");
+	if (!cbt_wait_until(sched.conn, 60000,
+			    "SELECT count(*)::int FROM batch_schedule_firing WHERE status = "
+			    "'FINISHED' AND exit_code = 1 AND message LIKE '%functions are not "
+			    "this cbatch''s%'"))
+		CBT_FAILF("no firing refused the replaced function within 60 s");
+	cbt_exec(sched.conn, "DO $$ BEGIN EXECUTE format('COMMENT ON FUNCTION batch_now() IS %L', "
+			     "(SELECT c FROM cbt_mark)); END $$; DROP TABLE cbt_mark");
+	cbt_sched_stop_between_runs(&sched, pid);
+	if (CU_get_number_of_failures() > 0)
+		print_firings();
+}
+
 /* More runners than a node has room to list at once: each is started with
  * every other one's socket closed in it, or the node's stop would wait for
  * ever on a runner whose end another runner holds open. */
@@ -236,6 +275,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_killed_runner_ends_its_firing_and_another_runs_the_next },
 	{ "a_stopped_node_stops_the_run_and_leaves_no_runner",
 	  test_a_stopped_node_stops_the_run_and_leaves_no_runner },
+	{ "a_function_replaced_meanwhile_is_still_found",
+	  test_a_function_replaced_meanwhile_is_still_found },
 	{ "many_runners_start_and_end_with_their_node",
 	  test_many_runners_start_and_end_with_their_node },
 	{ "a_bad_runners_count_is_refused", test_a_bad_runners_count_is_refused },
