@@ -61,17 +61,27 @@ static void print_firings(void)
 /* The pid of an execution's owner (owner ids begin HOST:PID:). */
 #define OWNER_PID "split_part(owner_id, ':', 2)::int"
 
-static void test_firings_run_in_runners_that_keep_their_connections(void)
+/* A fresh repository with an every-second schedule @p name of the tick job
+ * (@p sleep ms each, overlap @p overlap), and a node with @p runners
+ * runners. @return the node's pid. */
+static pid_t start_node(const char *name, const char *sleep, const char *overlap,
+			const char *runners)
 {
-	char log[512];
-	pid_t pid;
+	char log[512], arg[64];
 
 	fresh();
-	CBT_EQ_LL(EX("schedule", "add", "warm", "--cron", "* * * * * *", "--job", "tick",
-		     "at={schedule}@{fire_utc}", "--overlap", "allow"),
+	snprintf(arg, sizeof(arg), "-sleepMs:long=%s", sleep);
+	CBT_EQ_LL(EX("schedule", "add", name, "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", arg, "--overlap", overlap),
 		  0);
-	cbt_sched_log_path(&sched, log, sizeof(log), "warm");
-	pid = SPAWN(log, "scheduler", "--runners", "2", "--lease", "5");
+	cbt_sched_log_path(&sched, log, sizeof(log), name);
+	return SPAWN(log, "scheduler", "--runners", runners, "--lease", "5");
+}
+
+static void test_firings_run_in_runners_that_keep_their_connections(void)
+{
+	pid_t pid = start_node("warm", "0", "allow", "2");
+
 	CU_ASSERT_FATAL(pid > 0);
 	if (!cbt_wait_until(sched.conn, 90000,
 			    "SELECT (count(*) >= 8)::int FROM batch_schedule_firing WHERE status = "
@@ -129,16 +139,8 @@ static void test_firings_run_in_runners_that_keep_their_connections(void)
 static pid_t start_running(const char *name, const char *sleep, const char *runners,
 			   long long *exec, long long *owner)
 {
-	char log[512], arg[64];
-	pid_t pid;
+	pid_t pid = start_node(name, sleep, "skip", runners);
 
-	fresh();
-	snprintf(arg, sizeof(arg), "-sleepMs:long=%s", sleep);
-	CBT_EQ_LL(EX("schedule", "add", name, "--cron", "* * * * * *", "--job", "tick",
-		     "at={schedule}@{fire_utc}", arg, "--overlap", "skip"),
-		  0);
-	cbt_sched_log_path(&sched, log, sizeof(log), name);
-	pid = SPAWN(log, "scheduler", "--runners", runners, "--lease", "5");
 	if (pid <= 0)
 		return pid;
 	if (!cbt_wait_until(sched.conn, 60000,
@@ -213,15 +215,8 @@ static void test_a_stopped_node_stops_the_run_and_leaves_no_runner(void)
  * next firing runs, as a new process would find it. */
 static void test_a_function_replaced_meanwhile_is_still_found(void)
 {
-	char log[512];
-	pid_t pid;
+	pid_t pid = start_node("fp", "0", "allow", "1");
 
-	fresh();
-	CBT_EQ_LL(EX("schedule", "add", "fp", "--cron", "* * * * * *", "--job", "tick",
-		     "at={schedule}@{fire_utc}", "--overlap", "allow"),
-		  0);
-	cbt_sched_log_path(&sched, log, sizeof(log), "fp");
-	pid = SPAWN(log, "scheduler", "--runners", "1", "--lease", "5");
 	CU_ASSERT_FATAL(pid > 0);
 	if (!cbt_wait_until(sched.conn, 60000,
 			    "SELECT (count(*) >= 2)::int FROM batch_job_execution WHERE status = "
