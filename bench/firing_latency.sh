@@ -18,9 +18,9 @@
 #
 # A second table says where the time went (instant -> claim committed ->
 # execution created -> chunk committed, from the repository's timestamps)
-# and the CPU per firing: the whole server's (its backends, reaped at their
-# exit, and background processes) and the two nodes' with their children
-# (the job processes), from /proc.
+# and the CPU per firing: the whole server's (its backends, those reaped at
+# their exit and those still open, and background processes) and the two
+# nodes' with their children (the job processes or the runners), from /proc.
 #
 # Settings (environment): COUNTS (default "1 10 100"), ROUNDS (instants per
 # count, default 2), RUNNERS (each node's --runners: firings in that many
@@ -60,6 +60,16 @@ trap cleanup EXIT
 q() { psql "$db" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 # CPU seconds of a process with its reaped children (/proc/PID/stat fields 14-17)
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15 + $16 + $17) / hz }' "/proc/$1/stat"; }
+# ... and its live children's own (a runner, a kept connection's backend:
+# not reaped yet, so not in the parent's figure)
+tree_cpu() {
+	local t
+	t=$(cpu "$1")
+	for c in $(pgrep -P "$1" || true); do
+		t=$(awk -v a="$t" -v b="$(cpu "$c" 2>/dev/null || echo 0)" 'BEGIN { print a + b }')
+	done
+	echo "$t"
+}
 
 "$exe" schema init >/dev/null
 "$exe" example-setup tick --reset >/dev/null
@@ -81,14 +91,14 @@ echo "| schedules due at once | firings | median s | p90 s | p99 s | max s | eac
 echo "|---:|---:|---:|---:|---:|---:|---|"
 breakdown=""
 pm=$(head -n 1 "$dir/data/postmaster.pid")
-nodes_cpu() { awk -v a="$(cpu "${pids[0]}")" -v b="$(cpu "${pids[1]}")" 'BEGIN { print a + b }'; }
+nodes_cpu() { awk -v a="$(tree_cpu "${pids[0]}")" -v b="$(tree_cpu "${pids[1]}")" 'BEGIN { print a + b }'; }
 for n in $COUNTS; do
 	q "DELETE FROM tick_log" >/dev/null
 	for i in $(seq 1 "$n"); do
 		"$exe" schedule add "lat-$n-$i" --cron "$cron" --job tick 'at={schedule}@{fire_utc}' \
 			--overlap allow >/dev/null
 	done
-	server0=$(cpu "$pm") nodes0=$(nodes_cpu)
+	server0=$(tree_cpu "$pm") nodes0=$(nodes_cpu)
 	# the instants these schedules fire at from now on: wait for ROUNDS of them
 	first=$(q "SELECT extract(epoch FROM date_trunc('minute', batch_now()))::bigint")
 	now=$(q "SELECT extract(epoch FROM batch_now())")
@@ -114,10 +124,10 @@ for n in $COUNTS; do
 		fi
 		sleep 1
 	done
-	# the whole server's CPU (every backend, reaped at its exit) and the
-	# nodes' with their children (the jobs), per firing; the server's also
+	# the whole server's CPU (every backend, reaped or still open) and the
+	# nodes' with their children (the jobs, the runners), per firing; the server's also
 	# counts the script's own queries and the background processes
-	server1=$(cpu "$pm") nodes1=$(nodes_cpu)
+	server1=$(tree_cpu "$pm") nodes1=$(nodes_cpu)
 	cpu_cols=$(awk -v s0="$server0" -v s1="$server1" -v n0="$nodes0" -v n1="$nodes1" -v f="$want" \
 		'BEGIN { printf "%.0f | %.0f", (s1 - s0) * 1000 / f, (n1 - n0) * 1000 / f }')
 	# each (schedule, instant) once: one firing row, one execution, one tick_log row

@@ -44,6 +44,10 @@
 /* Instants one schedule may take per tick, so that one busy schedule cannot
  * starve the others. */
 #define INSTANTS_PER_TICK 64
+/* Seconds after a full tick (heartbeat, schedules read, queued firings
+ * taken) during which a place freed is filled by a quick tick: the walk
+ * alone, on the rows that tick read. */
+#define QUICK_TICKS_FOR 1.0
 
 /* ---- instants and templates --------------------------------------------- */
 
@@ -227,6 +231,13 @@ struct node {
 	unsigned int walk_seed; /* where schedules_tick starts (not a time judgment) */
 	double db_now;
 	double orphans_due; /* monotonic time of the next look for orphans */
+	/* The last full tick's schedule rows, when (monotonic) and the
+	 * database's clock it read: a quick tick walks them again. */
+	cb__schedule *rows;
+	size_t nrows;
+	double full_at, full_db_now;
+	int place_freed; /* the wait ended for a child's end or a runner's answer */
+	int notified;    /* the wait ended for a notice (a schedule changed) */
 	int stopping;
 	int pause_before; /* test-only stall point (test_pause), 0 when none */
 };
@@ -323,7 +334,16 @@ static int sync_schedules(struct node *n, const cb__schedule *rows, size_t nrows
 			cb_error_clear(err);
 			s->has_cursor = 0;
 		} else {
+			cb__zone_segment seg;
+
 			cb__pg_zone_set_conn(s->zone, n->conn);
+			/* The zone's segment at the cursor, read now, not at the
+			 * instant: the first walk after a burst of new schedules
+			 * would otherwise ask the server once per schedule while
+			 * their instants wait (100 due at once: ~0.2 s). A failure
+			 * here is asked again, and reported, at the instant. */
+			if (s->has_cursor && cb__pg_zone_lookup(s->zone, s->cursor, &seg, err) < 0)
+				cb_error_clear(err);
 		}
 	}
 	/* Removed schedules. */
@@ -1333,7 +1353,13 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	o.last = o.at;
 	o.param_time = o.at;
 	o.kind = "SCHEDULED";
-	if ((rc = offer_instants(&o)) < 0)
+	/* Full: an instant on time would only be left to other nodes, so its
+	 * next instant is not worked out (a burst's walk while full crossed
+	 * every schedule); only a misfire range the policy skips is recorded. */
+	if (running_children(n) >= n->limit &&
+	    !(s->skip_misfires && o.at < (long long)n->db_now - s->grace))
+		o.launch = 1;
+	else if ((rc = offer_instants(&o)) < 0)
 		return rc;
 	if (o.launch && running_children(n) >= n->limit) {
 		SAY(n, 2, DEBUG, FIRING_LEFT, CB__LOG_WITH(.schedule = s->name, .node = n->id),
@@ -1439,14 +1465,11 @@ static int take_and_launch(struct node *n, const cb__schedule *rows, size_t nrow
 	return rc;
 }
 
-static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
+/* Offer the due instants of the schedules, @p rows being the repository's. */
+static int walk_schedules(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
 {
 	int rc;
 
-	if ((rc = sync_schedules(n, rows, nrows, err)) < 0)
-		return rc;
-	if ((rc = take_and_launch(n, rows, nrows, err)) < 0)
-		return rc;
 	/* Each tick starts its walk at a place of its own: nodes that walked
 	 * the schedules in the same order would meet at every instant due at
 	 * once, one waiting on the other's claim, so that a burst is claimed no
@@ -1488,6 +1511,16 @@ static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows
 		}
 	}
 	return 0;
+}
+
+static int schedules_tick(struct node *n, const cb__schedule *rows, size_t nrows, cb_error *err)
+{
+	int rc;
+
+	if ((rc = sync_schedules(n, rows, nrows, err)) < 0 ||
+	    (rc = take_and_launch(n, rows, nrows, err)) < 0)
+		return rc;
+	return walk_schedules(n, rows, nrows, err);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -1533,6 +1566,7 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 		do
 			PQfreemem(note);
 		while ((note = PQnotifies(conn)) != NULL);
+		n->notified = 1;
 		end = 0;
 	}
 	for (;;) {
@@ -1546,8 +1580,10 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 			}
 		/* A child's end frees its place: the loop takes the instants that
 		 * waited for one at once, not at its next look. */
-		if (kids_ended(n) > ended)
+		if (kids_ended(n) > ended) {
+			n->place_freed = 1;
 			break;
+		}
 		for (int i = 0; i < n->nrun; i++)
 			if (n->run[i].busy && n->run[i].sock >= 0) {
 				p[m].fd = n->run[i].sock;
@@ -1570,12 +1606,15 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 			for (int r = 0; r < n->nrun; r++)
 				if (p[i].revents && p[i].fd == n->run[r].sock)
 					end = 0; /* a runner answered: its firing ended */
-		if (end == 0)
+		if (end == 0) {
+			n->place_freed = 1;
 			break;
+		}
 		if (p[m].revents) {
 			if ((p[m].revents & POLLIN) && PQconsumeInput(conn)) {
 				while ((note = PQnotifies(conn)) != NULL)
 					PQfreemem(note);
+				n->notified = 1;
 				break;
 			}
 			/* Closed, or an error: the rest of the wait without it. */
@@ -1605,8 +1644,25 @@ static int tick(struct node *n, cb_error *err)
 	cb__schedule *rows = NULL;
 	size_t nrows = 0;
 	json_t *orphans = NULL;
-	int rc;
+	int rc, quick = n->place_freed && !n->notified && n->rows && !n->stopping &&
+			cb__clock_mono() - n->full_at < QUICK_TICKS_FOR;
 
+	n->place_freed = n->notified = 0;
+	if (quick) {
+		/* A place freed during a burst: its next instant is claimed at
+		 * once, on the last full tick's rows and with the database's
+		 * clock advanced by the time since (no heartbeat, no load, no
+		 * queued firings; a schedule changed meanwhile is refused by its
+		 * claim, CHANGED, and read again). A full tick follows within
+		 * QUICK_TICKS_FOR: the lease, the rows and the queue are never
+		 * older. */
+		n->db_now = n->full_db_now + (cb__clock_mono() - n->full_at);
+		children_tick(n, 0);
+		rc = walk_schedules(n, n->rows, n->nrows, err);
+		if (rc == 0 && (running_children(n) < n->limit || ends_waiting(n) > 1.0))
+			children_tick(n, 1);
+		return rc;
+	}
 	if ((rc = cb__repo_scheduler_heartbeat(&n->db_now, n->conn, n->id, n->host, (int)getpid(),
 					       n->o->lease_seconds, err)) < 0)
 		return rc;
@@ -1646,9 +1702,12 @@ static int tick(struct node *n, cb_error *err)
 	}
 	if ((rc = cb__repo_schedules_load(&rows, &nrows, n->conn, err)) < 0)
 		return rc;
-	rc = schedules_tick(n, rows, nrows, err);
-	cb__repo_schedules_free(rows, nrows);
-	if (rc < 0)
+	cb__repo_schedules_free(n->rows, n->nrows);
+	n->rows = rows;
+	n->nrows = nrows;
+	n->full_at = cb__clock_mono();
+	n->full_db_now = n->db_now;
+	if ((rc = schedules_tick(n, rows, nrows, err)) < 0)
 		return rc;
 	/* Ends are written down after the walk: a place is free once its child
 	 * ended, not once its end is in the repository, and the firings due
@@ -1774,6 +1833,9 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			    e.message, backoff);
 			PQfinish(n.conn);
 			n.conn = NULL;
+			/* A quick tick never follows a reconnect: the zones ask the
+			 * new connection once a full tick has synced them. */
+			n.full_at = -QUICK_TICKS_FOR;
 			down = 1;
 			node_wait(&n, NULL, backoff, 1);
 			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
@@ -1825,6 +1887,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 	    out->skipped_overlap, out->queued, out->restarted);
 	for (size_t i = 0; i < n.ns; i++)
 		sched_clear(&n.s[i]);
+	cb__repo_schedules_free(n.rows, n.nrows);
 	for (size_t i = 0; i < n.nkids; i++)
 		cb__child_log_free(n.kids[i].log);
 	runners_end(&n);

@@ -106,7 +106,9 @@ int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int bac
  * session pooler pass both. A probe that gets no server session within 2 s
  * (a session pooler with every server taken, this connection's among them)
  * is no sign of transaction pooling: passed. Nothing is set, nothing
- * prepared, no statement left behind on either session.
+ * prepared, no statement left behind on either session. Once @p conn passed,
+ * a later check of it (a kept connection's next run) only reads its session
+ * again: the same one passes, another is refused as moved.
  * @return 0; CB_EDB with sqlstate CB003 ("transaction pooling is not
  * supported: ... use PgBouncer pool_mode=session, or connect directly");
  * CB_EDB when a query or the probe's connection fails.

@@ -47,7 +47,9 @@ typedef struct conn_state {
 	char start[48]; /* backend_start, ISO 8601 in UTC */
 	char tag[24];   /* this connection's part of its statement names */
 	unsigned long stmts;
-	char schema_fp[96];      /* the repository schema found right on this session ("": none) */
+	char schema_fp[96]; /* the repository schema found right on this session ("": none) */
+	int excl_pid;       /* the server session found exclusive (0: none yet) */
+	char excl_start[48];
 	struct conn_state *next; /* in `sessions` while known */
 } conn_state;
 
@@ -319,11 +321,20 @@ int cb__pg_session_exclusive(PGconn *conn, cb_error *err)
 	char start[48], pstart[48], again[48];
 	int pid = 0, ppid = 0, apid = 0, rc;
 	PGconn *probe;
+	conn_state *st;
 
 	if (!conn)
 		return cb_error_set(err, CB_EINVAL, "no connection to check");
 	if ((rc = read_session(&pid, start, sizeof(start), conn, CB__SESSION_SQL, 0, err)) < 0)
 		return rc;
+	/* A kept connection (pg/keep.c) was found exclusive by an earlier run:
+	 * its server session is still that one, or a pooler moved it. The probe,
+	 * a new server backend each time, was most of a warm runner's firing. */
+	if ((st = state_of(conn)) != NULL && st->excl_pid) {
+		if (st->excl_pid != pid || strcmp(st->excl_start, start) != 0)
+			return refuse_moved(err, st->excl_pid, st->excl_start, pid, start);
+		return 0;
+	}
 	probe = cb_pg_connect_like(conn, "cbatch-probe");
 	if (PQstatus(probe) != CONNECTION_OK) {
 		char msg[CB_ERROR_MESSAGE_MAX];
@@ -348,5 +359,9 @@ int cb__pg_session_exclusive(PGconn *conn, cb_error *err)
 		 (apid != pid || strcmp(again, start) != 0))
 		rc = refuse_moved(err, pid, start, apid, again);
 	PQfinish(probe);
+	if (rc == 0 && st) {
+		st->excl_pid = pid;
+		snprintf(st->excl_start, sizeof(st->excl_start), "%s", start);
+	}
 	return rc < 0 ? rc : 0;
 }

@@ -315,6 +315,48 @@ static void test_database_forbids_two_live_executions_of_one_instance(void)
 		       "FROM batch_job_instance WHERE job_name = 'live'");
 }
 
+/* A job's summary row (its newest execution) is written at the commit of a
+ * launch, not at its INSERT: a launch whose transaction is still open does
+ * not hold the next launch of the same job back, and the row ends with the
+ * newest committed execution. Before, the second INSERT waited for the
+ * first transaction (here: ran into the statement timeout). */
+static void test_launches_of_one_job_do_not_wait_for_each_other(void)
+{
+	PGconn *other = cbt_connect(db);
+	long long first, second;
+
+	cbt_exec(conn, "INSERT INTO batch_job_instance (job_name, job_key) VALUES "
+		       "('summed', repeat('b', 32)), ('summed', repeat('c', 32)), "
+		       "('summed', repeat('d', 32))");
+	cbt_exec(other, "BEGIN");
+	first = cbt_query_ll(other, "INSERT INTO batch_job_execution (job_instance_id, status) "
+				    "SELECT job_instance_id, 'STARTING' FROM batch_job_instance "
+				    "WHERE job_key = repeat('b', 32) RETURNING job_execution_id");
+	cbt_exec(conn, "SET statement_timeout = '3s'");
+	second = cbt_query_ll(conn, "INSERT INTO batch_job_execution (job_instance_id, status) "
+				    "SELECT job_instance_id, 'STARTING' FROM batch_job_instance "
+				    "WHERE job_key = repeat('c', 32) RETURNING job_execution_id");
+	cbt_exec(conn, "RESET statement_timeout");
+	CU_ASSERT(second > first);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT last_execution_id FROM batch_job_summary "
+				     "WHERE job_name = 'summed'"),
+		  second);
+	cbt_exec(other, "COMMIT");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT last_execution_id FROM batch_job_summary "
+				     "WHERE job_name = 'summed'"),
+		  second);
+	/* A launch rolled back leaves the row alone. */
+	cbt_exec(other, "BEGIN");
+	cbt_exec(other, "INSERT INTO batch_job_execution (job_instance_id, status) SELECT "
+			"job_instance_id, 'STARTING' FROM batch_job_instance WHERE job_key = "
+			"repeat('d', 32)");
+	cbt_exec(other, "ROLLBACK");
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT last_execution_id FROM batch_job_summary "
+				     "WHERE job_name = 'summed'"),
+		  second);
+	PQfinish(other);
+}
+
 static void test_schema_init_is_idempotent_and_safe_concurrently(void)
 {
 	char fresh[CBT_CONNINFO_MAX];
@@ -411,6 +453,8 @@ static const CU_TestInfo tests[] = {
 	  test_stop_request_ends_after_the_current_chunk },
 	{ "database forbids two live executions of one instance",
 	  test_database_forbids_two_live_executions_of_one_instance },
+	{ "launches of one job do not wait for each other",
+	  test_launches_of_one_job_do_not_wait_for_each_other },
 	{ "schema init is idempotent and safe concurrently",
 	  test_schema_init_is_idempotent_and_safe_concurrently },
 	CU_TEST_INFO_NULL,

@@ -1409,7 +1409,13 @@ static void test_killed_manager_is_buried_at_its_partitions_last_commit(void)
 	dead = newest_execution();
 	kill(mgr, SIGKILL);
 	CBT_EQ_LL(cbt_wait_timeout(mgr, 10000), 128 + SIGKILL);
-	/* the last sign of life: nothing of it changes any more */
+	/* the last sign of life: nothing of it changes any more once its
+	 * sessions are gone (a commit it sent before it died still lands) */
+	if (!cbt_wait_until(conn, 30000,
+			    "SELECT (count(*) = 0)::int FROM pg_stat_activity WHERE datname = "
+			    "current_database() AND backend_type = 'client backend' AND pid <> "
+			    "pg_backend_pid()"))
+		CBT_FAILF("the killed run's sessions did not end within 30 s");
 	cbt_query_str(conn,
 		      "SELECT greatest(e.last_updated, max(s.last_updated))::text FROM "
 		      "batch_job_execution e JOIN batch_step_execution s USING (job_execution_id) "

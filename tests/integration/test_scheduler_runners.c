@@ -7,6 +7,7 @@
  *    log, run by at most N processes (the executions' owners), and the
  *    session that ran the last one is a server session opened before the
  *    earlier ones (the connection was kept, not opened anew);
+ *  - a warm runner's firing opens no server session (no pooler probe);
  *  - a runner killed in a run ends its firing as a killed child does (the
  *    firing says the signal, the execution is buried FAILED) and another
  *    runner runs the next firings;
@@ -263,9 +264,47 @@ static void test_a_bad_runners_count_is_refused(void)
 	CBT_CONTAINS(sched.errout, "--runners 'many' must be 1 to 1000");
 }
 
+/* A warm runner's firing opens no server session: its connections are kept
+ * and found exclusive once (no pooler in between), after which a firing
+ * reads its session again instead of opening a probe connection, a new
+ * server backend per firing before. Sessions are counted by the server
+ * (pg_stat_database.sessions of this test's database). */
+static void test_a_warm_runner_opens_no_server_session(void)
+{
+	pid_t pid = start_node("nosession", "0", "skip", "1");
+	const char *finished = "SELECT count(*) FROM batch_schedule_firing WHERE status = "
+			       "'FINISHED' AND exit_code = 0";
+	const char *sessions = "SELECT sessions FROM pg_stat_database WHERE datname = "
+			       "current_database()";
+	long long done, s0, s1;
+
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(sched.conn, 60000,
+			    "SELECT (count(*) >= 3)::int FROM batch_schedule_firing WHERE status "
+			    "= 'FINISHED' AND exit_code = 0")) {
+		CBT_FAILF("3 firings did not finish within 60 s");
+		print_firings();
+	}
+	done = cbt_query_ll(sched.conn, finished);
+	s0 = cbt_query_ll(sched.conn, sessions);
+	if (!cbt_wait_untilp(sched.conn, 60000,
+			     "SELECT (count(*) >= $1)::int FROM batch_schedule_firing WHERE "
+			     "status = 'FINISHED' AND exit_code = 0",
+			     "lld", done + 4)) {
+		CBT_FAILF("4 more firings did not finish within 60 s");
+		print_firings();
+	}
+	s1 = cbt_query_ll(sched.conn, sessions);
+	/* At most one: a session started before s0 may be counted late. */
+	if (s1 - s0 > 1)
+		CBT_FAILF("%lld server sessions opened during 4 warm firings", s1 - s0);
+	cbt_sched_stop_between_runs(&sched, pid);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "firings_run_in_runners_that_keep_their_connections",
 	  test_firings_run_in_runners_that_keep_their_connections },
+	{ "a_warm_runner_opens_no_server_session", test_a_warm_runner_opens_no_server_session },
 	{ "a_killed_runner_ends_its_firing_and_another_runs_the_next",
 	  test_a_killed_runner_ends_its_firing_and_another_runs_the_next },
 	{ "a_stopped_node_stops_the_run_and_leaves_no_runner",
