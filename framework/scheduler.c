@@ -229,13 +229,14 @@ struct node {
 	int nrun;
 	int limit;              /* jobs at once: max_running, or the runners */
 	unsigned int walk_seed; /* where schedules_tick starts (not a time judgment) */
-	double db_now;
-	double orphans_due; /* monotonic time of the next look for orphans */
-	/* The last full tick's schedule rows, when (monotonic) and the
-	 * database's clock it read: a quick tick walks them again. */
+	double db_now;          /* the database's clock, as last read (heartbeat, claim) */
+	double db_read_at;      /* monotonic time of that reading */
+	double orphans_due;     /* monotonic time of the next look for orphans */
+	/* The last full tick's schedule rows and when (monotonic): a quick
+	 * tick walks them again. */
 	cb__schedule *rows;
 	size_t nrows;
-	double full_at, full_db_now;
+	double full_at;
 	int place_freed; /* the wait ended for a child's end or a runner's answer */
 	int notified;    /* the wait ended for a notice (a schedule changed) */
 	int stopping;
@@ -1232,8 +1233,10 @@ static int offer_claim(struct offering *o)
 	 * instants still due are judged by it, not by the tick's reading (not
 	 * after the mere milliseconds of a claim, which would split a misfire
 	 * range at a second's boundary). */
-	if (o->r.db_now > n->db_now + 1.0)
+	if (o->r.db_now > n->db_now + 1.0) {
 		n->db_now = o->r.db_now;
+		n->db_read_at = cb__clock_mono();
+	}
 	fmt_instant(o->when, sizeof(o->when), s, o->at);
 	if (o->r.outcome == CB__CLAIM_CLAIMED && o->r.kind[0] && strcmp(o->r.kind, o->kind) != 0) {
 		/* Taken on time by the tick's clock, late by the database's at the
@@ -1649,14 +1652,14 @@ static int tick(struct node *n, cb_error *err)
 
 	n->place_freed = n->notified = 0;
 	if (quick) {
-		/* A place freed during a burst: its next instant is claimed at
-		 * once, on the last full tick's rows and with the database's
-		 * clock advanced by the time since (no heartbeat, no load, no
-		 * queued firings; a schedule changed meanwhile is refused by its
-		 * claim, CHANGED, and read again). A full tick follows within
+		/* A place freed during a burst: the next instant that was due
+		 * at the last full tick is claimed at once, on that tick's rows
+		 * and by its reading of the database's clock (no heartbeat, no
+		 * load, no queued firings; a schedule changed meanwhile is
+		 * refused by its claim, CHANGED, and read again). An instant due
+		 * since waits for a full tick, which follows within
 		 * QUICK_TICKS_FOR: the lease, the rows and the queue are never
 		 * older. */
-		n->db_now = n->full_db_now + (cb__clock_mono() - n->full_at);
 		children_tick(n, 0);
 		rc = walk_schedules(n, n->rows, n->nrows, err);
 		if (rc == 0 && (running_children(n) < n->limit || ends_waiting(n) > 1.0))
@@ -1666,6 +1669,7 @@ static int tick(struct node *n, cb_error *err)
 	if ((rc = cb__repo_scheduler_heartbeat(&n->db_now, n->conn, n->id, n->host, (int)getpid(),
 					       n->o->lease_seconds, err)) < 0)
 		return rc;
+	n->db_read_at = cb__clock_mono();
 	children_tick(n, 0);
 	/* Orphans need a lease to run out: looking a few times per lease is
 	 * enough, and keeps two queries off most ticks. */
@@ -1706,7 +1710,6 @@ static int tick(struct node *n, cb_error *err)
 	n->rows = rows;
 	n->nrows = nrows;
 	n->full_at = cb__clock_mono();
-	n->full_db_now = n->db_now;
 	if ((rc = schedules_tick(n, rows, nrows, err)) < 0)
 		return rc;
 	/* Ends are written down after the walk: a place is free once its child
@@ -1722,14 +1725,16 @@ static int tick(struct node *n, cb_error *err)
 /* Seconds until the earliest cursor, by the database's clock. */
 static double sleep_for(const struct node *n)
 {
-	double best = 1.0;
+	/* The last reading advanced by the time since (a quick tick reads no
+	 * clock): waking early costs a tick, waking late an instant's delay. */
+	double best = 1.0, now = n->db_now + (cb__clock_mono() - n->db_read_at);
 
 	for (size_t i = 0; i < n->ns; i++) {
 		double d;
 
 		if (!n->s[i].has_cursor)
 			continue;
-		d = (double)n->s[i].cursor - n->db_now;
+		d = (double)n->s[i].cursor - now;
 		if (d < best)
 			best = d;
 	}
