@@ -108,7 +108,8 @@ int cb__conn_session_learned(int *pid, const char **start, PGconn *conn, int bac
  * is no sign of transaction pooling: passed. Nothing is set, nothing
  * prepared, no statement left behind on either session. Once @p conn passed,
  * a later check of it (a kept connection's next run) only reads its session
- * again: the same one passes, another is refused as moved.
+ * again: the same one passes, another is refused as moved. A reset
+ * (PQreset: a reconnect ridden through) starts the check over.
  * @return 0; CB_EDB with sqlstate CB003 ("transaction pooling is not
  * supported: ... use PgBouncer pool_mode=session, or connect directly");
  * CB_EDB when a query or the probe's connection fails.

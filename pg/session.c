@@ -109,6 +109,7 @@ static int event_proc(PGEventId id, void *info, void *pass)
 			unlink_state(st);
 			pthread_mutex_unlock(&sessions_mu);
 			st->schema_fp[0] = '\0';
+			st->excl_pid = 0; /* a pooler check of it starts over */
 		}
 		return 1;
 	}

@@ -489,9 +489,90 @@ static void test_worker_waits_without_spinning_while_no_primary(void)
 	PQfinish(conn);
 }
 
+/*
+ * A scheduler runner (`scheduler --runners 1`) whose firing rides through a
+ * restart keeps the connection it reconnected (the same libpq connection, a
+ * new server session): the firings after it run on it. The pooler check of a
+ * kept connection compares its session with the one it found exclusive
+ * before; a reconnect must start that check over, not read as a pooler
+ * moving the session (CB003, every later firing exit 1).
+ */
+static void test_a_runner_s_next_firings_run_after_it_rode_through(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char log[PATH_MAX];
+	long long exec, last;
+	pid_t node;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
+	CBT_EQ_LL(ex("schedule", "add", "through", "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", "-sleepMs:long=3000", "--overlap", "skip", NULL),
+		  0);
+	snprintf(log, sizeof(log), "%s/dbrestart-runner.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db",      db,
+				       "scheduler",        "--runners", "1",
+				       "--lease",          "10",        NULL };
+
+		node = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(node > 0);
+	/* A firing finished (the runner's connection passed its check), the
+	 * next one running. */
+	if (!cbt_wait_until(conn, 60000,
+			    "SELECT (count(*) FILTER (WHERE status = 'FINISHED' AND exit_code = 0) "
+			    ">= 1 AND count(*) FILTER (WHERE status = 'LAUNCHED') = 1)::int FROM "
+			    "batch_schedule_firing") ||
+	    !cbt_wait_until(conn, 30000,
+			    "SELECT count(*)::int FROM batch_job_execution WHERE status = "
+			    "'STARTED'"))
+		CBT_FAILF("no second firing running within 90 s");
+	exec = cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution WHERE "
+				  "status = 'STARTED'");
+	last = cbt_query_ll(conn, "SELECT max(firing_id) FROM batch_schedule_firing");
+	PQfinish(conn);
+
+	CU_ASSERT_FATAL(restart_cluster() == 0);
+	conn = reconnect();
+	/* The run rode through; then two more firings in the same runner. */
+	if (!cbt_wait_untilp(conn, 90000,
+			     "SELECT (count(*) >= 2)::int FROM batch_schedule_firing WHERE "
+			     "firing_id > $1 AND status = 'FINISHED'",
+			     "lld", last))
+		CBT_FAILF("no two firings finished within 90 s of the restart");
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = "
+				"$1 AND status = 'COMPLETED'",
+				"lld", exec),
+		  1);
+	CBT_EQ_LL(
+		cbt_queryp_ll(conn,
+			      "SELECT count(*) FROM batch_schedule_firing WHERE firing_id > $1 AND "
+			      "status = 'FINISHED' AND exit_code IS DISTINCT FROM 0",
+			      "lld", last),
+		0);
+	if (CU_get_number_of_failures() > 0) {
+		char *text = cbt_slurp(log, NULL);
+
+		cbt_print_rows(conn, "firings (id, status, exit, message)",
+			       "SELECT firing_id, status, exit_code, message FROM "
+			       "batch_schedule_firing ORDER BY 1");
+		printf("\n    the node's log: %s\n", text ? text : "");
+		free(text);
+	}
+	kill(node, SIGTERM);
+	CBT_EQ_LL(cbt_wait_timeout(node, 60000), 0);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "database restart mid-run is ridden through exactly once",
 	  test_database_restart_mid_run_is_ridden_through_exactly_once },
+	{ "a runner's next firings run after it rode through",
+	  test_a_runner_s_next_firings_run_after_it_rode_through },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
 	{ "worker waits without spinning while no primary",
