@@ -181,9 +181,12 @@ start_serve() { # LOG [ARGS...]: its pid appended to pids, its port in $port
 	local log=$1
 	shift
 	port=
-	"$examples" --db "$db" serve --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+	# The log exists before serve does: the loop may read it before the
+	# background process has opened it (seen on a loaded machine).
+	: >"$log"
+	"$examples" --db "$db" serve --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
 	pids+=($!)
-	for _ in $(seq 1 500); do
+	for _ in $(seq 1 3000); do
 		port=$(sed -n 's|^serve: listening on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$log")
 		[ -n "$port" ] && return 0
 		sleep 0.02

@@ -147,17 +147,20 @@ as_cbatch() {
 	exec setpriv --reuid=cbatch --regid=cbatch --init-groups -- env -i PATH=/usr/bin:/bin CBATCH_PROGRAM=/usr/bin/cbatch \
 		CBATCH_DB="$conninfo" /usr/libexec/cbatch/cbatch-exec "$@"
 }
+# The log exists before serve does: the loop may read it before the
+# background shell has opened it (seen on a loaded machine).
+: >"$scratch/serve.log"
 (as_cbatch serve --listen 127.0.0.1:0 --admin-token-file /etc/cbatch/admin-token \
-	>"$scratch/serve.log" 2>&1) &
+	>>"$scratch/serve.log" 2>&1) &
 serve_pid=$!
 port=
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
 	port=$(sed -n 's|^serve: listening on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$scratch/serve.log")
 	[ -n "$port" ] && break
 	kill -0 "$serve_pid" 2>/dev/null || fail "serve (as cbatch) exited: $(cat "$scratch/serve.log")"
 	sleep 0.1
 done
-[ -n "$port" ] || fail "serve did not listen within 30 s: $(cat "$scratch/serve.log")"
+[ -n "$port" ] || fail "serve did not listen within 60 s: $(cat "$scratch/serve.log")"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
 	"http://127.0.0.1:$port/api/v1/schedules/no-such-schedule/pause")
 [ "$code" = 404 ] || fail "an action with the package's token: HTTP $code, expected 404"
