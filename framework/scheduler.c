@@ -1356,20 +1356,19 @@ static int offer(struct node *n, struct sched *s, cb_error *err)
 	o.last = o.at;
 	o.param_time = o.at;
 	o.kind = "SCHEDULED";
-	/* Full: an instant on time would only be left to other nodes, so its
-	 * next instant is not worked out (a burst's walk while full crossed
-	 * every schedule); only a misfire range the policy skips is recorded. */
+	/* Full: an instant that would run is left to other nodes before its
+	 * next instant is worked out (a burst's walk while full crossed every
+	 * schedule); only a misfire range the policy skips (nothing runs) is
+	 * still recorded here (offer_instants makes it MISFIRE_SKIP). */
 	if (running_children(n) >= n->limit &&
-	    !(s->skip_misfires && o.at < (long long)n->db_now - s->grace))
-		o.launch = 1;
-	else if ((rc = offer_instants(&o)) < 0)
-		return rc;
-	if (o.launch && running_children(n) >= n->limit) {
+	    !(s->skip_misfires && o.at < (long long)n->db_now - s->grace)) {
 		SAY(n, 2, DEBUG, FIRING_LEFT, CB__LOG_WITH(.schedule = s->name, .node = n->id),
 		    "%s: %d jobs running here, leaving the instant to other nodes", s->name,
 		    n->limit);
 		return 0;
 	}
+	if ((rc = offer_instants(&o)) < 0)
+		return rc;
 	if ((rc = offer_parameters(&o)) == 0 && (rc = offer_claim(&o)) == 0) {
 		offer_cursor(&o);
 		rc = offer_outcome(&o);
