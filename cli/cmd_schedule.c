@@ -516,7 +516,10 @@ static void actor(char *who, size_t size)
 
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
-	snprintf(raw, sizeof(raw), "%s@%s", user && *user ? user : "unknown", host);
+	/* A longer user@host is cut: the history keeps its first bytes. */
+	if (snprintf(raw, sizeof(raw), "%s@%s", user && *user ? user : "unknown", host) >=
+	    (int)sizeof(raw))
+		raw[sizeof(raw) - 1] = '\0';
 	cb__utf8_sanitize(who, size, raw);
 }
 

@@ -1086,7 +1086,9 @@ static int launch_firing(struct node *n, long long firing_id, const char *schedu
 		}
 		/* Kept as an exited child until FAILED_TO_LAUNCH is written. */
 		k->exited = k->failed = 1;
-		snprintf(k->launch_note, sizeof(k->launch_note), "%s", why);
+		/* A longer reason is cut: the note is the first words of it. */
+		snprintf(k->launch_note, sizeof(k->launch_note), "%.*s",
+			 (int)sizeof(k->launch_note) - 1, why);
 		if (refused < 0 ||
 		    cb__repo_schedule_launched(n->conn, firing_id, n->id, 0, why, err) < 0)
 			return CB_EDB;

@@ -477,8 +477,9 @@ static int upsert_error(void *ctx, PGconn *conn, const PGresult *res, cb_error *
 		if (naccum > 1) {
 			char tmp[CB_ERROR_MESSAGE_MAX];
 
-			snprintf(tmp, sizeof(tmp), "one of the accumulated columns %s", more);
-			snprintf(more, sizeof(more), "%s", tmp);
+			snprintf(tmp, sizeof(tmp), "one of the accumulated columns %.*s",
+				 (int)sizeof(more) - 40, more);
+			snprintf(more, sizeof(more), "%.*s", (int)sizeof(more) - 1, tmp);
 			fallback = NULL;
 			extra = more;
 		}
