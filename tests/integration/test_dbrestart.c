@@ -3,9 +3,9 @@
  * budget the run rides through by itself (one execution, exit 0, every item
  * once); past it, it ends saying what it left and a later run completes it.
  *
- * This restarts the whole test cluster (pg_ctl restart -m fast), which would
- * break tests running beside it: ctest runs it alone (RUN_SERIAL, see
- * tests/CMakeLists.txt).
+ * This restarts its test cluster (pg_ctl restart -m fast): a cluster of its
+ * own, so that tests beside it go on, and its cases one at a time
+ * (tests/CMakeLists.txt, CB_TEST_PGDIR_RESTART and cb_paced_cases).
  */
 #include <limits.h>
 #include <signal.h>
