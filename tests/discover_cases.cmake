@@ -8,7 +8,8 @@
 #         -D workdir=DIR -P discover_cases.cmake
 #
 # props (written at configure time, generator expressions resolved) sets
-# cb_labels, cb_timeout, cb_fixtures, cb_environment, cb_serial, cb_skip_code,
+# cb_labels, cb_timeout, cb_fixtures, cb_environment, cb_serial, cb_lock (a
+# RESOURCE_LOCK every case holds, or empty), cb_skip_code,
 # cb_slow (a list of "REGEX=SECONDS": cases whose name matches are labelled
 # slow and get that COST, so that ctest -j starts them first even without the
 # timings of an earlier run), cb_paced (a list of REGEX: cases whose name
@@ -42,12 +43,16 @@ function(cb_props_text name labels cost out_var)
   if(cost)
     string(APPEND t " COST ${cost}")
   endif()
+  set(locks ${cb_lock})
   foreach(re IN LISTS cb_paced)
     if("${name}" MATCHES "${re}")
-      string(APPEND t " RESOURCE_LOCK cbatch_paced")
+      list(APPEND locks cbatch_paced)
       break()
     endif()
   endforeach()
+  if(locks)
+    string(APPEND t " RESOURCE_LOCK [==[${locks}]==]")
+  endif()
   set(${out_var} "${t})\n" PARENT_SCOPE)
 endfunction()
 

@@ -26,8 +26,8 @@
  *
  * The cluster is the `ha` fixture's (tests/CMakeLists.txt): ha.start and
  * ha.stop around the cases, its directory in CBATCH_TEST_HA_DIR. The cases
- * share it and change its leader, so they run one at a time (RUN_SERIAL);
- * each first heals it (every member up, streaming, a synchronous standby)
+ * share it and change its leader, so they run one at a time (RESOURCE_LOCK
+ * cbatch_ha); each first heals it (every member up, streaming, a synchronous standby)
  * and makes a database of its own, with the repository schema made through
  * the multi-host conninfo (`schema init`). Every process a case starts is
  * killed by the case's teardown if it is still running.
