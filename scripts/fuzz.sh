@@ -17,19 +17,26 @@ CC=clang cmake -S "$root" -B "$build" -DCB_FUZZ=ON -DCB_BUILD_TESTS=OFF -DCB_WER
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_params fuzz_csv fuzz_jsonl fuzz_cron fuzz_template >/dev/null
 mkdir -p "$build/crashes"
-status=0
-for t in params csv jsonl cron template; do
-	work=$build/corpus-$t
+# One target per core at a time, each for its full time: on 2 cores the
+# same fuzzing per target in 3/5 of the wall time.
+one() {
+	local t=$1 work=$build/corpus-$1
 	mkdir -p "$work"
 	cp -n "$root"/tests/fuzz/corpus/$t/* "$work"/ 2>/dev/null || true
 	echo "fuzz: $t for ${seconds}s"
 	if ! "$build/fuzz_$t" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
 		-artifact_prefix="$build/crashes/$t-" "$work" >"$build/fuzz-$t.log" 2>&1; then
-		echo "fuzz: $t FAILED; see $build/fuzz-$t.log and $build/crashes/" >&2
-		tail -30 "$build/fuzz-$t.log" >&2
-		status=1
-	else
-		grep -E "^#[0-9]+.*(DONE|pulse)" "$build/fuzz-$t.log" | tail -1 || true
+		{
+			echo "fuzz: $t FAILED; see $build/fuzz-$t.log and $build/crashes/"
+			tail -30 "$build/fuzz-$t.log"
+		} >&2
+		return 1
 	fi
-done
+	echo "fuzz: $t: $(grep -E "^#[0-9]+.*(DONE|pulse)" "$build/fuzz-$t.log" | tail -1 || true)"
+}
+export -f one
+export root build seconds
+status=0
+printf '%s\n' params csv jsonl cron template |
+	xargs -r -n 1 -P "$(nproc 2>/dev/null || echo 2)" bash -c 'one "$1"' _ || status=1
 exit $status
