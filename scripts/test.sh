@@ -75,7 +75,7 @@ status=0
 # One case more than cores: most cases spend their time waiting (a lease, a
 # child, a server restart), so a core is seldom kept idle by that; on 2 busy
 # cores (stress-ng beside it) -j3 took the suite from 899 s to 769 s, and
-# every case passed. Cases that must not share the machine say so (RUN_SERIAL,
-# RESOURCE_LOCK cbatch_paced, tests/CMakeLists.txt).
+# every case passed. Cases that must not overlap hold a lock (RESOURCE_LOCK
+# cbatch_paced, cbatch_ha; tests/CMakeLists.txt).
 (cd "$build_dir" && ctest --output-on-failure -j$((jobs + 1)) "${ctest_args[@]}") || status=$?
 exit $status
