@@ -67,8 +67,8 @@ BEGIN
                                               job_execution_id, message)
             SELECT f.schedule_id, f.fire_time, p_node, 'NOT_RECOVERED', f.firing_id,
                    x.job_execution_id, CASE WHEN x.stop_origin = 'OPERATOR'
-                       THEN 'not restarted: execution ' || x.job_execution_id || ' is '
-                            || x.status || ', stopped by an operator (restart it by hand)'
+                       THEN 'execution ' || x.job_execution_id || ' is ' || x.status
+                            || '; not restarted: an operator stopped it (restart it by hand)'
                        ELSE 'no restart needed: execution '
                             || coalesce(x.job_execution_id::text, '(none)') || ' is '
                             || coalesce(x.status, 'gone') END
