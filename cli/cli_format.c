@@ -375,7 +375,7 @@ int cb__cli_zone_attach(struct cli *c, PGconn *conn)
 					   msg);
 	}
 	if (rc < 0)
-		return cb__cli_fail(c, CB_EXIT_FAILED);
+		return -1; /* the caller's to report, or to wait out (a lost session) */
 	shown.checked = 1;
 	shown.db = c->db;
 	return 0;

@@ -210,7 +210,8 @@ int cb__cli_parse_time(double *epoch, int *has_offset, const char *s);
  * may format times after finishing its own), cb__cli_zone_end at its end.
  */
 void cb__cli_zone_choose(int utc, const char *name);
-/* @return 0, or the exit code of a reported error. */
+/* @return 0, the exit code of a reported error (a bad CBATCH_TZ), or -1
+ * for a database error in c->err that the caller reports (or waits out). */
 int cb__cli_zone_attach(struct cli *c, PGconn *conn);
 void cb__cli_zone_end(void);
 /* Unix time @p t in the shown zone. */

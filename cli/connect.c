@@ -46,14 +46,56 @@ static int no_primary_now(const char *msg)
 	return 0;
 }
 
+/*
+ * One try at a command's session: connect, refuse a pooler, check the
+ * schema and the zone. @return 0; -1 with c->err set (not reported), its
+ * session closed, and *lost set when it failed for want of a read-write
+ * primary rather than of its input; or the exit code of an error already
+ * reported (a bad CBATCH_TZ).
+ */
+static int open_once(struct cli *c, PGconn **conn, int check, int *lost)
+{
+	int rc;
+
+	*lost = 0;
+	if (cb_cli_connect(conn, c->db, &c->err) < 0) {
+		*lost = no_primary_now(c->err.message);
+		return -1;
+	}
+	rc = cb__pg_session_exclusive(*conn, &c->err) < 0 ? -1 : 0;
+	if (rc == 0 && check && cb_repo_schema_check(*conn, &c->err) < 0)
+		rc = -1;
+	/* CBATCH_TZ is checked by the server whose tz data shows it: here, for
+	 * every command that connects, so a bad one fails the same way for all. */
+	if (rc == 0 && check)
+		rc = cb__cli_zone_attach(c, *conn);
+	if (rc != 0) {
+		/* The session ended under it (the server shutting down for a
+		 * switchover: 57P01), or the server became read-only. */
+		*lost = rc < 0 && (cb__pg_lost(&c->err, *conn) || no_primary_now(c->err.message));
+		PQfinish(*conn);
+		*conn = NULL;
+	}
+	return rc;
+}
+
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 {
-	int rc = cb_cli_connect(conn, c->db, &c->err);
 	double until = cb__clock_mono() + NO_PRIMARY_WAIT, pause = 0.2;
+	int lost, rc;
 
 	/* A command started during a switchover (a scheduler's firing among
-	 * them) waits for the new primary, as a run that is going on does. */
-	while (rc < 0 && no_primary_now(c->err.message) && cb__clock_mono() < until) {
+	 * them) waits for the new primary, as a run that is going on does:
+	 * whether the switchover met its connect or, a moment later, its
+	 * checks (its session ended before it recorded anything). Once a
+	 * session was had, the server refusing connections is the same
+	 * switchover going on, not a wrong address. */
+	int had_session = 0;
+
+	while ((rc = open_once(c, conn, check, &lost)) < 0 &&
+	       (lost || (had_session && strncmp(c->err.sqlstate, "08", 2) == 0)) &&
+	       cb__clock_mono() < until) {
+		had_session = had_session || lost;
 		if (pause == 0.2)
 			cb__log(c->prog, CB__LOG_WARN, CB__EV_REPOSITORY_LOST,
 				CB__LOG_WITH(.code = "CB_EDB"),
@@ -62,28 +104,8 @@ int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 		cb__clock_sleep(pause);
 		pause = pause * 2 > 2 ? 2 : pause * 2;
 		cb_error_clear(&c->err);
-		rc = cb_cli_connect(conn, c->db, &c->err);
 	}
-	if (rc < 0)
-		return cb__cli_fail(c, CB_EXIT_FAILED);
-	if (cb__pg_session_exclusive(*conn, &c->err) < 0) {
-		PQfinish(*conn);
-		*conn = NULL;
-		return cb__cli_fail(c, CB_EXIT_FAILED);
-	}
-	if (check && cb_repo_schema_check(*conn, &c->err) < 0) {
-		PQfinish(*conn);
-		*conn = NULL;
-		return cb__cli_fail(c, CB_EXIT_FAILED);
-	}
-	/* CBATCH_TZ is checked by the server whose tz data shows it: here, for
-	 * every command that connects, so a bad one fails the same way for all. */
-	if (check && (rc = cb__cli_zone_attach(c, *conn)) != 0) {
-		PQfinish(*conn);
-		*conn = NULL;
-		return rc;
-	}
-	return 0;
+	return rc < 0 ? cb__cli_fail(c, CB_EXIT_FAILED) : rc;
 }
 
 int cb__cli_check_env(struct cli *c)

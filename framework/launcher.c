@@ -2,6 +2,9 @@
 #include "engine.h"
 #include "clock.h"
 #include "heartbeat.h"
+#include "log.h"
+#include "program.h"
+#include "pgkit.h"
 #include "repo.h"
 
 #include "cbatch/lock.h"
@@ -99,7 +102,8 @@ struct launch_run {
 	cb_error runerr; /* what the run failed with, apart from the verdict's (zeroed: none) */
 	cb_status started;
 	struct lease_clock lc;
-	double delay; /* the reconnect backoff, shared by every wait */
+	double delay;    /* the reconnect backoff, shared by every wait */
+	int outage_said; /* an outage in the launch was logged */
 	/* fence verdict, audit */
 	int lost; /* the heartbeat found the lock gone */
 	char lost_why[CB_ERROR_MESSAGE_MAX];
@@ -201,26 +205,27 @@ static int launch_lock(struct launch_run *lr)
 	return 0;
 }
 
-/* Launch: the instance and a new STARTING execution (burying a dead owner's);
- * the result names them, and the run is set up. */
-static int launch_execution(struct launch_run *lr)
+/* Say (once per launch) that the database was lost @p where, with @p err. */
+static void say_outage(struct launch_run *lr, const char *where, const cb_error *err)
+{
+	cb__run budget = { .params = lr->params, .lease_seconds = lr->lease };
+
+	if (lr->outage_said)
+		return;
+	lr->outage_said = 1;
+	cb__log(cb__program_name(), CB__LOG_WARN, CB__EV_REPOSITORY_LOST,
+		CB__LOG_WITH(.job = lr->job->name, .code = cb_strcode(CB_EDB)),
+		"%s: the database was lost while %s (%.300s); waiting for it up to the outage "
+		"budget (%.0f s)",
+		lr->job->name, where, err->message, cb__run_outage_budget(&budget));
+}
+
+/* The launched execution (lr->l) becomes the result and the run. */
+static void launch_adopt(struct launch_run *lr)
 {
 	cb_job_result *out = lr->out;
 	cb__run *run = &lr->run;
-	int rc;
 
-	rc = cb__repo_launch(&lr->l, lr->conn, lr->job->name, lr->key, lr->params,
-			     lr->job->restartable, cb__owner_id(), lr->expect_restart_of,
-			     lr->lock_name, lr->grant.fencing_token,
-			     lr->dead_why[0] ? lr->dead_why : NULL, lr->err);
-	if (rc < 0) {
-		cb_error ignored = CB_ERROR_INIT;
-
-		/* Nothing ran: give the lock back at once. */
-		cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), lr->grant.fencing_token,
-				 0, 0, &ignored);
-		return rc;
-	}
 	out->job_instance_id = lr->l.job_instance_id;
 	out->job_execution_id = lr->l.job_execution_id;
 	atomic_store(&last_execution, lr->l.job_execution_id);
@@ -240,37 +245,170 @@ static int launch_execution(struct launch_run *lr)
 	run->lock_name = lr->lock_name;
 	run->fencing_token = lr->grant.fencing_token;
 	run->lease_seconds = lr->lease;
-	return 0;
 }
 
-/* Start: STARTING -> STARTED, and the job's context. A stop that arrived
- * while it was starting ends it here. */
-static int launch_start(struct launch_run *lr)
+/* Launch: the instance and a new STARTING execution (burying a dead owner's);
+ * the result names them, and the run is set up. */
+static int launch_execution(struct launch_run *lr)
 {
 	int rc;
 
-	rc = cb__repo_job_started(&lr->started, lr->conn, lr->l.job_execution_id, &lr->runerr);
-	if (rc == 0 && lr->started == CB_STATUS_STOPPING) {
-		/* A stop arrived between the launch and the start: honour it
-		 * without running a step; the instance stays restartable. */
-		result_set(lr->out, CB_STATUS_STOPPED, "STOPPED",
-			   "stopped before it started: a stop was requested while it was "
-			   "starting");
-	} else if (rc == 0) {
-		rc = cb__repo_job_context(&lr->run.job_context, lr->conn, lr->l.job_execution_id,
-					  &lr->runerr);
+	rc = cb__repo_launch(&lr->l, lr->conn, lr->job->name, lr->key, lr->params,
+			     lr->job->restartable, cb__owner_id(), lr->expect_restart_of,
+			     lr->lock_name, lr->grant.fencing_token,
+			     lr->dead_why[0] ? lr->dead_why : NULL, lr->err);
+	if (rc < 0) {
+		cb_error ignored = CB_ERROR_INIT;
+
+		/* Nothing ran: give the lock back at once. */
+		cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), lr->grant.fencing_token,
+				 0, 0, &ignored);
+		return rc;
 	}
-	return rc;
+	launch_adopt(lr);
+	return 0;
 }
 
-/* Heartbeat: the lease thread, for a started execution. */
+/*
+ * After the session was lost in the lock or launch phase (a switchover met
+ * a scheduled child there: it would end with no execution, nothing to
+ * restart, the instant lost), on the session reached again: what the lost
+ * session committed is looked up by the backend that took the lock. An
+ * execution created and not started is this launch's: it goes on with it
+ * (its lock now recorded as this session's). A lock taken with nothing
+ * under it is given back, and the launch tried again. @return 1 adopted,
+ * 0 to try again, or an error.
+ */
+static int launch_recover(struct launch_run *lr, int lost_pid)
+{
+	cb__launch left;
+	long long token;
+	int rc;
+
+	rc = cb__repo_launch_left(&left, &token, lr->conn, lr->lock_name, cb__owner_id(), lost_pid,
+				  lr->err);
+	if (rc < 0 || token == 0)
+		return rc;
+	if (left.job_execution_id) {
+		lr->grant.fencing_token = token;
+		lr->l = left;
+		lr->l.dead_owner = left.restart_of != 0 && lr->dead_why[0];
+		rc = cb__lock_record_session(lr->conn, lr->lock_name, cb__owner_id(), token,
+					     lr->err);
+		if (rc < 0)
+			return rc;
+		launch_adopt(lr);
+		return 1;
+	}
+	return cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), token, 0, 0, lr->err);
+}
+
+/* Lock and launch, riding through an outage within the outage budget. */
+static int launch_through_outages(struct launch_run *lr)
+{
+	cb__run budget = { .params = lr->params, .lease_seconds = lr->lease };
+	double deadline = 0;
+	int rc, lost_pid;
+
+	for (;;) {
+		/* The session that takes the lock (libpq forgets it once lost). */
+		lost_pid = PQbackendPID(lr->conn);
+		rc = launch_lock(lr);
+		if (rc == 0)
+			rc = launch_execution(lr);
+		if (rc == 0 || !outage(rc, lr->conn))
+			return rc;
+		say_outage(lr, "taking its lock and creating its execution", lr->err);
+		if (deadline == 0)
+			deadline = cb__clock_mono() + cb__run_outage_budget(&budget);
+		do {
+			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+				return rc;
+			cb_error_clear(lr->err);
+			rc = launch_recover(lr, lost_pid);
+		} while (rc < 0 && outage(rc, lr->conn));
+		if (rc != 0)
+			return rc == 1 ? 0 : rc;
+		memset(&lr->grant, 0, sizeof(lr->grant));
+		lr->dead_why[0] = '\0';
+	}
+}
+
+/* Start: STARTING -> STARTED, and the job's context. A stop that arrived
+ * while it was starting ends it here. An outage is ridden through within
+ * the outage budget: once the lock is proven still ours (and recorded as the
+ * new session's), the start is made again; one that had committed before
+ * the session was lost (STARTED: only this lock's owner starts it) is
+ * this run's own. */
+static int launch_start(struct launch_run *lr)
+{
+	double deadline = 0;
+	int rc, again = 0;
+
+	for (;;) {
+		rc = cb__repo_job_started(&lr->started, lr->conn, lr->l.job_execution_id,
+					  &lr->runerr);
+		if (rc == CB_EFENCED && again && lr->started == CB_STATUS_STARTED) {
+			cb_error_clear(&lr->runerr);
+			rc = 0;
+		}
+		if (rc == 0 && lr->started == CB_STATUS_STOPPING) {
+			/* A stop arrived between the launch and the start: honour it
+			 * without running a step; the instance stays restartable. */
+			result_set(lr->out, CB_STATUS_STOPPED, "STOPPED",
+				   "stopped before it started: a stop was requested while it "
+				   "was starting");
+			return 0;
+		}
+		if (rc == 0)
+			rc = cb__repo_job_context(&lr->run.job_context, lr->conn,
+						  lr->l.job_execution_id, &lr->runerr);
+		if (rc == 0 || !outage(rc, lr->conn))
+			return rc;
+		say_outage(lr, "starting its execution", &lr->runerr);
+		if (deadline == 0)
+			deadline = cb__run_outage_deadline(&lr->run);
+		do {
+			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+				return rc;
+			cb_error_clear(&lr->runerr);
+			rc = cb__run_prove_lock(&lr->run, lr->conn, &lr->runerr);
+		} while (rc < 0 && outage(rc, lr->conn));
+		if (rc < 0)
+			return rc;
+		json_decref(lr->run.job_context);
+		lr->run.job_context = NULL;
+		again = 1;
+	}
+}
+
+/* Heartbeat: the lease thread, for a started execution. Its connection is
+ * opened here: a server that refuses it for now (a switchover) is waited
+ * for within the outage budget, and past it the run ends DATABASE_LOST (a
+ * database loss, which a schedule's recovery restarts), not as its fault. */
 static int launch_heartbeat(struct launch_run *lr, int rc)
 {
-	if (rc == 0 && lr->started == CB_STATUS_STARTED)
-		rc = cb__heartbeat_start(&lr->run.heartbeat, lr->conn, lr->lock_name,
+	double deadline = 0;
+
+	while (rc == 0 && lr->started == CB_STATUS_STARTED &&
+	       (rc = cb__heartbeat_start(&lr->run.heartbeat, lr->conn, lr->lock_name,
 					 cb__owner_id(), lr->grant.fencing_token, lr->lease,
 					 cb__run_outage_budget(&lr->run), lr->l.job_execution_id,
-					 &lr->runerr);
+					 &lr->runerr)) < 0 &&
+	       cb__pg_lost(&lr->runerr, NULL)) {
+		say_outage(lr, "opening its heartbeat connection", &lr->runerr);
+		if (deadline == 0)
+			deadline = cb__run_outage_deadline(&lr->run);
+		if (cb__run_quitting(&lr->run))
+			break;
+		if (cb__clock_mono() >= deadline) {
+			lr->run.database_lost = 1;
+			break;
+		}
+		cb__outage_pause(&lr->run, deadline, &lr->delay);
+		cb_error_clear(&lr->runerr);
+		rc = 0;
+	}
 	lr->lc.hb = lr->run.heartbeat;
 	return rc;
 }
@@ -464,7 +602,7 @@ static int run_execution_body(cb_job_result *out, PGconn *conn, const cb_job *jo
 	lr.delay = 0.2;
 
 	rc = launch_validate_through_outages(&lr);
-	if (rc == 0 && (rc = launch_lock(&lr)) == 0 && (rc = launch_execution(&lr)) == 0) {
+	if (rc == 0 && (rc = launch_through_outages(&lr)) == 0) {
 		rc = launch_start(&lr);
 		rc = launch_heartbeat(&lr, rc);
 		launch_flow(&lr, rc);

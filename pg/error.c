@@ -22,7 +22,8 @@ size_t cb__pg_message_line(char *out, size_t size, const char *msg)
 	    strncmp(msg, "PANIC:  ", 8) == 0)
 		msg += 8;
 	if (strncmp(msg, TERMINATED, strlen(TERMINATED)) == 0)
-		msg = "its database session was ended by another process (takeover, stop, burial)";
+		msg = "its database session was ended by another process (takeover, stop, "
+		      "burial) or by the server shutting down (restart, switchover)";
 	n = strcspn(msg, "\n");
 	while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\r'))
 		n--;

@@ -442,6 +442,41 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 	return rc;
 }
 
+int cb__repo_launch_left(cb__launch *out, long long *token, PGconn *conn, const char *lock_name,
+			 const char *owner_id, int lost_pid, cb_error *err)
+{
+	char pid[16];
+	const char *p[3] = { lock_name, owner_id, pid };
+	PGresult *res;
+
+	memset(out, 0, sizeof(*out));
+	*token = 0;
+	snprintf(pid, sizeof(pid), "%d", lost_pid);
+	/* The lock records the session that took it; the execution, the lock
+	 * and token it was created under. A stop may have come meanwhile. */
+	res = cb__repo_exec(conn, "find what a lost launch left",
+			    "SELECT l.fencing_token, e.job_execution_id, e.job_instance_id, "
+			    "coalesce(e.restart_of, 0) FROM batch_lock l "
+			    "LEFT JOIN batch_job_execution e ON e.lock_name = l.lock_name "
+			    "AND e.fencing_token = l.fencing_token AND e.owner_id = l.owner_id "
+			    "AND e.status IN ('STARTING', 'STOPPING') "
+			    "WHERE l.lock_name = $1 AND l.owner_id = $2 "
+			    "AND l.owner_backend_pid = $3::int AND NOT l.released",
+			    3, p, err);
+	if (!res)
+		return CB_EDB;
+	if (PQntuples(res) == 1) {
+		*token = atoll(PQgetvalue(res, 0, 0));
+		if (!PQgetisnull(res, 0, 1)) {
+			out->job_execution_id = atoll(PQgetvalue(res, 0, 1));
+			out->job_instance_id = atoll(PQgetvalue(res, 0, 2));
+			out->restart_of = atoll(PQgetvalue(res, 0, 3));
+		}
+	}
+	PQclear(res);
+	return 0;
+}
+
 int cb__repo_job_started(cb_status *out, PGconn *conn, long long job_execution_id, cb_error *err)
 {
 	char id[24];

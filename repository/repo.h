@@ -69,6 +69,16 @@ int cb__repo_launch(cb__launch *out, PGconn *conn, const char *job_name, const c
 		    const char *dead_why, cb_error *err);
 
 /*
+ * What a launch whose session was lost (@p lost_pid, its server backend)
+ * before it knew the outcome had committed: the lock @p lock_name of
+ * @p owner_id that session holds (*token, 0 if none), and the execution it
+ * created under that lock and has not started (out->job_execution_id, 0 if
+ * none; out->restart_of too). @return 0 or CB_EDB.
+ */
+int cb__repo_launch_left(cb__launch *out, long long *token, PGconn *conn, const char *lock_name,
+			 const char *owner_id, int lost_pid, cb_error *err);
+
+/*
  * SQL fragments shared by every statement that judges or buries an execution
  * (all take the execution's table alias):
  * CB__OWNER_LOST_SQL: true when the lock the execution ran under (its name

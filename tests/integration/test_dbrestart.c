@@ -489,6 +489,264 @@ static void test_worker_waits_without_spinning_while_no_primary(void)
 	PQfinish(conn);
 }
 
+/* The session of a command (by its application_name) waiting on a lock. */
+#define BLOCKED_ON_SCHEMA                                                                          \
+	"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "     \
+	"pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%batch_schema_version%'"
+
+/*
+ * A command whose session is ended while it checks the schema (a switchover
+ * shuts the primary down: 57P01), before it has recorded anything: it waits
+ * for a primary as a command started during the switchover does, and runs.
+ * (A stressed CI met this: a scheduled run started just before a Patroni
+ * switchover exited 1, "read schema version: … ended by another process",
+ * no execution, the instant lost.) Twice, the second time while the server
+ * is read-only, as a demoted primary is until the new one takes over.
+ */
+static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
+{
+	const char *host = getenv("CBATCH_TEST_PGHOST"), *port = getenv("CBATCH_TEST_PGPORT");
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db);
+	char multi[CBT_CONNINFO_MAX + 400], log[PATH_MAX], *text;
+	pid_t pid;
+	int rc;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	/* As a cluster's clients connect: to whichever member is read-write. */
+	snprintf(multi, sizeof(multi), "%s host=%s,%s port=%s,%s target_session_attrs=read-write",
+		 db, host, host, port, port);
+	snprintf(log, sizeof(log), "%s/dbrestart-startup.log", cbt_tmpdir());
+	CBT_EQ_LL(
+		cbt_exec(holder, "BEGIN; LOCK TABLE batch_schema_version IN ACCESS EXCLUSIVE MODE"),
+		0);
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", multi, "run", "tick",
+				       "at=startup",       NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	/* First: its session ended while it reads the schema version. */
+	CU_ASSERT_FATAL(cbt_wait_until(conn, 30000, BLOCKED_ON_SCHEMA));
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				     "pg_stat_activity WHERE datname = current_database() AND "
+				     "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t"),
+		  1);
+	/* Then the same once more, the server read-only meanwhile. */
+	if (!cbt_wait_until(conn, 30000, BLOCKED_ON_SCHEMA)) {
+		text = cbt_slurp(log, NULL);
+		cbt_exec(holder, "ROLLBACK");
+		CBT_FAILF("the command did not try again once its session was ended: %s",
+			  text ? text : "");
+		free(text);
+		kill(pid, SIGKILL);
+		cbt_wait_timeout(pid, 10000);
+		PQfinish(holder);
+		PQfinish(conn);
+		return;
+	}
+	cluster_read_only(1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				     "pg_stat_activity WHERE datname = current_database() AND "
+				     "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t"),
+		  1);
+	cbt_exec(holder, "ROLLBACK");
+	PQfinish(holder);
+	/* It waits (read-only) until a primary is back. */
+	text = NULL;
+	for (int i = 0; i < 300; i++) {
+		free(text);
+		text = cbt_slurp(log, NULL);
+		if (text && strstr(text, "waiting up to"))
+			break;
+		cbt_sleep_ms(100);
+	}
+	CBT_CONTAINS(text, "no read-write primary just now");
+	free(text);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
+	cluster_read_only(0);
+	rc = cbt_wait_timeout(pid, 90000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    the run, its startup checks cut twice: exit %d\n", rc);
+	CBT_EQ_LL(rc, 0);
+	free(text);
+	PQfinish(conn);
+	conn = reconnect();
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	PQfinish(conn);
+}
+
+/* A client session of this database, other than the test's own, waiting
+ * on a lock in a statement that mentions @p what. */
+static int wait_blocked_on(PGconn *conn, const char *what)
+{
+	char sql[600];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+		 "pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%%%s%%'",
+		 what);
+	return cbt_wait_until(conn, 30000, sql);
+}
+
+/* End the sessions waiting on a lock (as a switchover ends them): how many. */
+static long long end_blocked(PGconn *conn)
+{
+	return cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				  "pg_stat_activity WHERE datname = current_database() AND "
+				  "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t");
+}
+
+enum launch_cut {
+	CUT_LOCK,
+	CUT_LAUNCH,
+	CUT_START,
+	CUT_AFTER_START,
+	CUT_HEARTBEAT
+};
+
+/*
+ * A run whose session is ended in the middle of its launch (taking its lock;
+ * creating its execution; starting it; reading its context once started):
+ * it rides through as a run does, with one execution, completed, and no
+ * lock left behind. Also a database that refuses connections just after the
+ * start, when the run opens its heartbeat connection. Before, it ended at once with no execution (the lock
+ * or launch cut: the scheduled instant lost) or FAILED (the start cut:
+ * never restarted, not being a database loss).
+ */
+static void launch_cut_case(enum launch_cut cut)
+{
+	static const char *const names[] = { "lock", "launch", "start", "after-start",
+					     "heartbeat" };
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db), *table = NULL;
+	char log[PATH_MAX], at[32], *text;
+	pid_t pid;
+	int rc;
+
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public; DROP SCHEMA IF EXISTS testhook CASCADE;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	/* The start held by a trigger that waits on the test's advisory lock. */
+	CBT_EQ_LL(
+		cbt_exec(conn,
+			 "CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() RETURNS trigger "
+			 "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); "
+			 "RETURN NEW; END $$; CREATE TRIGGER testhook_hold BEFORE UPDATE ON "
+			 "batch_job_execution FOR EACH ROW WHEN (OLD.status = 'STARTING' AND "
+			 "NEW.status = 'STARTED') EXECUTE FUNCTION testhook.hold()"),
+		0);
+	switch (cut) {
+	case CUT_LOCK:
+		CBT_EQ_LL(cbt_exec(holder, "BEGIN; LOCK TABLE batch_lock IN EXCLUSIVE MODE"), 0);
+		break;
+	case CUT_LAUNCH:
+		CBT_EQ_LL(
+			cbt_exec(holder, "BEGIN; LOCK TABLE batch_job_instance IN EXCLUSIVE MODE"),
+			0);
+		break;
+	default:
+		CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
+	}
+	snprintf(log, sizeof(log), "%s/dbrestart-cut-%s.log", cbt_tmpdir(), names[cut]);
+	snprintf(at, sizeof(at), "at=cut-%s", names[cut]);
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick", at, NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(wait_blocked_on(conn, cut == CUT_LOCK   ? "batch_lock_acquire" :
+					      cut == CUT_LAUNCH ? "batch_job_instance" :
+								  "STARTED"));
+	if (cut == CUT_AFTER_START) {
+		/* The start goes through; the context read after it is cut. */
+		table = cbt_connect(db);
+		CBT_EQ_LL(cbt_exec(table, "BEGIN; LOCK TABLE batch_job_execution_context IN "
+					  "ACCESS EXCLUSIVE MODE"),
+			  0);
+		cbt_exec(holder, "SELECT pg_advisory_unlock(4242)");
+		CU_ASSERT_FATAL(wait_blocked_on(conn, "batch_job_execution_context"));
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE "
+					     "status = 'STARTED'"),
+			  1);
+	}
+	if (cut == CUT_HEARTBEAT) {
+		/* Started, its heartbeat connection refused until allowed again. */
+		char *log_text = NULL;
+
+		allow_connections(conn, 0);
+		cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+		for (int i = 0; i < 600 && !(log_text && strstr(log_text, "heartbeat connection"));
+		     i++) {
+			free(log_text);
+			cbt_sleep_ms(100);
+			log_text = cbt_slurp(log, NULL);
+		}
+		CBT_CONTAINS(log_text,
+			     "the database was lost while opening its heartbeat connection");
+		free(log_text);
+		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE "
+					     "status = 'STARTED'"),
+			  1);
+		CU_ASSERT_FATAL(waitpid(pid, NULL, WNOHANG) == 0);
+		allow_connections(conn, 1);
+	} else {
+		CBT_EQ_LL(end_blocked(conn), 1);
+	}
+	if (table) {
+		cbt_exec(table, "ROLLBACK");
+		PQfinish(table);
+	}
+	cbt_exec(holder, cut == CUT_LOCK || cut == CUT_LAUNCH ? "ROLLBACK" :
+								"SELECT pg_advisory_unlock_all()");
+	PQfinish(holder);
+	rc = cbt_wait_timeout(pid, 90000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    cut while %s: exit %d: %s\n", names[cut], rc, text ? text : "");
+	CBT_EQ_LL(rc, 0);
+	free(text);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	cbt_exec(conn, "DROP SCHEMA testhook CASCADE");
+	PQfinish(conn);
+}
+
+static void test_a_session_ended_while_taking_the_lock_is_ridden_through(void)
+{
+	launch_cut_case(CUT_LOCK);
+}
+
+static void test_a_session_ended_while_launching_is_ridden_through(void)
+{
+	launch_cut_case(CUT_LAUNCH);
+}
+
+static void test_a_session_ended_while_starting_is_ridden_through(void)
+{
+	launch_cut_case(CUT_START);
+}
+
+static void test_a_session_ended_just_after_the_start_is_ridden_through(void)
+{
+	launch_cut_case(CUT_AFTER_START);
+}
+
+static void test_a_heartbeat_connection_refused_at_the_start_is_waited_out(void)
+{
+	launch_cut_case(CUT_HEARTBEAT);
+}
+
 /*
  * A scheduler runner (`scheduler --runners 1`) whose firing rides through a
  * restart keeps the connection it reconnected (the same libpq connection, a
@@ -573,6 +831,18 @@ static const CU_TestInfo tests[] = {
 	  test_database_restart_mid_run_is_ridden_through_exactly_once },
 	{ "a runner's next firings run after it rode through",
 	  test_a_runner_s_next_firings_run_after_it_rode_through },
+	{ "a session ended during the startup checks is waited out",
+	  test_a_session_ended_during_the_startup_checks_is_waited_out },
+	{ "a session ended while taking the lock is ridden through",
+	  test_a_session_ended_while_taking_the_lock_is_ridden_through },
+	{ "a session ended while launching is ridden through",
+	  test_a_session_ended_while_launching_is_ridden_through },
+	{ "a session ended while starting is ridden through",
+	  test_a_session_ended_while_starting_is_ridden_through },
+	{ "a session ended just after the start is ridden through",
+	  test_a_session_ended_just_after_the_start_is_ridden_through },
+	{ "a heartbeat connection refused at the start is waited out",
+	  test_a_heartbeat_connection_refused_at_the_start_is_waited_out },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
 	{ "worker waits without spinning while no primary",
