@@ -489,10 +489,35 @@ static void test_worker_waits_without_spinning_while_no_primary(void)
 	PQfinish(conn);
 }
 
-/* The session of a command (by its application_name) waiting on a lock. */
-#define BLOCKED_ON_SCHEMA                                                                          \
-	"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "     \
-	"pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%batch_schema_version%'"
+/* A client session of this database, other than the test's own, waiting
+ * on a lock in a statement that mentions @p what. */
+static int wait_blocked_on(PGconn *conn, const char *what)
+{
+	char sql[600];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+		 "pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%%%s%%'",
+		 what);
+	return cbt_wait_until(conn, 30000, sql);
+}
+
+/* End the sessions waiting on a lock (as a switchover ends them): how many. */
+static long long end_blocked(PGconn *conn)
+{
+	return cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+				  "pg_stat_activity WHERE datname = current_database() AND "
+				  "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t");
+}
+
+/* An empty repository with the tick job's table. */
+static void fresh_tick(PGconn *conn)
+{
+	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		       "CREATE SCHEMA public; DROP SCHEMA IF EXISTS testhook CASCADE;");
+	CBT_EQ_LL(ex("schema", "init", NULL), 0);
+	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+}
 
 /*
  * A command whose session is ended while it checks the schema (a switchover
@@ -511,10 +536,7 @@ static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
 	pid_t pid;
 	int rc;
 
-	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
-		       "CREATE SCHEMA public;");
-	CBT_EQ_LL(ex("schema", "init", NULL), 0);
-	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	fresh_tick(conn);
 	/* As a cluster's clients connect: to whichever member is read-write. */
 	snprintf(multi, sizeof(multi), "%s host=%s,%s port=%s,%s target_session_attrs=read-write",
 		 db, host, host, port, port);
@@ -530,13 +552,10 @@ static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
 	}
 	CU_ASSERT_FATAL(pid > 0);
 	/* First: its session ended while it reads the schema version. */
-	CU_ASSERT_FATAL(cbt_wait_until(conn, 30000, BLOCKED_ON_SCHEMA));
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				     "pg_stat_activity WHERE datname = current_database() AND "
-				     "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t"),
-		  1);
+	CU_ASSERT_FATAL(wait_blocked_on(conn, "batch_schema_version"));
+	CBT_EQ_LL(end_blocked(conn), 1);
 	/* Then the same once more, the server read-only meanwhile. */
-	if (!cbt_wait_until(conn, 30000, BLOCKED_ON_SCHEMA)) {
+	if (!wait_blocked_on(conn, "batch_schema_version")) {
 		text = cbt_slurp(log, NULL);
 		cbt_exec(holder, "ROLLBACK");
 		CBT_FAILF("the command did not try again once its session was ended: %s",
@@ -549,10 +568,7 @@ static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
 		return;
 	}
 	cluster_read_only(1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				     "pg_stat_activity WHERE datname = current_database() AND "
-				     "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t"),
-		  1);
+	CBT_EQ_LL(end_blocked(conn), 1);
 	cbt_exec(holder, "ROLLBACK");
 	PQfinish(holder);
 	/* It waits (read-only) until a primary is back. */
@@ -582,27 +598,6 @@ static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
 	PQfinish(conn);
 }
 
-/* A client session of this database, other than the test's own, waiting
- * on a lock in a statement that mentions @p what. */
-static int wait_blocked_on(PGconn *conn, const char *what)
-{
-	char sql[600];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-		 "pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%%%s%%'",
-		 what);
-	return cbt_wait_until(conn, 30000, sql);
-}
-
-/* End the sessions waiting on a lock (as a switchover ends them): how many. */
-static long long end_blocked(PGconn *conn)
-{
-	return cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				  "pg_stat_activity WHERE datname = current_database() AND "
-				  "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t");
-}
-
 enum launch_cut {
 	CUT_LOCK,
 	CUT_LAUNCH,
@@ -629,10 +624,7 @@ static void launch_cut_case(enum launch_cut cut)
 	pid_t pid;
 	int rc;
 
-	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
-		       "CREATE SCHEMA public; DROP SCHEMA IF EXISTS testhook CASCADE;");
-	CBT_EQ_LL(ex("schema", "init", NULL), 0);
-	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+	fresh_tick(conn);
 	/* The start held by a trigger that waits on the test's advisory lock. */
 	CBT_EQ_LL(
 		cbt_exec(conn,
