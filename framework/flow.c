@@ -9,6 +9,7 @@
  * but its recorded exit status still drives the transitions.
  */
 #include "engine.h"
+#include "pgkit.h"
 #include "repo.h"
 #include "step_context.h"
 
@@ -157,6 +158,43 @@ static int visit_history(struct step_visit *v)
 	return 0;
 }
 
+/* The step execution, riding through an outage as a chunk does: once the
+ * lock is proven still this run's, the step its lost session had created
+ * (if its answer was what was lost) is taken, else it is created again. */
+static int create_step(struct step_visit *v)
+{
+	cb__run *run = v->run;
+	cb_error *err = v->err;
+	double deadline = 0, delay = 0.2;
+	int rc, reached;
+
+	for (;;) {
+		rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id,
+					  v->def->name, v->context, err);
+		if (rc == 0 || !cb__pg_lost(err, run->conn))
+			return rc;
+		do {
+			if (deadline == 0)
+				deadline = cb__run_outage_deadline(run);
+			reached = cb__outage_reach(run->conn, deadline, &delay, run);
+			if (reached < 0)
+				return cb_error_set(err, CB_ECANCELED, "stopped");
+			if (reached == 0) {
+				run->database_lost = 1;
+				return rc;
+			}
+			cb_error_clear(err);
+			rc = cb__run_prove_lock(run, run->conn, err);
+			if (rc == 0)
+				rc = cb__repo_step_started_of(&v->step_id, run->conn,
+							      run->job_execution_id, v->def->name,
+							      err);
+		} while (rc < 0 && cb__pg_lost(err, run->conn));
+		if (rc < 0 || v->step_id)
+			return rc;
+	}
+}
+
 /* Create: the step execution (a partitioned step's with its partitions),
  * from the last committed context. A stop requested between steps ends the
  * visit here. @return 1 when that decided the visit, 0 to go on, <0 an
@@ -194,8 +232,7 @@ static int visit_create(struct step_visit *v)
 			}
 		}
 	} else {
-		rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id, def->name,
-					  v->context, err);
+		rc = create_step(v);
 	}
 	if (rc == CB_ECANCELED) {
 		/* Stop requested between steps: this step does not start. */

@@ -4,6 +4,7 @@
  * resumes after the last committed call with the context it saved.
  */
 #include "engine.h"
+#include "pgkit.h"
 #include "repo.h"
 #include "step_context.h"
 #include "tx.h"
@@ -43,6 +44,18 @@ static int resume_tasklet(void *ctx, cb_error *err)
 	return rc;
 }
 
+/* Wait out a lost database and resume from the last committed call.
+ * @return 0 resumed, 1 stopped meanwhile, or the error. */
+static int ride(cb__run *run, cb_step_context *sc, json_t *context, char *stmt, long long *version,
+		cb_error *err)
+{
+	struct tasklet_resume t = { run, sc, context, stmt, version };
+	char where[160];
+
+	snprintf(where, sizeof(where), "call %lld", *version + 1);
+	return cb__run_ride_through(run, run->conn, sc->step_name, where, resume_tasklet, &t, err);
+}
+
 int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *sc, json_t *context,
 			 cb__step_outcome *out)
 {
@@ -55,9 +68,19 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *
 	sc->chunk_size = 1;
 	out->status = CB_STATUS_FAILED;
 
-	if (cb__repo_checkpoint_prepare(run->conn, stmt, "tckpt", err) < 0 ||
-	    cb__tx_new(&tx, run->conn, 0, err) < 0)
+	if (cb__tx_new(&tx, run->conn, 0, err) < 0)
 		goto done;
+	/* Lost here, the session is waited for as a lost call is (resume
+	 * prepares again on the new one). */
+	if (cb__repo_checkpoint_prepare(run->conn, stmt, "tckpt", err) < 0) {
+		if (!cb__pg_lost(err, run->conn))
+			goto done;
+		rc = ride(run, sc, context, stmt, &version, err);
+		if (rc > 0)
+			out->status = CB_STATUS_STOPPED;
+		if (rc != 0)
+			goto done;
+	}
 	for (;;) {
 		char status[16] = "";
 		cb__checkpoint k;
@@ -69,9 +92,11 @@ int cb__step_tasklet_run(cb__run *run, const cb_step_def *def, cb_step_context *
 		}
 		if (cb__run_check_lock(run, err) < 0)
 			break;
+		/* A BEGIN that finds the session gone (lost since the last call
+		 * committed) is a lost call like any other. */
 		rc = cb__tx_begin(tx, err);
 		if (rc < 0)
-			break;
+			goto rollback;
 		CB__NOTIFY(run->job, before_chunk, sc);
 		result = def->tasklet(def->user, sc, tx, context, err);
 		if (result < 0) {
@@ -116,12 +141,7 @@ rollback : {
 		out->rollbacks++;
 		if (cb__pg_lost(err, run->conn)) {
 			/* The database went away: not the tasklet's fault. */
-			struct tasklet_resume t = { run, sc, context, stmt, &version };
-			char where[160];
-
-			snprintf(where, sizeof(where), "call %lld", version + 1);
-			rc = cb__run_ride_through(run, run->conn, sc->step_name, where,
-						  resume_tasklet, &t, err);
+			rc = ride(run, sc, context, stmt, &version, err);
 			if (rc == 0)
 				continue;
 			if (rc > 0)

@@ -160,6 +160,11 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
  */
 int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
 			 const char *step_name, const json_t *context, cb_error *err);
+/* The step execution of @p step_name that job execution @p job_execution_id
+ * has STARTED and not ended (*out_id, 0 if none): what a create whose answer
+ * was lost with its session had made. @return 0 or CB_EDB. */
+int cb__repo_step_started_of(long long *out_id, PGconn *conn, long long job_execution_id,
+			     const char *step_name, cb_error *err);
 
 /* Why a step was not created while the job execution is @p job_status (not
  * STARTED): CB_ECANCELED for STOPPING, else CB_EFENCED; set in @p err. */

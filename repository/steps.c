@@ -164,6 +164,28 @@ int cb__repo_step_history(cb__step_history *out, PGconn *conn, long long job_ins
 	return 0;
 }
 
+int cb__repo_step_started_of(long long *out_id, PGconn *conn, long long job_execution_id,
+			     const char *step_name, cb_error *err)
+{
+	char exec[24];
+	const char *p[2] = { exec, step_name };
+	PGresult *res;
+
+	*out_id = 0;
+	snprintf(exec, sizeof(exec), "%lld", job_execution_id);
+	res = cb__repo_exec(conn, "find the step execution just created",
+			    "SELECT max(step_execution_id) FROM batch_step_execution "
+			    "WHERE job_execution_id = $1 AND step_name = $2 AND status = 'STARTED' "
+			    "AND end_time IS NULL",
+			    2, p, err);
+	if (!res)
+		return CB_EDB;
+	if (!PQgetisnull(res, 0, 0))
+		*out_id = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
 int cb__repo_step_create(long long *out_id, PGconn *conn, long long job_execution_id,
 			 const char *step_name, const json_t *context, cb_error *err)
 {

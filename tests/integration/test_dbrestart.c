@@ -502,12 +502,17 @@ static int wait_blocked_on(PGconn *conn, const char *what)
 	return cbt_wait_until(conn, 30000, sql);
 }
 
-/* End the sessions waiting on a lock (as a switchover ends them): how many. */
+/* End the sessions waiting on a lock (as a switchover ends them), and wait
+ * until they are gone: a terminated session is still listed, waiting, for a
+ * moment (a stressed CI saw the next wait find the one ended before, and
+ * the session it meant to end not yet there). @return how many. */
 static long long end_blocked(PGconn *conn)
 {
-	return cbt_query_ll(conn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
-				  "pg_stat_activity WHERE datname = current_database() AND "
-				  "wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t");
+	/* Materialized: the sessions chosen first, only those ended. */
+	return cbt_query_ll(conn, "WITH w AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE "
+				  "datname = current_database() AND wait_event_type = 'Lock' AND "
+				  "pid <> pg_backend_pid()) SELECT count(*) FROM w "
+				  "WHERE pg_terminate_backend(w.pid, 30000)");
 }
 
 /* An empty repository with the tick job's table. */
