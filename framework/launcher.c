@@ -369,8 +369,10 @@ static int launch_start(struct launch_run *lr)
 		if (deadline == 0)
 			deadline = cb__run_outage_deadline(&lr->run);
 		do {
-			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1) {
+				lr->run.database_lost = 1; /* past the budget: not its fault */
 				return rc;
+			}
 			cb_error_clear(&lr->runerr);
 			rc = cb__run_prove_lock(&lr->run, lr->conn, &lr->runerr);
 		} while (rc < 0 && outage(rc, lr->conn));
