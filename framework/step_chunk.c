@@ -15,6 +15,7 @@
  * A fencing or version failure of the checkpoint is always FAIL.
  */
 #include "engine.h"
+#include "pgkit.h"
 #include "clock.h"
 #include "repo.h"
 #include "step_context.h"
@@ -798,12 +799,19 @@ int cb__step_chunk_run(cb__run *run, const cb_step_def *def, cb_step_context *sc
 		cb_error_set(err, CB_ENOMEM, "out of memory (chunk of %zu)", cs.sc.chunk_size);
 		goto done;
 	}
-	if (cb__repo_checkpoint_prepare(run->conn, cs.checkpoint_stmt, "ckpt", err) < 0)
-		goto done;
 	if (cb__tx_new(&cs.tx, run->conn, 1, err) < 0)
 		goto done;
-	if (open_parts(&cs, err) < 0)
-		goto done;
+	if (cb__repo_checkpoint_prepare(run->conn, cs.checkpoint_stmt, "ckpt", err) < 0 ||
+	    open_parts(&cs, err) < 0) {
+		/* The session lost before the first chunk (a switchover as the
+		 * step starts) is waited out as one lost inside a chunk. */
+		int rc = cb__pg_lost(err, run->conn) ? ride_through(&cs, out, err) : -1;
+
+		if (rc > 0)
+			out->status = CB_STATUS_STOPPED;
+		if (rc != 0)
+			goto done;
+	}
 	run_chunks(&cs, out);
 	out->before_chunks = 0;
 done:

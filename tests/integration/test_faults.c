@@ -605,6 +605,62 @@ static void test_session_lost_between_chunks_is_ridden_through(void)
 	cb_job_free(job);
 }
 
+/* Ends the run's session as its step starts (before its first statement). */
+static void cut_before_step(void *c, const cb_step_context *sc)
+{
+	int *cuts = c;
+
+	if ((*cuts)++ == 0)
+		CBT_EQ_LL(cbt_queryp_ll(conn,
+					"SELECT count(*) FROM pg_terminate_backend($1, 30000) t "
+					"WHERE t",
+					"d", PQbackendPID(cb_step_context_conn(sc))),
+			  1);
+}
+
+/* The session lost as a step starts, before its first chunk or call: its
+ * statements are prepared and its reader opened on the session reached
+ * again (a chunk step and a tasklet). */
+static void test_session_lost_as_a_step_starts_is_ridden_through(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	cbt_numbers n = { .last = 30 };
+	cb_job *job = numbers_job("start_cut", &n, 10, 0, 0, NULL);
+	cb_step_def d = CB_STEP_DEF_INIT;
+	cb_listener l;
+	PGconn *own = cbt_connect(db);
+	cb_job_result r;
+	int cuts = 0, runs = 0;
+
+	memset(&l, 0, sizeof(l));
+	l.version = CB_LISTENER_VERSION;
+	l.ctx = &cuts;
+	l.before_step = cut_before_step;
+	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cuts, 1);
+	assert_sink_is_1_to(30, 0, 0);
+	cb_job_free(job);
+
+	cuts = 0;
+	CBT_PASS_FATAL(cb_job_new(&job, "start_cut_tasklet", &err), &err);
+	d.name = "calls";
+	d.kind = CB_STEP_TASKLET;
+	d.tasklet = three_calls;
+	d.user = &runs;
+	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
+	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
+	fresh_sink(NULL);
+	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(runs, 3);
+	assert_sink_is_1_to(3, 0, 0);
+	PQfinish(own);
+	cb_job_free(job);
+}
+
 /*
  * The session lost while the second step's execution is being created:
  * waited out, the step created once, the job completed.
@@ -830,6 +886,8 @@ static const CU_TestInfo tests[] = {
 	  test_session_lost_between_tasklet_calls_is_ridden_through },
 	{ "session lost between chunks is ridden through",
 	  test_session_lost_between_chunks_is_ridden_through },
+	{ "session lost as a step starts is ridden through",
+	  test_session_lost_as_a_step_starts_is_ridden_through },
 	{ "session lost creating a step is ridden through",
 	  test_session_lost_creating_a_step_is_ridden_through },
 	{ "failed step goes to its handler and the job completes",
