@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "clock.h"
 #include "log.h"
+#include "pgkit.h"
 #include "repo.h"
 #include "runner.h"
 #include "schedule_repo.h"
@@ -27,6 +28,7 @@
 
 #include "cbatch/cron.h"
 #include "cbatch/job.h"
+#include "cbatch/sys/conn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -486,6 +488,38 @@ static void note_launch(struct child *k, pid_t pid, const char *verb, const char
 					words[w]);
 }
 
+/*
+ * Confirm the claim of @p k before its launch by child (or runner) @p pid
+ * (batch_schedule_launch). A repository lost on the way (a switchover) must
+ * not lose the instant: the confirmation is asked again, on a connection of
+ * its own, for at most the node's lease; the database decides (still CLAIMED
+ * and the lease holding: launched; its own first confirmation that went
+ * through: launched; the lease gone: FAILED_TO_LAUNCH).
+ */
+static int confirm_launch(struct node *n, struct child *k, pid_t pid, int *launched, char *found,
+			  size_t found_size, cb_error *err)
+{
+	double until = cb__clock_mono() + n->o->lease_seconds, pause = 0.2;
+	int rc = cb__repo_schedule_launch(launched, found, found_size, n->conn, k->firing_id, n->id,
+					  (int)pid, k->launch_note, err);
+
+	while (rc < 0 && cb__pg_lost(err, n->conn) && cb__clock_mono() < until &&
+	       !cb__stop_signalled()) {
+		PGconn *c;
+
+		cb__clock_sleep(pause);
+		pause = pause * 2 > 1 ? 1 : pause * 2;
+		c = cb_pg_connect_like(n->conn, "cbatch-scheduler");
+		if (PQstatus(c) == CONNECTION_OK) {
+			cb_error_clear(err);
+			rc = cb__repo_schedule_launch(launched, found, found_size, c, k->firing_id,
+						      n->id, (int)pid, k->launch_note, err);
+		}
+		PQfinish(c);
+	}
+	return rc;
+}
+
 /* Why a launch whose claim was not confirmed (batch_schedule_launch: @p rc
  * < 0 failed, else the firing is @p found) did not happen, for spawn's
  * caller. */
@@ -627,8 +661,7 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 	if (cb__child_log_new(&k->log, ofd[0], efd[0], 0) < 0)
 		k->log = NULL;
 	note_launch(k, pid, verb, job, words);
-	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
-				      (int)pid, k->launch_note, err);
+	rc = confirm_launch(n, k, pid, &launched, found, sizeof(found), err);
 	if (rc == 0 && launched && write(gfd[1], &go, 1) != 1) {
 		/* The child is gone already: its exit is the firing's end. */
 	}
@@ -819,8 +852,7 @@ static pid_t spawn_in_runner(struct node *n, struct child *k, const char *verb, 
 	if (k->log_after < 0 && cb__repo_run_log_mark(&k->log_after, n->conn, &me) < 0)
 		k->log_after = -1;
 	note_launch(k, r->pid, verb, job, words);
-	rc = cb__repo_schedule_launch(&launched, found, sizeof(found), n->conn, k->firing_id, n->id,
-				      (int)r->pid, k->launch_note, err);
+	rc = confirm_launch(n, k, r->pid, &launched, found, sizeof(found), err);
 	if (rc < 0 || !launched) {
 		close(ofd[0]);
 		close(ofd[1]);

@@ -7,7 +7,8 @@
 -- is changed but an event saying why nothing was launched; the answer is
 -- false and firing_state says what the firing is now (its status, and who
 -- has it or reported it). A restart's launch is recorded RESTARTED with its
--- attempt.
+-- attempt. Asked again by the same node for the same child (its first
+-- answer lost), it says launched again and records nothing.
 CREATE OR REPLACE FUNCTION batch_schedule_launch(p_firing_id bigint, p_node varchar, p_pid int,
     p_message varchar, OUT launched boolean, OUT firing_state varchar)
 LANGUAGE plpgsql AS $$
@@ -37,6 +38,16 @@ BEGIN
                 CASE WHEN f.attempt > 0 THEN 'restart attempt ' || f.attempt || ' of '
                      || attempts || ' of execution ' || f.job_execution_id || ': ' ELSE '' END
                 || coalesce(p_message, ''));
+        RETURN;
+    END IF;
+    -- Asked again for the same child after the answer was lost with the
+    -- node's session (a switchover): its own confirmation went through.
+    PERFORM 1 FROM batch_schedule_firing x
+     WHERE x.firing_id = p_firing_id AND x.node_id = p_node AND x.status = 'LAUNCHED'
+       AND x.pid = p_pid;
+    IF FOUND THEN
+        launched := true;
+        firing_state := 'LAUNCHED';
         RETURN;
     END IF;
     UPDATE batch_schedule_firing x

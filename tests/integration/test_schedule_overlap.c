@@ -828,6 +828,74 @@ static void test_operator_stop_survives_a_late_end(void)
 	operator_stop_case("opstop-late", NODE_KILLED_CHILD_ENDS_AFTER_PLAN);
 }
 
+/*
+ * The node's session ended while it confirms a claim before the launch (a
+ * switchover at that moment): the confirmation is asked again on a new
+ * session and the instant runs, in a child process and in a runner. (A
+ * stressed CI's switchover met it: FAILED_TO_LAUNCH "could not confirm the
+ * claim before the launch: … 57P01", the instant lost.) A trigger ends the
+ * session of the first such confirmation of each schedule, once.
+ */
+static void test_a_session_lost_confirming_a_launch_is_asked_again(void)
+{
+	static const char *const names[] = { "confirm-child", "confirm-runner" };
+
+	fresh();
+	/* A sequence, not a table: the cut session's transaction rolls back. */
+	CBT_EQ_LL(
+		cbt_exec(sched.conn,
+			 "DROP SEQUENCE IF EXISTS cbt_cut_confirm; CREATE SEQUENCE "
+			 "cbt_cut_confirm; CREATE OR REPLACE FUNCTION cbt_cut_confirm() RETURNS "
+			 "trigger LANGUAGE plpgsql AS $$ BEGIN IF nextval('cbt_cut_confirm') = 1 "
+			 "THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; "
+			 "END $$; CREATE TRIGGER cbt_cut_confirm BEFORE UPDATE ON "
+			 "batch_schedule_firing FOR EACH ROW WHEN (OLD.status = 'CLAIMED' AND "
+			 "NEW.status = 'LAUNCHED') EXECUTE FUNCTION cbt_cut_confirm()"),
+		0);
+	for (int i = 0; i < 2; i++) {
+		char log[512];
+		long long first;
+		pid_t pid;
+
+		CBT_EQ_LL(EX("schedule", "add", names[i], "--cron", "* * * * * *", "--job", "tick",
+			     "at={schedule}@{fire_utc}"),
+			  0);
+		log_path(log, sizeof(log), names[i]);
+		pid = i == 0 ? SPAWN(log, "scheduler", "--lease", "5") :
+			       SPAWN(log, "scheduler", "--lease", "5", "--runners", "1");
+		CU_ASSERT_FATAL(pid > 0);
+		/* Its first confirmation cut (then asked again), three finished. */
+		if (!cbt_wait_until(sched.conn, 60000,
+				    "SELECT (last_value >= 2)::int FROM cbt_cut_confirm"))
+			CBT_FAILF("%s: no confirmation after the cut one within 60 s", names[i]);
+		first = cbt_queryp_ll(
+			sched.conn,
+			"SELECT min(f.firing_id) FROM batch_schedule_firing f JOIN "
+			"batch_schedule s USING (schedule_id) WHERE s.schedule_name = $1",
+			"s", names[i]);
+		if (!cbt_wait_untilp(
+			    sched.conn, 60000,
+			    "SELECT (count(*) >= 3)::int FROM batch_schedule_firing f JOIN "
+			    "batch_schedule s USING (schedule_id) WHERE s.schedule_name = "
+			    "$1 AND f.status = 'FINISHED' AND f.exit_code = 0",
+			    "s", names[i]))
+			print_firings();
+		cbt_sched_stop_between_runs(&sched, pid);
+		/* The cut firing ran; no instant failed to launch. */
+		CBT_EQ_LL(cbt_queryp_ll(
+				  sched.conn,
+				  "SELECT count(*) FROM batch_schedule_firing WHERE firing_id = "
+				  "$1 AND status = 'FINISHED' AND exit_code = 0",
+				  "lld", first),
+			  1);
+		CBT_EQ_LL(firings(names[i], "FAILED_TO_LAUNCH"), 0);
+		CBT_EQ_LL(events(names[i], "FAILED_TO_LAUNCH", "%"), 0);
+		CBT_EQ_LL(EX("schedule", "pause", names[i]), 0);
+		CBT_EQ_LL(cbt_exec(sched.conn, "ALTER SEQUENCE cbt_cut_confirm RESTART"), 0);
+	}
+	cbt_exec(sched.conn, "DROP TRIGGER cbt_cut_confirm ON batch_schedule_firing");
+}
+
 static void test_restarts_are_bounded_and_only_for_unfinished_runs(void)
 {
 	long long firing;
@@ -993,6 +1061,8 @@ static const CU_TestInfo tests[] = {
 	{ "operator_stop_survives_the_burial", test_operator_stop_survives_the_burial },
 	{ "operator_stop_survives_the_node_death", test_operator_stop_survives_the_node_death },
 	{ "operator_stop_survives_a_late_end", test_operator_stop_survives_a_late_end },
+	{ "a_session_lost_confirming_a_launch_is_asked_again",
+	  test_a_session_lost_confirming_a_launch_is_asked_again },
 	{ "restarts_are_bounded_and_only_for_unfinished_runs",
 	  test_restarts_are_bounded_and_only_for_unfinished_runs },
 	CU_TEST_INFO_NULL,
