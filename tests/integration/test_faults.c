@@ -526,9 +526,10 @@ static int three_calls(void *user, const cb_step_context *sc, cb_tx *tx, json_t 
 	return n >= 3 ? CB_DONE : 0;
 }
 
-/* Ends the run's session once the first call has committed: the next
- * call's BEGIN finds it gone. */
-static void cut_after_first_call(void *c, const cb_step_context *sc)
+/* A listener (after_chunk, before_step) that ends the run's session the
+ * first time it is called: after the first call committed, the next call's
+ * BEGIN finds it gone; as a step starts, its first statement does. */
+static void cut_once(void *c, const cb_step_context *sc)
 {
 	int *cuts = c;
 
@@ -568,7 +569,7 @@ static void test_session_lost_between_tasklet_calls_is_ridden_through(void)
 	d.user = &runs;
 	CBT_PASS(cb_job_add_step(job, &d, &err), &err);
 	l.ctx = &cuts;
-	l.after_chunk = cut_after_first_call;
+	l.after_chunk = cut_once;
 	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
 	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
 	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
@@ -594,7 +595,7 @@ static void test_session_lost_between_chunks_is_ridden_through(void)
 	memset(&l, 0, sizeof(l));
 	l.version = CB_LISTENER_VERSION;
 	l.ctx = &cuts;
-	l.after_chunk = cut_after_first_call;
+	l.after_chunk = cut_once;
 	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
 	fresh_sink(NULL);
 	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
@@ -603,19 +604,6 @@ static void test_session_lost_between_chunks_is_ridden_through(void)
 	CBT_EQ_LL(step_count("chunk_cut", "commit_count"), 3);
 	PQfinish(own);
 	cb_job_free(job);
-}
-
-/* Ends the run's session as its step starts (before its first statement). */
-static void cut_before_step(void *c, const cb_step_context *sc)
-{
-	int *cuts = c;
-
-	if ((*cuts)++ == 0)
-		CBT_EQ_LL(cbt_queryp_ll(conn,
-					"SELECT count(*) FROM pg_terminate_backend($1, 30000) t "
-					"WHERE t",
-					"d", PQbackendPID(cb_step_context_conn(sc))),
-			  1);
 }
 
 /* The session lost as a step starts, before its first chunk or call: its
@@ -635,7 +623,7 @@ static void test_session_lost_as_a_step_starts_is_ridden_through(void)
 	memset(&l, 0, sizeof(l));
 	l.version = CB_LISTENER_VERSION;
 	l.ctx = &cuts;
-	l.before_step = cut_before_step;
+	l.before_step = cut_once;
 	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
 	fresh_sink(NULL);
 	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
