@@ -9,6 +9,7 @@
  * but its recorded exit status still drives the transitions.
  */
 #include "engine.h"
+#include "clock.h"
 #include "pgkit.h"
 #include "repo.h"
 #include "step_context.h"
@@ -118,12 +119,93 @@ struct step_visit {
 	cb__step_history hist;
 	json_t *context; /* owned until the step has run */
 	long long step_id;
+	json_t *context_at_start; /* a partitioned step's, while its partitions are made */
+	int landed;		  /* what a try lost with its session had committed was found */
 	cb_error partition_failure; /* the partitioner's error, when partition_failed */
 	int partition_failed;
 	/* run */
 	cb_step_context sc;
 	cb__step_outcome oc;
 };
+
+/* Resume callback for work that leaves nothing to look for: try it again. */
+static int nothing_to_find(void *v, cb_error *err)
+{
+	(void)v, (void)err;
+	return 0;
+}
+
+/*
+ * @p op, on the run's session. A session lost under it (a switchover, a
+ * restart) is ridden through as a chunk's is (cb__run_ride_through: reconnect
+ * with backoff within the outage budget, prove the lock still the run's),
+ * then @p landed (NULL: nothing to look for) looks for what the lost try
+ * committed before its answer was lost, setting v->landed; what did not land
+ * is done again. @return @p op's, CB_ECANCELED for a stop asked meanwhile,
+ * or the ride's error (CB_EFENCED; CB_EDB past the budget, the run then
+ * marked database_lost).
+ */
+static int through_outages(struct step_visit *v, const char *where,
+			   int (*op)(struct step_visit *v), int (*landed)(void *v, cb_error *err))
+{
+	cb__run *run = v->run;
+	int rc;
+
+	for (;;) {
+		rc = op(v);
+		if (rc == 0 || !cb__pg_lost(v->err, run->conn))
+			return rc;
+		v->landed = 0;
+		rc = cb__run_ride_through(run, run->conn, v->def->name, where,
+					  landed ? landed : nothing_to_find, v, v->err);
+		if (rc > 0)
+			return cb_error_set(v->err, CB_ECANCELED, "stopped");
+		if (rc < 0 || v->landed)
+			return rc;
+	}
+}
+
+static int read_history(struct step_visit *v)
+{
+	return cb__repo_step_history(&v->hist, v->run->conn, v->run->job_instance_id, v->def->name,
+				     v->err);
+}
+
+static int create_step(struct step_visit *v)
+{
+	return cb__repo_step_create(&v->step_id, v->run->conn, v->run->job_execution_id,
+				    v->def->name, v->context, v->err);
+}
+
+/* The step execution the lost session created, if its answer was what was
+ * lost: STARTED, not ended, of this job execution (a partitioned step's
+ * manager is created with its partitions in one transaction). */
+static int step_created(void *vv, cb_error *err)
+{
+	struct step_visit *v = vv;
+	int rc = cb__repo_step_started_of(&v->step_id, v->run->conn, v->run->job_execution_id,
+					  v->def->name, err);
+
+	v->landed = rc == 0 && v->step_id != 0;
+	return rc;
+}
+
+/* The partitions, from the context the step started with: a try that was
+ * lost may have recorded its partition count in the context already. */
+static int begin_partitions(struct step_visit *v)
+{
+	if (v->context_at_start) {
+		json_t *again = json_deep_copy(v->context_at_start);
+
+		if (!again)
+			return cb_error_set(v->err, CB_ENOMEM, "out of memory");
+		json_decref(v->context);
+		v->context = again;
+	} else if (!(v->context_at_start = json_deep_copy(v->context))) {
+		return cb_error_set(v->err, CB_ENOMEM, "out of memory");
+	}
+	return cb__partition_begin(&v->step_id, v->run, v->def, v->context, v->err);
+}
 
 /* History: a step that completed in an earlier execution of this instance is
  * not run again (unless it allows it), and one at its start limit fails.
@@ -133,8 +215,7 @@ static int visit_history(struct step_visit *v)
 	const cb_step_def *def = v->def;
 	int rc;
 
-	rc = cb__repo_step_history(&v->hist, v->run->conn, v->run->job_instance_id, def->name,
-				   v->err);
+	rc = through_outages(v, "reading the step's history", read_history, NULL);
 	if (rc < 0)
 		return rc;
 	if (v->hist.found && v->hist.status == CB_STATUS_COMPLETED &&
@@ -158,50 +239,12 @@ static int visit_history(struct step_visit *v)
 	return 0;
 }
 
-/* The step execution, riding through an outage as a chunk does: once the
- * lock is proven still this run's, the step its lost session had created
- * (if its answer was what was lost) is taken, else it is created again. */
-static int create_step(struct step_visit *v)
-{
-	cb__run *run = v->run;
-	cb_error *err = v->err;
-	double deadline = 0, delay = 0.2;
-	int rc, reached;
-
-	for (;;) {
-		rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id,
-					  v->def->name, v->context, err);
-		if (rc == 0 || !cb__pg_lost(err, run->conn))
-			return rc;
-		do {
-			if (deadline == 0)
-				deadline = cb__run_outage_deadline(run);
-			reached = cb__outage_reach(run->conn, deadline, &delay, run);
-			if (reached < 0)
-				return cb_error_set(err, CB_ECANCELED, "stopped");
-			if (reached == 0) {
-				run->database_lost = 1;
-				return rc;
-			}
-			cb_error_clear(err);
-			rc = cb__run_prove_lock(run, run->conn, err);
-			if (rc == 0)
-				rc = cb__repo_step_started_of(&v->step_id, run->conn,
-							      run->job_execution_id, v->def->name,
-							      err);
-		} while (rc < 0 && cb__pg_lost(err, run->conn));
-		if (rc < 0 || v->step_id)
-			return rc;
-	}
-}
-
 /* Create: the step execution (a partitioned step's with its partitions),
  * from the last committed context. A stop requested between steps ends the
  * visit here. @return 1 when that decided the visit, 0 to go on, <0 an
  * error. */
 static int visit_create(struct step_visit *v)
 {
-	cb__run *run = v->run;
 	const cb_step_def *def = v->def;
 	cb_error *err = v->err;
 	int rc;
@@ -217,22 +260,24 @@ static int visit_create(struct step_visit *v)
 	if (!v->context)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
 	if (cb__step_partitioned(def)) {
-		rc = cb__partition_begin(&v->step_id, run, def, v->context, err);
+		rc = through_outages(v, "creating its partitions", begin_partitions, step_created);
+		json_decref(v->context_at_start);
+		v->context_at_start = NULL;
 		if (rc < 0 && rc != CB_ECANCELED && rc != CB_EDB && rc != CB_EFENCED) {
 			/* The partitioner (or what it left) failed: the step is
 			 * recorded as a failed execution of its own. */
 			cb_error why = *err;
 
 			cb_error_clear(err);
-			rc = cb__repo_step_create(&v->step_id, run->conn, run->job_execution_id,
-						  def->name, v->context, err);
+			rc = through_outages(v, "creating the step execution", create_step,
+					     step_created);
 			if (rc == 0) {
 				v->partition_failure = why;
 				v->partition_failed = 1;
 			}
 		}
 	} else {
-		rc = create_step(v);
+		rc = through_outages(v, "creating the step execution", create_step, step_created);
 	}
 	if (rc == CB_ECANCELED) {
 		/* Stop requested between steps: this step does not start. */
@@ -304,27 +349,60 @@ static void visit_outcome(struct step_visit *v)
 	*v->status = oc->status;
 }
 
-/* Record: the step's end (a partitioned step's partitions with it) and the
- * job's context, after a reconnect if the connection was lost. */
+/* The step's end (a partitioned step's partitions with it) and the job's
+ * context: both writes leave the same rows when made twice. */
+static int record_end(struct step_visit *v)
+{
+	cb__run *run = v->run;
+	int rc;
+
+	if (cb__step_partitioned(v->def) && !v->partition_failed)
+		rc = cb__repo_partitions_end(run->conn, v->step_id, v->oc.status, v->exit_status,
+					     v->message, v->err);
+	else
+		rc = cb__repo_step_finish(run->conn, v->step_id, v->oc.status, v->exit_status,
+					  v->message, v->oc.rollbacks, v->err);
+	if (rc == 0)
+		rc = cb__repo_save_job_context(run->conn, run->job_execution_id, run->job_context,
+					       v->err);
+	return rc;
+}
+
+/*
+ * Record: the step's end is what an outage must not lose. A session lost
+ * before or while it is written is waited out within the outage budget, a
+ * stop request notwithstanding, and the end written again on a new session
+ * (which is recorded on the lock). Paced by the outage backoff: a session
+ * that is there but refuses writes (a demoted primary) is not retried at once.
+ */
 static int visit_record(struct step_visit *v)
 {
 	cb__run *run = v->run;
 	cb_error *err = v->err;
-	int rc;
+	double deadline = 0, delay = 0.2;
+	int rc, lost = PQstatus(run->conn) == CONNECTION_BAD;
 
-	if (PQstatus(run->conn) == CONNECTION_BAD) {
-		/* The step's end is what an outage must not lose: waited out
-		 * within the budget, a stop request notwithstanding. */
-		double delay = 0.2;
+	for (;;) {
+		if (lost) {
+			cb_error ignored = CB_ERROR_INIT;
 
-		cb__outage_reach(run->conn, cb__run_outage_deadline(run), &delay, NULL);
+			if (deadline == 0)
+				deadline = cb__run_outage_deadline(run);
+			else
+				cb__outage_pause(NULL, deadline, &delay);
+			PQreset(run->conn);
+			cb__outage_reach(run->conn, deadline, &delay, NULL);
+			if (cb__run_prove_lock(run, run->conn, &ignored) < 0 &&
+			    cb__pg_lost(&ignored, run->conn) && cb__clock_mono() < deadline)
+				continue;
+		}
+		rc = record_end(v);
+		if (rc == 0 || !cb__pg_lost(err, run->conn) ||
+		    (deadline != 0 && cb__clock_mono() >= deadline))
+			break;
+		cb_error_clear(err);
+		lost = 1;
 	}
-	if (cb__step_partitioned(v->def) && !v->partition_failed)
-		rc = cb__repo_partitions_end(run->conn, v->step_id, v->oc.status, v->exit_status,
-					     v->message, err);
-	else
-		rc = cb__repo_step_finish(run->conn, v->step_id, v->oc.status, v->exit_status,
-					  v->message, v->oc.rollbacks, err);
 	if (rc < 0 && v->message[0]) {
 		/* The repository went away with the step: its own error first. */
 		char both[CB_ERROR_MESSAGE_MAX];
@@ -334,9 +412,6 @@ static int visit_record(struct step_visit *v)
 		cb_error_clear(err);
 		cb_error_set(err, rc, "%s", both);
 	}
-	if (rc == 0)
-		rc = cb__repo_save_job_context(run->conn, run->job_execution_id, run->job_context,
-					       err);
 	return rc;
 }
 

@@ -744,6 +744,87 @@ static void test_a_heartbeat_connection_refused_at_the_start_is_waited_out(void)
 	launch_cut_case(CUT_HEARTBEAT);
 }
 
+/* Transactions of this database that ended in an error, once every other
+ * session has gone (a backend's counts reach the statistics as it exits). */
+static long long rollbacks_when_alone(PGconn *conn)
+{
+	if (!cbt_wait_until(conn, 30000,
+			    "SELECT (count(*) = 0)::int FROM pg_stat_activity WHERE datname = "
+			    "current_database() AND pid <> pg_backend_pid() AND backend_type = "
+			    "'client backend'"))
+		CBT_FAILF("other sessions still open after 30 s");
+	cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
+	return cbt_query_ll(conn, "SELECT xact_rollback FROM pg_stat_database WHERE datname = "
+				  "current_database()");
+}
+
+/*
+ * A run's session ended as it creates its step, and the server it reaches
+ * again takes no writes (a demoted primary behind one address, before the
+ * proxy moves on): the run waits with its backoff, a few tries in the
+ * window, and creates the step once writes are taken again. Before, the
+ * retry of a step's creation ran again at once for as long as the session
+ * refused writes: thousands of failed statements a second, with no budget.
+ */
+static void test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on(void)
+{
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db);
+	char log[PATH_MAX], *text;
+	long long before, tries;
+	pid_t pid;
+	int rc;
+
+	fresh_tick(conn);
+	/* The step's creation held once by a trigger on the test's advisory lock. */
+	CBT_EQ_LL(cbt_exec(conn,
+			   "CREATE SCHEMA testhook; CREATE SEQUENCE testhook.n; "
+			   "CREATE FUNCTION testhook.hold() RETURNS trigger LANGUAGE plpgsql AS $$ "
+			   "BEGIN IF nextval('testhook.n') = 1 THEN "
+			   "PERFORM pg_advisory_xact_lock_shared(4243); END IF; RETURN NEW; END $$; "
+			   "CREATE TRIGGER testhook_hold BEFORE INSERT ON batch_step_execution "
+			   "FOR EACH ROW EXECUTE FUNCTION testhook.hold()"),
+		  0);
+	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4243)"), 0);
+	snprintf(log, sizeof(log), "%s/dbrestart-read-only.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick",
+				       "at=read-only",     "--lease", "30", NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(wait_blocked_on(conn, "batch_step_execution"));
+	cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
+	before = cbt_query_ll(conn, "SELECT xact_rollback FROM pg_stat_database WHERE datname = "
+				    "current_database()");
+	cluster_read_only(1);
+	CBT_EQ_LL(end_blocked(conn), 1);
+	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+	PQfinish(holder);
+	/* The window under test: 3 s of a server that takes no writes. */
+	cbt_sleep_ms(3000);
+	CU_ASSERT_FATAL(waitpid(pid, NULL, WNOHANG) == 0);
+	cluster_read_only(0);
+	rc = cbt_wait_timeout(pid, 90000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    cut, then read-only for 3 s: exit %d: %s\n", rc, text ? text : "");
+	CBT_EQ_LL(rc, 0);
+	free(text);
+	tries = rollbacks_when_alone(conn) - before;
+	printf("    failed transactions meanwhile: %lld\n", tries);
+	/* Backoff 0.2 s doubling to 2 s: a handful in 3 s, for the run and its
+	 * heartbeat; not hundreds. */
+	CU_ASSERT(tries >= 1);
+	CU_ASSERT(tries <= 60);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_step_execution"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	cbt_exec(conn, "DROP SCHEMA testhook CASCADE");
+	PQfinish(conn);
+}
+
 /*
  * A scheduler runner (`scheduler --runners 1`) whose firing rides through a
  * restart keeps the connection it reconnected (the same libpq connection, a
@@ -842,6 +923,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_heartbeat_connection_refused_at_the_start_is_waited_out },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
+	{ "a read-only server after a cut is waited out, not spun on",
+	  test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on },
 	{ "worker waits without spinning while no primary",
 	  test_worker_waits_without_spinning_while_no_primary },
 	{ "outage past the budget ends DATABASE_LOST with its steps",

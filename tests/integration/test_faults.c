@@ -541,6 +541,12 @@ static void cut_once(void *c, const cb_step_context *sc)
 			  1);
 }
 
+static void cut_once_after_step(void *c, const cb_step_context *sc, cb_status s)
+{
+	(void)s;
+	cut_once(c, sc);
+}
+
 /*
  * The session lost between two calls of a tasklet (a switchover while it
  * is between transactions): the next call's BEGIN fails, and that is a lost
@@ -684,6 +690,43 @@ static void test_session_lost_creating_a_step_is_ridden_through(void)
 			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
 			  "AND status = 'COMPLETED'",
 			  "lld", r.job_execution_id),
+		  2);
+	PQfinish(own);
+	cb_job_free(job);
+}
+
+/*
+ * The session lost as a step ends, before its end is written (a switchover
+ * just after its last commit): the end is written on the session reached
+ * again, and the next step runs. Both steps once, both COMPLETED.
+ */
+static void test_session_lost_as_a_step_ends_is_ridden_through(void)
+{
+	cb_error err = CB_ERROR_INIT;
+	step_script a = { 0 }, b = { 0 };
+	PGconn *own = cbt_connect(db);
+	cb_job *job = NULL;
+	cb_listener l;
+	cb_job_result r;
+	int cuts = 0;
+
+	memset(&l, 0, sizeof(l));
+	l.version = CB_LISTENER_VERSION;
+	l.ctx = &cuts;
+	l.after_step = cut_once_after_step;
+	CBT_PASS_FATAL(cb_job_new(&job, "end_cut", &err), &err);
+	add_scripted(job, "first", &a);
+	add_scripted(job, "second", &b);
+	CBT_PASS(cb_job_add_listener(job, &l, &err), &err);
+	CBT_PASS(cb_job_launch(&r, own, job, NULL, NULL, &err), &err);
+	CBT_EQ_STR(cb_status_name(r.status), "COMPLETED");
+	CBT_EQ_LL(cuts, 2);
+	CBT_EQ_LL(a.runs, 1);
+	CBT_EQ_LL(b.runs, 1);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
+				"AND status = 'COMPLETED' AND end_time IS NOT NULL",
+				"lld", r.job_execution_id),
 		  2);
 	PQfinish(own);
 	cb_job_free(job);
@@ -878,6 +921,8 @@ static const CU_TestInfo tests[] = {
 	  test_session_lost_as_a_step_starts_is_ridden_through },
 	{ "session lost creating a step is ridden through",
 	  test_session_lost_creating_a_step_is_ridden_through },
+	{ "session lost as a step ends is ridden through",
+	  test_session_lost_as_a_step_ends_is_ridden_through },
 	{ "failed step goes to its handler and the job completes",
 	  test_failed_step_goes_to_its_handler_and_job_completes },
 	{ "custom exit status drives the flow", test_custom_exit_status_drives_the_flow },

@@ -423,6 +423,49 @@ static void test_worker_processes_run_the_partitions(void)
 		  0);
 }
 
+/*
+ * The run's session lost while it records the manager and its partitions
+ * (a switchover as a partitioned step starts): waited out, the partitions
+ * made once from the step's starting context, not read back as a restart's
+ * from a count the lost transaction never committed; the ledger as the
+ * plain job makes it.
+ */
+static void test_a_session_lost_creating_the_partitions_is_ridden_through(void)
+{
+	char plain[128], parted[128];
+
+	expected_ledger("2000", "12", plain, sizeof(plain));
+	cbt_exec(conn,
+		 "DROP SEQUENCE IF EXISTS cbt_part_cuts; CREATE SEQUENCE cbt_part_cuts; "
+		 "CREATE OR REPLACE FUNCTION cbt_part_cut() RETURNS trigger LANGUAGE plpgsql AS $$ "
+		 "BEGIN IF NEW.partition_index IS NOT NULL AND nextval('cbt_part_cuts') = 1 THEN "
+		 "PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; END $$; "
+		 "CREATE TRIGGER cbt_part_cut BEFORE INSERT ON batch_step_execution "
+		 "FOR EACH ROW EXECUTE FUNCTION cbt_part_cut()");
+	CBT_EQ_LL(EX("run", "ledger_partitioned", "run.id:long=12", "-partition.threads:long=2",
+		     "-partition.count:long=2"),
+		  0);
+	cbt_exec(conn, "DROP TRIGGER cbt_part_cut ON batch_step_execution");
+	if (errout[0])
+		printf("\n    %s", errout);
+	/* the cut try's first partition, then the two of the try that held */
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT nextval('cbt_part_cuts')"), 4);
+	ledger_digest(parted, sizeof(parted));
+	CBT_EQ_STR(parted, plain);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FILTER (WHERE partition_index IS NULL) * 10 + "
+				"count(*) FILTER (WHERE partition_index IS NOT NULL) FROM "
+				"batch_step_execution WHERE job_execution_id = $1 AND status = "
+				"'COMPLETED'",
+				"lld", newest_execution()),
+		  12);
+	CBT_EQ_LL(cbt_queryp_ll(conn,
+				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+				"AND status = 'COMPLETED'",
+				"lld", newest_execution()),
+		  1);
+}
+
 static void test_restart_reruns_only_unfinished_partitions(void)
 {
 	char id[24];
@@ -1657,6 +1700,8 @@ static const CU_TestInfo tests[] = {
 	{ "partitioned ledger on threads equals the ledger",
 	  test_partitioned_ledger_equals_ledger },
 	{ "worker processes run the partitions", test_worker_processes_run_the_partitions },
+	{ "a session lost creating the partitions is ridden through",
+	  test_a_session_lost_creating_the_partitions_is_ridden_through },
 	{ "restart reruns only unfinished partitions",
 	  test_restart_reruns_only_unfinished_partitions },
 	{ "stop reaches the workers", test_stop_reaches_the_workers },
