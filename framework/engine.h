@@ -165,6 +165,12 @@ double cb__run_outage_deadline(const cb__run *run);
  * until @p deadline (cb__clock_mono() seconds). @return 1 connected, 0 the
  * deadline passed, -1 the run is stopping (@p run may be NULL). */
 int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run *run);
+/* The session of @p conn was lost, or refuses writes (25006 on a session
+ * libpq still holds open): a new session, as cb__outage_reach, the second
+ * and later tries of one outage (*tries, from 0) after a backoff pause and
+ * only before @p deadline, so that a server that takes connections but no
+ * writes is not asked again at once. Same returns as cb__outage_reach. */
+int cb__outage_again(PGconn *conn, double deadline, double *delay, int *tries, const cb__run *run);
 /* After a reconnect of @p conn: the run's lock still carries its fencing
  * token (checked and extended under the row lock; else CB_EFENCED, "taken
  * over or released"), and records this session as the owner's, so that a

@@ -119,8 +119,8 @@ struct step_visit {
 	cb__step_history hist;
 	json_t *context; /* owned until the step has run */
 	long long step_id;
-	json_t *context_at_start; /* a partitioned step's, while its partitions are made */
-	int landed;		  /* what a try lost with its session had committed was found */
+	json_t *context_at_start;   /* a partitioned step's, while its partitions are made */
+	int landed;                 /* what a try lost with its session had committed was found */
 	cb_error partition_failure; /* the partitioner's error, when partition_failed */
 	int partition_failed;
 	/* run */
@@ -145,8 +145,8 @@ static int nothing_to_find(void *v, cb_error *err)
  * or the ride's error (CB_EFENCED; CB_EDB past the budget, the run then
  * marked database_lost).
  */
-static int through_outages(struct step_visit *v, const char *where,
-			   int (*op)(struct step_visit *v), int (*landed)(void *v, cb_error *err))
+static int through_outages(struct step_visit *v, const char *where, int (*op)(struct step_visit *v),
+			   int (*landed)(void *v, cb_error *err))
 {
 	cb__run *run = v->run;
 	int rc;

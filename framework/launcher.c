@@ -67,10 +67,11 @@ static int reach_repository(PGconn *conn, struct lease_clock *lc, double *delay)
 	return cb__outage_reach(conn, lease_end(lc), delay, NULL) == 1;
 }
 
-/* Did @p rc fail for a lost connection that may come back? */
-static int outage(int rc, PGconn *conn)
+/* Did @p rc fail for a lost session that may come back (closed, ended by
+ * the server, or one that refuses writes: a demoted primary)? */
+static int outage(int rc, const cb_error *err, PGconn *conn)
 {
-	return rc == CB_EDB && PQstatus(conn) == CONNECTION_BAD;
+	return rc == CB_EDB && cb__pg_lost(err, conn);
 }
 
 /*
@@ -159,15 +160,15 @@ static int launch_validate_through_outages(struct launch_run *lr)
 {
 	cb__run budget = { .params = lr->params, .lease_seconds = lr->lease };
 	double deadline = 0;
-	int rc;
+	int rc, tries = 0;
 
 	for (;;) {
 		rc = launch_validate(lr);
-		if (rc == 0 || !outage(rc, lr->conn))
+		if (rc == 0 || !outage(rc, lr->err, lr->conn))
 			return rc;
 		if (deadline == 0)
 			deadline = cb__clock_mono() + cb__run_outage_budget(&budget);
-		if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+		if (cb__outage_again(lr->conn, deadline, &lr->delay, &tries, NULL) != 1)
 			return rc;
 		cb_error_clear(lr->err);
 		free(lr->lock_name);
@@ -308,7 +309,7 @@ static int launch_through_outages(struct launch_run *lr)
 {
 	cb__run budget = { .params = lr->params, .lease_seconds = lr->lease };
 	double deadline = 0;
-	int rc, lost_pid;
+	int rc, lost_pid, tries = 0;
 
 	for (;;) {
 		/* The session that takes the lock (libpq forgets it once lost). */
@@ -316,17 +317,17 @@ static int launch_through_outages(struct launch_run *lr)
 		rc = launch_lock(lr);
 		if (rc == 0)
 			rc = launch_execution(lr);
-		if (rc == 0 || !outage(rc, lr->conn))
+		if (rc == 0 || !outage(rc, lr->err, lr->conn))
 			return rc;
 		say_outage(lr, "taking its lock and creating its execution", lr->err);
 		if (deadline == 0)
 			deadline = cb__clock_mono() + cb__run_outage_budget(&budget);
 		do {
-			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1)
+			if (cb__outage_again(lr->conn, deadline, &lr->delay, &tries, NULL) != 1)
 				return rc;
 			cb_error_clear(lr->err);
 			rc = launch_recover(lr, lost_pid);
-		} while (rc < 0 && outage(rc, lr->conn));
+		} while (rc < 0 && outage(rc, lr->err, lr->conn));
 		if (rc != 0)
 			return rc == 1 ? 0 : rc;
 		memset(&lr->grant, 0, sizeof(lr->grant));
@@ -343,7 +344,7 @@ static int launch_through_outages(struct launch_run *lr)
 static int launch_start(struct launch_run *lr)
 {
 	double deadline = 0;
-	int rc, again = 0;
+	int rc, again = 0, tries = 0;
 
 	for (;;) {
 		rc = cb__repo_job_started(&lr->started, lr->conn, lr->l.job_execution_id,
@@ -363,19 +364,19 @@ static int launch_start(struct launch_run *lr)
 		if (rc == 0)
 			rc = cb__repo_job_context(&lr->run.job_context, lr->conn,
 						  lr->l.job_execution_id, &lr->runerr);
-		if (rc == 0 || !outage(rc, lr->conn))
+		if (rc == 0 || !outage(rc, &lr->runerr, lr->conn))
 			return rc;
 		say_outage(lr, "starting its execution", &lr->runerr);
 		if (deadline == 0)
 			deadline = cb__run_outage_deadline(&lr->run);
 		do {
-			if (cb__outage_reach(lr->conn, deadline, &lr->delay, NULL) != 1) {
+			if (cb__outage_again(lr->conn, deadline, &lr->delay, &tries, NULL) != 1) {
 				lr->run.database_lost = 1; /* past the budget: not its fault */
 				return rc;
 			}
 			cb_error_clear(&lr->runerr);
 			rc = cb__run_prove_lock(&lr->run, lr->conn, &lr->runerr);
-		} while (rc < 0 && outage(rc, lr->conn));
+		} while (rc < 0 && outage(rc, &lr->runerr, lr->conn));
 		if (rc < 0)
 			return rc;
 		json_decref(lr->run.job_context);
@@ -503,7 +504,7 @@ static int launch_explain(struct launch_run *lr, int rc)
 		cb_error_clear(err);
 		cb_error_set(err, rc, "%s", both);
 	}
-	if (outage(rc, lr->conn)) {
+	if (outage(rc, err, lr->conn)) {
 		/* First, so that the long errors of libpq after it cannot cut it. */
 		char until[64], msg[CB_ERROR_MESSAGE_MAX];
 		time_t t =
@@ -531,16 +532,22 @@ static int launch_finish(struct launch_run *lr)
 {
 	cb_job_result *out = lr->out;
 	cb_error *err = lr->err;
-	int rc;
+	double deadline = 0;
+	int rc, tries = 0;
 
 	/* The verdict is what an outage must not lose: retried until the lease
-	 * ends. Stopped without a stop request (whose origin stays): by this
+	 * ends (from when the outage began: a heartbeat still running extends
+	 * the lease meanwhile). Stopped without a stop request (whose origin stays): by this
 	 * process's own SIGTERM/SIGINT, or by the engine. */
 	for (;;) {
 		rc = cb__repo_job_finish(lr->conn, lr->l.job_execution_id, out->status,
 					 out->exit_code, out->exit_message,
 					 cb__stop_signalled() ? "SIGNAL" : "ENGINE", err);
-		if (!outage(rc, lr->conn) || !reach_repository(lr->conn, &lr->lc, &lr->delay))
+		if (!outage(rc, err, lr->conn))
+			break;
+		if (deadline == 0)
+			deadline = lease_end(&lr->lc);
+		if (cb__outage_again(lr->conn, deadline, &lr->delay, &tries, NULL) != 1)
 			break;
 		cb_error_clear(err);
 	}
@@ -575,12 +582,14 @@ static int launch_finish(struct launch_run *lr)
 static void launch_release(struct launch_run *lr)
 {
 	cb_error ignored = CB_ERROR_INIT;
+	double deadline = lease_end(&lr->lc);
+	int tries = 0;
 
-	while (cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(), lr->grant.fencing_token,
-				lr->job->lock_at_least_seconds, lr->l.job_execution_id,
-				&ignored) == CB_EDB &&
-	       PQstatus(lr->conn) == CONNECTION_BAD &&
-	       reach_repository(lr->conn, &lr->lc, &lr->delay))
+	while (outage(cb__lock_release(lr->conn, lr->lock_name, cb__owner_id(),
+				       lr->grant.fencing_token, lr->job->lock_at_least_seconds,
+				       lr->l.job_execution_id, &ignored),
+		      &ignored, lr->conn) &&
+	       cb__outage_again(lr->conn, deadline, &lr->delay, &tries, NULL) == 1)
 		cb_error_clear(&ignored);
 }
 

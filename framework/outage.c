@@ -67,6 +67,21 @@ int cb__outage_reach(PGconn *conn, double deadline, double *delay, const cb__run
 	}
 }
 
+int cb__outage_again(PGconn *conn, double deadline, double *delay, int *tries, const cb__run *run)
+{
+	if ((*tries)++ > 0) {
+		/* Reached before, and the session failed again (it refuses
+		 * writes, or was ended again): not again at once. */
+		if (cb__clock_mono() >= deadline)
+			return 0;
+		cb__outage_pause(run, deadline, delay);
+	}
+	if (run && cb__run_quitting(run))
+		return -1;
+	PQreset(conn);
+	return cb__outage_reach(conn, deadline, delay, run);
+}
+
 void cb__outage_pause(const cb__run *run, double deadline, double *delay)
 {
 	double left = deadline - cb__clock_mono();

@@ -603,12 +603,27 @@ static void test_a_session_ended_during_the_startup_checks_is_waited_out(void)
 	PQfinish(conn);
 }
 
+/* Transactions of this database that ended in an error, once every other
+ * session has gone (a backend's counts reach the statistics as it exits). */
+static long long rollbacks_when_alone(PGconn *conn)
+{
+	if (!cbt_wait_until(conn, 30000,
+			    "SELECT (count(*) = 0)::int FROM pg_stat_activity WHERE datname = "
+			    "current_database() AND pid <> pg_backend_pid() AND backend_type = "
+			    "'client backend'"))
+		CBT_FAILF("other sessions still open after 30 s");
+	cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
+	return cbt_query_ll(conn, "SELECT xact_rollback FROM pg_stat_database WHERE datname = "
+				  "current_database()");
+}
+
 enum launch_cut {
 	CUT_LOCK,
 	CUT_LAUNCH,
 	CUT_START,
 	CUT_AFTER_START,
-	CUT_HEARTBEAT
+	CUT_HEARTBEAT,
+	CUT_FINISH
 };
 
 /*
@@ -620,25 +635,28 @@ enum launch_cut {
  * or launch cut: the scheduled instant lost) or FAILED (the start cut:
  * never restarted, not being a database loss).
  */
-static void launch_cut_case(enum launch_cut cut)
+static void launch_cut_case(enum launch_cut cut, int read_only)
 {
-	static const char *const names[] = { "lock", "launch", "start", "after-start",
-					     "heartbeat" };
+	static const char *const names[] = { "lock",        "launch",    "start",
+					     "after-start", "heartbeat", "finish" };
 	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db), *table = NULL;
-	char log[PATH_MAX], at[32], *text;
+	char log[PATH_MAX], at[48], hook[600], *text;
+	long long before = 0;
 	pid_t pid;
 	int rc;
 
 	fresh_tick(conn);
-	/* The start held by a trigger that waits on the test's advisory lock. */
-	CBT_EQ_LL(
-		cbt_exec(conn,
-			 "CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() RETURNS trigger "
-			 "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); "
-			 "RETURN NEW; END $$; CREATE TRIGGER testhook_hold BEFORE UPDATE ON "
-			 "batch_job_execution FOR EACH ROW WHEN (OLD.status = 'STARTING' AND "
-			 "NEW.status = 'STARTED') EXECUTE FUNCTION testhook.hold()"),
-		0);
+	/* The start (the verdict) held by a trigger that waits on the test's
+	 * advisory lock. */
+	snprintf(hook, sizeof(hook),
+		 "CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() RETURNS trigger "
+		 "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); "
+		 "RETURN NEW; END $$; CREATE TRIGGER testhook_hold BEFORE UPDATE ON "
+		 "batch_job_execution FOR EACH ROW WHEN (OLD.status = '%s' AND "
+		 "NEW.status = '%s') EXECUTE FUNCTION testhook.hold()",
+		 cut == CUT_FINISH ? "STARTED" : "STARTING",
+		 cut == CUT_FINISH ? "COMPLETED" : "STARTED");
+	CBT_EQ_LL(cbt_exec(conn, hook), 0);
 	switch (cut) {
 	case CUT_LOCK:
 		CBT_EQ_LL(cbt_exec(holder, "BEGIN; LOCK TABLE batch_lock IN EXCLUSIVE MODE"), 0);
@@ -652,7 +670,7 @@ static void launch_cut_case(enum launch_cut cut)
 		CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
 	}
 	snprintf(log, sizeof(log), "%s/dbrestart-cut-%s.log", cbt_tmpdir(), names[cut]);
-	snprintf(at, sizeof(at), "at=cut-%s", names[cut]);
+	snprintf(at, sizeof(at), "at=cut-%s%s", names[cut], read_only ? "-read-only" : "");
 	{
 		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick", at, NULL };
 
@@ -661,6 +679,7 @@ static void launch_cut_case(enum launch_cut cut)
 	CU_ASSERT_FATAL(pid > 0);
 	CU_ASSERT_FATAL(wait_blocked_on(conn, cut == CUT_LOCK   ? "batch_lock_acquire" :
 					      cut == CUT_LAUNCH ? "batch_job_instance" :
+					      cut == CUT_FINISH ? "batch_steps_end_with_job" :
 								  "STARTED"));
 	if (cut == CUT_AFTER_START) {
 		/* The start goes through; the context read after it is cut. */
@@ -694,6 +713,24 @@ static void launch_cut_case(enum launch_cut cut)
 			  1);
 		CU_ASSERT_FATAL(waitpid(pid, NULL, WNOHANG) == 0);
 		allow_connections(conn, 1);
+	} else if (read_only) {
+		/* Cut, and the server reached again takes no writes for a while
+		 * (a demoted primary behind one address): the run waits with its
+		 * backoff, not asking again at once, and goes on once it does. */
+		cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
+		before = cbt_query_ll(conn, "SELECT xact_rollback FROM pg_stat_database WHERE "
+					    "datname = current_database()");
+		cluster_read_only(1);
+		CBT_EQ_LL(end_blocked(conn), 1);
+		cbt_exec(holder,
+			 cut == CUT_LAUNCH ? "ROLLBACK" : "SELECT pg_advisory_unlock_all()");
+		/* The window under test: 3 s of a server that takes no writes. */
+		cbt_sleep_ms(3000);
+		/* Still waiting (the server made writable again either way, so
+		 * that a failure here leaves the cases after it a primary). */
+		rc = waitpid(pid, NULL, WNOHANG) == 0;
+		cluster_read_only(0);
+		CU_ASSERT_FATAL(rc);
 	} else {
 		CBT_EQ_LL(end_blocked(conn), 1);
 	}
@@ -715,47 +752,61 @@ static void launch_cut_case(enum launch_cut cut)
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	if (read_only) {
+		long long tries = rollbacks_when_alone(conn) - before;
+
+		printf("    failed transactions meanwhile: %lld\n", tries);
+		/* Backoff 0.2 s doubling to 2 s: a handful in 3 s, not hundreds. */
+		CU_ASSERT(tries >= 1);
+		CU_ASSERT(tries <= 60);
+	}
 	cbt_exec(conn, "DROP SCHEMA testhook CASCADE");
 	PQfinish(conn);
 }
 
 static void test_a_session_ended_while_taking_the_lock_is_ridden_through(void)
 {
-	launch_cut_case(CUT_LOCK);
+	launch_cut_case(CUT_LOCK, 0);
 }
 
 static void test_a_session_ended_while_launching_is_ridden_through(void)
 {
-	launch_cut_case(CUT_LAUNCH);
+	launch_cut_case(CUT_LAUNCH, 0);
 }
 
 static void test_a_session_ended_while_starting_is_ridden_through(void)
 {
-	launch_cut_case(CUT_START);
+	launch_cut_case(CUT_START, 0);
 }
 
 static void test_a_session_ended_just_after_the_start_is_ridden_through(void)
 {
-	launch_cut_case(CUT_AFTER_START);
+	launch_cut_case(CUT_AFTER_START, 0);
 }
 
 static void test_a_heartbeat_connection_refused_at_the_start_is_waited_out(void)
 {
-	launch_cut_case(CUT_HEARTBEAT);
+	launch_cut_case(CUT_HEARTBEAT, 0);
 }
 
-/* Transactions of this database that ended in an error, once every other
- * session has gone (a backend's counts reach the statistics as it exits). */
-static long long rollbacks_when_alone(PGconn *conn)
+static void test_a_session_ended_writing_the_verdict_is_ridden_through(void)
 {
-	if (!cbt_wait_until(conn, 30000,
-			    "SELECT (count(*) = 0)::int FROM pg_stat_activity WHERE datname = "
-			    "current_database() AND pid <> pg_backend_pid() AND backend_type = "
-			    "'client backend'"))
-		CBT_FAILF("other sessions still open after 30 s");
-	cbt_exec(conn, "SELECT pg_stat_clear_snapshot()");
-	return cbt_query_ll(conn, "SELECT xact_rollback FROM pg_stat_database WHERE datname = "
-				  "current_database()");
+	launch_cut_case(CUT_FINISH, 0);
+}
+
+static void test_a_read_only_server_after_a_cut_launch_is_waited_out(void)
+{
+	launch_cut_case(CUT_LAUNCH, 1);
+}
+
+static void test_a_read_only_server_after_a_cut_start_is_waited_out(void)
+{
+	launch_cut_case(CUT_START, 1);
+}
+
+static void test_a_read_only_server_after_a_cut_verdict_is_waited_out(void)
+{
+	launch_cut_case(CUT_FINISH, 1);
 }
 
 /*
@@ -776,18 +827,19 @@ static void test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on(void)
 
 	fresh_tick(conn);
 	/* The step's creation held once by a trigger on the test's advisory lock. */
-	CBT_EQ_LL(cbt_exec(conn,
-			   "CREATE SCHEMA testhook; CREATE SEQUENCE testhook.n; "
-			   "CREATE FUNCTION testhook.hold() RETURNS trigger LANGUAGE plpgsql AS $$ "
-			   "BEGIN IF nextval('testhook.n') = 1 THEN "
-			   "PERFORM pg_advisory_xact_lock_shared(4243); END IF; RETURN NEW; END $$; "
-			   "CREATE TRIGGER testhook_hold BEFORE INSERT ON batch_step_execution "
-			   "FOR EACH ROW EXECUTE FUNCTION testhook.hold()"),
-		  0);
+	CBT_EQ_LL(
+		cbt_exec(conn,
+			 "CREATE SCHEMA testhook; CREATE SEQUENCE testhook.n; "
+			 "CREATE FUNCTION testhook.hold() RETURNS trigger LANGUAGE plpgsql AS $$ "
+			 "BEGIN IF nextval('testhook.n') = 1 THEN "
+			 "PERFORM pg_advisory_xact_lock_shared(4243); END IF; RETURN NEW; END $$; "
+			 "CREATE TRIGGER testhook_hold BEFORE INSERT ON batch_step_execution "
+			 "FOR EACH ROW EXECUTE FUNCTION testhook.hold()"),
+		0);
 	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4243)"), 0);
 	snprintf(log, sizeof(log), "%s/dbrestart-read-only.log", cbt_tmpdir());
 	{
-		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick",
+		const char *argv[] = { cbt_examples_bin(), "--db",    db,   "run", "tick",
 				       "at=read-only",     "--lease", "30", NULL };
 
 		pid = cbt_spawn(argv, log);
@@ -803,8 +855,11 @@ static void test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on(void)
 	PQfinish(holder);
 	/* The window under test: 3 s of a server that takes no writes. */
 	cbt_sleep_ms(3000);
-	CU_ASSERT_FATAL(waitpid(pid, NULL, WNOHANG) == 0);
+	/* Still waiting (writable again first: the cases after this one need a
+	 * primary whatever happened here). */
+	rc = waitpid(pid, NULL, WNOHANG) == 0;
 	cluster_read_only(0);
+	CU_ASSERT_FATAL(rc);
 	rc = cbt_wait_timeout(pid, 90000);
 	text = cbt_slurp(log, NULL);
 	printf("\n    cut, then read-only for 3 s: exit %d: %s\n", rc, text ? text : "");
@@ -921,6 +976,14 @@ static const CU_TestInfo tests[] = {
 	  test_a_session_ended_just_after_the_start_is_ridden_through },
 	{ "a heartbeat connection refused at the start is waited out",
 	  test_a_heartbeat_connection_refused_at_the_start_is_waited_out },
+	{ "a session ended writing the verdict is ridden through",
+	  test_a_session_ended_writing_the_verdict_is_ridden_through },
+	{ "a read-only server after a cut launch is waited out",
+	  test_a_read_only_server_after_a_cut_launch_is_waited_out },
+	{ "a read-only server after a cut start is waited out",
+	  test_a_read_only_server_after_a_cut_start_is_waited_out },
+	{ "a read-only server after a cut verdict is waited out",
+	  test_a_read_only_server_after_a_cut_verdict_is_waited_out },
 	{ "outage within the budget is ridden through",
 	  test_outage_within_the_budget_is_ridden_through },
 	{ "a read-only server after a cut is waited out, not spun on",

@@ -723,10 +723,11 @@ static void test_session_lost_as_a_step_ends_is_ridden_through(void)
 	CBT_EQ_LL(cuts, 2);
 	CBT_EQ_LL(a.runs, 1);
 	CBT_EQ_LL(b.runs, 1);
-	CBT_EQ_LL(cbt_queryp_ll(conn,
-				"SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
-				"AND status = 'COMPLETED' AND end_time IS NOT NULL",
-				"lld", r.job_execution_id),
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_step_execution WHERE job_execution_id = $1 "
+			  "AND status = 'COMPLETED' AND end_time IS NOT NULL",
+			  "lld", r.job_execution_id),
 		  2);
 	PQfinish(own);
 	cb_job_free(job);

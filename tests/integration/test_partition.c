@@ -459,10 +459,11 @@ static void test_a_session_lost_creating_the_partitions_is_ridden_through(void)
 				"'COMPLETED'",
 				"lld", newest_execution()),
 		  12);
-	CBT_EQ_LL(cbt_queryp_ll(conn,
-				"SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
-				"AND status = 'COMPLETED'",
-				"lld", newest_execution()),
+	CBT_EQ_LL(cbt_queryp_ll(
+			  conn,
+			  "SELECT count(*) FROM batch_job_execution WHERE job_execution_id = $1 "
+			  "AND status = 'COMPLETED'",
+			  "lld", newest_execution()),
 		  1);
 }
 
