@@ -95,6 +95,15 @@ static void *beat(void *arg)
 				  "its fencing token is no longer current");
 			break;
 		}
+		if (hb->conn && PQstatus(hb->conn) == CONNECTION_OK &&
+		    cb__pg_lost(&err, hb->conn)) {
+			/* A session that is there but takes no writes (left on a
+			 * demoted primary while new ones reach the new one): a new
+			 * session at the next beat, not this one again until the
+			 * patience runs out. */
+			PQfinish(hb->conn);
+			hb->conn = NULL;
+		}
 		if (cb__clock_mono() - last_ok > hb->patience) {
 			mark_lost(hb,
 				  "lock '%s': could not extend the lease for longer than the "

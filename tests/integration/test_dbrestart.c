@@ -617,6 +617,62 @@ static long long rollbacks_when_alone(PGconn *conn)
 				  "current_database()");
 }
 
+/*
+ * The sessions a run holds are left on a server that takes no writes while
+ * new sessions reach one that does (a proxy moved on to the new primary, the
+ * old sessions still on the demoted one): the run and its heartbeat each
+ * open a new session, the lease holds, the run completes once. Before, the
+ * heartbeat asked its old session again every beat until its patience ran
+ * out and the run ended fenced off.
+ */
+static void test_sessions_left_on_a_read_only_server_are_replaced(void)
+{
+	PGconn *conn = cbt_connect(db), *admin;
+	char log[PATH_MAX], opt[CBT_CONNINFO_MAX + 80], *text;
+	pid_t pid;
+	int rc;
+
+	fresh_tick(conn);
+	snprintf(log, sizeof(log), "%s/dbrestart-left-read-only.log", cbt_tmpdir());
+	{
+		const char *argv[] = {
+			cbt_examples_bin(),   "--db",    db,  "run", "tick", "at=left-read-only",
+			"-sleepMs:long=9000", "--lease", "2", NULL
+		};
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	if (!cbt_wait_until(conn, 30000,
+			    "SELECT count(*) FROM batch_job_execution WHERE status = 'STARTED'"))
+		CBT_FAILF("the run did not start within 30 s");
+	/* Every session read-only, then new sessions of this database not. */
+	cluster_read_only(1);
+	snprintf(opt, sizeof(opt), "%s options='-c default_transaction_read_only=off'", db);
+	admin = cbt_connect(opt);
+	CBT_EQ_LL(cbt_exec(admin,
+			   "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+			   "default_transaction_read_only = off', current_database()); END $$"),
+		  0);
+	rc = cbt_wait_timeout(pid, 90000);
+	cbt_exec(admin, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET "
+			"default_transaction_read_only', current_database()); END $$");
+	PQfinish(admin);
+	cluster_read_only(0);
+	text = cbt_slurp(log, NULL);
+	printf("\n    sessions left read-only: exit %d: %s\n", rc, text ? text : "");
+	CBT_EQ_LL(rc, 0);
+	free(text);
+	PQfinish(conn);
+	conn = cbt_connect(db);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	PQfinish(conn);
+}
+
 enum launch_cut {
 	CUT_LOCK,
 	CUT_LAUNCH,
@@ -988,6 +1044,8 @@ static const CU_TestInfo tests[] = {
 	  test_outage_within_the_budget_is_ridden_through },
 	{ "a read-only server after a cut is waited out, not spun on",
 	  test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on },
+	{ "sessions left on a read-only server are replaced",
+	  test_sessions_left_on_a_read_only_server_are_replaced },
 	{ "worker waits without spinning while no primary",
 	  test_worker_waits_without_spinning_while_no_primary },
 	{ "outage past the budget ends DATABASE_LOST with its steps",
