@@ -216,6 +216,14 @@ static int visit_history(struct step_visit *v)
 	int rc;
 
 	rc = through_outages(v, "reading the step's history", read_history, NULL);
+	if (rc == CB_ECANCELED) {
+		/* Stop requested while the database was away: not started. */
+		cb_error_clear(v->err);
+		*v->status = CB_STATUS_STOPPED;
+		snprintf(v->exit_status, v->es_size, "STOPPED");
+		snprintf(v->message, v->msg_size, "stopped before step '%s'", def->name);
+		return 1;
+	}
 	if (rc < 0)
 		return rc;
 	if (v->hist.found && v->hist.status == CB_STATUS_COMPLETED &&
@@ -380,7 +388,7 @@ static int visit_record(struct step_visit *v)
 	cb__run *run = v->run;
 	cb_error *err = v->err;
 	double deadline = 0, delay = 0.2;
-	int rc, lost = PQstatus(run->conn) == CONNECTION_BAD;
+	int rc, tries = 0, lost = PQstatus(run->conn) == CONNECTION_BAD;
 
 	for (;;) {
 		if (lost) {
@@ -388,10 +396,7 @@ static int visit_record(struct step_visit *v)
 
 			if (deadline == 0)
 				deadline = cb__run_outage_deadline(run);
-			else
-				cb__outage_pause(NULL, deadline, &delay);
-			PQreset(run->conn);
-			cb__outage_reach(run->conn, deadline, &delay, NULL);
+			cb__outage_again(run->conn, deadline, &delay, &tries, NULL);
 			if (cb__run_prove_lock(run, run->conn, &ignored) < 0 &&
 			    cb__pg_lost(&ignored, run->conn) && cb__clock_mono() < deadline)
 				continue;
