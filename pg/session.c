@@ -343,10 +343,14 @@ int cb__pg_session_exclusive(PGconn *conn, cb_error *err)
 		cb__redact_secrets(msg, sizeof(msg), PQerrorMessage(probe));
 		msg[strcspn(msg, "\n")] = '\0';
 		PQfinish(probe);
-		return cb_error_set(err, CB_EDB,
-				    "cannot open a second connection to check for a connection "
-				    "pooler: %s",
-				    msg);
+		cb_error_set(err, CB_EDB,
+			     "cannot open a second connection to check for a connection pooler: %s",
+			     msg);
+		/* The first connection was had with the same conninfo: the server
+		 * is going away (a switchover) or full, not a wrong address; the
+		 * callers wait that out as a lost session. */
+		snprintf(err->sqlstate, sizeof(err->sqlstate), "08006");
+		return CB_EDB;
 	}
 	/* In a transaction: a transaction pooler keeps that server session for
 	 * the probe alone while this connection reads its own again. */
