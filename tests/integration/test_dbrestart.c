@@ -673,6 +673,57 @@ static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 	PQfinish(conn);
 }
 
+/*
+ * A command whose first connection is had but whose pooler check cannot
+ * open its second (the server going away between the two, or full): it
+ * waits as for a lost session and runs once the second is had. (A stressed
+ * CI lost an every-second instant to a switchover met there: exit 1, no
+ * execution, nothing to restart.) A role limited to one connection stands
+ * in for the server refusing the second.
+ */
+static void test_a_refused_pooler_probe_is_waited_out(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char limited[CBT_CONNINFO_MAX + 80], log[PATH_MAX], *text = NULL;
+	pid_t pid;
+	int rc;
+
+	fresh_tick(conn);
+	CBT_EQ_LL(cbt_exec(conn, "DROP ROLE IF EXISTS cbt_one; CREATE ROLE cbt_one LOGIN "
+				 "CONNECTION LIMIT 1; GRANT ALL ON SCHEMA public TO cbt_one; "
+				 "GRANT ALL ON ALL TABLES IN SCHEMA public TO cbt_one; "
+				 "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO cbt_one"),
+		  0);
+	snprintf(limited, sizeof(limited), "%s user=cbt_one", db);
+	snprintf(log, sizeof(log), "%s/dbrestart-probe.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", limited, "run", "tick",
+				       "at=probe",         NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	for (int i = 0; i < 300 && !(text && strstr(text, "waiting up to")); i++) {
+		free(text);
+		cbt_sleep_ms(100);
+		text = cbt_slurp(log, NULL);
+	}
+	CBT_CONTAINS(text, "second connection");
+	free(text);
+	cbt_exec(conn, "ALTER ROLE cbt_one CONNECTION LIMIT -1");
+	rc = cbt_wait_timeout(pid, 90000);
+	text = cbt_slurp(log, NULL);
+	printf("\n    the pooler probe refused, then allowed: exit %d: %s\n", rc, text ? text : "");
+	free(text);
+	CBT_EQ_LL(rc, 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	cbt_exec(conn, "DROP OWNED BY cbt_one; DROP ROLE cbt_one");
+	PQfinish(conn);
+}
+
 enum launch_cut {
 	CUT_LOCK,
 	CUT_LAUNCH,
@@ -1046,6 +1097,7 @@ static const CU_TestInfo tests[] = {
 	  test_a_read_only_server_after_a_cut_is_waited_out_not_spun_on },
 	{ "sessions left on a read-only server are replaced",
 	  test_sessions_left_on_a_read_only_server_are_replaced },
+	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
 	{ "worker waits without spinning while no primary",
 	  test_worker_waits_without_spinning_while_no_primary },
 	{ "outage past the budget ends DATABASE_LOST with its steps",
