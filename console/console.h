@@ -33,14 +33,17 @@ typedef struct cb__pool cb__pool;
 
 /* A pool of at most @p size connections to @p conninfo (copied; NULL: the
  * CLI's defaults), opened on first use. A borrower waits at most
- * @p wait_seconds for a free one. @return 0 or CB_ENOMEM. */
-int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds,
+ * @p wait_seconds for a free one. With @p writes, a connection whose server
+ * says it takes no writes is not kept (see cb__pool_put). @return 0 or
+ * CB_ENOMEM. */
+int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds, int writes,
 		 cb_error *err);
 /* Borrow a connection, opening it if needed. @return 0; CB_ERETRY when none
  * became free in time; CB_EDB when connecting failed (the message says why). */
 int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err);
-/* Give it back; a broken connection (or one left in a transaction) is closed
- * and its slot reopens on the next borrow. NULL is ignored. */
+/* Give it back; a broken connection, one left in a transaction, or (in a
+ * pool for writes) one on a server that now takes no writes is closed and
+ * its slot reopens on the next borrow. NULL is ignored. */
 void cb__pool_put(cb__pool *p, PGconn *conn);
 /* Connections open now (for tests and the load check). */
 int cb__pool_open_count(cb__pool *p);

@@ -23,9 +23,11 @@ struct cb__pool {
 	PGconn **idle; /* connections not borrowed (NULL: a slot without one) */
 	int nidle;     /* free slots: idle[0..nidle) */
 	int open;      /* connections that exist, borrowed or idle */
+	int writes;    /* the console acts: keep no session that takes no writes */
 };
 
-int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds, cb_error *err)
+int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_seconds, int writes,
+		 cb_error *err)
 {
 	cb__pool *p = calloc(1, sizeof(*p));
 
@@ -43,6 +45,7 @@ int cb__pool_new(cb__pool **out, const char *conninfo, int size, double wait_sec
 	p->size = size;
 	p->nidle = size;
 	p->wait = wait_seconds;
+	p->writes = writes;
 	*out = p;
 	return 0;
 }
@@ -105,13 +108,28 @@ int cb__pool_get(cb__pool *p, PGconn **out, cb_error *err)
 	return 0;
 }
 
+/* Whether @p conn's server now refuses writes, as it last reported
+ * (PostgreSQL 14+ reports both settings whenever they change, a reload or a
+ * promotion included). A session kept on a primary that was turned standby,
+ * or made read-only, while a proxy or a multi-host conninfo already leads new
+ * sessions to the new primary, would fail every action until serve
+ * restarted: a new session finds the primary. */
+static int takes_no_writes(PGconn *conn)
+{
+	const char *standby = PQparameterStatus(conn, "in_hot_standby");
+	const char *ro = PQparameterStatus(conn, "default_transaction_read_only");
+
+	return (standby && strcmp(standby, "on") == 0) || (ro && strcmp(ro, "on") == 0);
+}
+
 void cb__pool_put(cb__pool *p, PGconn *conn)
 {
 	if (!conn)
 		return;
 	/* A connection the server dropped, or one a failed statement left inside
 	 * a transaction, is no use to the next request. */
-	if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
+	if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE ||
+	    (p->writes && takes_no_writes(conn))) {
 		PQfinish(conn);
 		conn = NULL;
 	}

@@ -102,12 +102,14 @@ void cb__reply_error(cb__request *r, unsigned status, const char *fmt, ...)
 
 /* SQLSTATEs that say the repository is not there to serve (rather than that
  * a statement is wrong): no connection (08, or none at all), shutting down
- * (57), no such database (3D), out of resources (53), no batch tables (42P01). */
+ * (57), no such database (3D), out of resources (53), no batch tables (42P01),
+ * a server that takes no writes (25006: a standby, or a failover under way;
+ * the pool keeps no such session, so a retry can reach the new primary). */
 static int unavailable(const char *sqlstate)
 {
 	return !sqlstate[0] || strncmp(sqlstate, "08", 2) == 0 || strncmp(sqlstate, "57", 2) == 0 ||
 	       strncmp(sqlstate, "3D", 2) == 0 || strncmp(sqlstate, "53", 2) == 0 ||
-	       strcmp(sqlstate, "42P01") == 0;
+	       strcmp(sqlstate, "42P01") == 0 || strcmp(sqlstate, "25006") == 0;
 }
 
 void cb__reply_repo_error(cb__request *r, int code, const cb_error *err)

@@ -499,7 +499,8 @@ static int open_console(struct run *s, cb_error *err)
 	s->c.conninfo = o->conninfo;
 	s->c.log = s->log;
 	s->c.launch_wait = o->launch_wait > 0 ? o->launch_wait : CB__SERVE_DEFAULT_LAUNCH_WAIT;
-	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, err)) < 0 ||
+	if ((rc = cb__pool_new(&s->c.pool, o->conninfo, s->pool, POOL_WAIT, s->c.token != NULL,
+			       err)) < 0 ||
 	    (rc = cb__snapshot_new(&s->c.metrics, o->snapshot_interval, s->c.pool,
 				   cb__metrics_compute, NULL, err)) < 0 ||
 	    (rc = cb__snapshot_new(&s->c.overview, o->snapshot_interval, s->c.pool,

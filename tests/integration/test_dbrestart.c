@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cbtest.h"
+#include "serve_client.h"
 
 static char db[CBT_CONNINFO_MAX];
 
@@ -431,6 +433,27 @@ static void cluster_read_only(int on)
 	PQfinish(a);
 }
 
+/* With @p on, new sessions of this database take writes while the cluster's
+ * default (cluster_read_only) keeps the sessions already open read-only: a
+ * proxy that leads new sessions to the new primary while old ones are left
+ * on the demoted one. Off: the database's setting reset. */
+static void new_sessions_writable(int on)
+{
+	char opt[CBT_CONNINFO_MAX + 80];
+	PGconn *a;
+
+	snprintf(opt, sizeof(opt), "%s options='-c default_transaction_read_only=off'", db);
+	a = cbt_connect(opt);
+	CBT_EQ_LL(
+		cbt_exec(a,
+			 on ? "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+			      "default_transaction_read_only = off', current_database()); END $$" :
+			      "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET "
+			      "default_transaction_read_only', current_database()); END $$"),
+		0);
+	PQfinish(a);
+}
+
 /*
  * A worker on a multi-host conninfo (target_session_attrs=read-write) whose
  * every host turns read-only, as during a failover before a standby is
@@ -627,8 +650,8 @@ static long long rollbacks_when_alone(PGconn *conn)
  */
 static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 {
-	PGconn *conn = cbt_connect(db), *admin;
-	char log[PATH_MAX], opt[CBT_CONNINFO_MAX + 80], *text;
+	PGconn *conn = cbt_connect(db);
+	char log[PATH_MAX], *text;
 	pid_t pid;
 	int rc;
 
@@ -648,16 +671,9 @@ static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 		CBT_FAILF("the run did not start within 30 s");
 	/* Every session read-only, then new sessions of this database not. */
 	cluster_read_only(1);
-	snprintf(opt, sizeof(opt), "%s options='-c default_transaction_read_only=off'", db);
-	admin = cbt_connect(opt);
-	CBT_EQ_LL(cbt_exec(admin,
-			   "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
-			   "default_transaction_read_only = off', current_database()); END $$"),
-		  0);
+	new_sessions_writable(1);
 	rc = cbt_wait_timeout(pid, 90000);
-	cbt_exec(admin, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET "
-			"default_transaction_read_only', current_database()); END $$");
-	PQfinish(admin);
+	new_sessions_writable(0);
 	cluster_read_only(0);
 	text = cbt_slurp(log, NULL);
 	printf("\n    sessions left read-only: exit %d: %s\n", rc, text ? text : "");
@@ -670,6 +686,84 @@ static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	PQfinish(conn);
+}
+
+/* A POST to serve (the admin token, our origin). @return the status. */
+static long serve_post(const struct server *sv, const char *path, const char *token)
+{
+	char auth[160], origin[64];
+	const char *hs[] = { auth, origin, "Content-Type: application/json", NULL };
+	struct resp r;
+	long st;
+
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%d", sv->port);
+	if (http(&r, sv->port, "POST", path, "{}", 2, hs) < 0)
+		return -1;
+	st = r.status;
+	printf("\n    POST %s: %ld %.300s", path, st, r.body ? r.body : "");
+	resp_free(&r);
+	return st;
+}
+
+static long serve_get(const struct server *sv, const char *path)
+{
+	struct resp r;
+	long st;
+
+	if (http(&r, sv->port, "GET", path, NULL, 0, NULL) < 0)
+		return -1;
+	st = r.status;
+	resp_free(&r);
+	return st;
+}
+
+/*
+ * serve's pooled session is left on a server that takes no writes while new
+ * sessions reach one that does (the proxy moved on to the new primary): an
+ * action meanwhile answers 503 (try again), not 500, and once new sessions
+ * can write the next action is done. Before, the pool kept the read-only
+ * session and every action failed (500) until serve was restarted.
+ */
+static void test_serve_keeps_no_session_that_takes_no_writes(void)
+{
+	static const char token[] = "t0ken-for-the-dbrestart-test";
+	const char *path = "/api/v1/schedules/ro-pool/pause";
+	PGconn *conn = cbt_connect(db);
+	struct server sv = { .pid = -1 };
+	char token_file[PATH_MAX];
+
+	fresh_tick(conn);
+	if (ex("schedule", "add", "ro-pool", "--cron", "0 12 1 1 *", "--job", "tick",
+	       "at={fire_utc}", NULL) != 0)
+		CBT_FAILF("schedule add: %s", errout);
+	snprintf(token_file, sizeof(token_file), "%s/dbrestart-token-%d", cbt_tmpdir(),
+		 (int)getpid());
+	cbt_write_str(token_file, token);
+	chmod(token_file, 0600);
+	/* One pooled session: every request takes the same one while it is kept. */
+	if (server_start(&sv, db,
+			 (const char *const[]){ "--admin-token-file", token_file, "--pool", "1",
+						NULL }) < 0) {
+		unlink(token_file);
+		PQfinish(conn);
+		return;
+	}
+	CBT_EQ_LL(serve_post(&sv, path, token), 200);
+	cluster_read_only(1);
+	/* A read goes on; the session it used now says it takes no writes. */
+	CBT_EQ_LL(serve_get(&sv, "/api/v1/schedules/ro-pool"), 200);
+	CBT_EQ_LL(serve_post(&sv, "/api/v1/schedules/ro-pool/resume", token), 503);
+	new_sessions_writable(1);
+	CBT_EQ_LL(serve_post(&sv, "/api/v1/schedules/ro-pool/resume", token), 200);
+	new_sessions_writable(0);
+	cluster_read_only(0);
+	CBT_EQ_LL(server_stop(&sv), 0);
+	unlink(token_file);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule WHERE schedule_name = "
+				     "'ro-pool' AND NOT paused"),
+		  1);
 	PQfinish(conn);
 }
 
@@ -1098,6 +1192,8 @@ static const CU_TestInfo tests[] = {
 	{ "sessions left on a read-only server are replaced",
 	  test_sessions_left_on_a_read_only_server_are_replaced },
 	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
+	{ "serve keeps no session that takes no writes",
+	  test_serve_keeps_no_session_that_takes_no_writes },
 	{ "worker waits without spinning while no primary",
 	  test_worker_waits_without_spinning_while_no_primary },
 	{ "outage past the budget ends DATABASE_LOST with its steps",
