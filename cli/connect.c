@@ -27,24 +27,9 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
  * by default, its lease. */
 #define NO_PRIMARY_WAIT CB_DEFAULT_LEASE_SECONDS
 
-/* Does @p msg say that the server reached is no read-write primary just now
- * (a standby while the cluster switches over, one shutting down or starting
- * up), rather than that the connection string is wrong? */
-static int no_primary_now(const char *msg)
-{
-	static const char *const says[] = { "session is read-only",
-					    "server is in hot standby mode",
-					    "database system is shutting down",
-					    "database system is starting up",
-					    "database system is in recovery mode",
-					    "database system is not yet accepting connections",
-					    NULL };
-
-	for (size_t i = 0; says[i]; i++)
-		if (strstr(msg, says[i]))
-			return 1;
-	return 0;
-}
+/* How long the look at why a connection was refused may take (a host that
+ * does not answer at all is not waited for: that is a wrong address). */
+#define REFUSAL_PROBE_SECONDS 5.0
 
 /*
  * One try at a command's session: connect, refuse a pooler, check the
@@ -59,7 +44,8 @@ static int open_once(struct cli *c, PGconn **conn, int check, int *lost)
 
 	*lost = 0;
 	if (cb_cli_connect(conn, c->db, &c->err) < 0) {
-		*lost = no_primary_now(c->err.message);
+		/* Not for a conninfo that does not parse (no SQLSTATE). */
+		*lost = c->err.sqlstate[0] && cb__pg_refused_for_now(c->db, REFUSAL_PROBE_SECONDS);
 		return -1;
 	}
 	rc = cb__pg_session_exclusive(*conn, &c->err) < 0 ? -1 : 0;
@@ -72,7 +58,7 @@ static int open_once(struct cli *c, PGconn **conn, int check, int *lost)
 	if (rc != 0) {
 		/* The session ended under it (the server shutting down for a
 		 * switchover: 57P01), or the server became read-only. */
-		*lost = rc < 0 && (cb__pg_lost(&c->err, *conn) || no_primary_now(c->err.message));
+		*lost = rc < 0 && cb__pg_lost(&c->err, *conn);
 		PQfinish(*conn);
 		*conn = NULL;
 	}

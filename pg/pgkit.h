@@ -37,6 +37,17 @@ int cb__pg_connect(PGconn **out, const char *conninfo, cb_error *err);
 int cb__pg_connect_as(PGconn **out, const char *conninfo, const char *application_name,
 		      const char *options, cb_error *err);
 
+/*
+ * After a failed connection to @p conninfo (NULL: CBATCH_DB, else libpq's
+ * PG* variables): did a server refuse it for want of a read-write primary
+ * just now (a switchover or failover under way: shutting down, starting up,
+ * in recovery, or answering but read-only), rather than for a wrong address,
+ * name or password? Decided by a second connection attempt of at most
+ * @p seconds that reads SQLSTATEs and reported settings, never message
+ * words (a server's follow its lc_messages). @return 1 or 0.
+ */
+int cb__pg_refused_for_now(const char *conninfo, double seconds);
+
 /* ---- connections kept for the next run (pg/keep.c) ---- */
 
 /* From now on, this process keeps the connections released by

@@ -15,7 +15,8 @@
 # by the test itself; the packages' own services, if they start, are never used), groff-base
 # (unit.docs reads the manual page the build writes for warnings), dpkg-dev and systemd (the
 # Debian package: cpack's dpkg-shlibdeps, and package.deb's systemd-analyze verify of the
-# units; no systemd needs to run), and a
+# units; no systemd needs to run), locales (integration.dbrestart makes a German locale with
+# localedef for its server, whose refusals must be understood in any language), and a
 # PostgreSQL server (the tests run their own throwaway cluster; see scripts/pg-cluster.sh). Optional: clang and clang-format (used by some
 # checks: fuzzing, scripts/format-check.sh), and chromium, node and npm (the console's browser
 # test, browser.dashboard, which skips without them); failing to install them is only a warning.
@@ -33,7 +34,7 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config libpq-dev libjansson-dev libxxhash-dev libcunit1-dev
 	libmicrohttpd-dev libcurl4-openssl-dev faketime pgbouncer prometheus patroni etcd-server
-	haproxy curl groff-base dpkg-dev systemd)
+	haproxy curl groff-base dpkg-dev systemd locales)
 optional=(clang clang-format)
 
 log() { echo "install-deps: $*" >&2; }
@@ -60,7 +61,8 @@ server_package() {
 if ! command -v dpkg >/dev/null 2>&1; then
 	log "no dpkg: not a Debian-like system. Install by hand: a C compiler, cmake (>= 3.18),"
 	log "pkg-config, libpq, jansson, libxxhash, libmicrohttpd, libcurl and CUnit with their headers and .pc files,"
-	log "faketime, pgbouncer, Prometheus (promtool, prometheus), Patroni, etcd, HAProxy, curl, groff"
+	log "faketime, pgbouncer, Prometheus (promtool, prometheus), Patroni, etcd, HAProxy, curl, groff,"
+	log "localedef with the glibc locale sources (Debian: locales)"
 	log "and a PostgreSQL server (initdb, pg_ctl). Optional: clang."
 	missing=0
 	for t in cc cmake pkg-config faketime promtool prometheus patroni etcd haproxy curl groff; do

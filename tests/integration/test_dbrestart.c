@@ -70,12 +70,13 @@ static PGconn *reconnect(void)
 }
 
 /*
- * pg_ctl restart of the test cluster ($CBATCH_TEST_PGHOST/data), as its owner
- * postgres when we are root (see scripts/pg-cluster.sh). The server logs to
- * the cluster's log file, never to our stdout: ctest would wait for a pipe
- * that the new postmaster held open.
+ * pg_ctl @p action on the test cluster ($CBATCH_TEST_PGHOST/data), as its
+ * owner postgres when we are root (see scripts/pg-cluster.sh), with this
+ * process's environment (LOCPATH included). The server logs to the cluster's
+ * log file, never to our stdout: ctest would wait for a pipe that the new
+ * postmaster held open.
  */
-static int restart_cluster(void)
+static int pg_ctl(const char *action)
 {
 	static const char script[] =
 		"dir=$0; cd / || exit 1; "
@@ -84,10 +85,9 @@ static int restart_cluster(void)
 		"[ -x \"$bindir/pg_ctl\" ] || bindir=$(pg_config --bindir 2>/dev/null); "
 		"[ -x \"$bindir/pg_ctl\" ] || bindir=$(dirname \"$(command -v pg_ctl)\"); "
 		"if [ \"$(id -u)\" -eq 0 ]; then as=\"runuser -u postgres --\"; else as=; fi; "
-		"exec $as \"$bindir/pg_ctl\" -D \"$dir/data\" -l \"$dir/log\" restart -m fast -w "
-		"-t 60";
+		"exec $as \"$bindir/pg_ctl\" -D \"$dir/data\" -l \"$dir/log\" $1";
 	const char *host = getenv("CBATCH_TEST_PGHOST");
-	const char *argv[] = { "sh", "-c", script, host ? host : "", NULL };
+	const char *argv[] = { "sh", "-c", script, host ? host : "", action, NULL };
 	int rc;
 
 	if (!host || !*host) {
@@ -96,8 +96,13 @@ static int restart_cluster(void)
 	}
 	rc = cbt_run(argv, out, sizeof(out), errout, sizeof(errout));
 	if (rc != 0)
-		CBT_FAILF("pg_ctl restart failed (exit %d): %s %s", rc, out, errout);
+		CBT_FAILF("pg_ctl %s failed (exit %d): %s %s", action, rc, out, errout);
 	return rc;
+}
+
+static int restart_cluster(void)
+{
+	return pg_ctl("restart -m fast -w -t 60");
 }
 
 #define DB_ROWS      20000
@@ -689,6 +694,122 @@ static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 	PQfinish(conn);
 }
 
+/* lc_messages of the test cluster; NULL resets it. */
+static void cluster_messages(const char *locale)
+{
+	PGconn *a = reconnect();
+	char sql[160];
+
+	if (locale)
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM SET lc_messages = '%s'", locale);
+	else
+		snprintf(sql, sizeof(sql), "ALTER SYSTEM RESET lc_messages");
+	CBT_EQ_LL(cbt_exec(a, sql), 0);
+	cbt_exec(a, "SELECT pg_reload_conf()");
+	PQfinish(a);
+}
+
+/*
+ * A command started while the server refuses sessions for a switchover, the
+ * server speaking another language (lc_messages; a Korean shop's server says
+ * "데이터베이스 시스템이 중지 중입니다"): it waits for the primary as it does
+ * for an English-speaking one, and runs once the server is back. Before, the
+ * refusal was recognised by its English words: the command exited 6 at once,
+ * no execution, a scheduled instant lost. German stands in for any language:
+ * its locale is made here (localedef, Debian's locales) for the server alone
+ * (LOCPATH), and a smart shutdown held open by one session stands in for the
+ * switchover (new sessions refused, 57P03).
+ */
+static void test_a_refusal_in_another_language_is_waited_out(void)
+{
+	const char *host = getenv("CBATCH_TEST_PGHOST");
+	char locdir[PATH_MAX], locale[PATH_MAX + 32], log[PATH_MAX], *text = NULL;
+	PGconn *conn = cbt_connect(db), *hold, *probe;
+	int rc, waiting = 0;
+	pid_t pid = -1;
+
+	fresh_tick(conn);
+	PQfinish(conn);
+	snprintf(locdir, sizeof(locdir), "%s/locale", host ? host : ".");
+	snprintf(locale, sizeof(locale), "%s/de_DE.UTF-8", locdir);
+	{
+		const char *argv[] = { "localedef", "-i", "de_DE", "-f", "UTF-8", locale, NULL };
+
+		mkdir(locdir, 0755);
+		if (access(locale, R_OK) != 0 &&
+		    cbt_run(argv, out, sizeof(out), errout, sizeof(errout)) != 0) {
+			CBT_FAILF("localedef de_DE.UTF-8 failed (Debian's locales package): %s",
+				  errout);
+			return;
+		}
+	}
+	/* The server finds the locale (its environment is ours at a restart). */
+	setenv("LOCPATH", locdir, 1);
+	if (restart_cluster() != 0)
+		goto out;
+	cluster_messages("de_DE.UTF-8");
+	hold = reconnect();
+	if (pg_ctl("stop -m smart -W") != 0) {
+		PQfinish(hold);
+		goto back;
+	}
+	/* New sessions refused, in German (else this proves nothing). */
+	for (double until = cbt_now() + 30;; cbt_sleep_ms(20)) {
+		probe = PQconnectdb(db);
+		rc = PQstatus(probe) == CONNECTION_OK;
+		if (!rc) {
+			printf("\n    refused: %s", PQerrorMessage(probe));
+			if (strstr(PQerrorMessage(probe), "shutting down"))
+				CBT_FAILF("the server's refusal is in English: are the server's "
+					  "translations (postgres-15.mo) installed?");
+		}
+		PQfinish(probe);
+		if (!rc || cbt_now() > until)
+			break;
+	}
+	snprintf(log, sizeof(log), "%s/dbrestart-localized.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick",
+				       "at=localized",     NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	/* It waits (its warning), rather than exiting. */
+	for (double until = cbt_now() + 60; !waiting && cbt_now() < until; cbt_sleep_ms(50)) {
+		free(text);
+		text = cbt_slurp(log, NULL);
+		waiting = text && strstr(text, "waiting up to");
+		if (!waiting && waitpid(pid, &rc, WNOHANG) == pid) {
+			pid = -1;
+			break;
+		}
+	}
+	CBT_EQ_LL(waiting, 1);
+	PQfinish(hold);
+	/* The switchover's end: the server up again. */
+	restart_cluster();
+	if (pid > 0) {
+		rc = cbt_wait_timeout(pid, 90000);
+		free(text);
+		text = cbt_slurp(log, NULL);
+		printf("\n    localized refusal: exit %d: %s\n", rc, text ? text : "");
+		CBT_EQ_LL(rc, 0);
+	} else {
+		printf("\n    localized refusal: it exited: %s\n", text ? text : "");
+	}
+back:
+	cluster_messages(NULL);
+out:
+	unsetenv("LOCPATH");
+	free(text);
+	conn = reconnect();
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  waiting ? 1 : 0);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), waiting ? 1 : 0);
+	PQfinish(conn);
+}
+
 /* A POST to serve (the admin token, our origin). @return the status. */
 static long serve_post(const struct server *sv, const char *path, const char *token)
 {
@@ -1192,6 +1313,8 @@ static const CU_TestInfo tests[] = {
 	{ "sessions left on a read-only server are replaced",
 	  test_sessions_left_on_a_read_only_server_are_replaced },
 	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
+	{ "a refusal in another language is waited out",
+	  test_a_refusal_in_another_language_is_waited_out },
 	{ "serve keeps no session that takes no writes",
 	  test_serve_keeps_no_session_that_takes_no_writes },
 	{ "worker waits without spinning while no primary",
