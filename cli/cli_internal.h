@@ -19,12 +19,13 @@
 /* One invocation: the program's registry, global options, the command's words. */
 struct cli {
 	cb_registry *reg;
-	const char *prog; /* basename of argv[0], for usage lines */
-	const char *db;   /* --db (a private copy: argv's is scrubbed), or NULL */
-	int json;         /* --json */
-	int utc;          /* --utc */
-	int argc;         /* the command's arguments, global options removed */
-	char **argv;      /* argv[0] is the command name; NULL-terminated */
+	const char *prog;    /* basename of argv[0], for usage lines */
+	const char *db;      /* --db (a private copy: argv's is scrubbed), or NULL */
+	int json;            /* --json */
+	int utc;             /* --utc */
+	int argc;            /* the command's arguments, global options removed */
+	char **argv;         /* argv[0] is the command name; NULL-terminated */
+	double primary_wait; /* how long cb__cli_open_db waits for a primary (< 0: the default) */
 	cb_error err;
 };
 

@@ -196,6 +196,9 @@ int cb__cli_cmd_run(struct cli *c)
 		rc = cb__cli_fail(c, CB_EXIT_USAGE);
 		goto done;
 	}
+	/* Started during a switchover, it waits for a primary as long as it
+	 * would ride through one later. */
+	c->primary_wait = cb__outage_budget(params, lease);
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		goto done;
 	rc = execute(c, conn, job, params, values[0] != NULL, 0, lease);
@@ -220,6 +223,8 @@ int cb__cli_cmd_restart(struct cli *c)
 	if ((rc = cb__cli_one_id_with(c, &id, flags, values)) != 0 ||
 	    (rc = parse_lease(c, values[0], &lease)) != 0)
 		return rc;
+	/* Its parameters (outage.budget among them) are in the repository. */
+	c->primary_wait = cb__outage_budget(NULL, lease);
 	if ((rc = cb__cli_open_db(c, &conn, 1)) != 0)
 		return rc;
 	if ((rc = cb_repo_execution_job_name(name, sizeof(name), conn, id, &c->err)) < 0) {

@@ -23,8 +23,8 @@ int cb_cli_connect(PGconn **out, const char *conninfo, cb_error *err)
  * schema and CBATCH_TZ when @p check. @return 0, or the exit code of a
  * reported error. */
 /* How long a command started while the database has no read-write primary
- * (a switchover or failover under way) waits for one: a run's outage budget
- * by default, its lease. */
+ * (a switchover or failover under way) waits for one, unless it says
+ * (c->primary_wait: a run's outage budget): the default lease. */
 #define NO_PRIMARY_WAIT CB_DEFAULT_LEASE_SECONDS
 
 /* How long the look at why a connection was refused may take (a host that
@@ -67,7 +67,8 @@ static int open_once(struct cli *c, PGconn **conn, int check, int *lost)
 
 int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 {
-	double until = cb__clock_mono() + NO_PRIMARY_WAIT, pause = 0.2;
+	double wait = c->primary_wait >= 0 ? c->primary_wait : NO_PRIMARY_WAIT;
+	double until = cb__clock_mono() + wait, pause = 0.2;
 	int lost, rc;
 
 	/* A command started during a switchover (a scheduler's firing among
@@ -86,7 +87,7 @@ int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 			cb__log(c->prog, CB__LOG_WARN, CB__EV_REPOSITORY_LOST,
 				CB__LOG_WITH(.code = "CB_EDB"),
 				"no read-write primary just now (%.300s); waiting up to %.0f s for one",
-				c->err.message, NO_PRIMARY_WAIT);
+				c->err.message, wait);
 		cb__clock_sleep(pause);
 		pause = pause * 2 > 2 ? 2 : pause * 2;
 		cb_error_clear(&c->err);

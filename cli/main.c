@@ -131,6 +131,7 @@ int cb_cli_main(cb_registry *reg, int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	cb_error_clear(&c.err);
+	c.primary_wait = -1;
 	c.reg = reg;
 	c.prog = base_name(argc > 0 ? argv[0] : NULL);
 	if (argc < 1)

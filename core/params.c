@@ -8,6 +8,7 @@
  * (uselocale), so a program that set a locale with a decimal comma still gets
  * the same job key.
  */
+#include "cbatch/lock.h"
 #include "cbatch/params.h"
 #include "cbatch/partition.h"
 #include "reserved.h"
@@ -825,6 +826,16 @@ int cb__reserved_check(const cb_params *p, cb_error *err)
 		if ((rc = reserved_entry(&p->v[i], err)) < 0)
 			return rc;
 	return 0;
+}
+
+double cb__outage_budget(const cb_params *p, double lease_seconds)
+{
+	long long n = -1;
+	cb_error ignored = CB_ERROR_INIT;
+
+	if (p && cb__reserved_long(&n, p, "outage.budget", -1, &ignored) == 0 && n >= 0)
+		return (double)n;
+	return lease_seconds > 0 ? lease_seconds : CB_DEFAULT_LEASE_SECONDS;
 }
 
 int cb__reserved_long(long long *out, const cb_params *p, const char *name, long long dflt,

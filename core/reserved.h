@@ -36,4 +36,12 @@ int cb__reserved_check(const cb_params *p, cb_error *err);
 int cb__reserved_long(long long *out, const cb_params *p, const char *name, long long dflt,
 		      cb_error *err);
 
+/*
+ * How long a run of @p p with lease @p lease_seconds (<= 0: the default)
+ * waits out a lost database: outage.budget when given (0: not at all), else
+ * its lease. The run's reconnects and a command started during a
+ * switchover use the same figure.
+ */
+double cb__outage_budget(const cb_params *p, double lease_seconds);
+
 #endif

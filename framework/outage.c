@@ -25,13 +25,7 @@
 
 double cb__run_outage_budget(const cb__run *run)
 {
-	long long n = -1;
-	cb_error ignored = CB_ERROR_INIT;
-
-	if (run->params && cb__reserved_long(&n, run->params, "outage.budget", -1, &ignored) == 0 &&
-	    n >= 0)
-		return (double)n;
-	return run->lease_seconds > 0 ? run->lease_seconds : CB_DEFAULT_LEASE_SECONDS;
+	return cb__outage_budget(run->params, run->lease_seconds);
 }
 
 /* Sleep @p seconds, cut short by a stop request (signal or a leaving worker). */

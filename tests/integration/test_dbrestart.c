@@ -699,6 +699,40 @@ static void test_sessions_left_on_a_read_only_server_are_replaced(void)
 	PQfinish(conn);
 }
 
+/*
+ * New sessions refused (57P03) until accept_sessions_again: a smart
+ * shutdown, held open by the session returned, stands in for a switchover.
+ * The refusal's message goes into @p msg. @return the session, or NULL (a
+ * failure recorded).
+ */
+static PGconn *refuse_new_sessions(char *msg, size_t size)
+{
+	PGconn *hold = reconnect(), *probe;
+	int refused = 0;
+
+	if (pg_ctl("stop -m smart -W") != 0) {
+		PQfinish(hold);
+		return NULL;
+	}
+	for (double until = cbt_now() + 30; !refused && cbt_now() < until; cbt_sleep_ms(20)) {
+		probe = PQconnectdb(db);
+		if ((refused = PQstatus(probe) != CONNECTION_OK))
+			snprintf(msg, size, "%s", PQerrorMessage(probe));
+		PQfinish(probe);
+	}
+	printf("\n    refused: %s", refused ? msg : "(still accepted after 30 s)");
+	if (!refused)
+		CBT_FAILF("new sessions were still accepted 30 s into a smart shutdown");
+	return hold;
+}
+
+/* The switchover's end: the holding session gone, the server up again. */
+static void accept_sessions_again(PGconn *hold)
+{
+	PQfinish(hold);
+	restart_cluster();
+}
+
 /* lc_messages of the test cluster; NULL resets it. */
 static void cluster_messages(const char *locale)
 {
@@ -729,7 +763,8 @@ static void test_a_refusal_in_another_language_is_waited_out(void)
 {
 	const char *host = getenv("CBATCH_TEST_PGHOST");
 	char locdir[PATH_MAX], locale[PATH_MAX + 32], log[PATH_MAX], *text = NULL;
-	PGconn *conn = cbt_connect(db), *hold, *probe;
+	char refusal[1024];
+	PGconn *conn = cbt_connect(db), *hold;
 	int rc, waiting = 0;
 	pid_t pid = -1;
 
@@ -753,25 +788,12 @@ static void test_a_refusal_in_another_language_is_waited_out(void)
 	if (restart_cluster() != 0)
 		goto out;
 	cluster_messages("de_DE.UTF-8");
-	hold = reconnect();
-	if (pg_ctl("stop -m smart -W") != 0) {
-		PQfinish(hold);
+	if (!(hold = refuse_new_sessions(refusal, sizeof(refusal))))
 		goto back;
-	}
-	/* New sessions refused, in German (else this proves nothing). */
-	for (double until = cbt_now() + 30;; cbt_sleep_ms(20)) {
-		probe = PQconnectdb(db);
-		rc = PQstatus(probe) == CONNECTION_OK;
-		if (!rc) {
-			printf("\n    refused: %s", PQerrorMessage(probe));
-			if (strstr(PQerrorMessage(probe), "shutting down"))
-				CBT_FAILF("the server's refusal is in English: are the server's "
-					  "translations (postgres-15.mo) installed?");
-		}
-		PQfinish(probe);
-		if (!rc || cbt_now() > until)
-			break;
-	}
+	/* In German (else this proves nothing). */
+	if (strstr(refusal, "shutting down"))
+		CBT_FAILF("the server's refusal is in English: are the server's translations "
+			  "(postgres-15.mo) installed?");
 	snprintf(log, sizeof(log), "%s/dbrestart-localized.log", cbt_tmpdir());
 	{
 		const char *argv[] = { cbt_examples_bin(), "--db", db, "run", "tick",
@@ -790,9 +812,7 @@ static void test_a_refusal_in_another_language_is_waited_out(void)
 		}
 	}
 	CBT_EQ_LL(waiting, 1);
-	PQfinish(hold);
-	/* The switchover's end: the server up again. */
-	restart_cluster();
+	accept_sessions_again(hold);
 	if (pid > 0) {
 		rc = cbt_wait_timeout(pid, 90000);
 		free(text);
@@ -811,6 +831,46 @@ out:
 				     "'COMPLETED'"),
 		  waiting ? 1 : 0);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), waiting ? 1 : 0);
+	PQfinish(conn);
+}
+
+/*
+ * A run started while no primary takes sessions waits for one as long as its
+ * outage budget says (outage.budget, else its lease), the figure it would
+ * ride through an outage with once started: here 2 s, so it gives up
+ * (exit 6, nothing recorded) long before the default 60 s. Before, it
+ * waited 60 s whatever the budget.
+ */
+static void test_a_run_waits_for_a_primary_as_long_as_its_outage_budget(void)
+{
+	char refusal[1024], log[PATH_MAX], *text;
+	PGconn *conn = cbt_connect(db), *hold;
+	double t0;
+	int rc;
+
+	fresh_tick(conn);
+	PQfinish(conn);
+	if (!(hold = refuse_new_sessions(refusal, sizeof(refusal))))
+		return;
+	snprintf(log, sizeof(log), "%s/dbrestart-budget-wait.log", cbt_tmpdir());
+	t0 = cbt_now();
+	{
+		const char *argv[] = { cbt_examples_bin(),      "--db", db, "run", "tick",
+				       "-outage.budget:long=2", NULL };
+
+		rc = cbt_wait_timeout(cbt_spawn(argv, log), 120000);
+	}
+	t0 = cbt_now() - t0;
+	accept_sessions_again(hold);
+	text = cbt_slurp(log, NULL);
+	printf("\n    budget 2 s: exit %d after %.1f s: %s\n", rc, t0, text ? text : "");
+	CBT_EQ_LL(rc, 6);
+	CBT_CONTAINS(text ? text : "", "waiting up to 2 s");
+	/* 2 s of waiting, a connect attempt or two and a loaded machine. */
+	CU_ASSERT(t0 < 40);
+	free(text);
+	conn = reconnect();
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 0);
 	PQfinish(conn);
 }
 
@@ -1317,6 +1377,8 @@ static const CU_TestInfo tests[] = {
 	{ "sessions left on a read-only server are replaced",
 	  test_sessions_left_on_a_read_only_server_are_replaced },
 	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
+	{ "a run waits for a primary as long as its outage budget",
+	  test_a_run_waits_for_a_primary_as_long_as_its_outage_budget },
 	{ "a refusal in another language is waited out",
 	  test_a_refusal_in_another_language_is_waited_out },
 	{ "serve keeps no session that takes no writes",
