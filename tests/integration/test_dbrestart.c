@@ -7,13 +7,19 @@
  * own, so that tests beside it go on, and its cases one at a time
  * (tests/CMakeLists.txt, CB_TEST_PGDIR_RESTART and cb_paced_cases).
  */
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -555,6 +561,205 @@ static void fresh_tick(PGconn *conn)
 		       "CREATE SCHEMA public; DROP SCHEMA IF EXISTS testhook CASCADE;");
 	CBT_EQ_LL(ex("schema", "init", NULL), 0);
 	CBT_EQ_LL(ex("example-setup", "tick", "--reset", NULL), 0);
+}
+
+/*
+ * A proxy on a Unix socket of its own in front of the test cluster's, so
+ * that a test can lose a server's answer after the server sent it: with
+ * hold set it stops reading what servers send; cut closes every connection
+ * it carries, the held answers with them, and forwarding starts again for the
+ * connections that come next.
+ */
+struct proxy {
+	char dir[64];
+	int listen_fd;
+	atomic_int hold, cut, quit;
+	atomic_int holding; /* the thread's answer: it reads from no server now */
+	pthread_t thread;
+};
+
+#define PROXY_MAX 16
+
+static void *proxy_main(void *arg)
+{
+	struct proxy *px = arg;
+	int cl[PROXY_MAX], sv[PROXY_MAX], n = 0;
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	char buf[8192];
+
+	/* Checked to fit by proxy_start. */
+	if (snprintf(to.sun_path, sizeof(to.sun_path), "%s/.s.PGSQL.5432",
+		     getenv("CBATCH_TEST_PGHOST")) >= (int)sizeof(to.sun_path))
+		return NULL;
+	while (!atomic_load(&px->quit)) {
+		struct pollfd p[1 + 2 * PROXY_MAX];
+		int np = 1;
+
+		if (atomic_exchange(&px->cut, 0)) {
+			for (int i = 0; i < n; i++) {
+				close(cl[i]);
+				close(sv[i]);
+			}
+			n = 0;
+			atomic_store(&px->hold, 0);
+		}
+		int hold = atomic_load(&px->hold);
+
+		p[0] = (struct pollfd){ .fd = px->listen_fd, .events = POLLIN };
+		for (int i = 0; i < n; i++) {
+			p[np++] = (struct pollfd){ .fd = cl[i], .events = POLLIN };
+			p[np++] = (struct pollfd){ .fd = hold ? -1 : sv[i], .events = POLLIN };
+		}
+		atomic_store(&px->holding, hold);
+		if (poll(p, (nfds_t)np, 20) <= 0)
+			continue;
+		if ((p[0].revents & POLLIN) && n < PROXY_MAX) {
+			int c = accept(px->listen_fd, NULL, NULL);
+			int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+			if (c >= 0 && s >= 0 &&
+			    connect(s, (struct sockaddr *)&to, sizeof(to)) == 0) {
+				cl[n] = c;
+				sv[n++] = s;
+			} else {
+				if (c >= 0)
+					close(c);
+				if (s >= 0)
+					close(s);
+			}
+			continue; /* the pairs moved: poll again */
+		}
+		for (int i = n - 1; i >= 0; i--) {
+			int gone = 0;
+
+			for (int d = 0; d < 2 && !gone; d++) {
+				short ev = p[1 + 2 * i + d].revents;
+				int from = d ? sv[i] : cl[i], into = d ? cl[i] : sv[i];
+				ssize_t got;
+
+				if (!(ev & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				got = read(from, buf, sizeof(buf));
+				gone = got <= 0 || write(into, buf, (size_t)got) != got;
+			}
+			if (gone) {
+				close(cl[i]);
+				close(sv[i]);
+				cl[i] = cl[n - 1];
+				sv[i] = sv[--n];
+			}
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		close(cl[i]);
+		close(sv[i]);
+	}
+	return NULL;
+}
+
+/* Start @p px; its conninfo (the test database through it) into @p conninfo.
+ * @return 0 or -1 (a failure recorded). */
+static int proxy_start(struct proxy *px, char *conninfo, size_t size)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	memset(px, 0, sizeof(*px));
+	snprintf(px->dir, sizeof(px->dir), "/tmp/cbproxy-XXXXXX");
+	if (!mkdtemp(px->dir)) {
+		CBT_FAILF("mkdtemp: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/.s.PGSQL.5432", px->dir);
+	px->listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (px->listen_fd < 0 || bind(px->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    listen(px->listen_fd, 16) != 0 ||
+	    pthread_create(&px->thread, NULL, proxy_main, px) != 0) {
+		CBT_FAILF("proxy on %s: %s", a.sun_path, strerror(errno));
+		return -1;
+	}
+	/* The later host wins over the one db names. */
+	if (snprintf(conninfo, size, "%s host=%s", db, px->dir) >= (int)size) {
+		CBT_FAILF("the proxy's conninfo is too long");
+		return -1;
+	}
+	return 0;
+}
+
+static void proxy_stop(struct proxy *px)
+{
+	char path[PATH_MAX];
+
+	atomic_store(&px->quit, 1);
+	pthread_join(px->thread, NULL);
+	close(px->listen_fd);
+	snprintf(path, sizeof(path), "%s/.s.PGSQL.5432", px->dir);
+	unlink(path);
+	rmdir(px->dir);
+}
+
+/*
+ * The launch's COMMIT goes through and its answer is lost (a switchover
+ * that cut the connection just then): on the session reached again, the
+ * run finds the execution that session created (the lock's server process)
+ * and goes on with it: one execution, COMPLETED, the tick once. A deferred
+ * trigger holds the COMMIT until the proxy holds the answers; then the
+ * COMMIT ends, and the proxy cuts the connection with its answer.
+ */
+static void test_a_launch_committed_with_its_answer_lost_is_adopted(void)
+{
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db);
+	char via[CBT_CONNINFO_MAX + 64], log[PATH_MAX], *text;
+	struct proxy px;
+	pid_t pid;
+	int rc;
+
+	fresh_tick(conn);
+	CBT_EQ_LL(cbt_exec(conn, "CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() "
+				 "RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM "
+				 "pg_advisory_xact_lock_shared(4242); RETURN NULL; END $$; "
+				 "CREATE CONSTRAINT TRIGGER testhook_hold AFTER INSERT ON "
+				 "batch_job_execution DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+				 "EXECUTE FUNCTION testhook.hold()"),
+		  0);
+	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
+	if (proxy_start(&px, via, sizeof(via)) < 0) {
+		PQfinish(holder);
+		PQfinish(conn);
+		return;
+	}
+	snprintf(log, sizeof(log), "%s/dbrestart-launch-answer-lost.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", via, "run", "tick",
+				       "at=answer-lost",   NULL };
+
+		pid = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	/* The COMMIT waits in the deferred trigger; its answer will be held. */
+	CU_ASSERT_FATAL(wait_blocked_on(conn, "COMMIT"));
+	atomic_store(&px.hold, 1);
+	while (!atomic_load(&px.holding))
+		cbt_sleep_ms(5);
+	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+	if (!cbt_wait_until(conn, 30000,
+			    "SELECT count(*) FROM batch_job_execution WHERE status = 'STARTING'"))
+		CBT_FAILF("the launch did not commit within 30 s");
+	atomic_store(&px.cut, 1);
+	rc = cbt_wait_timeout(pid, 90000);
+	proxy_stop(&px);
+	PQfinish(holder);
+	text = cbt_slurp(log, NULL);
+	printf("\n    launch answer lost: exit %d: %s\n", rc, text ? text : "");
+	CBT_EQ_LL(rc, 0);
+	CBT_CONTAINS(text ? text : "", "lost while taking its lock and creating its execution");
+	free(text);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
+				     "'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM tick_log"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_lock WHERE NOT released"), 0);
+	PQfinish(conn);
 }
 
 /*
@@ -1377,6 +1582,8 @@ static const CU_TestInfo tests[] = {
 	{ "sessions left on a read-only server are replaced",
 	  test_sessions_left_on_a_read_only_server_are_replaced },
 	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
+	{ "a launch committed with its answer lost is adopted",
+	  test_a_launch_committed_with_its_answer_lost_is_adopted },
 	{ "a run waits for a primary as long as its outage budget",
 	  test_a_run_waits_for_a_primary_as_long_as_its_outage_budget },
 	{ "a refusal in another language is waited out",
