@@ -1079,6 +1079,89 @@ static void test_a_run_waits_for_a_primary_as_long_as_its_outage_budget(void)
 	PQfinish(conn);
 }
 
+/*
+ * A scheduler's confirmation of its claim (batch_schedule_launch) goes
+ * through and its answer is lost with the node's session (a switchover):
+ * asked again on a new session for the same child, the database says it is
+ * already launched, and the child runs: the firing ends FINISHED with its
+ * execution COMPLETED, one FIRED event and no FAILED_TO_LAUNCH. A deferred
+ * trigger holds the first confirmation's commit until the proxy holds the
+ * answers, as in the launch case above.
+ */
+static void test_a_firing_confirmed_with_its_answer_lost_is_launched_once(void)
+{
+	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db);
+	char via[CBT_CONNINFO_MAX + 64], log[PATH_MAX];
+	struct proxy px;
+	pid_t node;
+
+	fresh_tick(conn);
+	CBT_EQ_LL(ex("schedule", "add", "confirm", "--cron", "* * * * * *", "--job", "tick",
+		     "at={schedule}@{fire_utc}", "--overlap", "skip", NULL),
+		  0);
+	CBT_EQ_LL(cbt_exec(conn,
+			   "CREATE SCHEMA testhook; CREATE TABLE testhook.held (firing_id "
+			   "bigint); CREATE FUNCTION testhook.hold() RETURNS trigger LANGUAGE "
+			   "plpgsql AS $$ BEGIN IF NOT EXISTS (SELECT 1 FROM testhook.held) "
+			   "THEN INSERT INTO testhook.held VALUES (NEW.firing_id); PERFORM "
+			   "pg_advisory_xact_lock_shared(4242); END IF; RETURN NULL; END $$; "
+			   "CREATE CONSTRAINT TRIGGER testhook_hold AFTER UPDATE ON "
+			   "batch_schedule_firing DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+			   "WHEN (OLD.status = 'CLAIMED' AND NEW.status = 'LAUNCHED') "
+			   "EXECUTE FUNCTION testhook.hold()"),
+		  0);
+	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
+	if (proxy_start(&px, via, sizeof(via)) < 0) {
+		PQfinish(holder);
+		PQfinish(conn);
+		return;
+	}
+	snprintf(log, sizeof(log), "%s/dbrestart-confirm-answer-lost.log", cbt_tmpdir());
+	{
+		const char *argv[] = { cbt_examples_bin(), "--db", via, "scheduler",
+				       "--lease",          "30",   NULL };
+
+		node = cbt_spawn(argv, log);
+	}
+	CU_ASSERT_FATAL(node > 0);
+	CU_ASSERT_FATAL(wait_blocked_on(conn, "batch_schedule_launch"));
+	atomic_store(&px.hold, 1);
+	while (!atomic_load(&px.holding))
+		cbt_sleep_ms(5);
+	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+	PQfinish(holder);
+	if (!cbt_wait_until(conn, 30000, "SELECT count(*) FROM testhook.held"))
+		CBT_FAILF("the confirmation did not commit within 30 s");
+	atomic_store(&px.cut, 1);
+	if (!cbt_wait_until(conn, 90000,
+			    "SELECT count(*) FROM batch_schedule_firing f JOIN testhook.held h "
+			    "USING (firing_id) WHERE f.status = 'FINISHED'"))
+		CBT_FAILF("the confirmed firing did not finish within 90 s");
+	kill(node, SIGTERM);
+	cbt_wait_timeout(node, 60000);
+	proxy_stop(&px);
+	if (CU_get_number_of_failures() > 0) {
+		char *text = cbt_slurp(log, NULL);
+
+		printf("\n    scheduler: %s\n", text ? text : "");
+		free(text);
+	}
+	CBT_EQ_LL(cbt_query_ll(conn,
+			       "SELECT count(*) FROM batch_schedule_firing f JOIN "
+			       "testhook.held h USING (firing_id) JOIN batch_job_execution e "
+			       "ON e.job_execution_id = f.job_execution_id WHERE f.exit_code = 0 "
+			       "AND e.status = 'COMPLETED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event e JOIN "
+				     "testhook.held h USING (firing_id) WHERE e.outcome = 'FIRED'"),
+		  1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_schedule_event e JOIN "
+				     "testhook.held h USING (firing_id) WHERE e.outcome = "
+				     "'FAILED_TO_LAUNCH'"),
+		  0);
+	PQfinish(conn);
+}
+
 /* A POST to serve (the admin token, our origin). @return the status. */
 static long serve_post(const struct server *sv, const char *path, const char *token)
 {
@@ -1584,6 +1667,8 @@ static const CU_TestInfo tests[] = {
 	{ "a refused pooler probe is waited out", test_a_refused_pooler_probe_is_waited_out },
 	{ "a launch committed with its answer lost is adopted",
 	  test_a_launch_committed_with_its_answer_lost_is_adopted },
+	{ "a firing confirmed with its answer lost is launched once",
+	  test_a_firing_confirmed_with_its_answer_lost_is_launched_once },
 	{ "a run waits for a primary as long as its outage budget",
 	  test_a_run_waits_for_a_primary_as_long_as_its_outage_budget },
 	{ "a refusal in another language is waited out",
