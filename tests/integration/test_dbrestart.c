@@ -697,6 +697,37 @@ static void proxy_stop(struct proxy *px)
 	rmdir(px->dir);
 }
 
+/* Take advisory lock 4242 on @p holder (the deferred trigger waits on it)
+ * and start @p px (its conninfo into @p via). @return 0 or -1. */
+static int proxy_holding_4242(struct proxy *px, PGconn *holder, char *via, size_t size)
+{
+	if (cbt_exec(holder, "SELECT pg_advisory_lock(4242)") != 0) {
+		CBT_FAILF("advisory lock 4242: %s", PQerrorMessage(holder));
+		return -1;
+	}
+	return proxy_start(px, via, size);
+}
+
+/*
+ * Lose the answer of @p statement, whose commit a deferred trigger holds on
+ * advisory lock 4242 (held by @p holder): once it waits there, the proxy
+ * holds the servers' answers, the lock is let go, and when @p committed
+ * (a count) says the commit went through the proxy cuts the connection
+ * with its answer.
+ */
+static void lose_the_answer(struct proxy *px, PGconn *conn, PGconn *holder, const char *statement,
+			    const char *committed)
+{
+	CU_ASSERT_FATAL(wait_blocked_on(conn, statement));
+	atomic_store(&px->hold, 1);
+	while (!atomic_load(&px->holding))
+		cbt_sleep_ms(5);
+	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+	if (!cbt_wait_until(conn, 30000, committed))
+		CBT_FAILF("%s did not commit within 30 s", statement);
+	atomic_store(&px->cut, 1);
+}
+
 /*
  * The launch's COMMIT goes through and its answer is lost (a switchover
  * that cut the connection just then): on the session reached again, the
@@ -721,8 +752,7 @@ static void test_a_launch_committed_with_its_answer_lost_is_adopted(void)
 				 "batch_job_execution DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
 				 "EXECUTE FUNCTION testhook.hold()"),
 		  0);
-	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
-	if (proxy_start(&px, via, sizeof(via)) < 0) {
+	if (proxy_holding_4242(&px, holder, via, sizeof(via)) < 0) {
 		PQfinish(holder);
 		PQfinish(conn);
 		return;
@@ -736,15 +766,8 @@ static void test_a_launch_committed_with_its_answer_lost_is_adopted(void)
 	}
 	CU_ASSERT_FATAL(pid > 0);
 	/* The COMMIT waits in the deferred trigger; its answer will be held. */
-	CU_ASSERT_FATAL(wait_blocked_on(conn, "COMMIT"));
-	atomic_store(&px.hold, 1);
-	while (!atomic_load(&px.holding))
-		cbt_sleep_ms(5);
-	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
-	if (!cbt_wait_until(conn, 30000,
-			    "SELECT count(*) FROM batch_job_execution WHERE status = 'STARTING'"))
-		CBT_FAILF("the launch did not commit within 30 s");
-	atomic_store(&px.cut, 1);
+	lose_the_answer(&px, conn, holder, "COMMIT",
+			"SELECT count(*) FROM batch_job_execution WHERE status = 'STARTING'");
 	rc = cbt_wait_timeout(pid, 90000);
 	proxy_stop(&px);
 	PQfinish(holder);
@@ -1110,8 +1133,7 @@ static void test_a_firing_confirmed_with_its_answer_lost_is_launched_once(void)
 			   "WHEN (OLD.status = 'CLAIMED' AND NEW.status = 'LAUNCHED') "
 			   "EXECUTE FUNCTION testhook.hold()"),
 		  0);
-	CBT_EQ_LL(cbt_exec(holder, "SELECT pg_advisory_lock(4242)"), 0);
-	if (proxy_start(&px, via, sizeof(via)) < 0) {
+	if (proxy_holding_4242(&px, holder, via, sizeof(via)) < 0) {
 		PQfinish(holder);
 		PQfinish(conn);
 		return;
@@ -1124,15 +1146,9 @@ static void test_a_firing_confirmed_with_its_answer_lost_is_launched_once(void)
 		node = cbt_spawn(argv, log);
 	}
 	CU_ASSERT_FATAL(node > 0);
-	CU_ASSERT_FATAL(wait_blocked_on(conn, "batch_schedule_launch"));
-	atomic_store(&px.hold, 1);
-	while (!atomic_load(&px.holding))
-		cbt_sleep_ms(5);
-	cbt_exec(holder, "SELECT pg_advisory_unlock_all()");
+	lose_the_answer(&px, conn, holder, "batch_schedule_launch",
+			"SELECT count(*) FROM testhook.held");
 	PQfinish(holder);
-	if (!cbt_wait_until(conn, 30000, "SELECT count(*) FROM testhook.held"))
-		CBT_FAILF("the confirmation did not commit within 30 s");
-	atomic_store(&px.cut, 1);
 	if (!cbt_wait_until(conn, 90000,
 			    "SELECT count(*) FROM batch_schedule_firing f JOIN testhook.held h "
 			    "USING (firing_id) WHERE f.status = 'FINISHED'"))
