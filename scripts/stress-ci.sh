@@ -19,7 +19,7 @@
 # 2 on bad usage or when stress-ng is missing and cannot be installed.
 # Only committed work is tested: the clone is of HEAD (the script says so when
 # the tree has changes). stress-ng is stopped on every exit, Ctrl-C included.
-# A full `.ci/run` takes about 27 minutes on two busy cores: N=5 is ~2 h 15 min.
+# A full `.ci/run` takes 26-33 minutes on two busy cores: N=5 is 2 h 15 min to 2 h 45 min.
 # Debian's stress-ng package is installed with apt-get when run as root (as
 # scripts/install-deps.sh does for the rest); otherwise the command is printed.
 set -euo pipefail
