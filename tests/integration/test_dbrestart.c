@@ -532,13 +532,12 @@ static void test_worker_waits_without_spinning_while_no_primary(void)
  * on a lock in a statement that mentions @p what. */
 static int wait_blocked_on(PGconn *conn, const char *what)
 {
-	char sql[600];
-
-	snprintf(sql, sizeof(sql),
-		 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-		 "pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%%%s%%'",
-		 what);
-	return cbt_wait_until(conn, 30000, sql);
+	return cbt_wait_untilp(
+		conn, 30000,
+		"SELECT count(*) FROM pg_stat_activity WHERE datname = "
+		"current_database() AND pid <> pg_backend_pid() AND wait_event_type = "
+		"'Lock' AND strpos(query, $1) > 0",
+		"s", what);
 }
 
 /* End the sessions waiting on a lock (as a switchover ends them), and wait
@@ -961,17 +960,14 @@ static void accept_sessions_again(PGconn *hold)
 	restart_cluster();
 }
 
-/* lc_messages of the test cluster; NULL resets it. */
-static void cluster_messages(const char *locale)
+/* lc_messages of the test cluster: German, or the default again. */
+static void cluster_messages_german(int on)
 {
 	PGconn *a = reconnect();
-	char sql[160];
 
-	if (locale)
-		snprintf(sql, sizeof(sql), "ALTER SYSTEM SET lc_messages = '%s'", locale);
-	else
-		snprintf(sql, sizeof(sql), "ALTER SYSTEM RESET lc_messages");
-	CBT_EQ_LL(cbt_exec(a, sql), 0);
+	CBT_EQ_LL(cbt_exec(a, on ? "ALTER SYSTEM SET lc_messages = 'de_DE.UTF-8'" :
+				   "ALTER SYSTEM RESET lc_messages"),
+		  0);
 	cbt_exec(a, "SELECT pg_reload_conf()");
 	PQfinish(a);
 }
@@ -1015,7 +1011,7 @@ static void test_a_refusal_in_another_language_is_waited_out(void)
 	snprintf(server_locpath, sizeof(server_locpath), "%s", locdir);
 	if (restart_cluster() != 0)
 		goto out;
-	cluster_messages("de_DE.UTF-8");
+	cluster_messages_german(1);
 	if (!(hold = refuse_new_sessions(refusal, sizeof(refusal))))
 		goto back;
 	/* In German (else this proves nothing). */
@@ -1051,7 +1047,7 @@ static void test_a_refusal_in_another_language_is_waited_out(void)
 		printf("\n    localized refusal: it exited: %s\n", text ? text : "");
 	}
 back:
-	cluster_messages(NULL);
+	cluster_messages_german(0);
 out:
 	free(text);
 	conn = reconnect();
@@ -1330,7 +1326,7 @@ static void launch_cut_case(enum launch_cut cut, int read_only)
 	static const char *const names[] = { "lock",        "launch",    "start",
 					     "after-start", "heartbeat", "finish" };
 	PGconn *conn = cbt_connect(db), *holder = cbt_connect(db), *table = NULL;
-	char log[PATH_MAX], at[48], hook[600], *text;
+	char log[PATH_MAX], at[48], *text;
 	long long before = 0;
 	pid_t pid;
 	int rc;
@@ -1338,15 +1334,16 @@ static void launch_cut_case(enum launch_cut cut, int read_only)
 	fresh_tick(conn);
 	/* The start (the verdict) held by a trigger that waits on the test's
 	 * advisory lock. */
-	snprintf(hook, sizeof(hook),
-		 "CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() RETURNS trigger "
-		 "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); "
-		 "RETURN NEW; END $$; CREATE TRIGGER testhook_hold BEFORE UPDATE ON "
-		 "batch_job_execution FOR EACH ROW WHEN (OLD.status = '%s' AND "
-		 "NEW.status = '%s') EXECUTE FUNCTION testhook.hold()",
-		 cut == CUT_FINISH ? "STARTED" : "STARTING",
-		 cut == CUT_FINISH ? "COMPLETED" : "STARTED");
-	CBT_EQ_LL(cbt_exec(conn, hook), 0);
+#define HOLD_HOOK(from, to)                                                                        \
+	"CREATE SCHEMA testhook; CREATE FUNCTION testhook.hold() RETURNS trigger "                 \
+	"LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); "                \
+	"RETURN NEW; END $$; CREATE TRIGGER testhook_hold BEFORE UPDATE ON "                       \
+	"batch_job_execution FOR EACH ROW WHEN (OLD.status = '" from "' AND NEW.status = '" to     \
+	"') EXECUTE FUNCTION testhook.hold()"
+	CBT_EQ_LL(cbt_exec(conn, cut == CUT_FINISH ? HOLD_HOOK("STARTED", "COMPLETED") :
+						     HOLD_HOOK("STARTING", "STARTED")),
+		  0);
+#undef HOLD_HOOK
 	switch (cut) {
 	case CUT_LOCK:
 		CBT_EQ_LL(cbt_exec(holder, "BEGIN; LOCK TABLE batch_lock IN EXCLUSIVE MODE"), 0);
