@@ -77,12 +77,14 @@ enum {
 	V_PART_P2,
 	V_PART_P4,
 	V_PIPE1,
+	V_2CONN,
+	V_CBATCH2,
 	V_IDLE,
 	NV
 };
 static const char *const vname[NV] = { "cbatch",  "libpq-seq", "libpq-pipe",  "set-based",
 				       "part-t1", "part-t2",   "part-t4",     "part-p1",
-				       "part-p2", "part-p4",   "libpq-pipe1", "idle" };
+				       "part-p2", "part-p4",   "libpq-pipe1", "libpq-2conn", "cbatch-2c", "idle" };
 
 /* Workers of a partitioned variant, and whether they are processes. */
 static int part_workers(int v)
@@ -188,6 +190,7 @@ static int run_cbatch(PGconn *conn, const struct options *o, int v, long long ru
 	    ledger_partitioned_register(reg, &err) < 0 || cb_params_new(&params, &err) < 0 ||
 	    cb_params_add_long(params, "bench.run", run_id, 1, &err) < 0 ||
 	    cb_params_add_long(params, "chunk.size", o->chunk, 0, &err) < 0 ||
+	    (v == V_CBATCH2 && cb_params_add_long(params, "chunk.connections", 2, 0, &err) < 0) ||
 	    (k && cb_params_add_long(params, "partition.count", k, 0, &err) < 0) ||
 	    (k &&
 	     cb_params_add_long(params, "partition.threads", part_procs(v) ? 0 : k, 0, &err) < 0)) {
@@ -509,6 +512,213 @@ out:
 	return rc;
 }
 
+/*
+ * libpq-2conn (issue 30, a study): one process, two connections, chunks
+ * handed to them in turn, so that chunk N+1's statements run while chunk N's
+ * are still running or committing. The commits stay in chunk order: each
+ * chunk's transaction ends by moving a checkpoint row from version k to k+1,
+ * and raises (division by zero) when the row was not at k. Chunk N+1 sends
+ * its checkpoint only once N's answered, so it waits for N's row lock, and
+ * fails if N did not commit. The ceiling of a
+ * single-stream job that keeps two backends busy.
+ */
+struct slot {
+	PGconn *c;
+	int phase; /* 0 idle, 1 data statements out, 2 checkpoint and COMMIT out */
+};
+
+/* Read the chunk's BEGIN, upsert, update and checkpoint results: once the
+ * checkpoint answered, this chunk holds the checkpoint row's lock. */
+static int slot_to_checkpoint(struct slot *s, struct result *r)
+{
+	int bad;
+
+	if (s->phase != 2)
+		return 0;
+	bad = pipe_result(s->c, "begin", PGRES_COMMAND_OK, NULL, r);
+	bad |= pipe_result(s->c, "upsert", PGRES_COMMAND_OK, NULL, r);
+	bad |= pipe_result(s->c, "update", PGRES_COMMAND_OK, NULL, r);
+	bad |= pipe_result(s->c, "checkpoint", PGRES_TUPLES_OK, NULL, r);
+	s->phase = bad ? -1 : 3;
+	return bad ? -1 : 0;
+}
+
+static int slot_finish(struct slot *s, struct result *r)
+{
+	int bad;
+
+	if (slot_to_checkpoint(s, r) < 0)
+		return -1;
+	if (s->phase != 3)
+		return 0;
+	s->phase = 0;
+	bad = pipe_result(s->c, "commit", PGRES_COMMAND_OK, NULL, r);
+	bad |= pipe_sync(s->c, r);
+	if (!bad && PQtransactionStatus(s->c) != PQTRANS_IDLE) {
+		snprintf(r->msg, sizeof(r->msg), "commit did not end the transaction");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
+static int run_twoconn(PGconn *c, const struct options *o, long long run_id, struct result *r,
+		       double *t0)
+{
+	char sel[512], last[32] = "0", jobid[24], ver[24];
+	struct buf ids = { 0 }, sellers = { 0 }, amounts = { 0 };
+	struct slot slots[2] = { { c, 0 }, { NULL, 0 } };
+	long long total = 0, k = 0;
+	int rc = -1;
+
+	snprintf(jobid, sizeof(jobid), "%lld", run_id);
+	snprintf(sel, sizeof(sel),
+		 "SELECT id, seller_id, amount FROM account WHERE NOT processed AND id > $1 "
+		 "ORDER BY id LIMIT %lld",
+		 o->chunk);
+	if (cmd_ok(c,
+		   PQexec(c, "CREATE TABLE IF NOT EXISTS bench_ckpt (id int PRIMARY KEY, "
+			     "last bigint, version bigint)"),
+		   "ckpt table", r) ||
+	    cmd_ok(c,
+		   PQexec(c, "INSERT INTO bench_ckpt VALUES (1, 0, 0) ON CONFLICT (id) DO UPDATE "
+			     "SET last = 0, version = 0"),
+		   "ckpt row", r))
+		goto out;
+	slots[1].c = bench_connect(o->db);
+	if (!slots[1].c) {
+		snprintf(r->msg, sizeof(r->msg), "second connection failed");
+		goto out;
+	}
+	*t0 = bench_now();
+	for (int i = 0; i < 2; i++) {
+		PGconn *sc = slots[i].c;
+
+		if (prepare(sc, "b_sel", sel, 1, r) ||
+		    prepare(sc, "b_ins",
+			    "INSERT INTO ledger (account_id, seller_id, amount, job_execution_id) "
+			    "SELECT a, s, m, $4 FROM unnest($1::bigint[], $2::int[], $3::numeric[]) "
+			    "AS u(a, s, m) ON CONFLICT (account_id) DO UPDATE SET "
+			    "seller_id = EXCLUDED.seller_id, amount = EXCLUDED.amount, "
+			    "job_execution_id = EXCLUDED.job_execution_id",
+			    4, r) ||
+		    prepare(sc, "b_upd",
+			    "UPDATE account SET processed = true WHERE id = ANY($1::bigint[])", 1,
+			    r) ||
+		    prepare(sc, "b_ckpt",
+			    /* by key alone, so that it waits for the row's lock; a
+			     * condition on the version would skip the row unseen */
+			    "WITH u AS (UPDATE bench_ckpt SET last = $1, version = version + 1 "
+			    "WHERE id = 1 RETURNING version) "
+			    "SELECT 1 / ((SELECT version FROM u) = $2::bigint + 1)::int",
+			    2, r))
+			goto out;
+		if (!PQenterPipelineMode(sc)) {
+			snprintf(r->msg, sizeof(r->msg), "enter pipeline mode: %s",
+				 PQerrorMessage(sc));
+			goto out;
+		}
+	}
+	for (;; k++) {
+		struct slot *s = &slots[k % 2];
+		const char *sp[1] = { last };
+		const char *wp[4], *cp[2];
+		PGresult *res = NULL;
+		int n;
+
+		/* the connection's last chunk must be committed before it reads again */
+		if (slot_finish(s, r) < 0)
+			goto out;
+		if (!PQsendQueryPrepared(s->c, "b_sel", 1, sp, NULL, NULL, 0) ||
+		    !PQpipelineSync(s->c)) {
+			snprintf(r->msg, sizeof(r->msg), "send: %s", PQerrorMessage(s->c));
+			goto out;
+		}
+		if (pipe_result(s->c, "select", PGRES_TUPLES_OK, &res, r) < 0 ||
+		    pipe_sync(s->c, r) < 0) {
+			PQclear(res);
+			goto out;
+		}
+		n = PQntuples(res);
+		if (n == 0) {
+			PQclear(res);
+			break;
+		}
+		ids.len = sellers.len = amounts.len = 0;
+		buf_ch(&ids, '{');
+		buf_ch(&sellers, '{');
+		buf_ch(&amounts, '{');
+		for (int i = 0; i < n; i++) {
+			const char *amount = PQgetvalue(res, i, 2);
+
+			if (amount[0] == '-') {
+				snprintf(r->msg, sizeof(r->msg),
+					 "account %s: negative amount %s is invalid input",
+					 PQgetvalue(res, i, 0), amount);
+				PQclear(res);
+				goto out;
+			}
+			if (i) {
+				buf_ch(&ids, ',');
+				buf_ch(&sellers, ',');
+				buf_ch(&amounts, ',');
+			}
+			buf_put(&ids, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
+			buf_put(&sellers, PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1));
+			buf_put(&amounts, amount, (size_t)PQgetlength(res, i, 2));
+		}
+		buf_put(&ids, "}", 2);
+		buf_put(&sellers, "}", 2);
+		buf_put(&amounts, "}", 2);
+		snprintf(last, sizeof(last), "%s", PQgetvalue(res, n - 1, 0));
+		PQclear(res);
+		snprintf(ver, sizeof(ver), "%lld", k);
+		wp[0] = ids.p;
+		wp[1] = sellers.p;
+		wp[2] = amounts.p;
+		wp[3] = jobid;
+		cp[0] = last;
+		cp[1] = ver;
+		/* the data statements go out at once; the checkpoint only after the
+		 * previous chunk's checkpoint answered (it then holds the row, and this
+		 * one waits for its COMMIT), so that the commits keep chunk order */
+		if (!PQsendQueryParams(s->c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
+		    !PQsendQueryPrepared(s->c, "b_ins", 4, wp, NULL, NULL, 0) ||
+		    !PQsendQueryPrepared(s->c, "b_upd", 1, wp, NULL, NULL, 0) || PQflush(s->c) != 0) {
+			snprintf(r->msg, sizeof(r->msg), "send: %s", PQerrorMessage(s->c));
+			goto out;
+		}
+		if (slot_to_checkpoint(&slots[(k + 1) % 2], r) < 0)
+			goto out;
+		if (!PQsendQueryPrepared(s->c, "b_ckpt", 2, cp, NULL, NULL, 0) ||
+		    !PQsendFlushRequest(s->c) ||
+		    !PQsendQueryParams(s->c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) ||
+		    !PQpipelineSync(s->c)) {
+			snprintf(r->msg, sizeof(r->msg), "send: %s", PQerrorMessage(s->c));
+			goto out;
+		}
+		s->phase = 2;
+		if (slot_finish(&slots[(k + 1) % 2], r) < 0)
+			goto out;
+		total += n;
+		if (n < o->chunk)
+			break;
+	}
+	if (slot_finish(&slots[0], r) < 0 || slot_finish(&slots[1], r) < 0)
+		goto out;
+	r->rows = total;
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++)
+		if (slots[i].c && PQpipelineStatus(slots[i].c) != PQ_PIPELINE_OFF)
+			PQexitPipelineMode(slots[i].c);
+	if (slots[1].c)
+		PQfinish(slots[1].c);
+	free(ids.p);
+	free(sellers.p);
+	free(amounts.p);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- set-based */
 
 static int run_ceiling(PGconn *c, long long run_id, struct result *r, double *t0)
@@ -613,6 +823,7 @@ static void child(int v, const struct options *o, long long run_id, int postmast
 	cpu0 = bench_self_cpu() + children_cpu();
 	switch (v) {
 	case V_CBATCH:
+	case V_CBATCH2:
 	case V_PART_T1:
 	case V_PART_T2:
 	case V_PART_T4:
@@ -629,6 +840,9 @@ static void child(int v, const struct options *o, long long run_id, int postmast
 		break;
 	case V_PIPE1:
 		rc = run_handwritten(c, o, 2, run_id, &r, &t0);
+		break;
+	case V_2CONN:
+		rc = run_twoconn(c, o, run_id, &r, &t0);
 		break;
 	case V_CEILING:
 		rc = run_ceiling(c, run_id, &r, &t0);
@@ -949,7 +1163,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	for (int v = 0; v < V_IDLE; v++)
-		o.only[v] = v != V_PIPE1; /* a study of issue 30: asked for by name */
+		o.only[v] = v != V_PIPE1 && v != V_2CONN; /* a study of issue 30: asked for by name */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 

@@ -52,6 +52,7 @@ int cb__log_get_format(void);
 	X(WORKER_RETRY, "worker.retry")                                                            \
 	X(STEP_OUTAGE_RIDDEN, "step.outage_ridden")                                                \
 	X(STEP_OUTAGE_BEYOND, "step.outage_beyond_budget")                                         \
+	X(STEP_OVERLAP_FALLBACK, "step.overlap_fallback")                                          \
 	X(SERVE_LISTENING, "serve.listening")                                                      \
 	X(SERVE_ACTION, "serve.action")                                                            \
 	X(SERVE_CHILD_OUTPUT, "serve.child_output")                                                \

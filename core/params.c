@@ -766,6 +766,7 @@ int cb_params_job_key(char *out, const cb_params *p, cb_error *err)
  * partition.c. The bounds are what those readers can honour. */
 static const cb__reserved_param reserved[] = {
 	{ "chunk.size", 1, 1000000 },
+	{ "chunk.connections", 1, 2 },
 	{ "skip.limit", 0, 1000000000LL },
 	{ "partition.count", 1, CB_MAX_PARTITIONS },
 	{ "partition.threads", 0, 256 },

@@ -63,6 +63,15 @@ size_t cb__writer_size(unsigned int version);
 size_t cb__reader_size(unsigned int version);
 size_t cb__processor_size(unsigned int version);
 
+/* The connections step @p def's chunks run on for this execution: the
+ * chunk.connections parameter, else the definition's, else 1; 1 for a
+ * partitioned step. @return 0, or CB_EINVAL (a bad parameter) with *out 1. */
+int cb__step_connections(int *out, const cb_step_def *def, const cb_params *params, cb_error *err);
+
+/* Can every part of @p parts run on two connections (overlap_safe)? 0, or
+ * CB_EINVAL naming the first that cannot. */
+int cb__parts_overlap_check(const cb_chunk_parts *parts, cb_error *err);
+
 /* Does @p status match the transition pattern (`*`, `?`)? */
 int cb__pattern_match(const char *pattern, const char *status);
 

@@ -125,6 +125,10 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 				err, CB_EINVAL, "job '%s': step '%s': %u partitions (at most %d)",
 				job->name, def->name, def->partitions, CB_MAX_PARTITIONS);
 	}
+	if (def->version >= 4 && def->connections > 2)
+		return cb_error_set(err, CB_EINVAL,
+				    "job '%s': step '%s': %u connections (1 or 2 allowed)", job->name,
+				    def->name, def->connections);
 	steps = realloc(job->steps, (job->nsteps + 1) * sizeof(*steps));
 	if (!steps)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
@@ -135,7 +139,8 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	/* Members after the definition's version are not its own: never read them. */
 	memset(&steps[job->nsteps], 0, sizeof(*steps));
 	memcpy(&steps[job->nsteps], def,
-	       def->version >= 3 ? sizeof(*def) :
+	       def->version >= 4 ? sizeof(*def) :
+	       def->version == 3 ? offsetof(cb_step_def, connections) :
 	       def->version == 2 ? offsetof(cb_step_def, revision) :
 				   offsetof(cb_step_def, partition));
 	steps[job->nsteps].name = name;

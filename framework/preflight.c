@@ -95,6 +95,23 @@ static int check_part(struct preflight *pf, const cb_step_def *def, cb_step_cont
 	return pf->report ? 0 : perr.code;
 }
 
+/* Two connections need parts that can run on either (overlap_safe). */
+static int check_connections(struct preflight *pf, const cb_step_def *def,
+			     const cb_chunk_parts *parts)
+{
+	cb_error perr = CB_ERROR_INIT;
+	int n, rc = cb__step_connections(&n, def, pf->params, &perr);
+
+	if (rc == 0 && (n < 2 || (rc = cb__parts_overlap_check(parts, &perr)) == 0))
+		return 0;
+	cb_error_prefix(&perr, "job '%s', step '%s'", pf->job->name, def->name);
+	pf->problems++;
+	if (pf->problems == 1)
+		keep(pf->err, &perr);
+	note(pf, def->name, 1, perr.message);
+	return pf->report ? 0 : perr.code;
+}
+
 /* Build one chunk step's parts as its run would, and check them. */
 static int check_step(struct preflight *pf, const cb_step_def *def)
 {
@@ -151,6 +168,8 @@ static int check_step(struct preflight *pf, const cb_step_def *def)
 		snprintf(what, sizeof(what), "writer %zu", i);
 		rc = check_part(pf, def, &sc, w->check, w->state, what);
 	}
+	if (rc == 0)
+		rc = check_connections(pf, def, &parts);
 done:
 	for (i = 0; i < parts.nwriters && i < CB_MAX_WRITERS; i++)
 		if (parts.writers[i].free)

@@ -132,6 +132,17 @@ int cb__pg_session_exclusive(PGconn *conn, cb_error *err);
  * underscores; at most 63 bytes with a prefix of at most 20). */
 void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix);
 
+/*
+ * A chunk step on two connections (chunk.connections = 2): every statement
+ * that cb_pg_prepare prepares on @p conn is prepared on @p mirror too, under
+ * the same name, and cb__pg_deallocate drops it on both, so that a reader or
+ * writer prepared once in `open` can queue its statements in either
+ * connection's transaction. NULL: none. @p mirror is borrowed: unset it
+ * before it is closed.
+ */
+void cb__conn_mirror_set(PGconn *conn, PGconn *mirror);
+PGconn *cb__conn_mirror(PGconn *conn);
+
 /* ---- statements (pg/statement.c) ---- */
 
 /*

@@ -50,6 +50,7 @@ typedef struct conn_state {
 	char schema_fp[96]; /* the repository schema found right on this session ("": none) */
 	int excl_pid;       /* the server session found exclusive (0: none yet) */
 	char excl_start[48];
+	PGconn *mirror; /* statements prepared here are prepared there too (cb__conn_mirror) */
 	struct conn_state *next; /* in `sessions` while known */
 } conn_state;
 
@@ -158,6 +159,21 @@ void cb__conn_schema_memo_set(PGconn *conn, const char *fingerprint)
 		st->schema_fp[0] = '\0';
 	else
 		snprintf(st->schema_fp, sizeof(st->schema_fp), "%s", fingerprint);
+}
+
+void cb__conn_mirror_set(PGconn *conn, PGconn *mirror)
+{
+	conn_state *st = state_of(conn);
+
+	if (st)
+		st->mirror = mirror;
+}
+
+PGconn *cb__conn_mirror(PGconn *conn)
+{
+	conn_state *st = conn ? PQinstanceData(conn, event_proc) : NULL;
+
+	return st ? st->mirror : NULL;
 }
 
 void cb__conn_stmt_name(char *out, size_t size, PGconn *conn, const char *prefix)

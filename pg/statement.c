@@ -12,6 +12,7 @@ int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *
 		  cb_error *err)
 {
 	PGresult *res;
+	PGconn *mirror;
 	int rc = 0;
 
 	/* Unique per connection, not per process: a process counter starts
@@ -22,6 +23,12 @@ int cb_pg_prepare(PGconn *conn, char *name_out, const char *prefix, const char *
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = cb_pg_error(err, conn, res, "prepare");
 	PQclear(res);
+	if (rc == 0 && (mirror = cb__conn_mirror(conn)) != NULL) {
+		res = PQprepare(mirror, name_out, sql, nparams, NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = cb_pg_error(err, mirror, res, "prepare (second connection)");
+		PQclear(res);
+	}
 	return rc;
 }
 
@@ -47,7 +54,7 @@ int cb_pg_quote_ident(char **out, PGconn *conn, const char *ident, cb_error *err
 	return 0;
 }
 
-void cb__pg_deallocate(PGconn *conn, char *name)
+static void deallocate(PGconn *conn, const char *name)
 {
 	char sql[96];
 	PGresult *res;
@@ -59,5 +66,11 @@ void cb__pg_deallocate(PGconn *conn, char *name)
 		res = PQexec(conn, sql);
 		PQclear(res);
 	}
+}
+
+void cb__pg_deallocate(PGconn *conn, char *name)
+{
+	deallocate(conn, name);
+	deallocate(cb__conn_mirror(conn), name);
 	name[0] = '\0';
 }

@@ -25,8 +25,10 @@ struct cb_tx {
 	PGconn *conn;
 	int pipelined;
 	int active;
+	int synced; /* the COMMIT and its sync went out (cb__tx_commit_send) */
 	pending *queue;
 	size_t nqueue, capqueue;
+	size_t ndone; /* the results read so far (cb__tx_wait) */
 };
 
 PGconn *cb_tx_conn(cb_tx *tx)
@@ -154,21 +156,15 @@ static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *er
 }
 
 /*
- * Send a sync and read every queued statement's results, then the sync.
- * When @p last_out is set, the result of the last queued statement is handed
- * back instead of cleared (cb_tx_query).
+ * Read the results of the queued statements from tx->ndone up to @p upto,
+ * running their handlers. When @p last_out is set, the result of the last
+ * queued statement is handed back instead of cleared (cb_tx_query). @p rc:
+ * the first error so far, kept.
  */
-static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
+static int read_results(cb_tx *tx, size_t upto, PGresult **last_out, int rc, cb_error *err)
 {
-	int rc = 0;
-	size_t i;
-
-	if (!PQpipelineSync(tx->conn)) {
-		tx->nqueue = 0;
-		return cb_pg_error(err, tx->conn, NULL, "pipeline sync");
-	}
-	for (i = 0; i < tx->nqueue; i++) {
-		const pending *p = &tx->queue[i];
+	for (; tx->ndone < upto; tx->ndone++) {
+		const pending *p = &tx->queue[tx->ndone];
 		PGresult *res;
 		int got = 0;
 
@@ -189,18 +185,27 @@ static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
 			} else if (rc == 0) {
 				rc = deliver(p, res, err);
 			}
-			if (last_out && i + 1 == tx->nqueue && rc == 0 && st == PGRES_TUPLES_OK &&
-			    !*last_out)
+			if (last_out && tx->ndone + 1 == tx->nqueue && rc == 0 &&
+			    st == PGRES_TUPLES_OK && !*last_out)
 				*last_out = res;
 			else
 				PQclear(res);
 		}
 		if (!got && PQstatus(tx->conn) == CONNECTION_BAD) {
-			tx->nqueue = 0;
+			tx->ndone = tx->nqueue = 0;
 			return rc ? rc : failed(p, tx->conn, NULL, err);
 		}
 	}
-	tx->nqueue = 0;
+	return rc;
+}
+
+/* Read the rest of the queued results and the sync point. */
+static int read_to_sync(cb_tx *tx, PGresult **last_out, cb_error *err)
+{
+	int rc = read_results(tx, tx->nqueue, last_out, 0, err);
+
+	tx->ndone = tx->nqueue = 0;
+	tx->synced = 0;
 	/* The sync point itself. */
 	for (;;) {
 		PGresult *res = PQgetResult(tx->conn);
@@ -221,6 +226,16 @@ static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
 		*last_out = NULL;
 	}
 	return rc;
+}
+
+/* Send a sync and read every queued statement's results, then the sync. */
+static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
+{
+	if (!PQpipelineSync(tx->conn)) {
+		tx->ndone = tx->nqueue = 0;
+		return cb_pg_error(err, tx->conn, NULL, "pipeline sync");
+	}
+	return read_to_sync(tx, last_out, err);
 }
 
 int cb_tx_flush(cb_tx *tx, cb_error *err)
@@ -331,7 +346,7 @@ int cb__tx_rollback(cb_tx *tx, cb_error *err)
 	PGresult *res;
 	int rc = 0;
 
-	tx->nqueue = 0;
+	tx->nqueue = tx->ndone = 0;
 	if (!tx->active)
 		return 0;
 	tx->active = 0;
@@ -340,8 +355,11 @@ int cb__tx_rollback(cb_tx *tx, cb_error *err)
 		return cb_pg_error(err, tx->conn, NULL, "rollback");
 	}
 	if (tx->pipelined && PQpipelineStatus(tx->conn) != PQ_PIPELINE_OFF) {
-		/* Results of an interrupted flush may still be pending: read to idle. */
-		PQpipelineSync(tx->conn);
+		/* Results of an interrupted flush may still be pending: read to idle
+		 * (a COMMIT sent with its sync needs no second one). */
+		if (!tx->synced)
+			PQpipelineSync(tx->conn);
+		tx->synced = 0;
 		for (;;) {
 			res = PQgetResult(tx->conn);
 			if (!res) {
@@ -367,15 +385,9 @@ int cb__tx_rollback(cb_tx *tx, cb_error *err)
 	return rc;
 }
 
-int cb__tx_commit(cb_tx *tx, cb_error *err)
+/* The COMMIT's results are in (@p rc: how they went): end the transaction. */
+static int committed(cb_tx *tx, int rc, cb_error *err)
 {
-	int rc;
-
-	if (!tx->active)
-		return cb_error_set(err, CB_ERROR, "no transaction to commit");
-	rc = send_plain(tx, "COMMIT", "COMMIT", err);
-	if (rc == 0 && tx->pipelined)
-		rc = drain(tx, NULL, err);
 	if (rc < 0) {
 		cb_error tmp = CB_ERROR_INIT;
 
@@ -392,6 +404,63 @@ int cb__tx_commit(cb_tx *tx, cb_error *err)
 	tx->active = 0;
 	leave_pipeline(tx);
 	return 0;
+}
+
+int cb__tx_commit(cb_tx *tx, cb_error *err)
+{
+	int rc;
+
+	if (!tx->active)
+		return cb_error_set(err, CB_ERROR, "no transaction to commit");
+	rc = send_plain(tx, "COMMIT", "COMMIT", err);
+	if (rc == 0 && tx->pipelined)
+		rc = drain(tx, NULL, err);
+	return committed(tx, rc, err);
+}
+
+int cb__tx_push(cb_tx *tx, cb_error *err)
+{
+	if (tx->pipelined && PQflush(tx->conn) != 0)
+		return cb_pg_error(err, tx->conn, NULL, "send");
+	return 0;
+}
+
+size_t cb__tx_queued(const cb_tx *tx)
+{
+	return tx->nqueue;
+}
+
+int cb__tx_commit_send(cb_tx *tx, cb_error *err)
+{
+	int rc;
+
+	if (!tx->active || !tx->pipelined)
+		return cb_error_set(err, CB_ERROR, "no pipelined transaction to commit");
+	/* The server answers what came before the COMMIT at once, not after it. */
+	if (!PQsendFlushRequest(tx->conn))
+		return cb_pg_error(err, tx->conn, NULL, "flush request");
+	rc = send_plain(tx, "COMMIT", "COMMIT", err);
+	if (rc == 0 && !PQpipelineSync(tx->conn))
+		rc = cb_pg_error(err, tx->conn, NULL, "pipeline sync");
+	if (rc == 0 && PQflush(tx->conn) != 0)
+		rc = cb_pg_error(err, tx->conn, NULL, "send");
+	if (rc == 0)
+		tx->synced = 1;
+	return rc;
+}
+
+int cb__tx_wait(cb_tx *tx, size_t upto, cb_error *err)
+{
+	if (!tx->synced || upto > tx->nqueue)
+		return cb_error_set(err, CB_ERROR, "nothing sent to wait for");
+	return read_results(tx, upto, NULL, 0, err);
+}
+
+int cb__tx_commit_finish(cb_tx *tx, cb_error *err)
+{
+	if (!tx->synced)
+		return cb_error_set(err, CB_ERROR, "no COMMIT sent");
+	return committed(tx, read_to_sync(tx, NULL, err), err);
 }
 
 int cb_tx_count_duplicates(cb_tx *tx, long long n, cb_error *err)

@@ -950,5 +950,6 @@ int cb_pg_keyset_reader_new(cb_reader *out, const cb_pg_keyset_options *opts, cb
 	out->close = ks_close;
 	out->free = ks_free;
 	out->check = ks_check;
+	out->overlap_safe = 1;
 	return 0;
 }

@@ -196,12 +196,15 @@ typedef struct cb__checkpoint {
 	const char *lock_name;     /* NULL: the run holds no lock */
 	long long fencing_token;
 	double lease_seconds;
+	/* sent on a run's second connection (chunk.connections = 2): its session
+	 * is checked, the lock's owner session stays the first connection's */
+	int secondary;
 	/* out: the job execution's status (e.g. "STOPPING"), written at flush time */
 	char *status;
 	size_t status_size;
 } cb__checkpoint;
 
-/* The checkpoint statement's text ($1..$18 in batch_chunk_checkpoint's order),
+/* The checkpoint statement's text ($1..$19 in batch_chunk_checkpoint's order),
  * for the simulator (tests/sim), which sends it on its own connections. */
 const char *cb__repo_checkpoint_sql(void);
 

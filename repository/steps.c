@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECKPOINT_NPARAMS 18
+#define CHECKPOINT_NPARAMS 19
 
 /* Named arguments: a parameter renamed, added without a default or removed in
  * sql/functions/batch_chunk_checkpoint.sql fails loudly at prepare time instead
@@ -21,7 +21,7 @@ static const char checkpoint_sql[] =
 	"p_context => $11::jsonb, p_job_execution_id => $12::bigint, p_job_context => $13::jsonb, "
 	"p_lock_name => $14::varchar, p_fencing_token => $15::bigint, "
 	"p_lease_seconds => $16::float8, p_session_pid => $17::int, "
-	"p_session_start => $18::timestamptz)";
+	"p_session_start => $18::timestamptz, p_owner => $19::boolean)";
 
 const char *cb__repo_checkpoint_sql(void)
 {
@@ -116,6 +116,7 @@ int cb__repo_checkpoint_queue(cb_tx *tx, const char *stmt, cb__checkpoint *c, cb
 	snprintf(spid, sizeof(spid), "%d", pid);
 	p[16] = known ? spid : NULL;
 	p[17] = known ? start : NULL;
+	p[18] = c->secondary ? "false" : "true";
 	/* Errors name what was being done, never the statement's own name. */
 	rc = cb__tx_send_described(tx, stmt, "the chunk's checkpoint", CHECKPOINT_NPARAMS, p,
 				   checkpoint_status, NULL, c, err);

@@ -859,6 +859,7 @@ int cb_pg_upsert_writer_new(cb_writer *out, const cb_pg_upsert_options *opts, cb
 	out->close = upsert_close;
 	out->free = upsert_free;
 	out->check = upsert_check;
+	out->overlap_safe = 1;
 	return 0;
 nomem:
 	rc = cb_error_set(err, CB_ENOMEM, "%s: out of memory", u->what);

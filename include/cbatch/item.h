@@ -146,8 +146,11 @@ const cb_step_context *cb_chunk_step(const cb_chunk *chunk);
  * .process = validate }`.
  */
 
-/** The reader's version: 2 added `check`. Version 1 readers still work. */
-#define CB_READER_VERSION 2
+/**
+ * The reader's version: 2 added `check`, 3 `overlap_safe`. Readers of older
+ * versions still work.
+ */
+#define CB_READER_VERSION 3
 
 /** A reader with every member NULL (set at least `read`). */
 #define CB_READER_INIT                                                                             \
@@ -213,6 +216,17 @@ typedef struct cb_reader {
 	 *         negative code (the launch fails with it). May be NULL.
 	 */
 	int (*check)(void *state, const cb_step_context *sc, cb_error *err);
+	/**
+	 * Since version 3: non-zero when the reader can serve a step on two
+	 * connections (cb_step_def `connections`): every statement of `read`
+	 * goes through the cb_tx it is given, statements are prepared only with
+	 * cb_pg_prepare in `open`, and the next chunk's read is right while the
+	 * previous chunk has not committed yet (a keyset past its last key is;
+	 * a claim whose end of input counts rows held elsewhere is not). Such a
+	 * step never calls `rollback`: after a failure it closes the parts and
+	 * opens them again from the last committed `update`.
+	 */
+	int overlap_safe;
 } cb_reader;
 
 /**
@@ -253,10 +267,10 @@ typedef struct cb_processor {
 
 /**
  * The writer's version: 2 added the outcome hooks `rollback`, `savepoint`,
- * `rollback_to_savepoint` and `complete`; 3 added `check`. Writers of older
- * versions (without them) still work.
+ * `rollback_to_savepoint` and `complete`; 3 added `check`; 4 `overlap_safe`.
+ * Writers of older versions (without them) still work.
  */
-#define CB_WRITER_VERSION 3
+#define CB_WRITER_VERSION 4
 
 /** A writer with every member NULL (set at least `write`). */
 #define CB_WRITER_INIT                                                                             \
@@ -319,6 +333,18 @@ typedef struct cb_writer {
 	 * the file. May be NULL.
 	 */
 	int (*check)(void *state, const cb_step_context *sc, cb_error *err);
+	/**
+	 * Since version 4: non-zero when the writer can serve a step on two
+	 * connections (cb_step_def `connections`): every statement of `write`
+	 * and `write_filtered` goes through the cb_tx it is given (cb_tx_send;
+	 * cb_tx_copy is not), statements are prepared only with cb_pg_prepare
+	 * in `open`, a result handler needs nothing of the items once `write`
+	 * returned, and the writer has no output outside the transaction. Such
+	 * a step calls no `rollback` hook while two chunks are in flight: after
+	 * a failure it closes the parts and opens them again from the last
+	 * committed `update`.
+	 */
+	int overlap_safe;
 } cb_writer;
 
 #pragma GCC visibility pop

@@ -102,8 +102,11 @@ cb_fault_action cb_classify_default(void *user, cb_fault fault, const cb_error *
  */
 cb_fault_action cb_classify_skip_invalid(void *user, cb_fault fault, const cb_error *err);
 
-/** Version 2 added `partition` and `partitions`; version 3 `revision`. */
-#define CB_STEP_DEF_VERSION 3
+/**
+ * Version 2 added `partition` and `partitions`; version 3 `revision`;
+ * version 4 `connections`.
+ */
+#define CB_STEP_DEF_VERSION 4
 
 /**
  * A step definition. Strings are copied by cb_job_add_step; @p user is
@@ -176,6 +179,25 @@ typedef struct cb_step_def {
 	 * leave the new partitions to workers that have this one. Copied.
 	 */
 	const char *revision;
+	/**
+	 * Since version 4. Chunk steps: the connections its chunks run on, 1 or 2
+	 * (0: 1). With 2, chunk N+1 is read, processed and written on the second
+	 * connection while chunk N is still writing or committing on the first,
+	 * so that two server backends work at once; the commits stay in chunk
+	 * order (chunk N+1's checkpoint waits for chunk N's COMMIT, and fails
+	 * when N did not commit), so what is committed is always a prefix of the
+	 * chunks, as with 1. Every part must say it can (`overlap_safe` in
+	 * cb_reader and cb_writer: the built-in PostgreSQL keyset reader, upsert
+	 * and status writers do); a step whose parts cannot is refused before
+	 * the launch records anything. When anything fails with two chunks in
+	 * flight, both roll back, the parts reopen from the last commit, and the
+	 * next chunk runs alone, with the step's usual skip, retry and fail
+	 * rules; two connections resume after it commits. Listeners then see
+	 * before_chunk of N+1 before after_chunk of N. A long parameter
+	 * `chunk.connections` overrides it per execution. Not for partitioned
+	 * steps (each partition already has its own connection): ignored there.
+	 */
+	unsigned int connections;
 } cb_step_def;
 
 /** A chunk step definition with every member zero but the version. */

@@ -25,6 +25,13 @@
 -- checkpoint about 2% (bench/RESULTS.md, one clock). Reckoned from before
 -- the lock row's UPDATE, the lease can only come out shorter, by the time
 -- that UPDATE waited.
+-- The step execution's row is taken by its key and its version compared
+-- after: a condition on the version in the UPDATE's WHERE would skip a row
+-- that another transaction is changing without waiting for it, so the second
+-- connection of a run (chunk.connections = 2), whose chunk N+1 checkpoints
+-- while chunk N's COMMIT is in flight, would fail where it must wait and then
+-- find N's version. A second connection passes p_owner => false: its session
+-- is checked, the lock keeps recording the run's first session as the owner's.
 -- Returns the job execution's status, so a `stop` request is seen for free.
 -- Called with named arguments (repository/steps.c): a parameter renamed or
 -- removed here fails there at once.
@@ -34,7 +41,8 @@ CREATE OR REPLACE FUNCTION batch_chunk_checkpoint(
     p_read_skip bigint, p_write_skip bigint, p_process_skip bigint, p_duplicate bigint,
     p_context jsonb, p_job_execution_id bigint, p_job_context jsonb,
     p_lock_name varchar, p_fencing_token bigint, p_lease_seconds double precision,
-    p_session_pid int DEFAULT NULL, p_session_start timestamptz DEFAULT NULL)
+    p_session_pid int DEFAULT NULL, p_session_start timestamptz DEFAULT NULL,
+    p_owner boolean DEFAULT true)
 RETURNS varchar LANGUAGE plpgsql AS $$
 DECLARE
     v_status varchar;
@@ -42,6 +50,7 @@ DECLARE
     v_job_lock varchar;
     v_job_token bigint;
     v_now timestamptz;
+    v_version bigint;
 BEGIN
     PERFORM batch_session_check(p_session_pid, p_session_start);
     v_now := batch_now();
@@ -50,8 +59,10 @@ BEGIN
            SET locked_until = greatest(locked_until,
                    v_now + make_interval(secs => p_lease_seconds)),
                updated_at = v_now,
-               owner_backend_pid = coalesce(p_session_pid, owner_backend_pid),
-               owner_backend_start = CASE WHEN p_session_pid IS NULL THEN owner_backend_start
+               owner_backend_pid = CASE WHEN p_owner THEN coalesce(p_session_pid, owner_backend_pid)
+                                        ELSE owner_backend_pid END,
+               owner_backend_start = CASE WHEN p_session_pid IS NULL OR NOT p_owner
+                                          THEN owner_backend_start
                                           ELSE p_session_start END
          WHERE lock_name = p_lock_name AND fencing_token = p_fencing_token
            AND NOT released;
@@ -72,9 +83,9 @@ BEGIN
                + coalesce(nullif(current_setting('cbatch.duplicate_writes', true), '')::bigint, 0),
            version = version + 1,
            last_updated = v_now
-     WHERE step_execution_id = p_step_execution_id AND version = p_version
-    RETURNING partition_index INTO v_partition;
-    IF NOT FOUND THEN
+     WHERE step_execution_id = p_step_execution_id
+    RETURNING partition_index, version INTO v_partition, v_version;
+    IF NOT FOUND OR v_version <> p_version + 1 THEN
         RAISE EXCEPTION 'step execution % is not at version % (changed by another process)',
             p_step_execution_id, p_version USING ERRCODE = 'CB001';
     END IF;

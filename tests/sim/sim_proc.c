@@ -490,7 +490,7 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 		/* The engine's checkpoint statement (repository/steps.c), with the
 		 * arguments cb__repo_checkpoint_queue gives it. */
 		int fence = s->bug != BUG_NOFENCE && s->bug != BUG_IGNORE_LOST;
-		const char *v[18] = { step,
+		const char *v[19] = { step,
 				      ver,
 				      n,
 				      n,
@@ -507,9 +507,10 @@ static void do_chunk(sim *s, sim_proc *p, int open)
 				      fence ? tok : NULL,
 				      fence ? lease : NULL,
 				      pidbuf,
-				      start };
+				      start,
+				      "true" };
 
-		res = q(p, cb__repo_checkpoint_sql(), 18, v, code);
+		res = q(p, cb__repo_checkpoint_sql(), 19, v, code);
 	}
 	if (!res) {
 		rollback(p);
