@@ -41,7 +41,9 @@ int example_throttle_add(cb_chunk_parts *parts, const cb_step_context *sc, cb_er
 	w = (cb_writer){ .version = CB_WRITER_VERSION,
 			 .state = state,
 			 .write = throttle_write,
-			 .free = throttle_free };
+			 .free = throttle_free,
+			 /* it sends nothing: fine on either connection */
+			 .overlap_safe = 1 };
 	/* The parts own the state from here, also when this fails. */
 	return cb_chunk_parts_add_writer(parts, &w, err);
 }
