@@ -24,11 +24,16 @@
  *   libpq-pipe1 the same, with the next page's SELECT queued after COMMIT in the
  *               write half's pipeline: one round trip per chunk (issue 30's
  *               first idea, its best case); only with --only
+ *   libpq-2conn the write half of libpq-pipe on two connections, chunks handed
+ *               to them in turn, commits kept in chunk order by a checkpoint
+ *               row (the ceiling of chunk.connections=2); only with --only
+ *   cbatch-2c   the ledger job through cbatch with chunk.connections=2
  *   set-based   one INSERT ... SELECT ... ON CONFLICT and one UPDATE over
  *               all rows, in one transaction: the single-statement ceiling
  *   part-tK     the partitioned ledger (examples/ledger/ledger_partitioned.c)
  *               via cb_job_launch with K partitions run by K threads of the
- *               launching process (-partition.threads=K), K = 1, 2, 4
+ *               launching process (-partition.threads=K), K = 1, 2, 4;
+ *               part-4on2: 4 partitions on 2 threads
  *   part-pK     the same with K partitions run by K worker processes
  *               (cb_worker_run, one thread each, forked before the launch
  *               and waiting on LISTEN); the manager runs none itself
@@ -79,19 +84,29 @@ enum {
 	V_PIPE1,
 	V_2CONN,
 	V_CBATCH2,
+	V_PART_4ON2,
 	V_IDLE,
 	NV
 };
-static const char *const vname[NV] = { "cbatch",  "libpq-seq", "libpq-pipe",  "set-based",
-				       "part-t1", "part-t2",   "part-t4",     "part-p1",
-				       "part-p2", "part-p4",   "libpq-pipe1", "libpq-2conn", "cbatch-2c", "idle" };
+static const char *const vname[NV] = { "cbatch",    "libpq-seq", "libpq-pipe",  "set-based",
+				       "part-t1",   "part-t2",   "part-t4",     "part-p1",
+				       "part-p2",   "part-p4",   "libpq-pipe1", "libpq-2conn",
+				       "cbatch-2c", "part-4on2", "idle" };
 
 /* Workers of a partitioned variant, and whether they are processes. */
 static int part_workers(int v)
 {
 	static const int k[] = { 1, 2, 4, 1, 2, 4 };
 
+	if (v == V_PART_4ON2)
+		return 2;
 	return v >= V_PART_T1 && v <= V_PART_P4 ? k[v - V_PART_T1] : 0;
+}
+
+/* Partitions of a partitioned variant: as many as workers, but 4 on 2. */
+static int part_count(int v)
+{
+	return v == V_PART_4ON2 ? 4 : part_workers(v);
 }
 
 static int part_procs(int v)
@@ -191,7 +206,7 @@ static int run_cbatch(PGconn *conn, const struct options *o, int v, long long ru
 	    cb_params_add_long(params, "bench.run", run_id, 1, &err) < 0 ||
 	    cb_params_add_long(params, "chunk.size", o->chunk, 0, &err) < 0 ||
 	    (v == V_CBATCH2 && cb_params_add_long(params, "chunk.connections", 2, 0, &err) < 0) ||
-	    (k && cb_params_add_long(params, "partition.count", k, 0, &err) < 0) ||
+	    (k && cb_params_add_long(params, "partition.count", part_count(v), 0, &err) < 0) ||
 	    (k &&
 	     cb_params_add_long(params, "partition.threads", part_procs(v) ? 0 : k, 0, &err) < 0)) {
 		snprintf(r->msg, sizeof(r->msg), "setup: %s", err.message);
@@ -683,7 +698,8 @@ static int run_twoconn(PGconn *c, const struct options *o, long long run_id, str
 		 * one waits for its COMMIT), so that the commits keep chunk order */
 		if (!PQsendQueryParams(s->c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
 		    !PQsendQueryPrepared(s->c, "b_ins", 4, wp, NULL, NULL, 0) ||
-		    !PQsendQueryPrepared(s->c, "b_upd", 1, wp, NULL, NULL, 0) || PQflush(s->c) != 0) {
+		    !PQsendQueryPrepared(s->c, "b_upd", 1, wp, NULL, NULL, 0) ||
+		    PQflush(s->c) != 0) {
 			snprintf(r->msg, sizeof(r->msg), "send: %s", PQerrorMessage(s->c));
 			goto out;
 		}
@@ -824,6 +840,7 @@ static void child(int v, const struct options *o, long long run_id, int postmast
 	switch (v) {
 	case V_CBATCH:
 	case V_CBATCH2:
+	case V_PART_4ON2:
 	case V_PART_T1:
 	case V_PART_T2:
 	case V_PART_T4:
@@ -1149,8 +1166,9 @@ static void usage(FILE *f)
 		"  --quiet-wait S  before each run, wait up to S seconds (default 15) for a quiet\n"
 		"              machine (under 0.15 cores busy for half a second); 0: don't\n"
 		"  --db        libpq conninfo (default: CBATCH_DB, then libpq's PG* variables)\n"
-		"  --only      variants: cbatch, libpq-seq, libpq-pipe, set-based, part-t1, part-t2,\n"
-		"              part-t4, part-p1, part-p2, part-p4 (default all), libpq-pipe1\n"
+		"  --only      variants: cbatch, cbatch-2c, libpq-seq, libpq-pipe, set-based,\n"
+		"              part-t1, part-t2, part-t4, part-4on2, part-p1, part-p2, part-p4\n"
+		"              (default all), libpq-pipe1, libpq-2conn\n"
 		"  --mode rss-scaling  run only cbatch at 100k, 1M and 5M rows, print peak RSS\n"
 		"The database must be disposable: the tables account and ledger are rebuilt.\n");
 }
@@ -1163,7 +1181,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	for (int v = 0; v < V_IDLE; v++)
-		o.only[v] = v != V_PIPE1 && v != V_2CONN; /* a study of issue 30: asked for by name */
+		o.only[v] =
+			v != V_PIPE1 && v != V_2CONN; /* studies of issue 30: asked for by name */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 

@@ -11,10 +11,11 @@
 # starts a private PostgreSQL with DEFAULT durability settings
 # (bench/pg-bench-cluster.sh; fsync and synchronous_commit on, unlike the test
 # cluster of scripts/pg-cluster.sh), and runs on it:
-#   1. cbatch-bench: the ledger job through cbatch vs the hand-written libpq
-#      loop vs set-based SQL vs the partitioned ledger with 1, 2 and 4 workers
-#      (threads of the launching process, and worker processes), at chunk 1000
-#      and at chunk 10000
+#   1. cbatch-bench: the ledger job through cbatch (on one connection, and on
+#      two: chunk.connections=2) vs the hand-written libpq loop vs set-based
+#      SQL vs the partitioned ledger with 1, 2 and 4 workers (threads of the
+#      launching process, and worker processes; and 4 partitions on 2 threads),
+#      at chunk 1000 and at chunk 10000
 #   2. cbatch-bench --mode rss-scaling: cbatch's peak RSS at 100k, 1M, 5M rows
 #   3. cbatch-repo-bench: launches per second and one chunk's bookkeeping, at
 #      chunk 1000 and 10000
@@ -88,7 +89,7 @@ if [ "$quick" = 1 ]; then
 		echo "# cbatch quick benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
 		machine
 		"${run[@]}" "$build/bench/cbatch-bench" --db "$db" --rows "$ROWS" --rounds "$ROUNDS" \
-			--chunk "${CHUNKS%% *}" --quiet-wait 1 --only cbatch,libpq-seq,libpq-pipe,set-based \
+			--chunk "${CHUNKS%% *}" --quiet-wait 1 --only cbatch,cbatch-2c,libpq-seq,libpq-pipe,set-based \
 			>"$build/quick-ledger.txt"
 		"${run[@]}" "$build/bench/cbatch-paths-bench" --db "$db" --rows "$PATH_ROWS" \
 			--rounds "$ROUNDS" --chunk "${CHUNKS%% *}" >"$build/quick-paths.txt"
@@ -102,16 +103,16 @@ if [ "$quick" = 1 ]; then
 					for (j = i; j > 1 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 			}
-			function show(lim, name,   i, n, c, l, q, lo, hi) {
+			function show(v, lim, name,   i, n, c, l, q, lo, hi) {
 				n = 0; lo = 1e9; hi = 0
 				for (i = 1; i <= rounds; i++) {
-					q = rate[i, "cbatch"] / rate[i, lim]
-					c[++n] = rate[i, "cbatch"]; l[n] = rate[i, lim]; r[n] = q
+					q = rate[i, v] / rate[i, lim]
+					c[++n] = rate[i, v]; l[n] = rate[i, lim]; r[n] = q
 					if (q < lo) lo = q
 					if (q > hi) hi = q
 				}
-				printf "| ledger | %.0f | %s | %.0f | **%.3f** [%.3f, %.3f] |\n", \
-					med(c, n), name, med(l, n), med(r, n), lo, hi
+				printf "| ledger%s | %.0f | %s | %.0f | **%.3f** [%.3f, %.3f] |\n", \
+					v == "cbatch" ? "" : " (" v ")", med(c, n), name, med(l, n), med(r, n), lo, hi
 			}
 			$1 == "round" && $4 + 0 > 0 {
 				rate[$2, $3] = $4; if ($2 > rounds) rounds = $2
@@ -121,8 +122,9 @@ if [ "$quick" = 1 ]; then
 				print "| path | cbatch rows/s | limit | limit rows/s | cbatch / limit (pairs: median [min, max]) |"
 				print "|---|---:|---|---:|---:|"
 				base = sum["libpq-pipe"] > sum["libpq-seq"] ? "libpq-pipe" : "libpq-seq"
-				show(base, "hand-written libpq loop (" base ")")
-				show("set-based", "set-based SQL pair")
+				show("cbatch", base, "hand-written libpq loop (" base ")")
+				show("cbatch", "set-based", "set-based SQL pair")
+				show("cbatch-2c", "set-based", "set-based SQL pair")
 			}' "$build/quick-ledger.txt"
 		awk -F'|' '/^\| [a-z-]+ \|/ && $2 !~ /path/ {
 				print "| " substr($2, 2) "|" $4 "|" $3 "|" $5 "|" $6 "|"

@@ -14,80 +14,19 @@
  *   FAIL   roll back and fail the step; everything committed stays.
  * A fencing or version failure of the checkpoint is always FAIL.
  */
-#include "engine.h"
+#include "step_chunk.h"
 #include "pgkit.h"
 #include "clock.h"
 #include "repo.h"
 #include "step_context.h"
-#include "log.h"
-#include "program.h"
 #include "reserved.h"
 #include "text.h"
 #include "tx.h"
 #include "cbatch/writers.h"
-#include "cbatch/sys/conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct counts {
-	long long read, written, filtered, read_skip, process_skip, write_skip;
-} counts;
-
-/* What went wrong in a chunk attempt, and where. */
-typedef struct attempt {
-	counts c;
-	int done;
-	int more;       /* the reader ended the chunk early (CB_CHUNK_END) */
-	int failed;     /* 0, or the negative code */
-	cb_fault fault; /* where it failed */
-} attempt;
-
-/* One of the two connections of a step on two (chunk.connections = 2) and
- * the chunk in flight on it. */
-typedef struct lane {
-	cb_tx *tx;
-	cb__checkpoint checkpoint; /* borrowed by the pipeline until the COMMIT's answer */
-	char status[16];           /* the checkpoint's answer: the job execution's status */
-	attempt a;                 /* the chunk's counts */
-	size_t ckpt_at;            /* statements up to and including the checkpoint */
-	int open;                  /* a chunk began on it and did not commit */
-	int busy;                  /* its COMMIT went out, the answer is not read yet */
-} lane;
-
-typedef struct chunk_step {
-	cb__run *run;
-	const cb_step_def *def;
-	cb_step_context sc;
-	cb_chunk chunk;
-	cb_chunk_parts parts;
-	int built, reader_open, processor_open;
-	size_t writers_open;
-	cb_tx *tx;
-	void **items, **outs, **filtered; /* filtered: read items the processor dropped */
-	size_t nitems, nouts, nfiltered;
-	/* This attempt called the reader's read / writer i's write: only those
-	 * hear of a rollback (see item.h: a reader or writer settles the
-	 * previous chunk's commit when it is next called). */
-	int read_called;
-	unsigned char write_called[CB_MAX_WRITERS];
-	char checkpoint_stmt[64];
-	cb__checkpoint checkpoint; /* the one being committed */
-	long long version;
-	long long commits, skips;
-	counts total;
-	unsigned long long skip_limit;
-	/* Two connections (chunk.connections = 2): lanes[0] runs on the step's
-	 * connection with cs->tx, lanes[1] on conn2 (NULL until opened). */
-	int connections;
-	PGconn *conn2;
-	lane lanes[2];
-	int solo;           /* the next chunk runs alone (after a failure in flight) */
-	unsigned int falls; /* failures with two chunks in flight */
-	json_t *context; /* borrowed: the step's context, as last committed or being built */
-} chunk_step;
-
 
 static void describe(chunk_step *cs, const void *item, char *buf, size_t size)
 {
@@ -122,7 +61,7 @@ static int callback_failed(chunk_step *cs, int rc, const char *what, const void 
 				(cs)->parts.writers[w_].hook((cs)->parts.writers[w_].state);       \
 	} while (0)
 
-static void close_parts(chunk_step *cs)
+void cb__chunk_close_parts(chunk_step *cs)
 {
 	cb_chunk_parts *p = &cs->parts;
 
@@ -220,7 +159,7 @@ static int open_parts(chunk_step *cs, cb_error *err)
  * the lock is lost (a process that no longer owns the execution writes no
  * file again).
  */
-static int update_context(chunk_step *cs, cb_error *err)
+int cb__chunk_update_context(chunk_step *cs, cb_error *err)
 {
 	cb_chunk_parts *p = &cs->parts;
 	int rc;
@@ -319,7 +258,7 @@ static int skip(chunk_step *cs, cb_fault fault, const void *item, cb_error *err)
 /* Queue the checkpoint @p k of @p c, expecting the step at @p version; its
  * status answer lands in @p status at commit. @p k is borrowed by the
  * pipeline until the commit. */
-static int queue_checkpoint_as(chunk_step *cs, cb__checkpoint *k, long long version, int secondary,
+int cb__chunk_queue_checkpoint(chunk_step *cs, cb__checkpoint *k, long long version, int secondary,
 			       const counts *c, char *status, size_t size, cb_error *err)
 {
 	memset(k, 0, sizeof(*k));
@@ -344,7 +283,8 @@ static int queue_checkpoint_as(chunk_step *cs, cb__checkpoint *k, long long vers
 static int queue_checkpoint(chunk_step *cs, const counts *c, char *status, size_t size,
 			    cb_error *err)
 {
-	return queue_checkpoint_as(cs, &cs->checkpoint, cs->version, 0, c, status, size, err);
+	return cb__chunk_queue_checkpoint(cs, &cs->checkpoint, cs->version, 0, c, status, size,
+					  err);
 }
 
 static int write_items(chunk_step *cs, void *const *items, size_t n, cb_error *err)
@@ -384,7 +324,7 @@ static int write_filtered(chunk_step *cs, cb_error *err)
  * a->failed and a->fault set, the transaction still to be rolled back. An
  * empty chunk returns 0 with nothing written.
  */
-static int fill_chunk(chunk_step *cs, attempt *a, cb_error *err)
+int cb__chunk_fill(chunk_step *cs, attempt *a, cb_error *err)
 {
 	cb_chunk_parts *p = &cs->parts;
 	const cb_job *job = cs->run->job;
@@ -468,20 +408,20 @@ static int fill_chunk(chunk_step *cs, attempt *a, cb_error *err)
 
 /*
  * One attempt at a chunk, up to and including COMMIT. Failures return as
- * fill_chunk's, the transaction still to be rolled back.
+ * cb__chunk_fill's, the transaction still to be rolled back.
  */
 static int attempt_chunk(chunk_step *cs, attempt *a, char *status, size_t status_size,
 			 cb_error *err)
 {
 	const cb_job *job = cs->run->job;
-	int rc = fill_chunk(cs, a, err);
+	int rc = cb__chunk_fill(cs, a, err);
 
 	if (rc < 0 && a->fault != CB_FAULT_WRITE)
 		return rc;
 	if (rc == 0 && cs->nitems == 0 && a->c.read_skip == 0)
 		return 0;
 	if (rc == 0)
-		rc = update_context(cs, err);
+		rc = cb__chunk_update_context(cs, err);
 	if (rc == 0)
 		rc = queue_checkpoint(cs, &a->c, status, status_size, err);
 	if (rc == 0)
@@ -540,7 +480,7 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 	cs->nouts = kept;
 	a->c.written = (long long)kept;
 	if (rc == 0)
-		rc = update_context(cs, err);
+		rc = cb__chunk_update_context(cs, err);
 	if (rc == 0)
 		rc = queue_checkpoint(cs, &a->c, status, status_size, err);
 	if (rc == 0)
@@ -551,13 +491,13 @@ static int scan_chunk(chunk_step *cs, attempt *a, char *status, size_t status_si
 /* Resume after the database came back (cb__run_ride_through): the parts
  * are reopened from the last committed checkpoint, whose version also tells
  * whether a COMMIT whose answer was lost went through. */
-static int resume_chunks(void *ctx, cb_error *err)
+int cb__chunk_resume(void *ctx, cb_error *err)
 {
 	chunk_step *cs = ctx;
 	json_t *saved = NULL;
 	int rc;
 
-	close_parts(cs);
+	cb__chunk_close_parts(cs);
 	rc = cb__repo_step_state(&cs->version, &saved, cs->sc.conn, cs->sc.step_execution_id, err);
 	if (rc < 0)
 		return rc;
@@ -640,15 +580,15 @@ static int ride_through(chunk_step *cs, cb__step_outcome *out, cb_error *err)
 	char where[160];
 
 	roll_back(cs, out, 1, err);
-	close_parts(cs);
+	cb__chunk_close_parts(cs);
 	snprintf(where, sizeof(where), "chunk %lld", cs->commits + 1);
-	return cb__run_ride_through(cs->run, cs->sc.conn, cs->sc.step_name, where, resume_chunks,
+	return cb__run_ride_through(cs->run, cs->sc.conn, cs->sc.step_name, where, cb__chunk_resume,
 				    cs, err);
 }
 
 /* The step's last chunk committed: let writers finish their output (not
  * once the heartbeat knows that the lock is lost: no publishing then). */
-static int complete_writers(chunk_step *cs, cb_error *err)
+int cb__chunk_complete_writers(chunk_step *cs, cb_error *err)
 {
 	if (cb__run_check_lock(cs->run, err) < 0)
 		return err->code;
@@ -698,247 +638,13 @@ static int transition_conflict(const cb_error *err)
 }
 
 /* A chunk committed: count it and tell the listeners. */
-static void chunk_committed(chunk_step *cs, const counts *c)
+void cb__chunk_committed(chunk_step *cs, const counts *c)
 {
 	cs->version++;
 	cs->commits++;
 	add_counts(&cs->total, c);
 	CB__NOTIFY(cs->run->job, after_chunk, &cs->sc);
 	report_progress(cs);
-}
-
-/* ---- two connections (chunk.connections = 2) ---- */
-
-/*
- * Chunk N+1 is read, processed and written on one connection while chunk N
- * writes or commits on the other, so that two server backends work at once.
- * The order of the commits is kept by the checkpoint: N+1's checkpoint goes
- * out only once N's has answered, when N holds the step's rows (the lock
- * row, the step execution row) until its COMMIT; N+1's checkpoint waits for
- * them, then finds the version N committed (batch_chunk_checkpoint takes the
- * row by its key and compares the version after), or raises when N did not
- * commit. What is committed is therefore always a prefix of the chunks. N+1's
- * data statements may run before N's COMMIT; a row both write is taken in
- * turn (N+1 waits for N), and a deadlock the server breaks is a failure like
- * any other.
- *
- * Any failure with chunks in flight rolls both back and reopens the parts
- * from the last commit (as a reconnect does), and the next chunk runs alone
- * through the one-connection path with its skip, retry and fail rules; the
- * second connection is opened again once that chunk committed. After
- * MAX_FALLS such failures the step stays on one connection.
- */
-#define MAX_FALLS 3
-
-/* Close the second connection; the step goes on with one. */
-static void lane_drop(chunk_step *cs)
-{
-	lane *b = &cs->lanes[1];
-
-	if (b->tx) {
-		cb_error ignored = CB_ERROR_INIT;
-
-		cb__tx_rollback(b->tx, &ignored);
-		cb__tx_free(b->tx);
-	}
-	memset(b, 0, sizeof(*b));
-	cs->lanes[0].busy = 0;
-	cb__conn_mirror_set(cs->sc.conn, NULL);
-	if (cs->conn2)
-		cb__pg_release(cs->conn2);
-	cs->conn2 = NULL;
-}
-
-/* Open the second connection, check its session, and reopen the parts from
- * the last commit so that their statements are prepared on both. */
-static int lane_open(chunk_step *cs, cb_error *err)
-{
-	const char *start;
-	int pid, rc;
-
-	cs->conn2 = cb_pg_connect_like(cs->sc.conn, "cbatch-chunk2");
-	if (PQstatus(cs->conn2) != CONNECTION_OK)
-		rc = cb_pg_error(err, cs->conn2, NULL, "second connection");
-	else
-		rc = cb__conn_session(&pid, &start, cs->conn2, err);
-	if (rc == 0)
-		rc = cb__tx_new(&cs->lanes[1].tx, cs->conn2, 1, err);
-	if (rc < 0) {
-		lane_drop(cs);
-		return rc;
-	}
-	cs->lanes[0].tx = cs->tx;
-	cb__conn_mirror_set(cs->sc.conn, cs->conn2);
-	close_parts(cs);
-	rc = resume_chunks(cs, err);
-	if (rc < 0)
-		lane_drop(cs);
-	return rc;
-}
-
-static void log_fall(chunk_step *cs, const char *what)
-{
-	cb__log(cb__program_name(), CB__LOG_WARN, CB__EV_STEP_OVERLAP_FALLBACK,
-		CB__LOG_WITH(.job = cs->run->job->name, .execution = cs->run->job_execution_id,
-			     .step = cs->sc.step_name),
-		"%s execution %lld step '%s': chunk %lld: %.300s; going on from the last commit%s",
-		cs->run->job->name, cs->run->job_execution_id, cs->sc.step_name, cs->commits + 1,
-		what,
-		cs->falls >= MAX_FALLS ? ", on one connection from now on" :
-					 ", the next chunk alone");
-}
-
-/* Read lane @p l's answers to its end: its chunk committed (counted) or not. */
-static int lane_finish(chunk_step *cs, lane *l, cb_error *err)
-{
-	int rc;
-
-	if (!l->busy)
-		return 0;
-	l->busy = 0;
-	rc = cb__tx_commit_finish(l->tx, err);
-	if (rc == 0) {
-		l->open = 0;
-		chunk_committed(cs, &l->a.c);
-	}
-	return rc;
-}
-
-/*
- * A failure with chunks in flight (@p err): roll both back, close the second
- * connection, reopen the parts from the last commit (riding through a lost
- * database as a one-connection chunk does). @return 1 to go on with the next
- * chunk alone, 0 to end the step (a stop asked during an outage: out->status
- * set), or the error.
- */
-static int lanes_fall(chunk_step *cs, cb__step_outcome *out, int older, cb_error *err)
-{
-	int rc;
-
-	CB__NOTIFY(cs->run->job, chunk_error, &cs->sc, err);
-	/* The older chunk first: its COMMIT, when it went out, may have done
-	 * well whatever failed after it (counted then); the rest roll back. */
-	for (int j = 0; j < 2; j++) {
-		lane *l = &cs->lanes[j == 0 ? older : 1 - older];
-		cb_error ignored = CB_ERROR_INIT;
-
-		if (l->busy && lane_finish(cs, l, &ignored) == 0)
-			continue;
-		if (l->tx && cb__tx_active(l->tx))
-			cb__tx_rollback(l->tx, &ignored);
-		if (l->open)
-			out->rollbacks++;
-		l->open = l->busy = 0;
-	}
-	cs->falls++;
-	cs->solo = 1;
-	log_fall(cs, err->message);
-	lane_drop(cs);
-	close_parts(cs);
-	if (cb__pg_lost(err, cs->sc.conn) || PQstatus(cs->sc.conn) != CONNECTION_OK) {
-		char where[160];
-
-		snprintf(where, sizeof(where), "chunk %lld", cs->commits + 1);
-		rc = cb__run_ride_through(cs->run, cs->sc.conn, cs->sc.step_name, where,
-					  resume_chunks, cs, err);
-		if (rc > 0)
-			out->status = CB_STATUS_STOPPED;
-		return rc == 0 ? 1 : rc > 0 ? 0 : rc;
-	}
-	cb_error_clear(err);
-	rc = resume_chunks(cs, err);
-	if (rc < 0 && cb__pg_lost(err, cs->sc.conn))
-		return lanes_fall(cs, out, 0, err);
-	return rc < 0 ? rc : 1;
-}
-
-/*
- * Run chunks on two connections until the input ends, a stop, or a failure.
- * @return 0 when the step ended (out->status set, or out->error), 1 to run
- * the next chunk alone (after a failure in flight, or a reader that ended an
- * empty chunk early).
- */
-static int run_two(chunk_step *cs, cb__step_outcome *out)
-{
-	cb_error *err = &out->error;
-	int cur = 0, rc;
-
-	if (!cs->conn2 && lane_open(cs, err) < 0) {
-		/* One connection still serves (the log says why the second is
-		 * missing); the parts may have been closed to reopen. */
-		cs->falls = MAX_FALLS - 1;
-		rc = lanes_fall(cs, out, 0, err);
-		return rc == 1 ? 1 : 0;
-	}
-	cs->lanes[0].status[0] = cs->lanes[1].status[0] = '\0';
-	for (;;) {
-		lane *l = &cs->lanes[cur], *o = &cs->lanes[1 - cur];
-		int stop = cb__run_quitting(cs->run);
-
-		if (!stop && cb__run_check_lock(cs->run, err) < 0)
-			goto fail;
-		/* l's chunk committed last round (its answer is in); o's is in flight */
-		if (stop || strcmp(l->status, "STOPPING") == 0) {
-			if (lane_finish(cs, o, err) < 0)
-				goto fail;
-			out->status = CB_STATUS_STOPPED;
-			return 0;
-		}
-		cb__arena_reset(&cs->chunk.arena);
-		CB__NOTIFY(cs->run->job, before_chunk, &cs->sc);
-		cs->tx = l->tx;
-		l->status[0] = '\0';
-		l->open = 1;
-		if (fill_chunk(cs, &l->a, err) < 0)
-			goto fail;
-		if (cs->nitems == 0 && l->a.c.read_skip == 0) {
-			/* The input ended (or a reader ended an empty chunk early): end
-			 * the empty transaction, let the one in flight commit. */
-			cb__tx_rollback(l->tx, err);
-			l->open = 0;
-			cs->tx = cs->lanes[0].tx;
-			if (lane_finish(cs, o, err) < 0)
-				goto fail;
-			if (strcmp(o->status, "STOPPING") == 0) {
-				out->status = CB_STATUS_STOPPED;
-				return 0;
-			}
-			if (l->a.more)
-				return 1;
-			if (complete_writers(cs, err) == 0)
-				out->status = CB_STATUS_COMPLETED;
-			return 0;
-		}
-		/* The data statements go out now; the checkpoint only after the
-		 * chunk in flight answered its own. */
-		if (cb__tx_push(l->tx, err) < 0 || (o->busy && cb__tx_wait(o->tx, o->ckpt_at, err) < 0))
-			goto fail;
-		if (update_context(cs, err) < 0 ||
-		    queue_checkpoint_as(cs, &l->checkpoint, cs->version + (o->busy ? 1 : 0), cur == 1,
-					&l->a.c, l->status, sizeof(l->status), err) < 0)
-			goto fail;
-		l->ckpt_at = cb__tx_queued(l->tx);
-		if (cb__tx_commit_send(l->tx, err) < 0)
-			goto fail;
-		l->busy = 1;
-		if (lane_finish(cs, o, err) < 0)
-			goto fail;
-		if (l->a.done) {
-			cs->tx = cs->lanes[0].tx;
-			if (lane_finish(cs, l, err) < 0)
-				goto fail;
-			if (strcmp(l->status, "STOPPING") == 0)
-				out->status = CB_STATUS_STOPPED;
-			else if (complete_writers(cs, err) == 0)
-				out->status = CB_STATUS_COMPLETED;
-			return 0;
-		}
-		cur = 1 - cur;
-	}
-fail:
-	cs->tx = cs->lanes[0].tx;
-	rc = lanes_fall(cs, out, 1 - cur, err);
-	return rc == 1 ? 1 : 0;
 }
 
 /* Run chunks until the input ends, a stop, or a failure. */
@@ -954,8 +660,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		cb_fault_action action;
 		int rc;
 
-		if (cs->connections == 2 && !cs->solo && cs->falls < MAX_FALLS &&
-		    run_two(cs, out) == 0)
+		if (cs->connections == 2 && !cs->solo && cs->falls < CB__CHUNK_MAX_FALLS &&
+		    cb__chunk_run_two(cs, out) == 0)
 			return;
 
 		if (cb__run_quitting(cs->run)) {
@@ -977,7 +683,8 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		}
 		if (rc == 0 && a.c.read == 0 && a.c.read_skip == 0) {
 			/* Nothing left: end the (empty) transaction. */
-			if (cb__tx_rollback(cs->tx, err) == 0 && complete_writers(cs, err) == 0)
+			if (cb__tx_rollback(cs->tx, err) == 0 &&
+			    cb__chunk_complete_writers(cs, err) == 0)
 				out->status = CB_STATUS_COMPLETED;
 			return;
 		}
@@ -1046,13 +753,13 @@ static void run_chunks(chunk_step *cs, cb__step_outcome *out)
 		}
 		retries = 0;
 		cs->solo = 0;
-		chunk_committed(cs, &a.c);
+		cb__chunk_committed(cs, &a.c);
 		if (strcmp(status, "STOPPING") == 0) {
 			out->status = CB_STATUS_STOPPED;
 			return;
 		}
 		if (a.done) {
-			if (complete_writers(cs, err) == 0)
+			if (cb__chunk_complete_writers(cs, err) == 0)
 				out->status = CB_STATUS_COMPLETED;
 			return;
 		}
@@ -1117,8 +824,8 @@ done:
 
 		cb__tx_rollback(cs.tx, &ignored);
 	}
-	close_parts(&cs);
-	lane_drop(&cs);
+	cb__chunk_close_parts(&cs);
+	cb__chunk_lane_drop(&cs);
 	cb__tx_free(cs.tx);
 	cb__arena_free(&cs.chunk.arena);
 	free(cs.items);

@@ -110,7 +110,7 @@ static void test_add_writer_steals_checks_and_copies_by_version(void)
 	int i;
 
 	memset(&parts, 0, sizeof(parts));
-	CBT_EQ_LL(CB_WRITER_VERSION, 3);
+	CBT_EQ_LL(CB_WRITER_VERSION, 4);
 	w.write = null_write;
 	w.free = count_free;
 	CBT_PASS(cb_chunk_parts_add_writer(&parts, &w, &err), &err);
@@ -124,11 +124,24 @@ static void test_add_writer_steals_checks_and_copies_by_version(void)
 	CU_ASSERT_PTR_NULL(parts.writers[1].rollback);
 	CU_ASSERT_PTR_EQUAL(parts.writers[1].free, count_free);
 
+	/* Version 3: overlap_safe (since version 4) is not copied; a version 4
+	 * writer's is. Both are taken back off the parts again. */
+	w.version = 3;
+	w.rollback = NULL;
+	w.overlap_safe = 1;
+	CBT_PASS(cb_chunk_parts_add_writer(&parts, &w, &err), &err);
+	CBT_EQ_LL(parts.writers[2].overlap_safe, 0);
+	w.version = 4;
+	CBT_PASS(cb_chunk_parts_add_writer(&parts, &w, &err), &err);
+	CBT_EQ_LL(parts.writers[3].overlap_safe, 1);
+	parts.nwriters = 2;
+	w.overlap_safe = 0;
+
 	/* Unknown versions and a missing write are refused, and the writer is freed. */
 	freed = 0;
-	w.version = 4;
+	w.version = 5;
 	CBT_FAILS_WITH(CB_EINVAL, cb_chunk_parts_add_writer(&parts, &w, &err), &err);
-	CBT_CONTAINS(err.message, "writer 2: writer of unknown version 4");
+	CBT_CONTAINS(err.message, "writer 2: writer of unknown version 5");
 	cb_error_clear(&err);
 	w.version = 0;
 	CBT_FAILS_WITH(CB_EINVAL, cb_chunk_parts_add_writer(&parts, &w, &err), &err);

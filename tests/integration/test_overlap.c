@@ -72,27 +72,26 @@ static void fail_account_1050(PGconn *conn, int every_time)
 	 * table written in the failing transaction would not. */
 	cbt_exec(conn, "CREATE SEQUENCE calls_1050");
 	cbt_exec(conn, every_time ? "CREATE TABLE fail_always ()" : "SELECT 1");
-	cbt_exec(conn,
-		 "CREATE FUNCTION fail_1050() RETURNS trigger LANGUAGE plpgsql AS $$ "
-		 "DECLARE v_seen boolean := false; BEGIN "
-		 "IF nextval('calls_1050') > 1 THEN "
-		 "  IF to_regclass('fail_always') IS NULL THEN RETURN NEW; END IF; "
-		 "  RAISE EXCEPTION 'account 1050 refused again'; "
-		 "END IF; "
-		 "FOR i IN 1..4000 LOOP "
-		 "  PERFORM pg_stat_clear_snapshot(); "
-		 "  SELECT EXISTS (SELECT 1 FROM pg_stat_activity a "
-		 "    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() "
-		 "      AND a.application_name LIKE 'cbatch%' "
-		 "      AND a.application_name <> 'cbatch-heartbeat' "
-		 "      AND a.backend_xid IS NOT NULL) INTO v_seen; "
-		 "  EXIT WHEN v_seen; "
-		 "  PERFORM pg_sleep(0.005); "
-		 "END LOOP; "
-		 "RAISE EXCEPTION 'account 1050 refused (overlapped: %)', v_seen; "
-		 "END $$;"
-		 "CREATE TRIGGER fail_1050 BEFORE UPDATE ON account FOR EACH ROW "
-		 "WHEN (OLD.id = 1050) EXECUTE FUNCTION fail_1050();");
+	cbt_exec(conn, "CREATE FUNCTION fail_1050() RETURNS trigger LANGUAGE plpgsql AS $$ "
+		       "DECLARE v_seen boolean := false; BEGIN "
+		       "IF nextval('calls_1050') > 1 THEN "
+		       "  IF to_regclass('fail_always') IS NULL THEN RETURN NEW; END IF; "
+		       "  RAISE EXCEPTION 'account 1050 refused again'; "
+		       "END IF; "
+		       "FOR i IN 1..4000 LOOP "
+		       "  PERFORM pg_stat_clear_snapshot(); "
+		       "  SELECT EXISTS (SELECT 1 FROM pg_stat_activity a "
+		       "    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() "
+		       "      AND a.application_name LIKE 'cbatch%' "
+		       "      AND a.application_name <> 'cbatch-heartbeat' "
+		       "      AND a.backend_xid IS NOT NULL) INTO v_seen; "
+		       "  EXIT WHEN v_seen; "
+		       "  PERFORM pg_sleep(0.005); "
+		       "END LOOP; "
+		       "RAISE EXCEPTION 'account 1050 refused (overlapped: %)', v_seen; "
+		       "END $$;"
+		       "CREATE TRIGGER fail_1050 BEFORE UPDATE ON account FOR EACH ROW "
+		       "WHEN (OLD.id = 1050) EXECUTE FUNCTION fail_1050();");
 }
 
 /* Every account is in the ledger exactly once with its amount, and processed. */
