@@ -3,9 +3,10 @@
 #
 #   bash bench/run.sh            the full benchmark (about 20 minutes)
 #   bash bench/run.sh --quick    the ratios only, smaller (1.5 minutes once
-#                                built): the ledger at chunk 1000 (cbatch vs the
-#                                hand-written loop vs set-based SQL) and the
-#                                other built-in paths against their limits
+#                                built): the ledger at chunk 1000 (cbatch, on one
+#                                connection and on two, vs the hand-written loop
+#                                vs set-based SQL) and the other built-in paths
+#                                against their limits
 #
 # Builds with -DCB_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release into build-bench/,
 # starts a private PostgreSQL with DEFAULT durability settings
