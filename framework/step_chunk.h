@@ -30,7 +30,7 @@ typedef struct lane {
 	cb__checkpoint checkpoint; /* borrowed by the pipeline until the COMMIT's answer */
 	char status[16];           /* the checkpoint's answer: the job execution's status */
 	attempt a;                 /* the chunk's counts */
-	size_t ckpt_at;            /* statements up to and including the checkpoint */
+	long long version;         /* the step's version its chunk commits on */
 	int open;                  /* a chunk began on it and did not commit */
 	int busy;                  /* its COMMIT went out, the answer is not read yet */
 } lane;

@@ -4,15 +4,20 @@
  *
  * Chunk N+1 is read, processed and written on one connection while chunk N
  * writes or commits on the other, so that two server backends work at once.
- * The order of the commits is kept by the checkpoint: N+1's checkpoint goes
- * out only once N's has answered, when N holds the step's rows (the lock
- * row, the step execution row) until its COMMIT; N+1's checkpoint waits for
- * them, then finds the version N committed (batch_chunk_checkpoint takes the
- * row by its key and compares the version after), or raises when N did not
- * commit. What is committed is therefore always a prefix of the chunks. N+1's
- * data statements may run before N's COMMIT; a row both write is taken in
- * turn (N+1 waits for N), and a deadlock the server breaks is a failure like
- * any other.
+ * The commits keep chunk order through a transaction-level advisory lock per
+ * chunk, keyed by the step execution and the version the chunk commits on:
+ * each chunk takes its own at BEGIN, in a round trip of its own, before
+ * anything else (so before the next chunk begins), and the next chunk takes
+ * it shared just before its checkpoint, so that its checkpoint runs only once
+ * chunk N ended; the checkpoint then finds the version N committed, or fails
+ * (CB001) when N did not commit. What is committed is therefore always a
+ * prefix of the chunks. The order lives in the server, so every wait of one
+ * chunk on the other is a lock wait the server sees: the client never waits
+ * for an answer that the other chunk's locks hold back. Chunk N+1's data
+ * statements may run before N's: a row both write is taken by whichever
+ * comes first, and when that is N+1 while N needs it too, the server breaks
+ * the deadlock (N waits for N+1's row, N+1's checkpoint for N's lock) and
+ * the failure is handled as any other.
  *
  * Any failure with chunks in flight rolls both back and reopens the parts
  * from the last commit (as a reconnect does), and the next chunk runs alone
@@ -26,6 +31,7 @@
 #include "program.h"
 #include "cbatch/sys/conn.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,6 +91,39 @@ static void log_fall(chunk_step *cs, const char *what)
 		what,
 		cs->falls >= CB__CHUNK_MAX_FALLS ? ", on one connection from now on" :
 						   ", the next chunk alone");
+}
+
+/* Text of the advisory lock key of the chunk that commits on @p version. */
+static void order_key(const chunk_step *cs, long long version, char (*v)[16])
+{
+	snprintf(v[0], 16, "%d", (int)(int32_t)(uint32_t)cs->sc.step_execution_id);
+	snprintf(v[1], 16, "%d", (int)(int32_t)(uint32_t)version);
+}
+
+/* BEGIN on lane @p l and take its chunk's order lock, answered before
+ * anything of the chunk goes on (so before the next chunk can begin). */
+static int lane_begin(chunk_step *cs, lane *l, cb_error *err)
+{
+	char v[2][16];
+	const char *p[2] = { v[0], v[1] };
+	int rc = cb__tx_begin(l->tx, err);
+
+	order_key(cs, l->version, v);
+	if (rc == 0)
+		rc = cb__tx_send_sql(l->tx, "SELECT pg_advisory_xact_lock($1::int4, $2::int4)", 2,
+				     p, "the chunk's order lock", err);
+	return rc < 0 ? rc : cb_tx_flush(l->tx, err);
+}
+
+/* Before lane @p l's checkpoint: wait for the chunk before it to end. */
+static int lane_wait_previous(chunk_step *cs, lane *l, cb_error *err)
+{
+	char v[2][16];
+	const char *p[2] = { v[0], v[1] };
+
+	order_key(cs, l->version - 1, v);
+	return cb__tx_send_sql(l->tx, "SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)", 2,
+			       p, "waiting for the chunk before", err);
 }
 
 /* Read lane @p l's answers to its end: its chunk committed (counted) or not. */
@@ -188,7 +227,8 @@ int cb__chunk_run_two(chunk_step *cs, cb__step_outcome *out)
 		cs->tx = l->tx;
 		l->status[0] = '\0';
 		l->open = 1;
-		if (cb__chunk_fill(cs, &l->a, err) < 0)
+		l->version = cs->version + (o->busy ? 1 : 0);
+		if (lane_begin(cs, l, err) < 0 || cb__chunk_fill(cs, &l->a, err) < 0)
 			goto fail;
 		if (cs->nitems == 0 && l->a.c.read_skip == 0) {
 			/* The input ended (or a reader ended an empty chunk early): end
@@ -208,18 +248,13 @@ int cb__chunk_run_two(chunk_step *cs, cb__step_outcome *out)
 				out->status = CB_STATUS_COMPLETED;
 			return 0;
 		}
-		/* The data statements go out now; the checkpoint only after the
-		 * chunk in flight answered its own. */
-		if (cb__tx_push(l->tx, err) < 0 ||
-		    (o->busy && cb__tx_wait(o->tx, o->ckpt_at, err) < 0))
-			goto fail;
-		if (cb__chunk_update_context(cs, err) < 0 ||
-		    cb__chunk_queue_checkpoint(cs, &l->checkpoint, cs->version + (o->busy ? 1 : 0),
-					       cur == 1, &l->a.c, l->status, sizeof(l->status),
-					       err) < 0)
-			goto fail;
-		l->ckpt_at = cb__tx_queued(l->tx);
-		if (cb__tx_commit_send(l->tx, err) < 0)
+		/* The data statements go out now; the checkpoint after the chunk
+		 * before it ended (the server waits, not this process). */
+		if (cb__tx_push(l->tx, err) < 0 || cb__chunk_update_context(cs, err) < 0 ||
+		    (o->busy && lane_wait_previous(cs, l, err) < 0) ||
+		    cb__chunk_queue_checkpoint(cs, &l->checkpoint, l->version, cur == 1, &l->a.c,
+					       l->status, sizeof(l->status), err) < 0 ||
+		    cb__tx_commit_send(l->tx, err) < 0)
 			goto fail;
 		l->busy = 1;
 		if (lane_finish(cs, o, err) < 0)

@@ -28,7 +28,7 @@ struct cb_tx {
 	int synced; /* the COMMIT and its sync went out (cb__tx_commit_send) */
 	pending *queue;
 	size_t nqueue, capqueue;
-	size_t ndone; /* the results read so far (cb__tx_wait) */
+	size_t ndone; /* the results read so far */
 };
 
 PGconn *cb_tx_conn(cb_tx *tx)
@@ -425,9 +425,22 @@ int cb__tx_push(cb_tx *tx, cb_error *err)
 	return 0;
 }
 
-size_t cb__tx_queued(const cb_tx *tx)
+int cb__tx_send_sql(cb_tx *tx, const char *sql, int nparams, const char *const *values,
+		    const char *what, cb_error *err)
 {
-	return tx->nqueue;
+	if (!tx->pipelined) {
+		PGresult *res = PQexecParams(tx->conn, sql, nparams, NULL, values, NULL, NULL, 0);
+		ExecStatusType st = PQresultStatus(res);
+		int rc = 0;
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+			rc = cb_pg_error(err, tx->conn, res, what);
+		PQclear(res);
+		return rc;
+	}
+	if (!PQsendQueryParams(tx->conn, sql, nparams, NULL, values, NULL, NULL, 0))
+		return cb_pg_error(err, tx->conn, NULL, what);
+	return enqueue(tx, &(pending){ NULL, NULL, what, NULL }, err);
 }
 
 int cb__tx_commit_send(cb_tx *tx, cb_error *err)
@@ -436,9 +449,6 @@ int cb__tx_commit_send(cb_tx *tx, cb_error *err)
 
 	if (!tx->active || !tx->pipelined)
 		return cb_error_set(err, CB_ERROR, "no pipelined transaction to commit");
-	/* The server answers what came before the COMMIT at once, not after it. */
-	if (!PQsendFlushRequest(tx->conn))
-		return cb_pg_error(err, tx->conn, NULL, "flush request");
 	rc = send_plain(tx, "COMMIT", "COMMIT", err);
 	if (rc == 0 && !PQpipelineSync(tx->conn))
 		rc = cb_pg_error(err, tx->conn, NULL, "pipeline sync");
@@ -447,13 +457,6 @@ int cb__tx_commit_send(cb_tx *tx, cb_error *err)
 	if (rc == 0)
 		tx->synced = 1;
 	return rc;
-}
-
-int cb__tx_wait(cb_tx *tx, size_t upto, cb_error *err)
-{
-	if (!tx->synced || upto > tx->nqueue)
-		return cb_error_set(err, CB_ERROR, "nothing sent to wait for");
-	return read_results(tx, upto, NULL, 0, err);
 }
 
 int cb__tx_commit_finish(cb_tx *tx, cb_error *err)

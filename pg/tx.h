@@ -23,20 +23,19 @@ int cb__tx_commit(cb_tx *tx, cb_error *err);
  * A commit in two halves, for a chunk step on two connections: chunk N+1's
  * statements run on one while chunk N's COMMIT is in flight on the other.
  *   cb__tx_push        send what is queued now (no sync): the server starts
- *   cb__tx_queued      how many statements are queued (an index for wait)
- *   cb__tx_commit_send a flush request (the answers so far come back at
- *                      once), COMMIT and the sync, sent
- *   cb__tx_wait        read the answers of the first @p upto statements
- *   cb__tx_commit_finish  read the rest, the COMMIT's included, and end the
- *                      transaction as cb__tx_commit does (on failure it is
- *                      rolled back before returning)
- * A failure of wait leaves the transaction to cb__tx_rollback.
+ *   cb__tx_commit_send COMMIT and the sync, sent
+ *   cb__tx_commit_finish  read every answer, the COMMIT's included, and end
+ *                      the transaction as cb__tx_commit does (on failure it
+ *                      is rolled back before returning)
  */
 int cb__tx_push(cb_tx *tx, cb_error *err);
-size_t cb__tx_queued(const cb_tx *tx);
 int cb__tx_commit_send(cb_tx *tx, cb_error *err);
-int cb__tx_wait(cb_tx *tx, size_t upto, cb_error *err);
 int cb__tx_commit_finish(cb_tx *tx, cb_error *err);
+
+/* Queue @p sql (not prepared; text parameters) in the pipeline, or run it
+ * at once on a plain transaction. @p what names it in errors. */
+int cb__tx_send_sql(cb_tx *tx, const char *sql, int nparams, const char *const *values,
+		    const char *what, cb_error *err);
 
 /* Roll back whatever is open (ignores queued work) and leave pipeline mode.
  * Best effort: a broken connection is reported in @p err. */

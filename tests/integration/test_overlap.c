@@ -330,7 +330,8 @@ static void terminate(PGconn *conn, const char *app)
 {
 	if (!cbt_wait_untilp(conn, 30000,
 			     "SELECT count(pg_terminate_backend(pid))::int FROM pg_stat_activity "
-			     "WHERE datname = current_database() AND application_name = $1",
+			     "WHERE datname = current_database() AND application_name = $1 "
+			     "AND pid <> pg_backend_pid()",
 			     "s", app))
 		CBT_FAILF("no session named %s to end", app);
 }
@@ -354,6 +355,55 @@ static void test_a_lost_second_session_is_ridden_through(void)
 	PQfinish(conn);
 }
 
+/* The run's first connection (application_name "cbatch") lost mid-run: the
+ * chunks in flight roll back, the run reconnects within its outage budget and
+ * goes on from the last commit. */
+static void test_a_lost_first_session_is_ridden_through(void)
+{
+	PGconn *conn = cbt_connect(db);
+	pid_t pid;
+
+	reset(conn, 60000);
+	pid = spawn_run("-sleepMs:long=5", "overlap-lost1.log");
+	wait_for_rows(conn, 2000);
+	terminate(conn, "cbatch");
+	CBT_EQ_LL(cbt_wait_timeout(pid, 120000), 0);
+	assert_exactly_once(conn, 60000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (count(DISTINCT pid) >= 3)::int FROM seen"), 1);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution "
+				     "WHERE status = 'COMPLETED'"),
+		  1);
+	PQfinish(conn);
+}
+
+/*
+ * Every chunk also adds its rows to one counter row (a statement trigger on
+ * the ledger): chunk N+1 usually waits for chunk N's COMMIT on that row;
+ * when it takes the row first while N needs it, the server breaks the
+ * deadlock and both roll back (never a wait the server cannot see: this
+ * hung before the chunks' order moved into the server). The sum comes out
+ * right and the run ends.
+ */
+static void test_chunks_that_write_the_same_row_come_out_right(void)
+{
+	PGconn *conn = cbt_connect(db);
+
+	reset(conn, 3000);
+	cbt_exec(conn, "CREATE TABLE counter (n bigint NOT NULL); INSERT INTO counter VALUES (0);"
+		       "CREATE FUNCTION count_rows() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		       "UPDATE counter SET n = n + (SELECT count(*) FROM added); "
+		       "RETURN NULL; END $$;"
+		       "CREATE TRIGGER count_rows AFTER INSERT ON ledger "
+		       "REFERENCING NEW TABLE AS added "
+		       "FOR EACH STATEMENT EXECUTE FUNCTION count_rows();");
+	CBT_EQ_LL(cli("run", "ledger", "-chunk.size:long=100", "-chunk.connections:long=2", NULL),
+		  0);
+	assert_exactly_once(conn, 3000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT n FROM counter"), 3000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 30);
+	PQfinish(conn);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "two connections commit every row once", test_two_connections_commit_every_row_once },
 	{ "one connection is unchanged", test_one_connection_is_unchanged },
@@ -367,6 +417,9 @@ static const CU_TestInfo tests[] = {
 	  test_sigkill_with_two_chunks_in_flight_keeps_a_prefix },
 	{ "stop with two connections, then restart", test_stop_with_two_connections_then_restart },
 	{ "a lost second session is ridden through", test_a_lost_second_session_is_ridden_through },
+	{ "a lost first session is ridden through", test_a_lost_first_session_is_ridden_through },
+	{ "chunks that write the same row come out right",
+	  test_chunks_that_write_the_same_row_come_out_right },
 	CU_TEST_INFO_NULL,
 };
 
