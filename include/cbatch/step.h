@@ -184,9 +184,9 @@ typedef struct cb_step_def {
 	 * (0: 1). With 2, chunk N+1 is read, processed and written on the second
 	 * connection while chunk N is still writing or committing on the first,
 	 * so that two server backends work at once; the commits stay in chunk
-	 * order (chunk N+1's checkpoint waits for chunk N's COMMIT, and fails
-	 * when N did not commit), so what is committed is always a prefix of the
-	 * chunks, as with 1. Every part must say it can (`overlap_safe` in
+	 * order (chunk N+1's checkpoint waits, in the server, for chunk N's
+	 * COMMIT, and fails when N did not commit), so what is committed is
+	 * always a prefix of the chunks, as with 1. Every part must say it can (`overlap_safe` in
 	 * cb_reader and cb_writer: the built-in PostgreSQL keyset reader, upsert
 	 * and status writers do); a step whose parts cannot is refused before
 	 * the launch records anything. When anything fails with two chunks in
