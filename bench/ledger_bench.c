@@ -378,6 +378,57 @@ static int pipe_sync(PGconn *c, struct result *r)
 	return ok ? 0 : -1;
 }
 
+/* The hand-written loop's statements: page @p sel, upsert, update. */
+static int prepare_loop(PGconn *c, const char *sel, struct result *r)
+{
+	if (prepare(c, "b_sel", sel, 1, r) ||
+	    prepare(c, "b_ins",
+		    "INSERT INTO ledger (account_id, seller_id, amount, job_execution_id) "
+		    "SELECT a, s, m, $4 FROM unnest($1::bigint[], $2::int[], $3::numeric[]) "
+		    "AS u(a, s, m) ON CONFLICT (account_id) DO UPDATE SET "
+		    "seller_id = EXCLUDED.seller_id, amount = EXCLUDED.amount, "
+		    "job_execution_id = EXCLUDED.job_execution_id",
+		    4, r) ||
+	    prepare(c, "b_upd", "UPDATE account SET processed = true WHERE id = ANY($1::bigint[])",
+		    1, r))
+		return -1;
+	return 0;
+}
+
+/* Validate page @p res (@p n rows) and build the array parameters of its
+ * upsert and update; its last key into @p last. -1 (r->msg) on a bad row. */
+static int page_arrays(const PGresult *res, int n, struct buf *ids, struct buf *sellers,
+		       struct buf *amounts, char *last, size_t last_size, struct result *r)
+{
+	ids->len = sellers->len = amounts->len = 0;
+	buf_ch(ids, '{');
+	buf_ch(sellers, '{');
+	buf_ch(amounts, '{');
+	for (int i = 0; i < n; i++) {
+		const char *amount = PQgetvalue(res, i, 2);
+
+		if (amount[0] == '-') {
+			snprintf(r->msg, sizeof(r->msg),
+				 "account %s: negative amount %s is invalid input",
+				 PQgetvalue(res, i, 0), amount);
+			return -1;
+		}
+		if (i) {
+			buf_ch(ids, ',');
+			buf_ch(sellers, ',');
+			buf_ch(amounts, ',');
+		}
+		buf_put(ids, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
+		buf_put(sellers, PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1));
+		buf_put(amounts, amount, (size_t)PQgetlength(res, i, 2));
+	}
+	buf_put(ids, "}", 2);
+	buf_put(sellers, "}", 2);
+	buf_put(amounts, "}", 2);
+	snprintf(last, last_size, "%s", PQgetvalue(res, n - 1, 0));
+	return 0;
+}
+
 static int run_handwritten(PGconn *c, const struct options *o, int pipelined, long long run_id,
 			   struct result *r, double *t0)
 {
@@ -394,16 +445,7 @@ static int run_handwritten(PGconn *c, const struct options *o, int pipelined, lo
 		 "ORDER BY id LIMIT %lld",
 		 o->chunk);
 	*t0 = bench_now();
-	if (prepare(c, "b_sel", sel, 1, r) ||
-	    prepare(c, "b_ins",
-		    "INSERT INTO ledger (account_id, seller_id, amount, job_execution_id) "
-		    "SELECT a, s, m, $4 FROM unnest($1::bigint[], $2::int[], $3::numeric[]) "
-		    "AS u(a, s, m) ON CONFLICT (account_id) DO UPDATE SET "
-		    "seller_id = EXCLUDED.seller_id, amount = EXCLUDED.amount, "
-		    "job_execution_id = EXCLUDED.job_execution_id",
-		    4, r) ||
-	    prepare(c, "b_upd", "UPDATE account SET processed = true WHERE id = ANY($1::bigint[])",
-		    1, r))
+	if (prepare_loop(c, sel, r) < 0)
 		goto out;
 	if (pipelined && !PQenterPipelineMode(c)) {
 		snprintf(r->msg, sizeof(r->msg), "enter pipeline mode: %s", PQerrorMessage(c));
@@ -444,34 +486,11 @@ static int run_handwritten(PGconn *c, const struct options *o, int pipelined, lo
 			break;
 		}
 		/* 2. validate and build the array parameters */
-		ids.len = sellers.len = amounts.len = 0;
-		buf_ch(&ids, '{');
-		buf_ch(&sellers, '{');
-		buf_ch(&amounts, '{');
-		for (int i = 0; i < n; i++) {
-			const char *amount = PQgetvalue(res, i, 2);
-
-			if (amount[0] == '-') {
-				snprintf(r->msg, sizeof(r->msg),
-					 "account %s: negative amount %s is invalid input",
-					 PQgetvalue(res, i, 0), amount);
-				PQclear(res);
-				goto out;
-			}
-			if (i) {
-				buf_ch(&ids, ',');
-				buf_ch(&sellers, ',');
-				buf_ch(&amounts, ',');
-			}
-			buf_put(&ids, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
-			buf_put(&sellers, PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1));
-			buf_put(&amounts, amount, (size_t)PQgetlength(res, i, 2));
-		}
-		buf_put(&ids, "}", 2);
-		buf_put(&sellers, "}", 2);
-		buf_put(&amounts, "}", 2);
-		snprintf(last, sizeof(last), "%s", PQgetvalue(res, n - 1, 0));
+		rc = page_arrays(res, n, &ids, &sellers, &amounts, last, sizeof(last), r);
 		PQclear(res);
+		if (rc < 0)
+			goto out;
+		rc = -1;
 		wp[0] = ids.p;
 		wp[1] = sellers.p;
 		wp[2] = amounts.p;
@@ -608,17 +627,7 @@ static int run_twoconn(PGconn *c, const struct options *o, long long run_id, str
 	for (int i = 0; i < 2; i++) {
 		PGconn *sc = slots[i].c;
 
-		if (prepare(sc, "b_sel", sel, 1, r) ||
-		    prepare(sc, "b_ins",
-			    "INSERT INTO ledger (account_id, seller_id, amount, job_execution_id) "
-			    "SELECT a, s, m, $4 FROM unnest($1::bigint[], $2::int[], $3::numeric[]) "
-			    "AS u(a, s, m) ON CONFLICT (account_id) DO UPDATE SET "
-			    "seller_id = EXCLUDED.seller_id, amount = EXCLUDED.amount, "
-			    "job_execution_id = EXCLUDED.job_execution_id",
-			    4, r) ||
-		    prepare(sc, "b_upd",
-			    "UPDATE account SET processed = true WHERE id = ANY($1::bigint[])", 1,
-			    r) ||
+		if (prepare_loop(sc, sel, r) < 0 ||
 		    prepare(sc, "b_ckpt",
 			    /* by key alone, so that it waits for the row's lock; a
 			     * condition on the version would skip the row unseen */
@@ -658,34 +667,11 @@ static int run_twoconn(PGconn *c, const struct options *o, long long run_id, str
 			PQclear(res);
 			break;
 		}
-		ids.len = sellers.len = amounts.len = 0;
-		buf_ch(&ids, '{');
-		buf_ch(&sellers, '{');
-		buf_ch(&amounts, '{');
-		for (int i = 0; i < n; i++) {
-			const char *amount = PQgetvalue(res, i, 2);
-
-			if (amount[0] == '-') {
-				snprintf(r->msg, sizeof(r->msg),
-					 "account %s: negative amount %s is invalid input",
-					 PQgetvalue(res, i, 0), amount);
-				PQclear(res);
-				goto out;
-			}
-			if (i) {
-				buf_ch(&ids, ',');
-				buf_ch(&sellers, ',');
-				buf_ch(&amounts, ',');
-			}
-			buf_put(&ids, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
-			buf_put(&sellers, PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1));
-			buf_put(&amounts, amount, (size_t)PQgetlength(res, i, 2));
-		}
-		buf_put(&ids, "}", 2);
-		buf_put(&sellers, "}", 2);
-		buf_put(&amounts, "}", 2);
-		snprintf(last, sizeof(last), "%s", PQgetvalue(res, n - 1, 0));
+		rc = page_arrays(res, n, &ids, &sellers, &amounts, last, sizeof(last), r);
 		PQclear(res);
+		if (rc < 0)
+			goto out;
+		rc = -1;
 		snprintf(ver, sizeof(ver), "%lld", k);
 		wp[0] = ids.p;
 		wp[1] = sellers.p;

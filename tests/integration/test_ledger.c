@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cbtest.h"
+#include "ledger_kit.h"
 
 static char db[CBT_CONNINFO_MAX];
 
@@ -58,17 +59,6 @@ static void reset(PGconn *conn, long long rows, long long negative_at)
 		CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE amount < 0"), 1);
 }
 
-/* Every account is in the ledger exactly once with its amount, and processed. */
-static void assert_exactly_once(PGconn *conn, long long rows)
-{
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), rows);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l "
-				     "ON l.account_id = a.id AND l.amount = a.amount "
-				     "AND l.seller_id = a.seller_id"),
-		  rows);
-}
-
 static long long last_execution(PGconn *conn)
 {
 	return cbt_query_ll(conn, "SELECT max(job_execution_id) FROM batch_job_execution");
@@ -80,7 +70,7 @@ static void test_run_completes_every_row_once(void)
 
 	reset(conn, 2500, 0);
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 2500);
+	ledger_assert_exactly_once(conn, 2500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution"), 2500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_count FROM batch_step_execution"), 2500);
 	/* Chunk 1000: three chunks, no rollback. */
@@ -118,7 +108,7 @@ static void test_completed_instance_is_refused_and_next_makes_new_ones(void)
 				     "AND parameter_type = 'long' AND identifying"),
 		  2);
 	/* The rerun found nothing left to do, and doubled nothing. */
-	assert_exactly_once(conn, 300);
+	ledger_assert_exactly_once(conn, 300);
 	PQfinish(conn);
 }
 
@@ -150,7 +140,7 @@ static void test_failure_names_the_account_and_restart_completes_exactly_once(vo
 	cbt_exec(conn, "UPDATE account SET amount = 15.50 WHERE id = 1550");
 	snprintf(id, sizeof(id), "%lld", failed);
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 2500);
+	ledger_assert_exactly_once(conn, 2500);
 	/* The restart read only what was not committed: 1000 rows, not 2500. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution "
 				     "ORDER BY step_execution_id DESC LIMIT 1"),
@@ -192,16 +182,6 @@ static pid_t spawn_run(const char *chunk, const char *logname)
 	return cbt_spawn(argv, path);
 }
 
-static void wait_for_rows(PGconn *conn, long long rows)
-{
-	for (int i = 0; i < 3000; i++) {
-		if (cbt_query_ll(conn, "SELECT count(*) FROM ledger") >= rows)
-			return;
-		cbt_sleep_ms(10);
-	}
-	CBT_FAILF("the job never wrote %lld rows", rows);
-}
-
 static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 {
 	PGconn *conn = cbt_connect(db);
@@ -210,7 +190,7 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 
 	reset(conn, 100000, 0);
 	pid = spawn_run("-chunk.size:long=100", "sigkill.log");
-	wait_for_rows(conn, 3000);
+	ledger_wait_for_rows(conn, 3000);
 	kill(pid, SIGKILL);
 	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
 	/* A pipeline sent whole before the kill may still commit server-side:
@@ -261,7 +241,7 @@ static void test_sigkill_mid_run_keeps_whole_chunks_only(void)
 				     "ORDER BY step_execution_id DESC LIMIT 1"),
 		  100000 - written);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT max(fencing_token) FROM batch_lock"), 2);
-	assert_exactly_once(conn, 100000);
+	ledger_assert_exactly_once(conn, 100000);
 	PQfinish(conn);
 }
 
@@ -290,7 +270,7 @@ static void test_stop_from_another_process_then_restart(void)
 
 	reset(conn, THROTTLED_ROWS, 0);
 	pid = spawn_run_throttled("-chunk.size:long=50", "stop.log");
-	wait_for_rows(conn, 1000);
+	ledger_wait_for_rows(conn, 1000);
 	snprintf(id, sizeof(id), "%lld", last_execution(conn));
 	CBT_EQ_LL(cli("stop", id, NULL, NULL, NULL), 0);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
@@ -301,7 +281,7 @@ static void test_stop_from_another_process_then_restart(void)
 		CBT_FAILF("the job finished before the stop; the test proves nothing");
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger") % 50, 0);
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, THROTTLED_ROWS);
+	ledger_assert_exactly_once(conn, THROTTLED_ROWS);
 	PQfinish(conn);
 }
 
@@ -312,7 +292,7 @@ static void test_sigterm_stops_after_the_current_chunk(void)
 
 	reset(conn, THROTTLED_ROWS, 0);
 	pid = spawn_run_throttled("-chunk.size:long=50", "sigterm.log");
-	wait_for_rows(conn, 1000);
+	ledger_wait_for_rows(conn, 1000);
 	kill(pid, SIGTERM);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution WHERE status = "
@@ -320,7 +300,7 @@ static void test_sigterm_stops_after_the_current_chunk(void)
 		  1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger") % 50, 0);
 	CBT_EQ_LL(cli("run", "ledger", NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, THROTTLED_ROWS);
+	ledger_assert_exactly_once(conn, THROTTLED_ROWS);
 	PQfinish(conn);
 }
 
@@ -372,7 +352,7 @@ static void test_concurrent_launches_make_one_instance_and_one_execution(void)
 				       "SELECT count(*) FROM batch_lock_audit WHERE outcome = "
 				       "'ACQUIRED'"),
 		  3 * RACERS);
-	assert_exactly_once(conn, 20000);
+	ledger_assert_exactly_once(conn, 20000);
 	PQfinish(conn);
 }
 

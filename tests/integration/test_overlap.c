@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cbtest.h"
+#include "ledger_kit.h"
 
 static char db[CBT_CONNINFO_MAX];
 
@@ -94,17 +95,6 @@ static void fail_account_1050(PGconn *conn, int every_time)
 		       "WHEN (OLD.id = 1050) EXECUTE FUNCTION fail_1050();");
 }
 
-/* Every account is in the ledger exactly once with its amount, and processed. */
-static void assert_exactly_once(PGconn *conn, long long rows)
-{
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM ledger"), rows);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account WHERE NOT processed"), 0);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM account a JOIN ledger l "
-				     "ON l.account_id = a.id AND l.amount = a.amount "
-				     "AND l.seller_id = a.seller_id"),
-		  rows);
-}
-
 /*
  * What is committed is a prefix of whole chunks of @p chunk rows, and the
  * data, the source status, the counts and the checkpoint agree. @return the
@@ -146,7 +136,7 @@ static void test_two_connections_commit_every_row_once(void)
 	reset(conn, 2500);
 	CBT_EQ_LL(cli("run", "ledger", "-chunk.size:long=100", "-chunk.connections:long=2", NULL),
 		  0);
-	assert_exactly_once(conn, 2500);
+	ledger_assert_exactly_once(conn, 2500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution"), 2500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT write_count FROM batch_step_execution"), 2500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 25);
@@ -170,7 +160,7 @@ static void test_one_connection_is_unchanged(void)
 	reset(conn, 500);
 	CBT_EQ_LL(cli("run", "ledger", "-chunk.size:long=100", "-chunk.connections:long=1", NULL),
 		  0);
-	assert_exactly_once(conn, 500);
+	ledger_assert_exactly_once(conn, 500);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT version FROM batch_step_execution"), 6);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT pid) FROM seen"), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM seen WHERE app = 'cbatch-chunk2'"), 0);
@@ -202,7 +192,7 @@ static void test_a_chunk_failing_with_the_next_in_flight_leaves_a_prefix(void)
 	cbt_exec(conn, "DROP TRIGGER fail_1050 ON account");
 	snprintf(id, sizeof(id), "%lld", failed);
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 2000);
+	ledger_assert_exactly_once(conn, 2000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution "
 				     "ORDER BY step_execution_id DESC LIMIT 1"),
 		  1000);
@@ -219,7 +209,7 @@ static void test_a_failure_in_flight_that_passes_alone_goes_on(void)
 		  0);
 	CBT_CONTAINS(errout, "account 1050 refused (overlapped: t)");
 	CBT_CONTAINS(errout, "the next chunk alone");
-	assert_exactly_once(conn, 2000);
+	ledger_assert_exactly_once(conn, 2000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 20);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT rollback_count FROM batch_step_execution"), 2);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution"), 2000);
@@ -270,12 +260,6 @@ static pid_t spawn_run(const char *extra, const char *logname)
 	return cbt_spawn(argv, path);
 }
 
-static void wait_for_rows(PGconn *conn, long long rows)
-{
-	if (!cbt_wait_untilp(conn, 30000, "SELECT (count(*) >= $1)::int FROM ledger", "lld", rows))
-		CBT_FAILF("the job never wrote %lld rows", rows);
-}
-
 static void test_sigkill_with_two_chunks_in_flight_keeps_a_prefix(void)
 {
 	PGconn *conn = cbt_connect(db);
@@ -284,7 +268,7 @@ static void test_sigkill_with_two_chunks_in_flight_keeps_a_prefix(void)
 
 	reset(conn, 100000);
 	pid = spawn_run(NULL, "overlap-sigkill.log");
-	wait_for_rows(conn, 3000);
+	ledger_wait_for_rows(conn, 3000);
 	kill(pid, SIGKILL);
 	CBT_EQ_LL(cbt_wait(pid), 128 + SIGKILL);
 	/* A COMMIT sent before the kill may still land: look once the dead
@@ -299,7 +283,7 @@ static void test_sigkill_with_two_chunks_in_flight_keeps_a_prefix(void)
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT read_count FROM batch_step_execution "
 				     "ORDER BY step_execution_id DESC LIMIT 1"),
 		  100000 - written);
-	assert_exactly_once(conn, 100000);
+	ledger_assert_exactly_once(conn, 100000);
 	PQfinish(conn);
 }
 
@@ -311,7 +295,7 @@ static void test_stop_with_two_connections_then_restart(void)
 
 	reset(conn, 20000);
 	pid = spawn_run("-sleepMs:long=20", "overlap-stop.log");
-	wait_for_rows(conn, 1000);
+	ledger_wait_for_rows(conn, 1000);
 	snprintf(id, sizeof(id), "%lld", last_execution(conn));
 	CBT_EQ_LL(cli("stop", id, NULL, NULL, NULL), 0);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 60000), 5);
@@ -321,7 +305,7 @@ static void test_stop_with_two_connections_then_restart(void)
 	if (assert_prefix(conn, 100) >= 20000)
 		CBT_FAILF("the job finished before the stop; the test proves nothing");
 	CBT_EQ_LL(cli("restart", id, NULL, NULL, NULL), 0);
-	assert_exactly_once(conn, 20000);
+	ledger_assert_exactly_once(conn, 20000);
 	PQfinish(conn);
 }
 
@@ -336,18 +320,24 @@ static void terminate(PGconn *conn, const char *app)
 		CBT_FAILF("no session named %s to end", app);
 }
 
-static void test_a_lost_second_session_is_ridden_through(void)
+/*
+ * The server session of the run's connection named @p app is ended mid-run:
+ * the chunks in flight roll back, the run reconnects (the first connection
+ * within its outage budget; the second one anew after a chunk alone) and goes
+ * on from the last commit, to exit 0 with every row once.
+ */
+static void lose_a_session_mid_run(const char *app, const char *log)
 {
 	PGconn *conn = cbt_connect(db);
 	pid_t pid;
 
 	reset(conn, 60000);
-	pid = spawn_run("-sleepMs:long=5", "overlap-lost2.log");
-	wait_for_rows(conn, 2000);
-	terminate(conn, "cbatch-chunk2");
+	pid = spawn_run("-sleepMs:long=5", log);
+	ledger_wait_for_rows(conn, 2000);
+	terminate(conn, app);
 	CBT_EQ_LL(cbt_wait_timeout(pid, 120000), 0);
-	assert_exactly_once(conn, 60000);
-	/* Both first sessions and a new second one wrote. */
+	ledger_assert_exactly_once(conn, 60000);
+	/* Both first sessions and a new one wrote. */
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (count(DISTINCT pid) >= 3)::int FROM seen"), 1);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution "
 				     "WHERE status = 'COMPLETED'"),
@@ -355,25 +345,15 @@ static void test_a_lost_second_session_is_ridden_through(void)
 	PQfinish(conn);
 }
 
-/* The run's first connection (application_name "cbatch") lost mid-run: the
- * chunks in flight roll back, the run reconnects within its outage budget and
- * goes on from the last commit. */
+static void test_a_lost_second_session_is_ridden_through(void)
+{
+	lose_a_session_mid_run("cbatch-chunk2", "overlap-lost2.log");
+}
+
+/* The first connection's application_name is the CLI's, "cbatch". */
 static void test_a_lost_first_session_is_ridden_through(void)
 {
-	PGconn *conn = cbt_connect(db);
-	pid_t pid;
-
-	reset(conn, 60000);
-	pid = spawn_run("-sleepMs:long=5", "overlap-lost1.log");
-	wait_for_rows(conn, 2000);
-	terminate(conn, "cbatch");
-	CBT_EQ_LL(cbt_wait_timeout(pid, 120000), 0);
-	assert_exactly_once(conn, 60000);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT (count(DISTINCT pid) >= 3)::int FROM seen"), 1);
-	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(*) FROM batch_job_execution "
-				     "WHERE status = 'COMPLETED'"),
-		  1);
-	PQfinish(conn);
+	lose_a_session_mid_run("cbatch", "overlap-lost1.log");
 }
 
 /*
@@ -398,7 +378,7 @@ static void test_chunks_that_write_the_same_row_come_out_right(void)
 		       "FOR EACH STATEMENT EXECUTE FUNCTION count_rows();");
 	CBT_EQ_LL(cli("run", "ledger", "-chunk.size:long=100", "-chunk.connections:long=2", NULL),
 		  0);
-	assert_exactly_once(conn, 3000);
+	ledger_assert_exactly_once(conn, 3000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT n FROM counter"), 3000);
 	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 30);
 	PQfinish(conn);
