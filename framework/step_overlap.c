@@ -73,8 +73,8 @@ static int lane_open(chunk_step *cs, cb_error *err)
 		return rc;
 	}
 	cs->lanes[0].tx = cs->tx;
-	cb__conn_mirror_set(cs->sc.conn, cs->conn2);
 	cb__chunk_close_parts(cs);
+	cb__conn_mirror_set(cs->sc.conn, cs->conn2);
 	rc = cb__chunk_resume(cs, err);
 	if (rc < 0)
 		cb__chunk_lane_drop(cs);
@@ -143,7 +143,8 @@ static int lane_finish(chunk_step *cs, lane *l, cb_error *err)
 }
 
 /*
- * A failure with chunks in flight (@p err): roll both back, close the second
+ * A failure with chunks in flight (@p err; the listeners hear of it), or of
+ * the second connection's opening: roll both back, close the second
  * connection, reopen the parts from the last commit (riding through a lost
  * database as a one-connection chunk does). @return 1 to go on with the next
  * chunk alone, 0 to end the step (a stop asked during an outage: out->status
@@ -153,7 +154,8 @@ static int lanes_fall(chunk_step *cs, cb__step_outcome *out, int older, cb_error
 {
 	int rc;
 
-	CB__NOTIFY(cs->run->job, chunk_error, &cs->sc, err);
+	if (cs->lanes[0].open || cs->lanes[1].open)
+		CB__NOTIFY(cs->run->job, chunk_error, &cs->sc, err);
 	/* The older chunk first: its COMMIT, when it went out, may have done
 	 * well whatever failed after it (counted then); the rest roll back. */
 	for (int j = 0; j < 2; j++) {
