@@ -72,7 +72,6 @@ static int lane_open(chunk_step *cs, cb_error *err)
 		cb__chunk_lane_drop(cs);
 		return rc;
 	}
-	cs->lanes[0].tx = cs->tx;
 	cb__chunk_close_parts(cs);
 	cb__conn_mirror_set(cs->sc.conn, cs->conn2);
 	rc = cb__chunk_resume(cs, err);
@@ -175,7 +174,9 @@ static int lanes_fall(chunk_step *cs, cb__step_outcome *out, int older, cb_error
 	log_fall(cs, err->message);
 	cb__chunk_lane_drop(cs);
 	cb__chunk_close_parts(cs);
-	if (cb__pg_lost(err, cs->sc.conn) || PQstatus(cs->sc.conn) != CONNECTION_OK) {
+	/* Only the first connection's own loss is ridden through here: an
+	 * outage the second met first shows on the first in its next chunk. */
+	if (PQstatus(cs->sc.conn) != CONNECTION_OK) {
 		char where[160];
 
 		snprintf(where, sizeof(where), "chunk %lld", cs->commits + 1);
@@ -198,7 +199,7 @@ static int lanes_fall(chunk_step *cs, cb__step_outcome *out, int older, cb_error
  * the next chunk alone (after a failure in flight, or a reader that ended an
  * empty chunk early).
  */
-int cb__chunk_run_two(chunk_step *cs, cb__step_outcome *out)
+static int run_two(chunk_step *cs, cb__step_outcome *out)
 {
 	cb_error *err = &out->error;
 	int cur = 0, rc;
@@ -277,4 +278,17 @@ fail:
 	cs->tx = cs->lanes[0].tx;
 	rc = lanes_fall(cs, out, 1 - cur, err);
 	return rc == 1 ? 1 : 0;
+}
+
+int cb__chunk_run_two(chunk_step *cs, cb__step_outcome *out)
+{
+	int rc;
+
+	/* The step's own transaction (lanes[0]) is cs->tx whenever this returns,
+	 * whichever lane ran last: the step frees cs->tx, the second lane frees
+	 * its own. */
+	cs->lanes[0].tx = cs->tx;
+	rc = run_two(cs, out);
+	cs->tx = cs->lanes[0].tx;
+	return rc;
 }

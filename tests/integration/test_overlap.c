@@ -240,6 +240,59 @@ static void test_parts_that_cannot_are_refused_before_anything_is_recorded(void)
 	PQfinish(conn);
 }
 
+/*
+ * A role whose connection limit leaves no room for the second connection
+ * (the run's own and its heartbeat's take the two): the step says why and
+ * does the rest on one connection, every row once.
+ */
+/* Run @p fmt with its one %s the quoted name @p role (DDL takes no parameters). */
+static void exec_for_role(PGconn *conn, const char *fmt, const char *role)
+{
+	char *q = PQescapeIdentifier(conn, role, strlen(role)), sql[600];
+
+	if (!q)
+		CBT_FAILF("cannot quote %s", role);
+	snprintf(sql, sizeof(sql), fmt, q);
+	PQfreemem(q);
+	cbt_exec(conn, sql);
+}
+
+static void test_a_second_connection_refused_leaves_one(void)
+{
+	PGconn *conn = cbt_connect(db);
+	char role[64], conninfo[CBT_CONNINFO_MAX + 80];
+	const char *argv[] = { cbt_examples_bin(),
+			       "--db",
+			       conninfo,
+			       "run",
+			       "ledger",
+			       "-chunk.size:long=100",
+			       "-chunk.connections:long=2",
+			       NULL };
+
+	reset(conn, 3000);
+	snprintf(role, sizeof(role), "overlap_limited_%d", (int)getpid());
+	exec_for_role(conn, "CREATE ROLE %s LOGIN CONNECTION LIMIT 2", role);
+	exec_for_role(conn, "GRANT ALL ON SCHEMA public TO %s", role);
+	exec_for_role(conn, "GRANT ALL ON ALL TABLES IN SCHEMA public TO %s", role);
+	exec_for_role(conn, "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO %s", role);
+	exec_for_role(conn, "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO %s", role);
+	snprintf(conninfo, sizeof(conninfo), "%s user=%s", db, role);
+	CBT_EQ_LL(cbt_run(argv, out, sizeof(out), errout, sizeof(errout)), 0);
+	CBT_CONTAINS(errout, "second connection");
+	CBT_CONTAINS(errout, "too many connections");
+	CBT_CONTAINS(errout, "on one connection from now on");
+	/* The first connection was not taken for lost. */
+	if (strstr(errout, "the database was lost"))
+		CBT_FAILF("the first connection was reset for the second's refusal: %s", errout);
+	ledger_assert_exactly_once(conn, 3000);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT commit_count FROM batch_step_execution"), 30);
+	CBT_EQ_LL(cbt_query_ll(conn, "SELECT count(DISTINCT pid) FROM seen"), 1);
+	exec_for_role(conn, "DROP OWNED BY %s", role);
+	exec_for_role(conn, "DROP ROLE %s", role);
+	PQfinish(conn);
+}
+
 /* Start the ledger job on two connections in the background. */
 static pid_t spawn_run(const char *extra, const char *logname)
 {
@@ -398,6 +451,7 @@ static const CU_TestInfo tests[] = {
 	{ "stop with two connections, then restart", test_stop_with_two_connections_then_restart },
 	{ "a lost second session is ridden through", test_a_lost_second_session_is_ridden_through },
 	{ "a lost first session is ridden through", test_a_lost_first_session_is_ridden_through },
+	{ "a second connection refused leaves one", test_a_second_connection_refused_leaves_one },
 	{ "chunks that write the same row come out right",
 	  test_chunks_that_write_the_same_row_come_out_right },
 	CU_TEST_INFO_NULL,
