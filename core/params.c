@@ -764,6 +764,8 @@ int cb_params_job_key(char *out, const cb_params *p, cb_error *err)
 
 /* Keep in sync with docs/running-jobs.md ("Parameters") and the readers: step_chunk.c,
  * partition.c. The bounds are what those readers can honour. */
+/* One parameter a line. */
+// clang-format off
 static const cb__reserved_param reserved[] = {
 	{ "chunk.size", 1, 1000000 },
 	{ "chunk.connections", 1, 2 },
@@ -772,6 +774,7 @@ static const cb__reserved_param reserved[] = {
 	{ "partition.threads", 0, 256 },
 	{ "outage.budget", 0, 86400 },
 };
+// clang-format on
 #define NRESERVED (sizeof(reserved) / sizeof(reserved[0]))
 
 const cb__reserved_param *cb__reserved_find(const char *name)

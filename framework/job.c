@@ -127,8 +127,8 @@ int cb_job_add_step(cb_job *job, const cb_step_def *def, cb_error *err)
 	}
 	if (def->version >= 4 && def->connections > 2)
 		return cb_error_set(err, CB_EINVAL,
-				    "job '%s': step '%s': %u connections (1 or 2 allowed)", job->name,
-				    def->name, def->connections);
+				    "job '%s': step '%s': %u connections (1 or 2 allowed)",
+				    job->name, def->name, def->connections);
 	steps = realloc(job->steps, (job->nsteps + 1) * sizeof(*steps));
 	if (!steps)
 		return cb_error_set(err, CB_ENOMEM, "out of memory");
