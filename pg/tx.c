@@ -28,7 +28,6 @@ struct cb_tx {
 	int synced; /* the COMMIT and its sync went out (cb__tx_commit_send) */
 	pending *queue;
 	size_t nqueue, capqueue;
-	size_t ndone; /* the results read so far */
 };
 
 PGconn *cb_tx_conn(cb_tx *tx)
@@ -156,15 +155,18 @@ static int send_plain(cb_tx *tx, const char *sql, const char *what, cb_error *er
 }
 
 /*
- * Read the results of the queued statements from tx->ndone up to @p upto,
- * running their handlers. When @p last_out is set, the result of the last
- * queued statement is handed back instead of cleared (cb_tx_query). @p rc:
- * the first error so far, kept.
+ * Read every queued statement's results (the sync went out), then the sync.
+ * When @p last_out is set, the result of the last queued statement is handed
+ * back instead of cleared (cb_tx_query).
  */
-static int read_results(cb_tx *tx, size_t upto, PGresult **last_out, int rc, cb_error *err)
+static int read_to_sync(cb_tx *tx, PGresult **last_out, cb_error *err)
 {
-	for (; tx->ndone < upto; tx->ndone++) {
-		const pending *p = &tx->queue[tx->ndone];
+	int rc = 0;
+	size_t i;
+
+	tx->synced = 0;
+	for (i = 0; i < tx->nqueue; i++) {
+		const pending *p = &tx->queue[i];
 		PGresult *res;
 		int got = 0;
 
@@ -185,27 +187,18 @@ static int read_results(cb_tx *tx, size_t upto, PGresult **last_out, int rc, cb_
 			} else if (rc == 0) {
 				rc = deliver(p, res, err);
 			}
-			if (last_out && tx->ndone + 1 == tx->nqueue && rc == 0 &&
-			    st == PGRES_TUPLES_OK && !*last_out)
+			if (last_out && i + 1 == tx->nqueue && rc == 0 && st == PGRES_TUPLES_OK &&
+			    !*last_out)
 				*last_out = res;
 			else
 				PQclear(res);
 		}
 		if (!got && PQstatus(tx->conn) == CONNECTION_BAD) {
-			tx->ndone = tx->nqueue = 0;
+			tx->nqueue = 0;
 			return rc ? rc : failed(p, tx->conn, NULL, err);
 		}
 	}
-	return rc;
-}
-
-/* Read the rest of the queued results and the sync point. */
-static int read_to_sync(cb_tx *tx, PGresult **last_out, cb_error *err)
-{
-	int rc = read_results(tx, tx->nqueue, last_out, 0, err);
-
-	tx->ndone = tx->nqueue = 0;
-	tx->synced = 0;
+	tx->nqueue = 0;
 	/* The sync point itself. */
 	for (;;) {
 		PGresult *res = PQgetResult(tx->conn);
@@ -232,7 +225,7 @@ static int read_to_sync(cb_tx *tx, PGresult **last_out, cb_error *err)
 static int drain(cb_tx *tx, PGresult **last_out, cb_error *err)
 {
 	if (!PQpipelineSync(tx->conn)) {
-		tx->ndone = tx->nqueue = 0;
+		tx->nqueue = 0;
 		return cb_pg_error(err, tx->conn, NULL, "pipeline sync");
 	}
 	return read_to_sync(tx, last_out, err);
@@ -346,7 +339,7 @@ int cb__tx_rollback(cb_tx *tx, cb_error *err)
 	PGresult *res;
 	int rc = 0;
 
-	tx->nqueue = tx->ndone = 0;
+	tx->nqueue = 0;
 	if (!tx->active)
 		return 0;
 	tx->active = 0;
@@ -428,16 +421,8 @@ int cb__tx_push(cb_tx *tx, cb_error *err)
 int cb__tx_send_sql(cb_tx *tx, const char *sql, int nparams, const char *const *values,
 		    const char *what, cb_error *err)
 {
-	if (!tx->pipelined) {
-		PGresult *res = PQexecParams(tx->conn, sql, nparams, NULL, values, NULL, NULL, 0);
-		ExecStatusType st = PQresultStatus(res);
-		int rc = 0;
-
-		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-			rc = cb_pg_error(err, tx->conn, res, what);
-		PQclear(res);
-		return rc;
-	}
+	if (!tx->pipelined)
+		return cb_error_set(err, CB_ERROR, "%s: not a pipelined transaction", what);
 	if (!PQsendQueryParams(tx->conn, sql, nparams, NULL, values, NULL, NULL, 0))
 		return cb_pg_error(err, tx->conn, NULL, what);
 	return enqueue(tx, &(pending){ NULL, NULL, what, NULL }, err);

@@ -32,8 +32,8 @@ int cb__tx_push(cb_tx *tx, cb_error *err);
 int cb__tx_commit_send(cb_tx *tx, cb_error *err);
 int cb__tx_commit_finish(cb_tx *tx, cb_error *err);
 
-/* Queue @p sql (not prepared; text parameters) in the pipeline, or run it
- * at once on a plain transaction. @p what names it in errors. */
+/* Queue @p sql (not prepared; text parameters) in the pipeline of a
+ * pipelined transaction. @p what names it in errors. */
 int cb__tx_send_sql(cb_tx *tx, const char *sql, int nparams, const char *const *values,
 		    const char *what, cb_error *err);
 
