@@ -537,7 +537,13 @@ static int start(struct run *s, cb_error *err)
 	/* Requests that wait on the repository hold a thread: more threads than
 	 * connections, so that /healthz answers while the pool is busy. */
 	threads = (unsigned)(s->pool * 2 < 4 ? 4 : s->pool * 2);
-	flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	/* poll(), not epoll: libmicrohttpd 0.9.75 takes the listening socket
+	 * out of each pool thread's epoll set both in MHD_quiesce_daemon and in
+	 * the thread itself, unguarded, and aborts the process when the thread
+	 * loses (seen under connection churn at a stop, 1 stop in ~300). With
+	 * poll() a quiesce only wakes the threads, which then leave the socket
+	 * out. The thread pool keeps each poll set small. */
+	flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	if (s->family == 6)
 		flags |= MHD_USE_IPv6;
 	s->c.daemon = MHD_start_daemon(
@@ -583,16 +589,17 @@ static void wait_for_stop(struct run *s)
  * DRAIN_SECONDS), and stop the daemon. */
 static void drain(struct run *s)
 {
+	MHD_socket ls;
 	double t0;
 
 	s->c.stopping = 1;
-	{
-		/* Ours to close now: new connections are refused, not queued. */
-		MHD_socket ls = MHD_quiesce_daemon(s->c.daemon);
-
-		if (ls != MHD_INVALID_SOCKET)
-			close(ls);
-	}
+	/* Ours after the quiesce, but a pool thread may still be polling it
+	 * until it wakes: it is shut down now (new connections are refused, not
+	 * queued) and closed only once the threads are gone, so that its number
+	 * cannot be reused under a thread that still holds it. */
+	ls = MHD_quiesce_daemon(s->c.daemon);
+	if (ls != MHD_INVALID_SOCKET)
+		shutdown(ls, SHUT_RDWR);
 	t0 = cb__clock_mono();
 	for (;;) {
 		long n = in_flight(&s->c);
@@ -610,6 +617,8 @@ static void drain(struct run *s)
 	}
 	MHD_stop_daemon(s->c.daemon);
 	s->c.daemon = NULL;
+	if (ls != MHD_INVALID_SOCKET)
+		close(ls);
 }
 
 /* Whatever the phases made (after any of them). */

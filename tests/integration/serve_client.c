@@ -97,6 +97,21 @@ int server_stop(struct server *s)
 	kill(s->pid, SIGTERM);
 	rc = cbt_wait_timeout(s->pid, 30000);
 	s->pid = -1;
+	if (rc != 0) {
+		/* What it said last is the one clue a CI log keeps of why. */
+		char text[4096];
+		FILE *f = fopen(s->log, "rb");
+		size_t n = 0;
+
+		if (f) {
+			if (fseek(f, -(long)(sizeof(text) - 1), SEEK_END) != 0)
+				rewind(f);
+			n = fread(text, 1, sizeof(text) - 1, f);
+			fclose(f);
+		}
+		text[n] = '\0';
+		fprintf(stderr, "serve exited %d; the end of %s:\n%s\n", rc, s->log, text);
+	}
 	return rc;
 }
 

@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1334,6 +1336,97 @@ static void test_sigterm_finishes_in_flight(void)
 	CBT_CONTAINS(log, "serve: stopped on SIGTERM");
 }
 
+/* A client that opens a new connection for every request until the server
+ * is gone. */
+struct churn {
+	int port;
+	atomic_int *stop;
+	atomic_long answered;
+};
+
+static void *churn_thread(void *arg)
+{
+	struct churn *c = arg;
+	struct sockaddr_in sa;
+	char req[128], buf[1024];
+	int n = snprintf(req, sizeof(req),
+			 "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+			 c->port);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)c->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	while (!atomic_load(c->stop)) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ssize_t got;
+
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		    write(fd, req, (size_t)n) == n) {
+			got = read(fd, buf, sizeof(buf) - 1);
+			if (got > 12 && memcmp(buf, "HTTP/1.1 200", 12) == 0)
+				atomic_fetch_add(&c->answered, 1);
+			while (got > 0)
+				got = read(fd, buf, sizeof(buf));
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/* SIGTERM while clients keep opening connections: the stop stops accepting
+ * while the daemon's threads are busy accepting, and the exit is 0 every
+ * time (libmicrohttpd's quiesce with epoll aborted here: its threads and
+ * the stopping thread both took the listening socket out of the epoll set). */
+static void test_sigterm_under_connection_churn(void)
+{
+	enum {
+		ROUNDS = 200,
+		CLIENTS = 8
+	};
+	int aborted = 0;
+
+	for (int round = 0; round < ROUNDS && !aborted; round++) {
+		struct server s = { 0 };
+		struct churn c[CLIENTS];
+		pthread_t t[CLIENTS];
+		atomic_int stop = 0;
+		long answered = 0;
+		double t0;
+		int rc;
+
+		if (server_start(&s, db, (const char *const[]){ "--pool", "4", NULL }) < 0)
+			return;
+		for (int i = 0; i < CLIENTS; i++) {
+			c[i].port = s.port;
+			c[i].stop = &stop;
+			atomic_init(&c[i].answered, 0);
+			pthread_create(&t[i], NULL, churn_thread, &c[i]);
+		}
+		/* Stopped while the clients are at it: once each has been answered. */
+		t0 = cbt_now();
+		for (int busy = 0; !busy && cbt_now() - t0 < 30; cbt_sleep_ms(5)) {
+			busy = 1;
+			for (int i = 0; i < CLIENTS; i++)
+				busy &= atomic_load(&c[i].answered) > 0;
+		}
+		rc = server_stop(&s);
+		atomic_store(&stop, 1);
+		for (int i = 0; i < CLIENTS; i++) {
+			pthread_join(t[i], NULL);
+			answered += atomic_load(&c[i].answered);
+		}
+		if (answered < CLIENTS)
+			CBT_FAILF("round %d: %ld answers before the stop", round, answered);
+		if (rc != 0) {
+			CBT_FAILF("round %d: serve exited %d under connection churn", round, rc);
+			aborted = 1;
+		}
+	}
+}
+
 /* The pool is bounded: requests at once never open more connections. */
 static void test_pool_bounded(void)
 {
@@ -1485,6 +1578,8 @@ static const CU_TestInfo tests[] = {
 	{ "a slow client is bounded; /healthz answers another", test_slow_client_bounded },
 	{ "/readyz 503 without schema, without database", test_readyz_turns_503 },
 	{ "SIGTERM: in-flight request completes, exit 0", test_sigterm_finishes_in_flight },
+	{ "SIGTERM under connection churn: exit 0 every time",
+	  test_sigterm_under_connection_churn },
 	{ "pool exhausted: bounded wait, then 503", test_pool_wait_then_503 },
 	{ "--listen [::1]:0", test_ipv6_listen },
 	{ "the running job completes; server stops with 0", test_finish },
