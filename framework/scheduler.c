@@ -50,6 +50,9 @@
  * taken) during which a place freed is filled by a quick tick: the walk
  * alone, on the rows that tick read. */
 #define QUICK_TICKS_FOR 1.0
+/* Seconds between attempts to reach a lost repository (doubling). */
+#define BACKOFF_MIN 0.2
+#define BACKOFF_MAX 2.0
 
 /* ---- instants and templates --------------------------------------------- */
 
@@ -234,6 +237,8 @@ struct node {
 	double db_now;          /* the database's clock, as last read (heartbeat, claim) */
 	double db_read_at;      /* monotonic time of that reading */
 	double orphans_due;     /* monotonic time of the next look for orphans */
+	int connected_once;     /* a session was opened before the current one */
+	int new_session;        /* its first heartbeat is still to come */
 	/* The last full tick's schedule rows and when (monotonic): a quick
 	 * tick walks them again. */
 	cb__schedule *rows;
@@ -1662,6 +1667,10 @@ static void node_wait(struct node *n, PGconn *conn, double seconds, int stop_wak
 
 static int connect_repo(struct node *n, cb_error *err)
 {
+	/* Opened again: the others were cut off as long as this node was, so
+	 * their silence counts from this session on (its first heartbeat says
+	 * so, batch_scheduler_heartbeat). */
+	n->new_session = n->connected_once;
 	if (cb__pg_connect(&n->conn, n->o->conninfo, err) < 0 ||
 	    cb_repo_schema_check(n->conn, err) < 0 ||
 	    cb__repo_command(n->conn, "listen for schedule changes", "LISTEN cbatch_schedules", 0,
@@ -1670,6 +1679,7 @@ static int connect_repo(struct node *n, cb_error *err)
 		n->conn = NULL;
 		return CB_EDB;
 	}
+	n->connected_once = 1;
 	return 0;
 }
 
@@ -1700,8 +1710,9 @@ static int tick(struct node *n, cb_error *err)
 		return rc;
 	}
 	if ((rc = cb__repo_scheduler_heartbeat(&n->db_now, n->conn, n->id, n->host, (int)getpid(),
-					       n->o->lease_seconds, err)) < 0)
+					       n->o->lease_seconds, n->new_session, err)) < 0)
 		return rc;
+	n->new_session = 0;
 	n->db_read_at = cb__clock_mono();
 	children_tick(n, 0);
 	/* Orphans need a lease to run out: looking a few times per lease is
@@ -1786,7 +1797,10 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 		     const cb_scheduler_options *o, cb_error *err)
 {
 	struct node n;
-	double started = cb__clock_mono(), backoff = 0.5;
+	/* The runs' backoff (0.2 s doubling to 2 s): a node that waits longer
+	 * than that after the repository is back looks gone to the others for
+	 * no reason, and every reconnect is one cheap attempt. */
+	double started = cb__clock_mono(), backoff = BACKOFF_MIN;
 	int rc = 0, down = 0, said_unreachable = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1855,7 +1869,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			down = 1;
 			children_tick(&n, 0);
 			node_wait(&n, NULL, backoff, 1);
-			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+			backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
 			continue;
 		}
 		if (tick(&n, &e) < 0) {
@@ -1876,7 +1890,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			n.full_at = -QUICK_TICKS_FOR;
 			down = 1;
 			node_wait(&n, NULL, backoff, 1);
-			backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+			backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
 			continue;
 		}
 		if (down)
@@ -1884,7 +1898,7 @@ int cb_scheduler_run(cb_scheduler_result *out, const cb_registry *reg,
 			    "repository reachable again");
 		down = 0;
 		said_unreachable = 0;
-		backoff = 0.5;
+		backoff = BACKOFF_MIN;
 		node_wait(&n, n.conn, sleep_for(&n), 1);
 	}
 	/* Stop: no new firing; running jobs stop after their chunk. */

@@ -463,18 +463,18 @@ int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, l
 }
 
 int cb__repo_scheduler_heartbeat(double *db_now, PGconn *conn, const char *node, const char *host,
-				 int pid, double lease_seconds, cb_error *err)
+				 int pid, double lease_seconds, int new_session, cb_error *err)
 {
 	char ps[16], ls[32];
-	const char *p[4] = { node, host, ps, ls };
+	const char *p[5] = { node, host, ps, ls, new_session ? "true" : "false" };
 	PGresult *res;
 
 	LL(ps, pid);
 	snprintf(ls, sizeof(ls), "%.3f", lease_seconds);
 	res = cb__repo_exec(conn, "scheduler heartbeat",
 			    "SELECT extract(epoch FROM batch_scheduler_heartbeat($1, $2, $3::int, "
-			    " $4::double precision))",
-			    4, p, err);
+			    " $4::double precision, $5::boolean))",
+			    5, p, err);
 	if (!res)
 		return CB_EDB;
 	*db_now = strtod(PQgetvalue(res, 0, 0), NULL);

@@ -137,9 +137,12 @@ int cb__repo_schedule_finished(long long *exec_id, char *status, PGconn *conn, l
 int cb__repo_schedule_take(json_t **out, PGconn *conn, const char *node, const json_t *jobs,
 			   int recovery, cb_error *err);
 
-/* Register or refresh this node; @p db_now receives the database's time. */
+/* Register or refresh this node; @p db_now receives the database's time.
+ * @p new_session: the first heartbeat on a session opened again after the
+ * repository was lost (the others' silence is then counted from now,
+ * sql/migrations/023_node_sessions.sql). */
 int cb__repo_scheduler_heartbeat(double *db_now, PGconn *conn, const char *node, const char *host,
-				 int pid, double lease_seconds, cb_error *err);
+				 int pid, double lease_seconds, int new_session, cb_error *err);
 int cb__repo_scheduler_stopped(PGconn *conn, const char *node, cb_error *err);
 
 /* Mark the open firings of gone nodes ORPHANED (batch_schedule_orphans),

@@ -740,7 +740,7 @@ static void do_fire(sim *s, sim_proc *p)
 	int launched = 0;
 
 	if (cb__repo_scheduler_heartbeat(&db_now, p->conn, p->owner, "simhost", p->pid, SIM_LEASE,
-					 &err) < 0 ||
+					 0, &err) < 0 ||
 	    cb__repo_schedule_orphans(&orphans, p->conn, p->owner, &err) < 0) {
 		sayerr(p, "node", &err);
 		json_decref(orphans);
@@ -832,7 +832,7 @@ static void do_fire_end(sim *s, sim_proc *p, int end)
 
 	(void)s;
 	if (cb__repo_scheduler_heartbeat(&db_now, p->conn, p->owner, "simhost", p->pid, SIM_LEASE,
-					 &err) < 0) {
+					 0, &err) < 0) {
 		sayerr(p, "node", &err);
 		return;
 	}

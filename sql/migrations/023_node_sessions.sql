@@ -1,0 +1,12 @@
+-- 023: a node judges the others only by a silence it could have seen.
+--
+-- A scheduler node counts another as gone when that node's heartbeat is
+-- older than its lease (batch_schedule_orphans_of). After an outage of the
+-- repository (a failover, a restart) every node was silent for the outage's
+-- length: the first node back would count the others gone, and mark their
+-- running firings ORPHANED, only because it reconnected first. session_since
+-- is when the node's current repository session began, set by the first
+-- heartbeat after a reconnect (NULL for a node's first session): a silence
+-- is counted from the later of the other's last heartbeat and this.
+-- needs: batch_now
+ALTER TABLE batch_scheduler_node ADD COLUMN session_since timestamptz;
