@@ -7,6 +7,7 @@
 
 #include "pgkit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbatch/lock.h"
@@ -76,8 +77,10 @@ int cb__cli_open_db(struct cli *c, PGconn **conn, int check)
 	 * whether the switchover met its connect or, a moment later, its
 	 * checks (its session ended before it recorded anything). Once a
 	 * session was had, the server refusing connections is the same
-	 * switchover going on, not a wrong address. */
-	int had_session = 0;
+	 * switchover going on, not a wrong address; so it is for a run that a
+	 * scheduler node launched (CBATCH_SCHEDULER_NODE): the node had its
+	 * session on the same conninfo a moment before. */
+	int had_session = getenv("CBATCH_SCHEDULER_NODE") != NULL;
 
 	while ((rc = open_once(c, conn, check, &lost)) < 0 &&
 	       (lost || (had_session && strncmp(c->err.sqlstate, "08", 2) == 0)) &&

@@ -642,6 +642,10 @@ static pid_t spawn(struct node *n, struct child *k, const char *verb, const char
 		dup2(efd[1], STDERR_FILENO);
 		if (n->o->conninfo)
 			setenv("CBATCH_DB", n->o->conninfo, 1);
+		/* This node reached the repository a moment ago: a refused
+		 * first connection is an outage beginning, waited out within
+		 * the run's budget, not a wrong address (cli/connect.c). */
+		setenv("CBATCH_SCHEDULER_NODE", n->id, 1);
 		execv(n->o->exe, argv);
 		e = errno;
 		if (write(pfd[1], &e, sizeof(e)) < 0) {
