@@ -82,7 +82,7 @@ BEGIN
         -- and the next look for orphans, its unfinished run would otherwise
         -- look like nothing at all, and a new firing would run first.
         PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, p_schedule_id);
-        SELECT * INTO live FROM batch_schedule_live_firing(p_schedule_id, NULL);
+        SELECT * INTO live FROM batch_schedule_live_firing(p_schedule_id, NULL, p_node);
         live_id := live.firing_id;
         IF live.firing_id IS NOT NULL THEN
             -- A backfill's queued instants (sql/020) are not the one

@@ -1,10 +1,12 @@
--- The live firings of schedule p_schedule_id, and why each is live: the one
+-- The live firings of schedule p_schedule_id, as node p_node (or anyone, when
+-- NULL) judges them, and why each is live: the one
 -- definition of "live" that batch_schedule_live_firing (the overlap policy)
 -- and the backfill's bound under ALLOW (batch_schedule_take_queued) read. A
 -- QUEUED firing is not live: it runs nothing yet, and it waits for the live
 -- ones itself (taken oldest first by batch_schedule_take_queued); counting
 -- it would let two queued firings wait for each other forever.
-CREATE OR REPLACE FUNCTION batch_schedule_live_firings(p_schedule_id bigint)
+CREATE OR REPLACE FUNCTION batch_schedule_live_firings(p_schedule_id bigint,
+    p_node varchar DEFAULT NULL)
 RETURNS TABLE (firing_id bigint, fire_time timestamptz, kind varchar, why varchar)
 LANGUAGE sql STABLE AS $$
     SELECT f.firing_id, f.fire_time, f.kind,
@@ -27,8 +29,13 @@ LANGUAGE sql STABLE AS $$
             OR f.recover_after IS NOT NULL)
        AND (f.recover_after IS NOT NULL
             -- a launch in progress (no execution yet) on a node still alive
+            -- (its lease counted as batch_schedule_orphans_of counts it for
+            -- node p_node, the one asking: from the later of its heartbeat
+            -- and the start of p_node's own session, sql/023)
             OR (f.status IN ('CLAIMED', 'LAUNCHED') AND n.stopped_at IS NULL
-                AND n.heartbeat_at >= batch_now() - n.lease_seconds * interval '1 second')
+                AND greatest(n.heartbeat_at, (SELECT m.session_since FROM batch_scheduler_node m
+                                               WHERE m.node_id = p_node))
+                    >= batch_now() - n.lease_seconds * interval '1 second')
             -- its execution, on any node, under a lease that holds
             OR (f.status <> 'QUEUED' AND x.job_execution_id IS NOT NULL
                 AND batch_schedule_execution_live(x.job_execution_id)))

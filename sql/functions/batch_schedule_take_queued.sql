@@ -39,7 +39,7 @@ BEGIN
                    AND (q.kind = 'BACKFILL', q.fire_time, q.firing_id)
                        < (r.backfill, r.fire_time, r.firing_id));
             PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, r.schedule_id);
-            SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id);
+            SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id, p_node);
             CONTINUE WHEN live.firing_id IS NOT NULL;
         ELSIF r.backfill THEN
             CONTINUE WHEN EXISTS (
@@ -48,7 +48,7 @@ BEGIN
                    AND q.kind = 'BACKFILL' AND (q.fire_time, q.firing_id)
                        < (r.fire_time, r.firing_id));
             PERFORM 1 FROM batch_schedule_orphans_of(p_node, NULL, r.schedule_id);
-            CONTINUE WHEN (SELECT count(*) FROM batch_schedule_live_firings(r.schedule_id) l
+            CONTINUE WHEN (SELECT count(*) FROM batch_schedule_live_firings(r.schedule_id, p_node) l
                             WHERE l.kind = 'BACKFILL') >= r.parallel;
         END IF;
         RETURN QUERY

@@ -78,7 +78,7 @@ BEGIN
         -- Not before it is dead: its lease decides, on any node.
         CONTINUE WHEN batch_schedule_execution_live(x.job_execution_id);
         IF s.overlap_policy <> 'ALLOW' THEN
-            SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id);
+            SELECT * INTO live FROM batch_schedule_live_firing(r.schedule_id, r.firing_id, p_node);
             CONTINUE WHEN live.firing_id IS NOT NULL;
         END IF;
         RETURN QUERY

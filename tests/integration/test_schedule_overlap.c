@@ -245,6 +245,49 @@ static void skip_runs(char *out, size_t size)
 		      out, size);
 }
 
+/*
+ * After an outage shared by every node (sql/023): node "holder" (lease 4 s)
+ * has been silent for 10 s and has a firing being launched; node "back" has
+ * been connected again for 1 s, node "along" was connected throughout. For
+ * "back" the silence is no sign of death (the holder was cut off no longer
+ * than it was): the firing is live, the instant skipped, nothing ORPHANED.
+ * For "along" the holder is gone: its firing is ORPHANED and the instant
+ * claimed.
+ */
+static void test_a_node_back_from_an_outage_counts_no_one_gone_for_it(void)
+{
+	long long a;
+
+	fresh();
+	CBT_EQ_LL(EX("schedule", "add", "runs", "--cron", "* * * * * *", "--job", "tick",
+		     "at={fire_utc}"),
+		  0);
+	cbt_exec(sched.conn, "DROP TABLE IF EXISTS runs_base; CREATE TABLE runs_base AS SELECT "
+			     "date_trunc('second', batch_now()) - interval '30 seconds' AS base; "
+			     "INSERT INTO batch_scheduler_node (node_id, host, pid, lease_seconds, "
+			     " heartbeat_at, session_since) VALUES "
+			     "('holder', 'h', 1, 4, batch_now() - interval '10 seconds', NULL), "
+			     "('back', 'h', 2, 4, batch_now(), batch_now() - interval '1 second'), "
+			     "('along', 'h', 3, 4, batch_now(), NULL)");
+	a = live_firing_at(0);
+	CLAIM_IS("back", 1, "SKIPPED_OVERLAP");
+	CBT_EQ_LL(cbt_query_ll(sched.conn, "SELECT count(*) FROM batch_schedule_event WHERE "
+					   "outcome = 'ORPHANED'"),
+		  0);
+	CBT_EQ_LL(
+		cbt_queryp_ll(sched.conn,
+			      "SELECT count(*) FROM batch_schedule_firing WHERE firing_id = $1 AND "
+			      "status = 'CLAIMED'",
+			      "lld", a),
+		1);
+	CLAIM_IS("along", 2, "CLAIMED");
+	CBT_EQ_LL(cbt_queryp_ll(sched.conn,
+				"SELECT count(*) FROM batch_schedule_event WHERE outcome = "
+				"'ORPHANED' AND firing_id = $1",
+				"lld", a),
+		  1);
+}
+
 static void test_consecutive_skips_are_one_row(void)
 {
 	char runs[1024], want[1024], line[256], first[16], last[16];
@@ -1050,6 +1093,8 @@ static const CU_TestInfo tests[] = {
 	{ "skip_is_the_default_and_nothing_overlaps",
 	  test_skip_is_the_default_and_nothing_overlaps },
 	{ "consecutive_skips_are_one_row", test_consecutive_skips_are_one_row },
+	{ "a_node_back_from_an_outage_counts_no_one_gone_for_it",
+	  test_a_node_back_from_an_outage_counts_no_one_gone_for_it },
 	{ "a_slow_job_skips_read_as_one_row_each", test_a_slow_job_skips_read_as_one_row_each },
 	{ "allow_overlaps_as_before", test_allow_overlaps_as_before },
 	{ "queue_runs_one_waiting_firing_after_the_live_one",
