@@ -1582,10 +1582,7 @@ static void test_a_runner_s_next_firings_run_after_it_rode_through(void)
 	long long exec, last;
 	pid_t node;
 
-	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
-		       "CREATE SCHEMA public;");
-	CBT_EQ_LL(ex("schema", "init", NULL), 0);
-	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
+	fresh_tick(conn);
 	CBT_EQ_LL(ex("schedule", "add", "through", "--cron", "* * * * * *", "--job", "tick",
 		     "at={schedule}@{fire_utc}", "-sleepMs:long=3000", "--overlap", "skip", NULL),
 		  0);
@@ -1663,10 +1660,7 @@ static void test_an_outage_longer_than_the_nodes_lease_orphans_nothing(void)
 	pid_t node[2];
 	int rc[2];
 
-	cbt_exec(conn, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
-		       "CREATE SCHEMA public;");
-	CBT_EQ_LL(ex("schema", "init", NULL), 0);
-	CBT_EQ_LL(ex("example-setup", "tick", NULL), 0);
+	fresh_tick(conn);
 	CBT_EQ_LL(ex("schedule", "add", "shared-outage", "--cron", "* * * * * *", "--job", "tick",
 		     "at={fire_utc}", "-sleepMs:long=1500", "--overlap", "allow", NULL),
 		  0);
