@@ -1777,7 +1777,7 @@ static void test_a_run_launched_by_a_node_waits_for_the_database_it_just_had(voi
 	t0 = cbt_now();
 	rc = ex("run", "tick", "at=by-hand", "-sleepMs:long=100", NULL);
 	CBT_EQ_LL(rc, 6);
-	CU_ASSERT(cbt_now() - t0 < 5.0);
+	CU_ASSERT(cbt_now() - t0 < 20.0); /* not the 60 s a wait would take */
 	snprintf(log, sizeof(log), "%s/dbrestart-node-child.log", cbt_tmpdir());
 	setenv("CBATCH_SCHEDULER_NODE", "test-node", 1);
 	{
