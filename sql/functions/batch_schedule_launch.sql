@@ -20,9 +20,7 @@ BEGIN
     UPDATE batch_schedule_firing x
        SET status = 'LAUNCHED', pid = p_pid, message = coalesce(p_message, '')
      WHERE x.firing_id = p_firing_id AND x.node_id = p_node AND x.status = 'CLAIMED'
-       AND EXISTS (SELECT 1 FROM batch_scheduler_node n
-                    WHERE n.node_id = p_node AND n.stopped_at IS NULL
-                      AND n.heartbeat_at >= batch_now() - n.lease_seconds * interval '1 second')
+       AND batch_scheduler_node_live(p_node, p_node)
     RETURNING * INTO f;
     launched := FOUND;
     IF launched THEN

@@ -21,21 +21,16 @@ LANGUAGE sql STABLE AS $$
                    THEN 'runs execution ' || x.job_execution_id || ' (' || x.status || ')'
                    ELSE 'is being launched by node ' || f.node_id END
       FROM batch_schedule_firing f
-      LEFT JOIN batch_scheduler_node n ON n.node_id = f.node_id
       LEFT JOIN LATERAL batch_schedule_firing_execution(f.firing_id) x ON true
      WHERE f.schedule_id = p_schedule_id
        -- as the partial index batch_schedule_firing_live_ix (sql/009) reads it
        AND (f.status IN ('CLAIMED', 'LAUNCHED', 'ORPHANED', 'QUEUED')
             OR f.recover_after IS NOT NULL)
        AND (f.recover_after IS NOT NULL
-            -- a launch in progress (no execution yet) on a node still alive
-            -- (its lease counted as batch_schedule_orphans_of counts it for
-            -- node p_node, the one asking: from the later of its heartbeat
-            -- and the start of p_node's own session, sql/023)
-            OR (f.status IN ('CLAIMED', 'LAUNCHED') AND n.stopped_at IS NULL
-                AND greatest(n.heartbeat_at, (SELECT m.session_since FROM batch_scheduler_node m
-                                               WHERE m.node_id = p_node))
-                    >= batch_now() - n.lease_seconds * interval '1 second')
+            -- a launch in progress (no execution yet) on a node still alive,
+            -- as node p_node, the one asking, judges it
+            OR (f.status IN ('CLAIMED', 'LAUNCHED')
+                AND batch_scheduler_node_live(f.node_id, p_node))
             -- its execution, on any node, under a lease that holds
             OR (f.status <> 'QUEUED' AND x.job_execution_id IS NOT NULL
                 AND batch_schedule_execution_live(x.job_execution_id)))

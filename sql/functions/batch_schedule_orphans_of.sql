@@ -3,9 +3,8 @@
 -- Marked ORPHANED once, by whichever node gets there first, with the
 -- execution they launched (if any), each with its recovery planned; only
 -- those of schedule p_schedule_id unless it is NULL. Returns what it marked.
--- A lease is counted from the later of the node's last heartbeat and the
--- start of the caller's own session (sql/023): a silence that began while
--- the caller was cut off too is no sign of death.
+-- Gone is not batch_scheduler_node_live as the caller judges it (a silence
+-- the caller shared is no sign of death, sql/023).
 CREATE OR REPLACE FUNCTION batch_schedule_orphans_of(p_node varchar, p_dead_nodes varchar[],
     p_schedule_id bigint)
 RETURNS TABLE (firing_id bigint, schedule_id bigint, fire_time timestamptz, node_id varchar,
@@ -15,18 +14,13 @@ LANGUAGE plpgsql AS $$
 DECLARE
     r record;
     e record;
-    my_since timestamptz;
 BEGIN
-    SELECT m.session_since INTO my_since FROM batch_scheduler_node m WHERE m.node_id = p_node;
     FOR r IN
         SELECT f.firing_id, f.schedule_id, f.fire_time, f.node_id
           FROM batch_schedule_firing f
-          LEFT JOIN batch_scheduler_node n ON n.node_id = f.node_id
          WHERE f.status IN ('CLAIMED', 'LAUNCHED') AND f.node_id <> p_node
            AND (p_schedule_id IS NULL OR f.schedule_id = p_schedule_id)
-           AND (n.node_id IS NULL OR n.stopped_at IS NOT NULL
-                OR greatest(n.heartbeat_at, my_since)
-                   < batch_now() - n.lease_seconds * interval '1 second'
+           AND (NOT batch_scheduler_node_live(f.node_id, p_node)
                 OR f.node_id = ANY (coalesce(p_dead_nodes, '{}')))
          ORDER BY f.firing_id
          FOR UPDATE OF f SKIP LOCKED
